@@ -1,0 +1,130 @@
+"""python -m core estimate FILE | models | accelerators | prices | schema
+
+A contract: scenarios written today keep working. Bad input exits 2 with one
+line naming the field and the problem, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from core.scenario import MODEL_SPEC_TAGS, Scenario
+
+MAX_INPUT_BYTES = 5_000_000
+
+
+class InputError(Exception):
+    pass
+
+
+def describe_validation_error(exc: ValidationError, prefix: str = "") -> str:
+    """One line: the field and the problem of the first error."""
+    err = exc.errors()[0]
+    loc = [str(p) for p in err["loc"] if str(p) not in MODEL_SPEC_TAGS]
+    field = ".".join(loc) or "scenario"
+    msg = err["msg"].removeprefix("Value error, ")
+    count = len(exc.errors())
+    more = f" (and {count - 1} more problem{'s' * (count > 2)})" if count > 1 else ""
+    return f"{prefix}{field}: {msg}{more}"
+
+
+def _read_json(path: str) -> Any:
+    try:
+        if path == "-":
+            text = sys.stdin.read(MAX_INPUT_BYTES + 1)
+        else:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text") from None
+    if len(text) > MAX_INPUT_BYTES:
+        raise InputError(f"{path} is larger than {MAX_INPUT_BYTES:,} bytes")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise InputError(f"{path} is nested too deeply") from None
+
+
+def _estimate(path: str) -> Any:
+    from core.estimate import estimate
+
+    data = _read_json(path)
+    items = data if isinstance(data, list) else [data]
+    if not items:
+        raise InputError("the scenario list is empty")
+    results = []
+    for i, item in enumerate(items):
+        prefix = f"scenario {i}: " if isinstance(data, list) else ""
+        if not isinstance(item, dict):
+            raise InputError(f"{prefix}a scenario must be a JSON object")
+        try:
+            sc = Scenario.model_validate(item)
+        except ValidationError as exc:
+            raise InputError(describe_validation_error(exc, prefix)) from None
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise InputError(f"{prefix}{exc}") from None
+        results.append(estimate(sc).model_dump(mode="json"))
+    return results if isinstance(data, list) else results[0]
+
+
+def _models() -> Any:
+    from core.catalog import load_presets
+
+    return [
+        {
+            "id": p.id, "name": p.name, "family": p.family, "hf_repo": p.hf_repo,
+            "params": p.architecture.total_params, "published_params": p.published_params,
+            "source": p.source, "as_of": p.as_of,
+        }
+        for p in load_presets().values()
+    ]
+
+
+def _accelerators() -> Any:
+    from core.hardware import load_accelerators
+
+    return [a.model_dump(mode="json") for a in load_accelerators()]
+
+
+def _prices() -> Any:
+    from core.prices import load_prices
+
+    return [p.model_dump(mode="json") for p in load_prices()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m core", description="LLM GPU Planner sizing core")
+    sub = parser.add_subparsers(dest="command", required=True)
+    est = sub.add_parser("estimate", help="estimate one scenario or a list (JSON file, - for stdin)")
+    est.add_argument("file")
+    for name in ("models", "accelerators", "prices", "schema"):
+        sub.add_parser(name)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        if args.command == "estimate":
+            out = _estimate(args.file)
+        elif args.command == "models":
+            out = _models()
+        elif args.command == "accelerators":
+            out = _accelerators()
+        elif args.command == "prices":
+            out = _prices()
+        else:
+            out = Scenario.model_json_schema()
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    json.dump(out, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0

@@ -1,0 +1,120 @@
+"""Weight storage formats: bits per weight for each tensor role.
+
+Quantized formats store linear layers in few bits plus per-group scales (and
+zeros); embeddings, lm_head, norms and biases stay in 16-bit for the
+PyTorch-side formats, while GGUF quantizes the embedding and stores the output
+layer in Q6_K.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from core.architecture import Architecture, WeightGroup
+
+WeightFormatId = Literal[
+    "fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4", "gptq-4bit", "awq-4bit",
+    "gguf-q8_0", "gguf-q6_k", "gguf-q5_k_m", "gguf-q4_k_m", "gguf-q3_k_m", "gguf-q2_k",
+]
+
+# GGML block types, bits per weight = block bytes * 8 / block weights
+# (ggml-common.h block_q8_0 / block_q*_K layouts: Q8_0 34 B per 32 weights,
+# Q6_K 210 B, Q5_K 176 B, Q4_K 144 B, Q3_K 110 B, Q2_K 84 B per 256 weights).
+GGML_BITS = {"Q8_0": 8.5, "Q6_K": 6.5625, "Q5_K": 5.5, "Q4_K": 4.5, "Q3_K": 3.4375, "Q2_K": 2.625}
+
+
+class WeightFormat(NamedTuple):
+    id: str
+    label: str
+    linear_bits: float          # bits per weight of a quantized linear layer
+    embed_bits: float           # token (and position) embeddings
+    lm_head_bits: float
+    other_bits: float           # norms, biases, router
+    # GGUF _M mixes: role -> (fraction of layers at `more_bits`, more_bits)
+    mix: tuple[tuple[str, float, float], ...] = ()
+    source: str = ""
+
+    @property
+    def is_quantized(self) -> bool:
+        return self.linear_bits < 16
+
+    def bits(self, group: WeightGroup) -> float:
+        role = group.role
+        if role == "embed":
+            return self.embed_bits
+        if role == "lm_head":
+            return self.lm_head_bits
+        if not group.is_linear:
+            return self.other_bits
+        bits = self.linear_bits + self._per_row_bits(group)
+        for mix_role, fraction, more_bits in self.mix:
+            if role == mix_role:
+                return (1 - fraction) * bits + fraction * more_bits
+        return bits
+
+    def _per_row_bits(self, group: WeightGroup) -> float:
+        # LLM.int8 keeps one fp32 scale per output row (bitsandbytes Int8Params.SCB);
+        # GPTQ keeps an int32 g_idx per input channel (AutoGPTQ QuantLinear).
+        if self.id == "int8":
+            return 32 / group.in_features
+        if self.id == "gptq-4bit":
+            return 32 / group.out_features
+        return 0.0
+
+
+_BF16 = 16.0
+_Q6 = GGML_BITS["Q6_K"]
+# TheBloke's GGUF model cards describe the k-quant mixes of llama.cpp's quantizer:
+# Q4_K_M / Q5_K_M "use Q6_K for half of the attention.wv and feed_forward.w2
+# tensors"; Q3_K_M uses Q4_K for attention.wv, attention.wo and feed_forward.w2;
+# Q2_K uses Q4_K for attention.wv and feed_forward.w2; output.weight is Q6_K.
+_GGUF_SRC = "llama.cpp k-quant mixes as described in TheBloke/Llama-2-7B-GGUF model card (2023-09)"
+
+FORMATS: dict[str, WeightFormat] = {
+    f.id: f
+    for f in (
+        WeightFormat("fp32", "FP32", 32, 32, 32, 32, source="IEEE 754 single precision"),
+        WeightFormat("bf16", "BF16", 16, 16, 16, 16, source="bfloat16"),
+        WeightFormat("fp16", "FP16", 16, 16, 16, 16, source="IEEE 754 half precision"),
+        # FP8 checkpoints (e.g. FBGEMM / llm-compressor FP8) quantize linear layers
+        # with per-tensor or per-channel scales; embeddings and lm_head stay BF16.
+        WeightFormat("fp8", "FP8 (E4M3)", 8, _BF16, _BF16, _BF16, source="Micikevicius et al. 2022, FP8 Formats for Deep Learning"),
+        WeightFormat("int8", "INT8 (LLM.int8)", 8, _BF16, _BF16, _BF16, source="Dettmers et al. 2022, LLM.int8() (arXiv 2208.07339)"),
+        # Symmetric group-wise int4 with one fp16 scale per 128 weights.
+        WeightFormat("int4", "INT4 (group 128)", 4 + 16 / 128, _BF16, _BF16, _BF16, source="group-wise symmetric int4, fp16 scale per 128 weights"),
+        # NF4 with double quantization: 4 bits + 8-bit absmax per 64-block +
+        # fp32 second-level constant per 256 blocks = 4 + 8/64 + 32/(64*256)
+        # (Dettmers et al. 2023, QLoRA, arXiv 2305.14314, Sec. 3 "Double Quantization").
+        WeightFormat("nf4", "NF4 (bitsandbytes, double quant)", 4 + 8 / 64 + 32 / (64 * 256), _BF16, _BF16, _BF16, source="Dettmers et al. 2023, QLoRA, Sec. 3"),
+        # GPTQ group 128: 4-bit weights, fp16 scale and 4-bit zero per group
+        # (Frantar et al. 2022, arXiv 2210.17323; AutoGPTQ packing), + g_idx.
+        WeightFormat("gptq-4bit", "GPTQ 4-bit (g128)", 4 + 16 / 128 + 4 / 128, _BF16, _BF16, _BF16, source="Frantar et al. 2022, GPTQ; AutoGPTQ QuantLinear layout"),
+        # AWQ group 128: same scale/zero layout, no g_idx (Lin et al. 2023, arXiv 2306.00978).
+        WeightFormat("awq-4bit", "AWQ 4-bit (g128)", 4 + 16 / 128 + 4 / 128, _BF16, _BF16, _BF16, source="Lin et al. 2023, AWQ; AutoAWQ GEMM layout"),
+        WeightFormat("gguf-q8_0", "GGUF Q8_0", GGML_BITS["Q8_0"], GGML_BITS["Q8_0"], GGML_BITS["Q8_0"], 32, source=_GGUF_SRC),
+        WeightFormat("gguf-q6_k", "GGUF Q6_K", _Q6, _Q6, _Q6, 32, source=_GGUF_SRC),
+        WeightFormat("gguf-q5_k_m", "GGUF Q5_K_M", GGML_BITS["Q5_K"], GGML_BITS["Q5_K"], _Q6, 32,
+                     mix=(("attn_v", 0.5, _Q6), ("mlp_down", 0.5, _Q6)), source=_GGUF_SRC),
+        WeightFormat("gguf-q4_k_m", "GGUF Q4_K_M", GGML_BITS["Q4_K"], GGML_BITS["Q4_K"], _Q6, 32,
+                     mix=(("attn_v", 0.5, _Q6), ("mlp_down", 0.5, _Q6)), source=_GGUF_SRC),
+        WeightFormat("gguf-q3_k_m", "GGUF Q3_K_M", GGML_BITS["Q3_K"], GGML_BITS["Q3_K"], _Q6, 32,
+                     mix=(("attn_v", 1.0, 4.5), ("attn_o", 1.0, 4.5), ("mlp_down", 1.0, 4.5)), source=_GGUF_SRC),
+        WeightFormat("gguf-q2_k", "GGUF Q2_K", GGML_BITS["Q2_K"], GGML_BITS["Q2_K"], _Q6, 32,
+                     mix=(("attn_v", 1.0, 4.5), ("mlp_down", 1.0, 4.5)), source=_GGUF_SRC),
+    )
+}
+
+# The activation / compute precision each format runs at for inference.
+KV_CACHE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+
+
+def weight_bytes(arch: Architecture, fmt: WeightFormat) -> float:
+    """Bytes to hold all weights of `arch` in `fmt` (a checkpoint's size)."""
+    # With tied embeddings GGUF stores the shared matrix with the output's type
+    # (llama.cpp quantizer treats token_embd as output when there is no output.weight).
+    tied_gguf = arch.tie_embeddings and fmt.id.startswith("gguf")
+    total_bits = 0.0
+    for g in arch.weight_groups:
+        bits = fmt.lm_head_bits if tied_gguf and g.role == "embed" and g.in_features == arch.vocab_size else fmt.bits(g)
+        total_bits += g.params * bits
+    return total_bits / 8 * arch.param_scale

@@ -1,0 +1,184 @@
+"""Accelerator catalog: one typed, validated row per GPU/TPU/NPU from data/accelerators.csv.
+
+Units are in the field names. Memory is binary GiB (2**30 bytes): vendors' "80 GB" on
+HBM/GDDR parts are GiB, and PyTorch/nvidia-smi report MiB/GiB. Bandwidth is decimal GB/s
+(1e9 bytes/s) as on datasheets. Throughput is dense (no 2:4 sparsity), in TFLOP/s or TOP/s.
+Each row names its source and as-of date; see the notes column for per-row caveats.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import difflib
+import functools
+import io
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+ACCELERATORS_CSV = DATA_DIR / "accelerators.csv"
+BYTES_PER_GIB = 2**30
+BYTES_PER_GB = 10**9
+ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+
+Vendor = Literal["nvidia", "amd", "google", "aws", "apple"]
+Kind = Literal["gpu", "tpu", "npu", "apple"]
+
+_Positive = Field(default=None, gt=0, allow_inf_nan=False)
+
+
+class CatalogError(ValueError):
+    """A catalog file or look-up is wrong; the message names file, row, field and problem."""
+
+    def __init__(self, problem: str, *, file: str | None = None, row: int | None = None,
+                 field: str | None = None) -> None:
+        self.problem, self.file, self.row, self.field = problem, file, row, field
+        where = [file, None if row is None else f"row {row}", field]
+        super().__init__(": ".join([w for w in where if w] + [problem]))
+
+    def __str__(self) -> str:  # keep the plain message even when mixed with KeyError
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownAcceleratorError(CatalogError, KeyError):
+    """Raised by get_accelerator for an id not in the catalog (also a KeyError)."""
+
+
+class Accelerator(BaseModel):
+    """One accelerator device as a framework sees it (e.g. one GK210 of a K80 board)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=ID_PATTERN, max_length=64)
+    name: str = Field(min_length=1)
+    vendor: Vendor
+    kind: Kind
+    memory_gib: float = Field(gt=0, allow_inf_nan=False)
+    usable_memory_gib: float = Field(gt=0, allow_inf_nan=False)
+    memory_bandwidth_gbps: float = Field(gt=0, allow_inf_nan=False)
+    bf16_tflops: float | None = _Positive
+    fp8_tflops: float | None = _Positive
+    int8_tops: float | None = _Positive
+    fp32_tflops: float | None = _Positive
+    tdp_w: float | None = _Positive
+    interconnect: str = ""
+    interconnect_gbps: float | None = _Positive
+    launch_year: int = Field(ge=2010, le=2035)
+    purchase_usd: float | None = _Positive
+    supports_bf16: bool
+    supports_fp8: bool
+    source: str = Field(min_length=3)
+    as_of: dt.date
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Accelerator:
+        if self.usable_memory_gib > self.memory_gib:
+            raise ValueError("usable_memory_gib must be <= memory_gib")
+        if self.fp8_tflops is not None and not self.supports_fp8:
+            raise ValueError("fp8_tflops is set but supports_fp8 is false")
+        if not self.source.strip():
+            raise ValueError("source must not be blank")
+        return self
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(self.memory_gib * BYTES_PER_GIB)
+
+    @property
+    def usable_memory_bytes(self) -> int:
+        return int(self.usable_memory_gib * BYTES_PER_GIB)
+
+    @property
+    def memory_bandwidth_bytes_per_s(self) -> float:
+        return self.memory_bandwidth_gbps * BYTES_PER_GB
+
+
+def validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
+    """(field, short problem) pairs from a pydantic error, phrased for people."""
+    out = []
+    for err in exc.errors(include_url=False):
+        field = ".".join(str(p) for p in err["loc"]) or "row"
+        kind, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
+        if kind in ("greater_than", "greater_than_equal", "less_than_equal"):
+            op = {"greater_than": ">", "greater_than_equal": ">=", "less_than_equal": "<="}[kind]
+            bound = next(iter(ctx.values()), "?")
+            problem = f"must be {op} {bound}"
+        elif kind in ("float_parsing", "int_parsing", "int_from_float", "finite_number"):
+            problem = f"not a number: {str(value)[:40]!r}"
+        elif kind == "missing":
+            problem = "required but empty"
+        elif kind == "string_pattern_mismatch":
+            problem = f"not a valid id: {str(value)[:40]!r} (lowercase letters, digits, '-')"
+        elif kind == "literal_error":
+            problem = f"{str(value)[:40]!r} is not one of {ctx.get('expected', '?')}"
+        elif kind == "extra_forbidden":
+            problem = "unexpected column"
+        else:
+            problem = err["msg"].removeprefix("Value error, ")
+        out.append((field, problem))
+    return out
+
+
+def _nonempty(record: dict[str, str | None]) -> dict[str, str]:
+    """Drop blank cells so optional fields fall back to their defaults."""
+    return {k: v.strip() for k, v in record.items() if k is not None and v and v.strip()}
+
+
+def _read_rows(path: Path) -> tuple[tuple[Accelerator, ...], str]:
+    name = path.name
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"cannot read: {exc}", file=name) from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    columns = list(Accelerator.model_fields)
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    missing = [c for c in columns if c not in header]
+    extra = [h for h in header if h not in columns]
+    if missing or extra:
+        raise CatalogError(f"missing {missing}, unexpected {extra}", file=name, field="header")
+    reader.fieldnames = header
+    out: list[Accelerator] = []
+    seen: set[str] = set()
+    for row_no, record in enumerate(reader, start=1):
+        if None in record:
+            raise CatalogError("more cells than columns", file=name, row=row_no)
+        try:
+            acc = Accelerator(**_nonempty(record))
+        except ValidationError as exc:
+            field, problem = validation_problems(exc)[0]
+            raise CatalogError(problem, file=name, row=row_no, field=field) from None
+        if acc.id in seen:
+            raise CatalogError(f"duplicate id {acc.id!r}", file=name, row=row_no, field="id")
+        seen.add(acc.id)
+        out.append(acc)
+    if not out:
+        raise CatalogError("no rows", file=name)
+    return tuple(out), name
+
+
+@functools.lru_cache(maxsize=1)
+def _load_default() -> tuple[Accelerator, ...]:
+    return _read_rows(ACCELERATORS_CSV)[0]
+
+
+def load_accelerators(path: Path | None = None) -> tuple[Accelerator, ...]:
+    """All catalog rows in file order; the built-in file is read once and cached."""
+    if path is None:
+        return _load_default()
+    return _read_rows(Path(path))[0]
+
+
+def get_accelerator(accelerator_id: str) -> Accelerator:
+    """Look up one accelerator by id; unknown ids raise UnknownAcceleratorError with suggestions."""
+    by_id = {a.id: a for a in load_accelerators()}
+    if accelerator_id in by_id:
+        return by_id[accelerator_id]
+    close = difflib.get_close_matches(str(accelerator_id).lower(), list(by_id), n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise UnknownAcceleratorError(f"unknown accelerator {accelerator_id!r}{hint}",
+                                  file=ACCELERATORS_CSV.name, field="id")

@@ -1,0 +1,152 @@
+"""The scenario: everything a user chooses. The same model serves the CLI,
+the dashboard and the URL."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
+
+from core.architecture import Architecture
+from core.formats import FORMATS, WeightFormatId
+from core.hf_config import ConfigError, parse_hf_config
+from core.shape import representative_architecture
+
+_STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class ParamCount(BaseModel):
+    """A bare parameter count, taken as exact."""
+
+    model_config = _STRICT
+    params: float = Field(ge=1e6, le=1e14, description="total parameters (e.g. 7.5e9)")
+    name: str | None = Field(default=None, max_length=120)
+    _arch: Architecture | None = PrivateAttr(default=None)
+
+    @property
+    def architecture(self) -> Architecture:
+        if self._arch is None:
+            self._arch = representative_architecture(self.params, self.name)
+        return self._arch
+
+
+class HFConfig(BaseModel):
+    """A pasted Hugging Face config.json object."""
+
+    model_config = _STRICT
+    hf_config: dict[str, Any]
+    name: str | None = Field(default=None, max_length=120)
+    _arch: Architecture | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _parse(self) -> HFConfig:
+        try:
+            self._arch = parse_hf_config(self.hf_config, self.name)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    @property
+    def architecture(self) -> Architecture:
+        assert self._arch is not None
+        return self._arch
+
+
+def _model_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "preset"
+    if isinstance(value, ParamCount) or (isinstance(value, dict) and "params" in value):
+        return "count"
+    if isinstance(value, HFConfig) or (isinstance(value, dict) and "hf_config" in value):
+        return "config"
+    return None
+
+
+ModelSpec = Annotated[
+    Annotated[str, Tag("preset")] | Annotated[ParamCount, Tag("count")] | Annotated[HFConfig, Tag("config")],
+    Discriminator(
+        _model_kind,
+        custom_error_type="model_spec",
+        custom_error_message="model must be a preset id, {'params': N} or {'hf_config': {...}}",
+    ),
+]
+MODEL_SPEC_TAGS = ("preset", "count", "config")
+
+Mode = Literal["training", "inference"]
+Method = Literal["full", "lora", "qlora"]
+Optimizer = Literal["adamw", "adamw-8bit", "sgd", "adafactor"]
+Precision = Literal["bf16", "fp16", "fp32"]
+LoraTargets = Literal["attention", "all-linear"]
+Offload = Literal["none", "optimizer", "optimizer+params"]
+KvFormat = Literal["bf16", "fp16", "fp8", "int8"]
+
+
+class Scenario(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    model: ModelSpec = Field(description="preset id, {'params': N} or {'hf_config': {...}}")
+    mode: Mode = "inference"
+    weights_format: WeightFormatId = "bf16"
+    method: Method = "full"
+    optimizer: Optimizer = "adamw"
+    precision: Precision = "bf16"
+    batch_size: int = Field(default=1, ge=1, le=4096, description="per-device micro-batch; in inference, concurrent sequences")
+    seq_len: int = Field(default=2048, ge=1, le=2_097_152, description="training sequence length; in inference, prompt + generated tokens")
+    gradient_checkpointing: bool = False
+    flash_attention: bool = True
+    lora_rank: int = Field(default=16, ge=1, le=4096)
+    lora_targets: LoraTargets = "all-linear"
+    zero_stage: int = Field(default=0, ge=0, le=3)
+    offload: Offload = "none"
+    data_parallel: int = Field(default=1, ge=1, le=100_000)
+    tensor_parallel: int = Field(default=1, ge=1, le=512)
+    pipeline_parallel: int = Field(default=1, ge=1, le=512)
+    kv_cache_format: KvFormat = "bf16"
+    accelerator: str = Field(default="h100-sxm", max_length=64)
+    train_tokens: float | None = Field(default=None, gt=0, le=1e16)
+    mfu: float | None = Field(default=None, gt=0, le=1)
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_spec(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            from core.catalog import preset_ids, suggest
+
+            if value not in preset_ids():
+                raise ValueError(f"unknown model preset {value!r}{suggest(value, preset_ids())}")
+        return value
+
+    @field_validator("accelerator")
+    @classmethod
+    def _known_accelerator(cls, value: str) -> str:
+        from core.catalog import accelerator_ids, suggest
+
+        if value not in accelerator_ids():
+            raise ValueError(f"unknown accelerator {value!r}{suggest(value, accelerator_ids())}")
+        return value
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Scenario:
+        if self.mode == "training":
+            if self.method == "full" and FORMATS[self.weights_format].is_quantized:
+                raise ValueError(
+                    f"weights_format {self.weights_format!r} is quantized: full fine-tuning needs "
+                    "bf16/fp16/fp32 weights (use method 'qlora' to train on a 4-bit base)"
+                )
+            if self.offload != "none" and self.zero_stage == 0:
+                raise ValueError("offload needs zero_stage >= 1 (DeepSpeed ZeRO-Offload)")
+            if self.offload == "optimizer+params" and self.zero_stage != 3:
+                raise ValueError("offloading parameters needs zero_stage 3 (ZeRO-Infinity / FSDP)")
+        return self
+
+    @property
+    def architecture(self) -> Architecture:
+        if isinstance(self.model, str):
+            from core.catalog import preset
+
+            return preset(self.model).architecture
+        return self.model.architecture
+
+    @property
+    def devices(self) -> int:
+        return self.data_parallel * self.tensor_parallel * self.pipeline_parallel

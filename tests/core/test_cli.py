@@ -1,0 +1,105 @@
+"""The scripting interface: python -m core ... (a contract)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(args, stdin=None):
+    proc = subprocess.run([sys.executable, "-m", "core", *args], input=stdin, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_estimate_one_scenario_from_stdin():
+    code, out, err = run(["estimate", "-"], stdin=json.dumps({"model": "llama-3.1-8b", "seq_len": 8192}))
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["kv_cache_bytes_per_token"] == 131072
+    assert res["memory_per_device_bytes"]["kv_cache"] == 2**30
+    for key in ("params", "memory_per_device_bytes", "devices_needed", "fits", "assumptions"):
+        assert key in res
+    assert set(res["params"]) == {"total", "active", "trainable"}
+
+
+def test_estimate_list_from_file(tmp_path, capsys):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps([{"model": {"params": 7.5e9}, "mode": "training"}, {"model": "gpt2"}]))
+    assert main(["estimate", str(f)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out) == 2 and out[0]["params"]["total"] == 7_500_000_000
+
+
+def test_hf_config_scenario(capsys, tmp_path):
+    cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "vocab_size": 32000}
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"model": {"hf_config": cfg}}))
+    assert main(["estimate", str(f)]) == 0
+    assert json.loads(capsys.readouterr().out)["params"]["total"] == 6_738_415_616
+
+
+@pytest.mark.parametrize("command", ["models", "accelerators", "prices"])
+def test_catalog_listings_have_ids(command, capsys):
+    assert main([command]) == 0
+    items = json.loads(capsys.readouterr().out)
+    assert items and all("id" in i or "instance_type" in i for i in items)
+
+
+def test_models_and_accelerators_have_ids(capsys):
+    main(["models"])
+    assert all("id" in i for i in json.loads(capsys.readouterr().out))
+    main(["accelerators"])
+    assert all("id" in i for i in json.loads(capsys.readouterr().out))
+
+
+def test_schema_is_the_scenario_model(capsys):
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert "model" in schema["properties"] and schema["required"] == ["model"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "needle"),
+    [
+        ('{"model": {"params": -5}}', "model"),
+        ('{"model": "llama-9000"}', "unknown model preset"),
+        ('{"model": "llama-3.1-8b", "accelerator": "h1000"}', "accelerator"),
+        ('{"model": "llama-3.1-8b", "batch_size": 0}', "batch_size"),
+        ('{"model": {"hf_config": {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 0, '
+         '"num_attention_heads": 4, "vocab_size": 10}}}', "num_hidden_layers"),
+        ("this is not json", "not valid JSON"),
+        ("[]", "empty"),
+        ("[1]", "JSON object"),
+        ('{"model": "gpt2", "seq_len": "NaN"}', "seq_len"),
+        ('{"model": "gpt2", "typo_field": 1}', "typo_field"),
+        ("[" * 100000 + "]" * 100000, "nested"),
+    ],
+    ids=["negative-params", "unknown-preset", "unknown-accelerator", "zero-batch", "zero-layer-config", "not-json",
+         "empty-list", "non-object", "nan-string", "unknown-field", "deep-nesting"],
+)
+def test_bad_input_exits_2_with_one_line(payload, needle):
+    code, out, err = run(["estimate", "-"], stdin=payload)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], err
+    assert "Traceback" not in err
+
+
+def test_missing_file_exits_2():
+    code, _, err = run(["estimate", "/nonexistent/x.json"])
+    assert code == 2 and "cannot read" in err
+
+
+def test_binary_file_exits_2(tmp_path):
+    f = tmp_path / "b.json"
+    f.write_bytes(b"\xff\xfe\x00garbage")
+    code, _, err = run(["estimate", str(f)])
+    assert code == 2 and len(err.strip().splitlines()) == 1

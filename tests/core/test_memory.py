@@ -1,0 +1,167 @@
+"""Memory model against papers and published measurements."""
+
+import pytest
+
+from core.activations import korthikanti_gpt_layer_bytes, layer_activation_bytes
+from core.architecture import Architecture
+from core.estimate import estimate
+from core.memory import CUDA_CONTEXT_BYTES, Layout, training_components
+from core.scenario import Scenario
+
+
+def model_states_gb(zero_stage: int) -> float:
+    sc = Scenario(model={"params": 7.5e9}, mode="training", zero_stage=zero_stage, data_parallel=64)
+    comps, _ = training_components(sc, sc.architecture, Layout(64, 1, 1), 1, 2048)
+    return (comps.weights + comps.gradients + comps.optimizer) / 1e9
+
+
+@pytest.mark.parametrize(("stage", "gb"), [(0, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)])
+def test_zero_paper_figure_1(stage, gb):
+    # Rajbhandari et al. 2019 (arXiv 1910.02054), Figure 1: Psi = 7.5B, K = 12,
+    # N_d = 64 -> 120, 31.4, 16.6 and 1.9 GB of model states per device.
+    assert model_states_gb(stage) == pytest.approx(gb, rel=0.02)
+
+
+GPT3 = Architecture(
+    name="GPT-3 175B", model_type="gpt", num_layers=96, hidden_size=12288, intermediate_size=4 * 12288,
+    num_heads=96, num_kv_heads=96, head_dim=128, vocab_size=51200, max_context=2048, gated_mlp=False,
+    qkv_bias=True, o_bias=True, mlp_bias=True, norm="layernorm", dropout=True,
+)
+
+
+def test_korthikanti_per_layer_formula_gpt3():
+    # Korthikanti et al. 2022 (arXiv 2205.05198) Sec. 4.1: per layer
+    # s*b*h*(34 + 5*a*s/h) bytes; GPT-3 175B, s=2048, b=1, h=12288, a=96.
+    total, largest = layer_activation_bytes(GPT3, 2048, 1, flash=False)
+    expected = korthikanti_gpt_layer_bytes(2048, 1, 12288, 96)
+    assert largest == pytest.approx(expected, rel=1e-9)
+    assert total == pytest.approx(96 * expected, rel=1e-9)
+    assert expected == 2048 * 12288 * (34 + 5 * 96 * 2048 / 12288)
+
+
+def test_flash_attention_removes_the_s_squared_terms():
+    no_flash, _ = layer_activation_bytes(GPT3, 2048, 1, flash=False)
+    flash, _ = layer_activation_bytes(GPT3, 2048, 1, flash=True)
+    s, b, a, L = 2048, 1, 96, 96
+    assert no_flash - flash == pytest.approx(L * (5 * a * s * s * b - 4 * a * s * b), rel=1e-9)
+
+
+def test_full_recompute_keeps_2sbh_per_layer():
+    # Korthikanti Table 2: full recomputation stores 2*s*b*h per layer.
+    sc = Scenario(model="llama-2-7b", mode="training", gradient_checkpointing=True, seq_len=2048)
+    arch = sc.architecture
+    comps, _ = training_components(sc, arch, Layout(1, 1, 1), 1, 2048)
+    _, largest = layer_activation_bytes(arch, 2048, 1, flash=True)
+    logits = 10 * 2048 * arch.vocab_size
+    assert comps.activations == pytest.approx(32 * 2 * 2048 * 4096 + largest + logits, rel=1e-9)
+
+
+def allocated_gb(**kw) -> float:
+    """Our per-device total without the CUDA context, which torch's
+    max_memory_allocated does not see, in GB (1e9)."""
+    r = estimate(Scenario(**kw))
+    return (r.memory_per_device_bytes.total - CUDA_CONTEXT_BYTES) / 1e9
+
+
+# Published measured peaks (torch.cuda.max_memory_allocated), within 15%.
+# LitGPT tutorials/resource-tables.md (commit b732986, 2023-10-20; A100-SXM4-40GB,
+# bf16-true, LoRA r=8 on query+value, AdamW, longest Alpaca sample 1,304 tokens,
+# no activation checkpointing, SDPA): Llama-2-7B 21.30 GB (micro-batch 1),
+# 29.07 GB (micro-batch 2); Llama-2-13B 38.12 GB. Inference (generate/base.py,
+# batch 1, ~57 tokens): Llama-2-7B bf16 13.52 GB, nf4-dq 4.26 GB.
+# transformers docs llm_tutorial_optimization.md: bigcode/octocoder bf16
+# 29.03 GiB, load_in_8bit 15.22 GiB (20-token prompt + 60 new tokens).
+OCTOCODER = {"hf_config": {
+    "model_type": "gpt_bigcode", "n_embd": 6144, "n_layer": 40, "n_head": 48, "n_positions": 8192,
+    "vocab_size": 49152, "multi_query": True, "n_inner": 24576,
+}}
+MEASURED = [
+    ("litgpt llama-2-7b lora mb1", dict(model="llama-2-7b", mode="training", method="lora", lora_rank=8,
+                                        lora_targets="attention", seq_len=1304, batch_size=1, accelerator="a100-sxm-40gb"), 21.30),
+    ("litgpt llama-2-7b lora mb2", dict(model="llama-2-7b", mode="training", method="lora", lora_rank=8,
+                                        lora_targets="attention", seq_len=1304, batch_size=2, accelerator="a100-sxm-40gb"), 29.07),
+    ("litgpt llama-2-13b lora mb1", dict(model="llama-2-13b", mode="training", method="lora", lora_rank=8,
+                                         lora_targets="attention", seq_len=1304, batch_size=1, accelerator="a100-sxm-40gb"), 38.12),
+    ("litgpt llama-2-7b bf16 generate", dict(model="llama-2-7b", seq_len=57, accelerator="a100-sxm-40gb"), 13.52),
+    ("litgpt llama-2-7b nf4-dq generate", dict(model="llama-2-7b", weights_format="nf4", seq_len=57, accelerator="a100-sxm-40gb"), 4.26),
+    ("octocoder bf16", dict(model=OCTOCODER, seq_len=80, accelerator="a100-sxm-80gb"), 29.03 * 2**30 / 1e9),
+    ("octocoder int8", dict(model=OCTOCODER, weights_format="int8", seq_len=80, accelerator="a100-sxm-80gb"), 15.22 * 2**30 / 1e9),
+]
+
+
+@pytest.mark.parametrize(("name", "scenario", "measured_gb"), MEASURED, ids=[m[0] for m in MEASURED])
+def test_published_measured_peaks_within_15_percent(name, scenario, measured_gb):
+    assert allocated_gb(**scenario) == pytest.approx(measured_gb, rel=0.15)
+
+
+def test_lora_memory_grows_linearly_per_sample_like_litgpt():
+    # LitGPT: +7.77 GB for the second 1,304-token sample of Llama-2-7B.
+    one = allocated_gb(**MEASURED[0][1])
+    two = allocated_gb(**MEASURED[1][1])
+    assert two - one == pytest.approx(29.07 - 21.30, rel=0.15)
+
+
+def test_full_finetune_is_16_bytes_per_param_of_model_states():
+    # peers.md: bf16 mixed-precision AdamW = 2 + 2 + 12 bytes per parameter.
+    sc = Scenario(model="llama-3.1-8b", mode="training")
+    comps, _ = training_components(sc, sc.architecture, Layout(1, 1, 1), 1, 1)
+    assert (comps.weights + comps.gradients + comps.optimizer) / sc.architecture.total_params == pytest.approx(16)
+
+
+def test_qlora_65b_fits_under_48_gb_and_full_needs_over_780():
+    # QLoRA paper abstract: finetuning a 65B model needs > 780 GB of GPU memory
+    # in 16-bit, < 48 GB with QLoRA (single 48 GB GPU; gradient checkpointing).
+    llama65 = {"hf_config": {"model_type": "llama", "hidden_size": 8192, "intermediate_size": 22016,
+                             "num_hidden_layers": 80, "num_attention_heads": 64, "vocab_size": 32000}}
+    full = estimate(Scenario(model=llama65, mode="training", seq_len=512, gradient_checkpointing=True))
+    assert full.memory_per_device_bytes.total / 1e9 > 780
+    q = estimate(Scenario(model=llama65, mode="training", method="qlora", lora_rank=64, seq_len=512,
+                          gradient_checkpointing=True, optimizer="adamw", accelerator="rtx-a6000"))
+    # The paper's adapters are bf16; PEFT's default fp32 adapters add ~3 GB, and it
+    # still fits one 48 GB (GiB-marketed) RTX A6000.
+    assert q.memory_per_device_bytes.total < 48 * 2**30
+    assert q.fits
+
+
+def test_kv_cache_scales_with_context_and_batch():
+    a = estimate(Scenario(model="llama-3.1-8b", seq_len=8192, batch_size=1)).memory_per_device_bytes.kv_cache
+    b = estimate(Scenario(model="llama-3.1-8b", seq_len=8192, batch_size=4)).memory_per_device_bytes.kv_cache
+    assert a == 2**30 and b == 4 * 2**30
+
+
+def test_sliding_window_caps_kv():
+    short = estimate(Scenario(model="mistral-7b-v0.1", seq_len=4096)).memory_per_device_bytes.kv_cache
+    long = estimate(Scenario(model="mistral-7b-v0.1", seq_len=32768)).memory_per_device_bytes.kv_cache
+    assert short == long == 131_072 * 4096
+    g_short = estimate(Scenario(model="gemma-2-9b", seq_len=4096)).memory_per_device_bytes.kv_cache
+    g_long = estimate(Scenario(model="gemma-2-9b", seq_len=8192)).memory_per_device_bytes.kv_cache
+    per_layer = 2 * 8 * 256 * 2
+    assert g_long - g_short == 21 * per_layer * 4096  # only the 21 global layers grow
+
+
+def test_fp8_kv_halves_kv():
+    a = estimate(Scenario(model="llama-3.1-70b", seq_len=8192)).memory_per_device_bytes.kv_cache
+    b = estimate(Scenario(model="llama-3.1-70b", seq_len=8192, kv_cache_format="fp8")).memory_per_device_bytes.kv_cache
+    assert b * 2 == a
+
+
+def test_tensor_parallel_splits_gqa_kv_but_not_mla_latent():
+    a = estimate(Scenario(model="llama-3.1-70b", tensor_parallel=8)).memory_per_device_bytes.kv_cache
+    b = estimate(Scenario(model="llama-3.1-70b")).memory_per_device_bytes.kv_cache
+    assert a * 8 == b
+    c = estimate(Scenario(model="deepseek-v3", tensor_parallel=8, accelerator="h200")).memory_per_device_bytes.kv_cache
+    d = estimate(Scenario(model="deepseek-v3", accelerator="h200")).memory_per_device_bytes.kv_cache
+    assert c == d
+
+
+def test_offload_moves_optimizer_to_cpu():
+    on = estimate(Scenario(model="llama-3.1-8b", mode="training", zero_stage=2, data_parallel=2, offload="optimizer"))
+    off = estimate(Scenario(model="llama-3.1-8b", mode="training", zero_stage=2, data_parallel=2))
+    assert on.memory_per_device_bytes.optimizer == 0
+    assert on.cpu_memory_per_device_bytes == off.memory_per_device_bytes.optimizer
+
+
+def test_total_is_sum_of_components():
+    r = estimate(Scenario(model="mixtral-8x7b", mode="training", method="lora", zero_stage=3, data_parallel=8))
+    m = r.memory_per_device_bytes
+    assert m.total == m.weights + m.gradients + m.optimizer + m.activations + m.kv_cache + m.overhead
