@@ -139,6 +139,13 @@ def estimate(sc: Scenario) -> Result:
     )
 
 
+def devices_needed_by_accelerator(sc: Scenario, accelerator_ids: list[str]) -> dict[str, LayoutResult | None]:
+    """Smallest fitting layout on each accelerator. Per-device memory does not
+    depend on the device, so one evaluator serves them all."""
+    ev = Evaluator(sc, sc.architecture)
+    return {a: _devices_needed(sc, ev, float(get_accelerator(a).usable_memory_bytes)) for a in accelerator_ids}
+
+
 def _devices_needed(sc: Scenario, ev: Evaluator, capacity: float) -> LayoutResult | None:
     """Smallest layout that fits: the user's own strategy first (data parallel
     with their ZeRO stage, or tensor then pipeline parallel), then ZeRO-3."""

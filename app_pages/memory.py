@@ -1,0 +1,80 @@
+"""Memory: the per-device breakdown, where it fits, how it grows, and why."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app_pages.shared.charts import breakdown_bar, fits_on_chart, layout_text, sweep_chart
+from app_pages.shared.context import page_header
+from app_pages.shared.report import report_downloads
+from app_pages.shared.style import COMPONENT_LABELS, PLOTLY_CONFIG
+from core.estimate import devices_needed_by_accelerator, estimate
+from core.explain import explain
+from core.hardware import get_accelerator, load_accelerators
+from core.sweep import sweep
+
+sc, values, units = page_header("Memory", "How much accelerator memory the scenario needs per device, and where it fits.")
+result = estimate(sc)
+acc = get_accelerator(sc.accelerator)
+m = result.memory_per_device_bytes
+
+cols = st.columns(5)
+cols[0].metric("Memory per device", units(m.total), help="Sum of the components below")
+cols[1].metric("Fits one device?", "Yes" if result.fits else "No", help=f"{acc.name}: {units(result.device_memory_bytes)} usable",
+               delta=f"{units(result.device_memory_bytes - m.total)} headroom" if result.fits else f"{units(m.total - result.device_memory_bytes)} short",
+               delta_color="normal" if result.fits else "inverse")
+cols[2].metric("Devices needed", layout_text(result.layout_needed).split(" (")[0],
+               help="Smallest layout that fits: " + layout_text(result.layout_needed))
+cols[3].metric("Largest batch that fits", f"{result.max_batch_size:,}")
+cols[4].metric("Longest context that fits", f"{result.max_seq_len:,}", help="tokens, at the chosen batch size")
+
+st.plotly_chart(breakdown_bar(result, units, acc.name), config=PLOTLY_CONFIG, key="breakdown")
+
+if result.advice:
+    with st.container(border=True):
+        st.markdown("**Why it does not fit, and what would help**")
+        for line in result.advice:
+            st.markdown(f"- {line}")
+
+left, right = st.columns([1, 1])
+with left:
+    accs = list(load_accelerators())
+    needed = devices_needed_by_accelerator(sc, [a.id for a in accs])
+    rows = [{"name": a.name, "devices": needed[a.id].devices if needed[a.id] else None,
+             "capacity_bytes": a.usable_memory_bytes} for a in accs]
+    st.plotly_chart(fits_on_chart(rows, units), config=PLOTLY_CONFIG, key="fits_on")
+with right:
+    axis = st.segmented_control("Sweep", ["context", "batch"], default="context", key="sweep_axis",
+                                format_func={"context": "Context length", "batch": "Batch size"}.get, required=True)
+    if axis == "batch":
+        x = np.unique(np.geomspace(1, 1024, 60).astype(int))
+        grid = sweep(sc, x, sc.seq_len)
+        fig = sweep_chart(x, grid, result.device_memory_bytes, units, "Batch size (sequences per device)",
+                          sc.batch_size, result.max_batch_size or None)
+    else:
+        top = max(sc.architecture.max_context, sc.seq_len)
+        x = np.unique(np.geomspace(128, top, 80).astype(int))
+        grid = sweep(sc, sc.batch_size, x)
+        fig = sweep_chart(x, grid, result.device_memory_bytes, units, "Context / sequence length (tokens)",
+                          sc.seq_len, result.max_seq_len or None)
+    st.plotly_chart(fig, config=PLOTLY_CONFIG, key="sweep")
+
+st.subheader("Explain: each number, its formula and its source")
+parts = explain(sc, result)
+st.table(pd.DataFrame([{
+    "Component": COMPONENT_LABELS.get(p.component, p.component), units.name: f"{units.value(p.bytes):,.2f}",
+    "Formula": p.formula, "With your numbers": p.numbers, "Source": p.source,
+} for p in parts]).set_index("Component"))
+with st.expander("Parameters, assumptions and the model's shape"):
+    arch = sc.architecture
+    st.markdown(
+        f"**{arch.name}**: {result.params.total:,} parameters ({result.params.active:,} active per token"
+        + (f", {result.params.trainable:,} trainable" if result.params.trainable else "") + "); "
+        f"{arch.num_layers} layers, hidden {arch.hidden_size}, {arch.num_heads} heads / {arch.num_kv_heads} KV heads, "
+        f"vocabulary {arch.vocab_size:,}; KV cache {result.kv_cache_bytes_per_token:,} bytes per token; "
+        f"checkpoint {units(result.weights_bytes_total)}."
+    )
+    for a in result.assumptions:
+        st.markdown(f"- {a}")
+
+report_downloads(sc, result, units)

@@ -1,0 +1,89 @@
+"""Plotly figures built from core results (no Streamlit here)."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_LABELS, FIT_COLORS, Units, layout
+from core.estimate import LayoutResult, Result
+from core.sweep import COMPONENTS
+
+
+def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
+    m = result.memory_per_device_bytes
+    fig = go.Figure()
+    for comp in COMPONENTS:
+        value = getattr(m, comp)
+        if value <= 0:
+            continue
+        fig.add_bar(
+            y=["per device"], x=[units.value(value)], orientation="h", name=COMPONENT_LABELS[comp],
+            marker_color=COMPONENT_COLORS[comp], hovertemplate=f"{COMPONENT_LABELS[comp]}: %{{x:,.2f}} {units.name}<extra></extra>",
+        )
+    cap = units.value(result.device_memory_bytes)
+    fig.add_vline(x=cap, line={"color": CAPACITY_COLOR, "dash": "dash", "width": 3})
+    fig.add_annotation(x=cap, y=1.02, yref="paper", text=f"{device_name}: {cap:,.1f} {units.name} usable",
+                       showarrow=False, xanchor="right" if m.total > result.device_memory_bytes * 0.6 else "left")
+    fig.update_layout(barmode="stack", xaxis_title=f"Memory per device ({units.name})", yaxis={"visible": False})
+    verdict = "fits" if result.fits else "does NOT fit"
+    title = f"Memory per device: {units(m.total)} of {units(result.device_memory_bytes)} — {verdict}"
+    return layout(fig, title, height=230)
+
+
+def fits_on_chart(rows: list[dict], units: Units) -> go.Figure:
+    """rows: name, devices (int|None), per_device_bytes, capacity_bytes."""
+    rows = sorted(rows, key=lambda r: (r["devices"] is None, r["devices"] or 0, -r["capacity_bytes"]))
+    names = [r["name"] for r in rows]
+    devices = [r["devices"] or 0 for r in rows]
+    status = ["fits on 1" if d == 1 else "needs several" if d else "does not fit" for d in devices]
+    fig = go.Figure()
+    for label, color in FIT_COLORS.items():
+        idx = [i for i, s in enumerate(status) if s == label]
+        if not idx:
+            continue
+        fig.add_bar(
+            y=[names[i] for i in idx], x=[max(devices[i], 0.6) if devices[i] else 0.6 for i in idx], orientation="h",
+            name=label.capitalize(), marker_color=color,
+            text=[str(devices[i]) if devices[i] else "no fit" for i in idx], textposition="outside",
+            customdata=[[units(rows[i]["capacity_bytes"])] for i in idx],
+            hovertemplate="%{y}: %{text} device(s), %{customdata[0]} usable each<extra></extra>",
+        )
+    fig.update_layout(xaxis={"type": "log", "title": "Devices needed (log scale)"}, yaxis={"autorange": "reversed", "title": None})
+    return layout(fig, "Which accelerators it fits on, and how many of each it needs", height=max(360, 22 * len(rows) + 120))
+
+
+def sweep_chart(x: np.ndarray, grid: dict[str, np.ndarray], capacity: float, units: Units, x_title: str,
+                current: float, limit: float | None) -> go.Figure:
+    fig = go.Figure()
+    for comp in COMPONENTS:
+        y = grid[comp]
+        if not np.any(y > 0):
+            continue
+        fig.add_scatter(x=x, y=units.value(y), stackgroup="mem", name=COMPONENT_LABELS[comp], mode="lines",
+                        line={"color": COMPONENT_COLORS[comp], "width": 0.5},
+                        hovertemplate=f"{COMPONENT_LABELS[comp]}: %{{y:,.2f}} {units.name}<extra></extra>")
+    fig.add_hline(y=units.value(capacity), line={"color": CAPACITY_COLOR, "dash": "dash", "width": 3},
+                  annotation_text=f"device capacity {units(capacity)}", annotation_position="top left")
+    fig.add_vline(x=current, line={"color": "#333333", "width": 1, "dash": "dot"}, annotation_text="your setting",
+                  annotation_position="bottom right")
+    if limit:
+        fig.add_vline(x=limit, line={"color": "#E45756", "width": 2}, annotation_text=f"largest that fits: {limit:,.0f}",
+                      annotation_position="top right")
+    fig.update_layout(xaxis={"type": "log", "title": x_title}, yaxis_title=f"Memory per device ({units.name})", hovermode="x unified")
+    return layout(fig, f"Memory per device as {x_title.split(' (')[0].lower()} grows", height=420)
+
+
+def layout_text(lay: LayoutResult | None) -> str:
+    if lay is None:
+        return "does not fit on any layout up to 65,536 devices"
+    parts = []
+    if lay.data_parallel > 1:
+        parts.append(f"DP {lay.data_parallel}")
+    if lay.tensor_parallel > 1:
+        parts.append(f"TP {lay.tensor_parallel}")
+    if lay.pipeline_parallel > 1:
+        parts.append(f"PP {lay.pipeline_parallel}")
+    if lay.zero_stage:
+        parts.append(f"ZeRO-{lay.zero_stage}")
+    return f"{lay.devices} device{'s' * (lay.devices > 1)}" + (f" ({', '.join(parts)})" if parts else "")

@@ -1,0 +1,28 @@
+"""What app.py hands to the page being shown (per session)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from app_pages.shared.style import Units
+from core.scenario import Scenario
+
+
+def set_context(scenario: Scenario | None, values: dict[str, Any], messages: list[str]) -> None:
+    st.session_state["_ctx"] = (scenario, values, messages)
+
+
+def page_header(title: str, caption: str) -> tuple[Scenario | None, dict[str, Any], Units]:
+    """Title, the link's warnings, and the scenario (None: the page stops after
+    saying why)."""
+    scenario, values, messages = st.session_state["_ctx"]
+    st.title(title)
+    st.caption(caption)
+    for msg in messages:
+        st.warning(msg, icon=":material/warning:")
+    if scenario is None:
+        st.info("Fix the input above (in the sidebar) to see results; everything you entered is kept.")
+        st.stop()
+    return scenario, values, Units(values.get("units", "GiB"))

@@ -1,0 +1,54 @@
+"""Colours, units and figure defaults shared by every page."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from core.units import BYTES_PER_GB, BYTES_PER_GIB
+
+# One colour per memory component, the same on every page (colour-blind-safe
+# Tableau 10 hues).
+COMPONENT_COLORS = {
+    "weights": "#4C78A8",
+    "gradients": "#F58518",
+    "optimizer": "#E45756",
+    "activations": "#72B7B2",
+    "kv_cache": "#54A24B",
+    "overhead": "#B279A2",
+}
+COMPONENT_LABELS = {
+    "weights": "Weights",
+    "gradients": "Gradients",
+    "optimizer": "Optimizer states",
+    "activations": "Activations",
+    "kv_cache": "KV cache",
+    "overhead": "Runtime overhead",
+}
+CAPACITY_COLOR = "#7F7F7F"
+FIT_COLORS = {"fits on 1": "#54A24B", "needs several": "#EECA3B", "does not fit": "#E45756"}
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+class Units:
+    """Bytes shown in GiB or GB, labelled."""
+
+    def __init__(self, name: str):
+        self.name = name if name in ("GiB", "GB") else "GiB"
+        self.divisor = BYTES_PER_GIB if self.name == "GiB" else BYTES_PER_GB
+
+    def __call__(self, n_bytes: float, digits: int = 1) -> str:
+        return f"{n_bytes / self.divisor:,.{digits}f} {self.name}"
+
+    def value(self, n_bytes: float) -> float:
+        return n_bytes / self.divisor
+
+
+def layout(fig: go.Figure, title: str, height: int = 380) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0, "xanchor": "left"},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1, "traceorder": "normal"},
+        hoverlabel={"namelength": -1},
+    )
+    return fig

@@ -1,0 +1,36 @@
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = ["memory", "training", "inference", "train_vs_serve", "gpu_vs_tpu", "compare", "method"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+
+
+def run_app(page: str = "memory", params: dict | None = None, timeout: float = 60) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    for key, value in (params or {}).items():
+        at.query_params[key] = value
+    at.run()
+    if page != "memory":
+        at.switch_page(str(ROOT / "app_pages" / f"{page}.py")).run()
+    return at
+
+
+def metric(at: AppTest, label: str) -> str:
+    for m in at.metric:
+        if m.label == label:
+            return m.value
+    raise KeyError(f"no metric {label!r}; have {[m.label for m in at.metric]}")
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]

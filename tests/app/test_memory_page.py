@@ -1,0 +1,126 @@
+"""The Memory page through AppTest: numbers equal core's, inputs drive them,
+the URL seeds them, bad input warns."""
+
+import pytest
+
+from app_pages.shared.style import Units
+from core.estimate import estimate
+from core.scenario import Scenario
+
+from .conftest import metric, no_exception, run_app
+
+
+def shown_total(at) -> str:
+    return metric(at, "Memory per device")
+
+
+def core_total(**kw) -> str:
+    return Units("GiB")(estimate(Scenario(**kw)).memory_per_device_bytes.total)
+
+
+def test_default_page_matches_core():
+    at = run_app()
+    no_exception(at)
+    assert shown_total(at) == core_total(model="llama-3.1-8b", seq_len=4096)
+    assert len(at.get("plotly_chart")) == 3
+
+
+def test_query_params_seed_the_scenario():
+    at = run_app(params={"model": "llama-2-7b", "seq": "8192", "batch": "4", "acc": "a100-sxm-40gb", "units": "GB"})
+    no_exception(at)
+    expected = Units("GB")(estimate(Scenario(model="llama-2-7b", seq_len=8192, batch_size=4, accelerator="a100-sxm-40gb"))
+                           .memory_per_device_bytes.total)
+    assert shown_total(at) == expected
+
+
+def test_training_scenario_from_url():
+    at = run_app(params={"mode": "training", "method": "qlora", "model": "llama-3.1-8b", "acc": "rtx-4090", "seq": "2048",
+                         "gc": "true"})
+    no_exception(at)
+    assert shown_total(at) == core_total(model="llama-3.1-8b", mode="training", method="qlora", accelerator="rtx-4090",
+                                         seq_len=2048, gradient_checkpointing=True)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "new_kw"),
+    [
+        ("seq", 32768, {"seq_len": 32768}),
+        ("batch", 8, {"batch_size": 8}),
+        ("model", "qwen2.5-7b", {"model": "qwen2.5-7b"}),
+        ("fmt", "gguf-q4_k_m", {"weights_format": "gguf-q4_k_m"}),
+        ("kv", "fp8", {"kv_cache_format": "fp8"}),
+        ("acc", "rtx-4090", {"accelerator": "rtx-4090"}),
+    ],
+)
+def test_each_widget_change_updates_the_result(key, value, new_kw):
+    at = run_app()
+    before = shown_total(at)
+    widget = at.select_slider(key=key) if key in ("seq", "batch") else at.selectbox(key=key)
+    widget.set_value(value).run()
+    no_exception(at)
+    kw = {"model": "llama-3.1-8b", "seq_len": 4096, **new_kw}
+    assert shown_total(at) == core_total(**kw)
+    if key != "acc":
+        assert shown_total(at) != before
+
+
+def test_mode_switch_to_training_updates():
+    at = run_app()
+    at.segmented_control(key="mode").set_value("training").run()
+    no_exception(at)
+    assert shown_total(at) == core_total(model="llama-3.1-8b", mode="training", seq_len=4096)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"src": "params", "params": "-5"},
+        {"seq": "banana"},
+        {"batch": "1e999"},
+        {"model": "gpt-17"},
+        {"acc": "<script>alert(1)</script>"},
+        {"dp": "NaN", "mode": "training"},
+        {"mode": "x" * 10_000},
+    ],
+)
+def test_bad_url_params_warn_and_never_raise(params):
+    at = run_app(params=params)
+    no_exception(at)
+    assert any("was ignored" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert shown_total(at)  # the page still shows results
+
+
+def test_bare_parameter_count():
+    at = run_app(params={"src": "params", "params": "13"})
+    no_exception(at)
+    assert shown_total(at) == core_total(model={"params": 13e9}, seq_len=4096)
+
+
+def test_garbage_config_json_gets_a_message_and_keeps_the_text():
+    at = run_app(params={"src": "config"})
+    at.text_area(key="cfg_text").set_value("{not json").run()
+    no_exception(at)
+    assert any("not valid JSON" in w.value for w in at.warning)
+    assert at.text_area(key="cfg_text").value == "{not json"
+
+
+def test_config_json_missing_fields_names_them():
+    at = run_app(params={"src": "config"})
+    at.text_area(key="cfg_text").set_value('{"model_type": "llama", "hidden_size": 4096}').run()
+    no_exception(at)
+    assert any("num_hidden_layers" in w.value for w in at.warning)
+
+
+def test_valid_config_json_matches_core():
+    cfg = ('{"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, '
+           '"num_attention_heads": 32, "vocab_size": 32000, "max_position_embeddings": 4096}')
+    at = run_app(params={"src": "config"})
+    at.text_area(key="cfg_text").set_value(cfg).run()
+    no_exception(at)
+    assert shown_total(at) == core_total(model="llama-2-7b", seq_len=4096)
+
+
+def test_invalid_combination_is_explained():
+    at = run_app(params={"mode": "training", "offload": "optimizer"})  # offload without ZeRO
+    no_exception(at)
+    assert any("zero_stage" in w.value for w in at.warning)
