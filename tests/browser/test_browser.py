@@ -1,0 +1,68 @@
+"""The dashboard in a real headless Chromium."""
+
+import json
+import time
+
+import pytest
+
+from .conftest import SHOTS, metrics, wait_ready
+
+pytestmark = pytest.mark.browser
+
+PAGES = {"memory": "/", "training": "/training", "inference": "/inference", "train-vs-serve": "/train-vs-serve",
+         "gpu-vs-tpu": "/gpu-vs-tpu", "compare": "/compare", "method": "/method"}
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_every_page_renders_without_error(open_page, name):
+    page = open_page(PAGES[name])
+    assert page.query_selector('[data-testid="stException"]') is None
+    assert "Page not found" not in page.inner_text("body")
+    assert page.query_selector("h1") is not None
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def _chart_title(page) -> str:
+    return page.locator(".js-plotly-plot .gtitle").first.text_content()
+
+
+def test_moving_a_slider_changes_chart_and_url(open_page):
+    page = open_page("/")
+    before_title, before_metrics = _chart_title(page), metrics(page)
+    seq = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"]').nth(1).get_by_role("slider")
+    seq.focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    time.sleep(0.5)
+    wait_ready(page)
+    assert "seq=32768" in page.url
+    assert _chart_title(page) != before_title
+    assert metrics(page) != before_metrics
+
+
+def test_shared_url_reproduces_numbers_in_a_fresh_browser(open_page):
+    link = "/?model=qwen2.5-7b&seq=16384&batch=4&acc=a100-sxm-80gb&fmt=fp8&units=GB"
+    first = open_page(link)
+    shown = metrics(first)
+    path = "/" + first.url.split("/", 3)[3]  # the link as the browser shows it
+    second = open_page(path)
+    assert metrics(second) == shown
+    assert "GB" in shown[0] and "GiB" not in shown[0]
+
+
+def test_download_scenario_json(open_page):
+    page = open_page("/?model=mistral-7b-v0.1&seq=8192", downloads=True)
+    page.get_by_text("Save or load this scenario").click()
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Download scenario (JSON)").click()
+    data = json.loads(open(info.value.path()).read())
+    assert data["scenario"]["model"] == "mistral-7b-v0.1"
+    assert data["scenario"]["seq_len"] == 8192
+
+
+def test_bad_link_shows_a_warning(open_page):
+    page = open_page("/?params=-5&src=params&seq=banana")
+    text = page.inner_text("body")
+    assert "was ignored" in text
+    assert page.query_selector('[data-testid="stException"]') is None
