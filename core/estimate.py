@@ -21,6 +21,7 @@ from core.memory import (
     training_states,
 )
 from core.scenario import Scenario
+from core.time_cost import FitInfo, InferenceEstimate, TrainingEstimate, inference_estimate, training_estimate
 from core.units import bytes_to_gib
 
 _OUT = ConfigDict(frozen=True)
@@ -80,6 +81,8 @@ class Result(BaseModel):
     max_seq_len: int
     advice: list[str]
     assumptions: list[str]
+    training: TrainingEstimate | None = None    # when train_tokens is set
+    inference: InferenceEstimate | None = None  # in inference mode
 
 
 class Evaluator:
@@ -112,6 +115,9 @@ def estimate(sc: Scenario) -> Result:
     fits = bool(comps.total <= capacity)
     needed = _devices_needed(sc, ev, capacity)
     seq_limit = max(arch.max_context, sc.seq_len)
+    max_b = max_batch(ev.total, layout, sc.seq_len, capacity)
+    info = FitInfo(tuple(layout), fits, None if needed is None else (
+        needed.data_parallel, needed.tensor_parallel, needed.pipeline_parallel, needed.zero_stage))
     fmt = FORMATS["nf4"] if sc.mode == "training" and sc.method == "qlora" else FORMATS[sc.weights_format]
     if sc.mode == "training" and sc.method == "full":
         fmt = FORMATS["fp32" if sc.precision == "fp32" else "bf16"]
@@ -132,10 +138,12 @@ def estimate(sc: Scenario) -> Result:
         fits=fits,
         devices_needed=needed.devices if needed else None,
         layout_needed=needed,
-        max_batch_size=max_batch(ev.total, layout, sc.seq_len, capacity),
+        max_batch_size=max_b,
         max_seq_len=max_seq(ev.total, layout, sc.batch_size, capacity, seq_limit),
         advice=[] if fits else advise(sc, ev, capacity, needed),
         assumptions=_assumptions(sc, arch),
+        training=training_estimate(sc, acc, info) if sc.train_tokens else None,
+        inference=inference_estimate(sc, acc, info, ev.total, max_b) if sc.mode == "inference" else None,
     )
 
 
@@ -156,7 +164,7 @@ def _devices_needed(sc: Scenario, ev: Evaluator, capacity: float) -> LayoutResul
         found = smallest_fitting(ev.total, candidate_layouts(base, "data"), b, s, capacity)
         if found:
             options.append((found, sc.zero_stage))
-    found = smallest_fitting(ev.total, candidate_layouts(base, "model"), b, s, capacity)
+    found = smallest_fitting(ev.total, candidate_layouts(base, "model", max_stages=ev.arch.num_layers), b, s, capacity)
     if found:
         options.append((found, sc.zero_stage))
     if sc.mode == "training" and sc.zero_stage < 3:

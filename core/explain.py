@@ -77,10 +77,18 @@ def explain(sc: Scenario, result: Result) -> list[Explanation]:
         ))
     else:
         out += _training(sc, result)
+    distributed = sc.devices > 1 or (sc.mode == "training" and sc.zero_stage >= 1)
+    parts = [f"{gib(CUDA_CONTEXT_BYTES):.1f} GiB CUDA context"]
+    rest = m.overhead - CUDA_CONTEXT_BYTES
+    if distributed:
+        parts.append(f"{gib(COMM_BUFFER_BYTES):.1f} GiB NCCL buffers")
+        rest -= COMM_BUFFER_BYTES
+    if rest > 1:
+        parts.append(f"{gib(rest):.2f} GiB for two gathered blocks ({_n(arch.largest_layer_params)} params each) under ZeRO-3")
     out.append(Explanation(
         component="overhead",
         formula="CUDA context + workspaces (+ NCCL buffers when distributed) (+ ZeRO-3 gather/prefetch of two blocks)",
-        numbers=f"{gib(CUDA_CONTEXT_BYTES):.1f} GiB + {gib(COMM_BUFFER_BYTES):.1f} GiB when devices cooperate = {gib(m.overhead):.2f} GiB",
+        numbers=" + ".join(parts) + f" = {gib(m.overhead):.2f} GiB",
         bytes=m.overhead, source=OVERHEAD_SRC,
     ))
     return out

@@ -41,7 +41,7 @@ def max_seq(mem: MemoryFn, layout: Layout, batch: int, capacity: float, limit: i
     return _largest_fitting(lambda s: mem(layout, batch, s) <= capacity, limit)
 
 
-def candidate_layouts(base: Layout, strategy: str, tp_limit: int = 8) -> list[Layout]:
+def candidate_layouts(base: Layout, strategy: str, tp_limit: int = 8, max_stages: int = 512) -> list[Layout]:
     """Layouts in increasing device count. 'data': grow data parallelism (ZeRO
     shards with it); 'model': tensor parallel within a node up to `tp_limit`
     (one NVLink domain), then pipeline stages across nodes."""
@@ -54,7 +54,7 @@ def candidate_layouts(base: Layout, strategy: str, tp_limit: int = 8) -> list[La
         return out
     out += [Layout(1, tp, 1) for tp in (1, 2, 4, 8) if tp <= tp_limit]
     pp = 2
-    while tp_limit * pp <= MAX_DEVICES and pp <= 512:
+    while tp_limit * pp <= MAX_DEVICES and pp <= min(512, max_stages):  # a stage holds >= 1 layer
         out.append(Layout(1, tp_limit, pp))
         pp = pp * 2 if pp >= 16 else pp + 1
     return out

@@ -47,8 +47,8 @@ def layout(fig: go.Figure, title: str, height: int = 380) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0, "xanchor": "left"},
         height=height,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1, "traceorder": "normal"},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0, "traceorder": "normal"},
         hoverlabel={"namelength": -1},
     )
     return fig

@@ -1,0 +1,132 @@
+"""A simple communication cost for tensor, pipeline and data parallelism.
+
+- Ring all-reduce: each of r ranks sends and receives 2(r-1)/r of the message
+  (Patarasuk & Yuan 2009, "Bandwidth optimal all-reduce algorithms for
+  clusters of workstations"; NCCL's "bus bandwidth" uses the same factor),
+  plus a fixed latency per collective.
+- Tensor parallelism (Shoeybi et al. 2019, Megatron-LM, arXiv 1909.08053,
+  Sec. 3): two all-reduces of the b x s x h activations per layer in the
+  forward pass, two in the backward pass; recomputation repeats the forward
+  pair. Sequence parallelism swaps each for a reduce-scatter + all-gather of
+  the same volume (Korthikanti et al. 2022, Sec. 4.2.2). On the critical path.
+- Pipeline parallelism: with m micro-batches per step and p stages the 1F1B
+  schedule idles (p-1)/m of the ideal step (Narayanan et al. 2021,
+  arXiv 2104.04473, Sec. 2.2.1).
+- Data parallelism: one all-reduce of the gradients per step, overlapped with
+  the backward pass of the last micro-batch (PyTorch DDP bucketing, Li et al.
+  2020, "PyTorch Distributed", VLDB); ZeRO-3 moves 1.5x the bytes (Rajbhandari
+  et al. 2019, arXiv 1910.02054, Sec. 7.2).
+
+The MFU defaults come from runs that already paid these costs, so the time
+"with communication" is a pessimistic bound, useful to compare layouts (e.g.
+tensor parallelism over PCIe) and to show diminishing returns as devices grow.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from core.architecture import Architecture
+from core.hardware import Accelerator
+from core.memory import Layout, lora_params
+from core.scenario import Scenario
+
+_OUT = ConfigDict(frozen=True)
+
+# Latency of one small collective. Assumed order of magnitude: NCCL's own
+# tuning model predicts about 26 us for a 4-8 KB all-reduce on a multi-node
+# H100 cluster (NVIDIA/nccl issue #1453 debug log); inside one NVLink node it
+# is lower, so we take 10 us.
+ALLREDUCE_LATENCY_S = 10e-6
+# Network bandwidth per device between nodes, GB/s per direction. GPUs: one
+# 200 Gb/s HDR InfiniBand port per GPU in the DGX A100 reference design (NVIDIA
+# DGX A100 datasheet: 8x single-port ConnectX-6 200 Gb/s; DGX H100 doubles it,
+# PCIe cloud instances share fewer NICs). TPUs: 50 Gb/s of data-center network
+# per chip between slices (Google TPU v5p documentation, as noted in
+# data/accelerators.csv). Trainium: 800 Gb/s EFA per 16-chip trn1.32xlarge
+# (AWS Trn1 page). A Mac: 10 Gb Ethernet. A ring all-reduce across nodes runs
+# one ring per NIC, so a rank's traffic moves at (devices per node x this),
+# capped by the in-node link.
+INTER_NODE_GBPS = {"gpu": 25.0, "tpu": 6.25, "npu": 6.25, "apple": 1.25}
+# Devices sharing the fast interconnect: an 8-GPU HGX/DGX baseboard (AWS p4d/p5,
+# GCP a3, Azure ND: 8 GPUs), 16 Trainium chips in trn1.32xlarge, a 256-chip
+# TPU v5e/v6e pod over ICI (the smallest pod in data/accelerators.csv), one Mac.
+DEVICES_PER_NODE = {"gpu": 8, "npu": 16, "tpu": 256, "apple": 1}
+# 1F1B needs m >> p micro-batches; we assume m = 4p (bubble (p-1)/4p < 25%).
+MICROBATCHES_PER_STAGE = 4
+
+
+def link_gbps(acc: Accelerator, group_size: int) -> float:
+    """Per-direction GB/s a ring all-reduce over `group_size` devices achieves per rank."""
+    per_node = DEVICES_PER_NODE[acc.kind]
+    if group_size <= per_node and acc.interconnect_gbps:
+        return acc.interconnect_gbps
+    across_nodes = per_node * INTER_NODE_GBPS[acc.kind]
+    return min(across_nodes, acc.interconnect_gbps or across_nodes)
+
+
+def allreduce_s(message_bytes: float, ranks: int, gbps: float) -> float:
+    """Ring all-reduce time of one message over `ranks` ranks."""
+    if ranks <= 1:
+        return 0.0
+    return ALLREDUCE_LATENCY_S + 2.0 * (ranks - 1) / ranks * message_bytes / (gbps * 1e9)
+
+
+def tp_allreduces_per_layer(training: bool, recompute: bool) -> int:
+    if not training:
+        return 2
+    return 6 if recompute else 4
+
+
+class TrainingComm(BaseModel):
+    model_config = _OUT
+    microbatches_per_step: int
+    compute_s_per_step: float          # ideal: m micro-batches at the MFU rate
+    tensor_parallel_s_per_step: float
+    pipeline_bubble_fraction: float    # (p-1)/m of the ideal step
+    data_parallel_s_per_step: float    # the gradient all-reduce
+    data_parallel_exposed_s_per_step: float
+    step_s: float
+    overhead_fraction: float           # step_s / compute_s_per_step - 1
+
+
+def training_comm(sc: Scenario, arch: Architecture, acc: Accelerator, layout: Layout,
+                  flops_per_token: float, achieved_tflops: float) -> TrainingComm:
+    """Per optimizer step of one data-parallel replica. `achieved_tflops` is
+    peak x MFU of one device."""
+    dp, tp, pp = layout
+    act_bytes = 4 if sc.precision == "fp32" else 2
+    tokens_mb = sc.batch_size * sc.seq_len
+    m = MICROBATCHES_PER_STAGE * pp if pp > 1 else 1
+    stage_compute = flops_per_token * tokens_mb / (tp * pp) / (achieved_tflops * 1e12)
+    per_layer = tp_allreduces_per_layer(True, sc.gradient_checkpointing)
+    tp_msg = tokens_mb * arch.hidden_size * act_bytes
+    stage_tp = arch.num_layers / pp * per_layer * allreduce_s(tp_msg, tp, link_gbps(acc, tp))
+    bubble = (pp - 1) / m
+    # Every parameter (all experts of an MoE) has a gradient; LoRA only the adapters (fp32 in PEFT).
+    trainable = arch.total_params if sc.method == "full" else lora_params(arch, sc.lora_rank, sc.lora_targets)
+    grad_bytes = (act_bytes if sc.method == "full" else 4) * trainable / (tp * pp)
+    if sc.zero_stage == 3:
+        grad_bytes *= 1.5
+    dp_s = allreduce_s(grad_bytes, dp, link_gbps(acc, dp * tp * pp))
+    # Backward ~ 2/3 of a micro-batch's compute (4N of 6N) overlaps the gradient all-reduce.
+    exposed = max(0.0, dp_s - 2.0 / 3.0 * stage_compute)
+    ideal = m * stage_compute
+    step = (m + pp - 1) * (stage_compute + stage_tp) + exposed
+    return TrainingComm.model_construct(
+        microbatches_per_step=m, compute_s_per_step=ideal, tensor_parallel_s_per_step=m * stage_tp,
+        pipeline_bubble_fraction=bubble, data_parallel_s_per_step=dp_s,
+        data_parallel_exposed_s_per_step=exposed, step_s=step,
+        overhead_fraction=step / ideal - 1.0 if ideal > 0 else 0.0,
+    )
+
+
+def decode_tp_s(arch: Architecture, acc: Accelerator, tp: int, pp: int, tokens: float) -> float:
+    """Tensor-parallel all-reduces of one forward pass over `tokens` tokens, per
+    pipeline stage (2 per layer, messages of tokens x hidden x 2 bytes)."""
+    if tp <= 1:
+        return 0.0
+    msg = tokens * arch.hidden_size * 2.0
+    return math.ceil(arch.num_layers / pp) * tp_allreduces_per_layer(False, False) * allreduce_s(msg, tp, link_gbps(acc, tp))

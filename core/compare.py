@@ -1,0 +1,102 @@
+"""GPU vs TPU (vs any accelerator): one model and workload on each device
+type, per chip and per dollar, with the platform's qualitative trade-offs
+(data/ecosystem.csv, each with its source)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict
+
+from core.ecosystem import EcosystemEntry, ecosystem_for, platform_of
+from core.estimate import estimate
+from core.hardware import get_accelerator, load_accelerators
+from core.memory import Layout
+from core.prices import PriceRow
+from core.pricing import rows_for
+from core.roofline import inference_speed
+from core.scenario import Scenario
+from core.timing import inference_peak_tflops, peak_tflops, training_time
+
+_OUT = ConfigDict(frozen=True)
+
+
+class ComparisonRow(BaseModel):
+    model_config = _OUT
+    accelerator_id: str
+    name: str
+    kind: str
+    platform: str
+    usable_memory_gib: float
+    memory_bandwidth_gbps: float
+    peak_tflops: float
+    peak_basis: str
+    fits_on_one: bool
+    devices: int | None                   # per serving replica / smallest training layout; None: nothing fits
+    usd_per_device_hour: float | None     # cheapest on-demand in the catalog
+    time_to_first_token_s: float | None
+    decode_tokens_per_s: float | None     # per user at the scenario's batch
+    output_tokens_per_s_per_device: float | None
+    usd_per_million_tokens: float | None
+    output_tokens_per_usd: float | None
+    training_tokens_per_s_per_device: float | None
+    training_wall_hours: float | None
+    training_run_usd: float | None
+    training_tokens_per_usd: float | None
+    ecosystem: tuple[EcosystemEntry, ...]
+    notes: tuple[str, ...]
+
+
+def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None) -> ComparisonRow:
+    acc = get_accelerator(aid)
+    sc_a = sc if sc.accelerator == aid else sc.model_copy(update={"accelerator": aid})
+    res = estimate(sc_a)
+    inf = res.inference
+    tp = inf.tensor_parallel if inf is not None else (res.layout_needed.tensor_parallel if res.layout_needed else 1)
+    # cheapest per-device price among instances that hold the tensor-parallel group
+    per_device = min((r.on_demand_usd_per_device_hour for r in rows_for(aid, rows, tp)), default=None)
+    peak = peak_tflops(acc, sc.precision) if sc.mode == "training" else inference_peak_tflops(acc, sc.weights_format)
+    notes: list[str] = [] if not peak.flagged else [peak.basis]
+    devices = res.devices_needed
+    out_per_dev = usd_mtok = ttft = decode = None
+    if inf is not None and res.devices_needed is not None:
+        devices = inf.devices_per_replica
+        batch = max(1, min(sc.batch_size, inf.max_concurrent_sequences))
+        speed = inf if batch == inf.batch_size else inference_speed(
+            sc_a, accelerator=acc, layout=Layout(1, inf.tensor_parallel, inf.pipeline_parallel), batch=batch)
+        if batch != sc.batch_size:
+            notes.append(f"batch capped at {batch}, the most that fits")
+        ttft, decode = speed.time_to_first_token_s, speed.decode_tokens_per_s
+        out_per_dev = speed.output_tokens_per_s / devices
+        if per_device is not None:
+            usd_mtok = per_device * devices / (speed.output_tokens_per_s * 3600.0) * 1e6
+    train_rate = train_hours = train_usd = None
+    if sc.mode == "training" or sc.train_tokens:
+        t = training_time(sc_a, acc, 1, tokens=sc.train_tokens or 1.0)
+        train_rate = t.tokens_per_s
+        if res.training is not None:
+            train_hours, train_usd = res.training.wall_hours, res.training.cost_usd
+            devices = res.training.devices if sc.mode == "training" else devices
+    if devices is None:
+        notes.append("does not fit in any layout of up to 65,536 devices")
+    return ComparisonRow.model_construct(
+        accelerator_id=acc.id, name=acc.name, kind=acc.kind, platform=platform_of(acc),
+        usable_memory_gib=acc.usable_memory_gib, memory_bandwidth_gbps=acc.memory_bandwidth_gbps,
+        peak_tflops=peak.tflops, peak_basis=peak.basis, fits_on_one=res.devices_needed == 1, devices=devices,
+        usd_per_device_hour=per_device, time_to_first_token_s=ttft, decode_tokens_per_s=decode,
+        output_tokens_per_s_per_device=out_per_dev, usd_per_million_tokens=usd_mtok,
+        output_tokens_per_usd=None if usd_mtok is None else 1e6 / usd_mtok,
+        training_tokens_per_s_per_device=train_rate, training_wall_hours=train_hours, training_run_usd=train_usd,
+        training_tokens_per_usd=None if train_rate is None or per_device is None else train_rate * 3600.0 / per_device,
+        ecosystem=ecosystem_for(acc), notes=tuple(notes),
+    )
+
+
+def compare_accelerators(sc: Scenario, accelerator_ids: Iterable[str] | None = None,
+                         rows: tuple[PriceRow, ...] | None = None) -> tuple[ComparisonRow, ...]:
+    """One row per accelerator (default: the whole catalog), in the order given.
+    Inference numbers in inference mode; training numbers in training mode or
+    when train_tokens is set. $/M tokens here uses the cheapest per-device
+    price (replicas packed onto instances)."""
+    ids = [a.id for a in load_accelerators()] if accelerator_ids is None else list(accelerator_ids)
+    return tuple(_row(sc, aid, rows) for aid in ids)

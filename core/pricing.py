@@ -1,0 +1,101 @@
+"""Turning price rows into the cost of devices for a time.
+
+A training run rents whole instances: n devices on instances of k devices
+cost ceil(n / k) instance-hours per hour, idle devices included. Serving
+replicas of d devices pack floor(k / d) to an instance when they fit in one.
+A tensor-parallel group must sit inside one instance (it all-reduces every
+layer, Shoeybi et al. 2019), so rows with fewer devices than the tensor-parallel
+size are not offered for that layout; data and pipeline parallelism may span
+instances. TPU rows price one chip of a slice whose chips share the ICI
+interconnect, so they are offered for any group.
+"""
+
+from __future__ import annotations
+
+import math
+
+from core.hardware import get_accelerator
+from core.prices import PriceRow, load_prices
+
+# 8,760 hours a year / 12: the month cloud price pages quote (AWS and Google
+# Cloud pricing calculators use 730 hours per month).
+HOURS_PER_MONTH = 730.0
+DAYS_PER_MONTH = HOURS_PER_MONTH / 24.0
+
+
+def instance_usd_per_hour(row: PriceRow, spot: bool = False) -> float | None:
+    return row.spot_usd_per_hour if spot else row.on_demand_usd_per_hour
+
+
+def instances_for(row: PriceRow, devices: int) -> int:
+    return math.ceil(devices / row.accelerators_per_instance)
+
+
+def run_usd_per_hour(row: PriceRow, devices: int, spot: bool = False) -> float | None:
+    """Hourly price of renting `devices` devices as whole instances of this row."""
+    price = instance_usd_per_hour(row, spot)
+    return None if price is None else instances_for(row, devices) * price
+
+
+def replica_usd_per_hour(row: PriceRow, devices_per_replica: int, spot: bool = False) -> float | None:
+    """Hourly price of one serving replica when replicas pack onto instances."""
+    price = instance_usd_per_hour(row, spot)
+    if price is None:
+        return None
+    k = row.accelerators_per_instance
+    if devices_per_replica <= k:
+        return price / (k // devices_per_replica)
+    return instances_for(row, devices_per_replica) * price
+
+
+def fleet_instances(row: PriceRow, replicas: int, devices_per_replica: int) -> int:
+    k = row.accelerators_per_instance
+    if devices_per_replica <= k:
+        return math.ceil(replicas / (k // devices_per_replica))
+    return replicas * instances_for(row, devices_per_replica)
+
+
+def rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None = None, tensor_parallel: int = 1) -> tuple[PriceRow, ...]:
+    """Rows of one accelerator whose instances can hold a tensor-parallel group."""
+    pool = load_prices() if rows is None else rows
+    if tensor_parallel > 1 and get_accelerator(accelerator_id).kind == "tpu":
+        tensor_parallel = 1
+    return tuple(r for r in pool if r.accelerator_id == accelerator_id and r.accelerators_per_instance >= tensor_parallel)
+
+
+def cheapest_run_row(accelerator_id: str, devices: int, rows: tuple[PriceRow, ...] | None = None,
+                     spot: bool = False, tensor_parallel: int = 1) -> PriceRow | None:
+    """The row with the lowest hourly price for `devices` devices (whole instances)."""
+    best: tuple[float, str, str] | None = None
+    found = None
+    for r in rows_for(accelerator_id, rows, tensor_parallel):
+        price = run_usd_per_hour(r, devices, spot)
+        if price is not None and (best is None or (price, r.provider, r.instance_type) < best):
+            best, found = (price, r.provider, r.instance_type), r
+    return found
+
+
+def cheapest_replica_row(accelerator_id: str, devices_per_replica: int, rows: tuple[PriceRow, ...] | None = None,
+                         spot: bool = False, tensor_parallel: int = 1) -> PriceRow | None:
+    """The row with the lowest hourly price per serving replica (replicas packed)."""
+    best: tuple[float, str, str] | None = None
+    found = None
+    for r in rows_for(accelerator_id, rows, tensor_parallel):
+        price = replica_usd_per_hour(r, devices_per_replica, spot)
+        if price is not None and (best is None or (price, r.provider, r.instance_type) < best):
+            best, found = (price, r.provider, r.instance_type), r
+    return found
+
+
+def usd_per_million_tokens(tokens_per_s: float, usd_per_hour: float, utilisation: float = 1.0) -> float:
+    """Price of a million tokens from a replica producing `tokens_per_s` while
+    busy and busy a fraction `utilisation` of the hours paid for."""
+    if not 0 < utilisation <= 1:
+        raise ValueError("utilisation must be in (0, 1]")
+    if tokens_per_s <= 0:
+        raise ValueError("tokens_per_s must be > 0")
+    return usd_per_hour / (tokens_per_s * 3600.0 * utilisation) * 1e6
+
+
+def label(row: PriceRow) -> str:
+    return f"{row.provider} {row.instance_type} ({row.region})"

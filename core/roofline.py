@@ -1,0 +1,210 @@
+"""Serving speed from a roofline: prefill is compute-bound, decode is
+bandwidth-bound until the batch is large enough to be compute-bound.
+
+- Prefill of P prompt tokens: 2 x active params x P FLOPs (Kaplan et al. 2020,
+  arXiv 2001.08361, Sec. 2.1: 2N per token forward) plus attention, 4 x layers x
+  context x (heads x head_dim) per token for QK^T and the weighted sum (each a
+  2 x context x width matmul), at the causal average context P/2.
+- Decode step at batch B: every device reads its share of the weights once
+  and the KV cache of all B sequences; time = max(bytes / (bandwidth x eff),
+  FLOPs / (peak x eff)) + tensor-parallel all-reduces (core/comm.py).
+- Mixture of experts: B tokens each picking k of E experts touch a fraction
+  1 - (1 - k/E)^B of each MoE layer's experts (uniform routing assumed).
+- Embedding tables are looked up (B rows), not read; lm_head is read.
+- Pipeline stages run one after another for a token, so pipeline parallelism
+  adds memory, not batch-1 speed (llama.cpp's layer split shows the same:
+  2 x RTX 4090 run Llama 2 7B q4_0 at 66 t/s vs 149 t/s on one).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from core.architecture import MLP_ROLES, Architecture
+from core.comm import decode_tp_s
+from core.formats import FORMATS, KV_CACHE_BYTES, weight_bytes
+from core.hardware import Accelerator, get_accelerator
+from core.memory import Layout, inference_components
+from core.scenario import Scenario
+from core.timing import inference_peak_tflops
+
+_OUT = ConfigDict(frozen=True)
+
+# Fraction of datasheet bandwidth a decode step achieves. Checked against
+# llama.cpp batch-1 decode (XiongjieDai/GPU-Benchmarks-on-LLM-Inference README):
+# 16-bit weights reach 75-87% (RTX 4090 Llama 2 7B f16 60.78 t/s = 81%, RTX 3090
+# 51.85 t/s = 75%; Llama 3 8B F16 87% / 81%) -> 0.80. Integer-quantized
+# weights are dequantized inside the matmul kernel and reach 49-64% (q4_0
+# 57% / 49%, Q4_K_M 64% / 61%) -> 0.55. Marlin-style GPTQ/AWQ kernels in vLLM
+# do better, so 4-bit serving estimates there are conservative.
+BW_EFF_NATIVE = 0.80
+BW_EFF_DEQUANT = 0.55
+NATIVE_FORMATS = frozenset({"fp32", "bf16", "fp16", "fp8"})
+# Fraction of dense peak reached by prefill and compute-bound decode. Large
+# BF16 matmuls alone reach 80-87% (A100 271 of 312, H100 795 of 989 TFLOP/s,
+# stas00/ml-engineering MAMF finder); attention, norms and launches lower it.
+# 0.60 reproduces llama.cpp prompt processing of Llama 2 7B f16 on an RTX 4090
+# (7,349 t/s measured) to 0.1%.
+COMPUTE_EFF = 0.60
+# When the scenario does not split its context, a quarter is generated.
+OUTPUT_FRACTION = 0.25
+
+
+def bandwidth_efficiency(weights_format: str) -> float:
+    return BW_EFF_NATIVE if weights_format in NATIVE_FORMATS else BW_EFF_DEQUANT
+
+
+def memory_bound_tokens_per_s(read_bytes: float, acc: Accelerator, weights_format: str) -> float:
+    """Batch-1 decode ceiling when a step reads `read_bytes` (e.g. a published file size)."""
+    return acc.memory_bandwidth_bytes_per_s * bandwidth_efficiency(weights_format) / read_bytes
+
+
+def split_context(seq_len: int, prompt_tokens: int | None = None, output_tokens: int | None = None) -> tuple[int, int]:
+    """(prompt, output) tokens; by default the last quarter of seq_len is generated."""
+    if output_tokens is None:
+        output_tokens = max(1, round(seq_len * OUTPUT_FRACTION)) if prompt_tokens is None else max(1, seq_len - prompt_tokens)
+    if prompt_tokens is None:
+        prompt_tokens = max(1, seq_len - output_tokens)
+    if prompt_tokens < 1 or output_tokens < 1:
+        raise ValueError("prompt and output tokens must be >= 1")
+    return prompt_tokens, output_tokens
+
+
+def weight_read_bytes(arch: Architecture, weights_format: str, tokens: float) -> float:
+    """Bytes of weights one forward pass over `tokens` tokens reads (all devices)."""
+    fmt = FORMATS[weights_format]
+    total = weight_bytes(arch, fmt)
+    skipped = 0.0
+    untouched = (1.0 - arch.experts_per_token / arch.num_experts) ** tokens if arch.is_moe else 0.0
+    for g in arch.weight_groups:
+        if g.role == "embed" and not arch.tie_embeddings:
+            skipped += g.params * fmt.bits(g) / 8
+        elif untouched and g.role in MLP_ROLES and g.count > g.active:
+            skipped += g.params * fmt.bits(g) / 8 * untouched
+    return total - skipped * arch.param_scale
+
+
+def attention_flops_per_token(arch: Architecture, context: float) -> float:
+    full_layers = arch.num_layers - arch.windowed_layers
+    windowed_ctx = min(context, arch.sliding_window) if arch.sliding_window else context
+    width = arch.num_heads * (arch.qk_head_dim + arch.value_head_dim)
+    return 2.0 * width * (full_layers * context + arch.windowed_layers * windowed_ctx)
+
+
+def kv_bytes_per_sequence(arch: Architecture, kv_format: str, context: float) -> float:
+    full, windowed = arch.kv_cache_elements_per_token()
+    windowed_ctx = min(context, arch.sliding_window) if arch.sliding_window else context
+    return KV_CACHE_BYTES[kv_format] * (full * context + windowed * windowed_ctx)
+
+
+class _Roof:
+    """One scenario on one device type and layout: the roofline pieces."""
+
+    def __init__(self, sc: Scenario, acc: Accelerator, layout: Layout):
+        self.sc, self.acc, self.arch = sc, acc, sc.architecture
+        self.tp, self.pp = layout.tensor_parallel, layout.pipeline_parallel
+        peak = inference_peak_tflops(acc, sc.weights_format)
+        self.peak = peak
+        self.flops_per_s = peak.tflops * 1e12 * COMPUTE_EFF
+        self.bw_eff = bandwidth_efficiency(sc.weights_format)
+        self.bytes_per_s = acc.memory_bandwidth_bytes_per_s * self.bw_eff
+        a = self.arch
+        # GQA heads split over TP ranks (replicated when fewer); the MLA latent is replicated (as core/memory.py).
+        self.kv_share = 1.0 if a.is_mla else math.ceil(a.num_kv_heads / self.tp) / a.num_kv_heads
+
+    def decode_step(self, batch: float, context: float) -> tuple[float, float, bool]:
+        """(step seconds, bytes read per device, compute-bound?)."""
+        a, split = self.arch, self.tp * self.pp
+        read = weight_read_bytes(a, self.sc.weights_format, batch) / split
+        read += batch * kv_bytes_per_sequence(a, self.sc.kv_cache_format, context) * self.kv_share / self.pp
+        flops = batch * (2.0 * a.active_params + attention_flops_per_token(a, context)) / split
+        t_mem, t_cmp = read / self.bytes_per_s, flops / self.flops_per_s
+        stage = max(t_mem, t_cmp) + decode_tp_s(a, self.acc, self.tp, self.pp, batch)
+        return self.pp * stage, read, t_cmp > t_mem
+
+    def prefill(self, sequences: float, prompt: float) -> float:
+        a = self.arch
+        tokens = sequences * prompt
+        flops = tokens * (2.0 * a.active_params + attention_flops_per_token(a, prompt / 2.0))
+        t_cmp = flops / self.tp / self.flops_per_s
+        t_mem = weight_read_bytes(a, self.sc.weights_format, tokens) / self.tp / self.bytes_per_s
+        return max(t_cmp, t_mem) + self.pp * decode_tp_s(a, self.acc, self.tp, self.pp, tokens)
+
+
+class InferenceSpeed(BaseModel):
+    model_config = _OUT
+    accelerator: str
+    tensor_parallel: int
+    pipeline_parallel: int
+    devices_per_replica: int
+    batch_size: int
+    prompt_tokens: int
+    output_tokens: int
+    time_to_first_token_s: float
+    prefill_tokens_per_s: float
+    decode_step_s: float
+    decode_tokens_per_s: float            # per user
+    aggregate_tokens_per_s: float         # all B users, decode only
+    output_tokens_per_s: float            # with each batch's prefill amortised (cost basis)
+    decode_bound: Literal["memory", "compute"]
+    bytes_read_per_step_per_device: float
+    peak_tflops_per_device: float
+    peak_basis: str
+    bandwidth_efficiency: float
+    compute_efficiency: float
+
+
+def inference_speed(sc: Scenario, *, accelerator: Accelerator | None = None, layout: Layout | None = None,
+                    batch: int | None = None, prompt_tokens: int | None = None, output_tokens: int | None = None) -> InferenceSpeed:
+    """Time to first token, decode speed per user and in aggregate, and output
+    tokens/s of a serving cycle (prefill B prompts, then decode), for one replica."""
+    acc = accelerator or get_accelerator(sc.accelerator)
+    layout = layout or Layout(1, sc.tensor_parallel, sc.pipeline_parallel)
+    b = batch or sc.batch_size
+    prompt, out = split_context(sc.seq_len, prompt_tokens, output_tokens)
+    roof = _Roof(sc, acc, layout)
+    ttft = roof.prefill(1, prompt)
+    step, read, compute_bound = roof.decode_step(b, prompt + out / 2.0)
+    cycle = roof.prefill(b, prompt) + out * step
+    return InferenceSpeed.model_construct(
+        accelerator=acc.id, tensor_parallel=roof.tp, pipeline_parallel=roof.pp, devices_per_replica=roof.tp * roof.pp,
+        batch_size=b, prompt_tokens=prompt, output_tokens=out, time_to_first_token_s=ttft,
+        prefill_tokens_per_s=prompt / ttft, decode_step_s=step, decode_tokens_per_s=1.0 / step,
+        aggregate_tokens_per_s=b / step, output_tokens_per_s=b * out / cycle,
+        decode_bound="compute" if compute_bound else "memory", bytes_read_per_step_per_device=read,
+        peak_tflops_per_device=roof.peak.tflops, peak_basis=roof.peak.basis,
+        bandwidth_efficiency=roof.bw_eff, compute_efficiency=COMPUTE_EFF,
+    )
+
+
+class DecodePoint(BaseModel):
+    model_config = _OUT
+    batch_size: int
+    decode_step_s: float
+    decode_tokens_per_s: float
+    aggregate_tokens_per_s: float
+    decode_bound: Literal["memory", "compute"]
+    fits: bool
+
+
+def decode_curve(sc: Scenario, batches: list[int] | tuple[int, ...], *, accelerator: Accelerator | None = None,
+                 layout: Layout | None = None, prompt_tokens: int | None = None, output_tokens: int | None = None) -> tuple[DecodePoint, ...]:
+    """Per-user and aggregate decode tokens/s at each batch size, and whether
+    that many sequences of seq_len tokens fit in memory."""
+    acc = accelerator or get_accelerator(sc.accelerator)
+    layout = layout or Layout(1, sc.tensor_parallel, sc.pipeline_parallel)
+    prompt, out = split_context(sc.seq_len, prompt_tokens, output_tokens)
+    roof = _Roof(sc, acc, layout)
+    capacity = acc.usable_memory_bytes
+    points = []
+    for b in batches:
+        step, _, compute_bound = roof.decode_step(b, prompt + out / 2.0)
+        fits = inference_components(sc, roof.arch, layout, b, sc.seq_len).total <= capacity
+        points.append(DecodePoint.model_construct(
+            batch_size=b, decode_step_s=step, decode_tokens_per_s=1.0 / step, aggregate_tokens_per_s=b / step,
+            decode_bound="compute" if compute_bound else "memory", fits=bool(fits),
+        ))
+    return tuple(points)

@@ -1,0 +1,164 @@
+"""The `training` and `inference` blocks of an estimate() Result: time, speed
+and the cheapest catalog price for the scenario's own accelerator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict
+
+from core.comm import training_comm
+from core.fit import max_batch
+from core.hardware import Accelerator
+from core.memory import Layout
+from core.pricing import (
+    cheapest_replica_row,
+    cheapest_run_row,
+    label,
+    replica_usd_per_hour,
+    run_usd_per_hour,
+    usd_per_million_tokens,
+)
+from core.roofline import COMPUTE_EFF, inference_speed
+from core.scenario import Scenario
+from core.timing import training_time
+
+_OUT = ConfigDict(frozen=True)
+
+
+class TrainingEstimate(BaseModel):
+    model_config = _OUT
+    tokens: float
+    flops: float
+    flops_per_token: float
+    devices: int
+    peak_tflops_per_device: float
+    mfu: float
+    tokens_per_s: float
+    wall_hours: float
+    gpu_hours: float
+    wall_hours_with_comm: float
+    comm_overhead_fraction: float
+    cost_usd: float | None
+    spot_cost_usd: float | None
+    price_instance: str | None
+    spot_price_instance: str | None
+    assumptions: list[str]
+
+
+class InferenceEstimate(BaseModel):
+    model_config = _OUT
+    batch_size: int
+    prompt_tokens: int
+    output_tokens: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    devices_per_replica: int
+    time_to_first_token_s: float
+    decode_tokens_per_s: float
+    aggregate_tokens_per_s: float
+    output_tokens_per_s: float
+    decode_bound: str
+    max_concurrent_sequences: int
+    usd_per_replica_hour: float | None
+    usd_per_million_tokens: float | None
+    price_instance: str | None
+    assumptions: list[str]
+
+
+class FitInfo(NamedTuple):
+    """What estimate() already knows about memory, passed in to avoid redoing it."""
+
+    layout: tuple[int, int, int]
+    fits: bool
+    needed: tuple[int, int, int, int] | None  # dp, tp, pp, zero stage of the smallest fitting layout
+
+
+def run_layout(sc: Scenario, info: FitInfo) -> tuple[Layout, int]:
+    """The layout the time is computed on, and its ZeRO stage: the scenario's
+    own when it fits, else the smallest fitting one; training then adds
+    data-parallel replicas up to the scenario's device count (never above it
+    unless the smallest fitting layout is larger)."""
+    layout = Layout(*info.layout)
+    if info.fits or info.needed is None:
+        return layout, sc.zero_stage
+    dp, tp, pp, zero = info.needed
+    if sc.mode == "training":
+        dp = max(dp, layout.devices // (tp * pp))
+    return Layout(dp, tp, pp), zero
+
+
+def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo) -> TrainingEstimate:
+    arch = sc.architecture
+    layout, zero = (Layout(*info.layout), sc.zero_stage) if sc.mode != "training" else run_layout(sc, info)
+    t = training_time(sc, acc, layout.devices)
+    comm_sc = sc if zero == sc.zero_stage else sc.model_copy(update={"zero_stage": zero})
+    comm = training_comm(comm_sc, arch, acc, layout, t.flops_per_token, t.peak_tflops_per_device * t.mfu)
+    tp = layout.tensor_parallel
+    row = cheapest_run_row(acc.id, layout.devices, tensor_parallel=tp)
+    spot_row = cheapest_run_row(acc.id, layout.devices, spot=True, tensor_parallel=tp)
+    notes = [
+        f"FLOPs = {t.flops_per_token / arch.active_params:.2g} x {arch.active_params:,} active params x {t.tokens:,.0f} tokens"
+        + (" (full activation recomputation)" if sc.gradient_checkpointing else ""),
+        t.mfu_source,
+        f"peak {t.peak_tflops_per_device:g} TFLOP/s per device: {t.peak_basis}",
+        f"time on {layout.devices} devices (DP {layout.data_parallel} x TP {layout.tensor_parallel} x PP {layout.pipeline_parallel})",
+        f"with communication: +{comm.overhead_fraction:.0%} (TP all-reduces, pipeline bubble, exposed gradient all-reduce); "
+        "pessimistic, as the MFU defaults already include some",
+    ]
+    if sc.mode == "training" and not info.fits:
+        notes.append("the scenario's own layout does not fit: time is for the smallest layout that fits" if info.needed
+                     else "no layout fits in memory: time shown for the scenario's layout anyway")
+    if row is None:
+        notes.append(f"no cloud price for {acc.id} in the catalog with {tp}+ devices per instance (tensor-parallel group)")
+    else:
+        notes.append(f"cost: cheapest on-demand catalog price for {layout.devices} devices as whole instances, {label(row)}")
+    return TrainingEstimate.model_construct(
+        tokens=t.tokens, flops=t.flops, flops_per_token=t.flops_per_token, devices=layout.devices,
+        peak_tflops_per_device=t.peak_tflops_per_device, mfu=t.mfu, tokens_per_s=t.tokens_per_s,
+        wall_hours=t.wall_hours, gpu_hours=t.gpu_hours, wall_hours_with_comm=t.wall_hours * (1 + comm.overhead_fraction),
+        comm_overhead_fraction=comm.overhead_fraction,
+        cost_usd=None if row is None else (run_usd_per_hour(row, layout.devices) or 0.0) * t.wall_hours,
+        spot_cost_usd=None if spot_row is None else (run_usd_per_hour(spot_row, layout.devices, spot=True) or 0.0) * t.wall_hours,
+        price_instance=None if row is None else label(row),
+        spot_price_instance=None if spot_row is None else label(spot_row),
+        assumptions=notes,
+    )
+
+
+def inference_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, memory: Callable[[Layout, int, int], float],
+                       max_batch_here: int) -> InferenceEstimate:
+    layout, _ = run_layout(sc, info)
+    layout = Layout(1, layout.tensor_parallel, layout.pipeline_parallel)  # one replica
+    own = Layout(*info.layout)
+    same = (own.tensor_parallel, own.pipeline_parallel) == (layout.tensor_parallel, layout.pipeline_parallel)
+    concurrency = max_batch_here if same else max_batch(memory, layout, sc.seq_len, float(acc.usable_memory_bytes))
+    s = inference_speed(sc, accelerator=acc, layout=layout)
+    devices = layout.tensor_parallel * layout.pipeline_parallel
+    row = cheapest_replica_row(acc.id, devices, tensor_parallel=layout.tensor_parallel)
+    hourly = None if row is None else replica_usd_per_hour(row, devices)
+    notes = [
+        f"prompt {s.prompt_tokens:,} + output {s.output_tokens:,} tokens (the last quarter of seq_len is generated unless set)",
+        f"prefill compute-bound at {COMPUTE_EFF:.0%} of {s.peak_tflops_per_device:g} TFLOP/s ({s.peak_basis}); "
+        f"decode reads weights + KV cache at {s.bandwidth_efficiency:.0%} of {acc.memory_bandwidth_gbps:g} GB/s",
+        f"decode at batch {s.batch_size} is {s.decode_bound}-bound",
+        "serving cycle: prefill the batch's prompts, then decode (no overlap); output tokens/s is the cost basis",
+    ]
+    if not same:
+        notes.append(f"the scenario's layout does not fit: speed is for TP {layout.tensor_parallel} x PP {layout.pipeline_parallel}")
+    if s.batch_size > concurrency:
+        notes.append(f"batch {s.batch_size} exceeds the {concurrency} sequences that fit in memory")
+    if row is None:
+        notes.append(f"no cloud price for {acc.id} in the catalog with {layout.tensor_parallel}+ devices per instance")
+    else:
+        notes.append(f"price: cheapest on-demand catalog row per replica at 100% utilisation, {label(row)}")
+    return InferenceEstimate.model_construct(
+        batch_size=s.batch_size, prompt_tokens=s.prompt_tokens, output_tokens=s.output_tokens,
+        tensor_parallel=layout.tensor_parallel, pipeline_parallel=layout.pipeline_parallel, devices_per_replica=devices,
+        time_to_first_token_s=s.time_to_first_token_s, decode_tokens_per_s=s.decode_tokens_per_s,
+        aggregate_tokens_per_s=s.aggregate_tokens_per_s, output_tokens_per_s=s.output_tokens_per_s,
+        decode_bound=s.decode_bound, max_concurrent_sequences=concurrency, usd_per_replica_hour=hourly,
+        usd_per_million_tokens=None if hourly is None else usd_per_million_tokens(s.output_tokens_per_s, hourly),
+        price_instance=None if row is None else label(row), assumptions=notes,
+    )

@@ -1,0 +1,44 @@
+"""Buy vs rent (core/buy_rent.py)."""
+
+import pytest
+
+from core.buy_rent import HOURS_PER_YEAR, buy_vs_rent
+
+
+def test_break_even_utilisation_is_where_costs_meet():
+    r = buy_vs_rent("rtx-a6000", usd_per_kwh=0.15, utilisation=0.5)  # catalog: 4,650 USD, 300 W, Lambda 1.09 USD/h
+    assert r.purchase_usd == 4650 and r.power_kw == pytest.approx(0.3) and r.rent_usd_per_hour == pytest.approx(1.09)
+    assert r.own_usd_per_year == pytest.approx(4650 / 3 + HOURS_PER_YEAR * 0.5 * 0.3 * 0.15)
+    assert r.rent_usd_per_year == pytest.approx(HOURS_PER_YEAR * 0.5 * 1.09)
+    u = r.break_even_utilisation
+    at = buy_vs_rent("rtx-a6000", usd_per_kwh=0.15, utilisation=u)
+    assert at.own_usd_per_year == pytest.approx(at.rent_usd_per_year)
+    below = buy_vs_rent("rtx-a6000", usd_per_kwh=0.15, utilisation=u * 0.9)
+    above = buy_vs_rent("rtx-a6000", usd_per_kwh=0.15, utilisation=min(1.0, u * 1.1))
+    assert below.cheaper == "rent" and above.cheaper == "buy"
+    assert r.payback_months == pytest.approx(4650 / ((1.09 - 0.045) * HOURS_PER_YEAR * 0.5 / 12))
+
+
+def test_user_inputs_and_scaling():
+    one = buy_vs_rent("h100-sxm", usd_per_kwh=0.1, utilisation=0.8, purchase_usd_per_device=30_000, pue=1.3)
+    eight = buy_vs_rent("h100-sxm", usd_per_kwh=0.1, utilisation=0.8, purchase_usd_per_device=30_000, pue=1.3, devices=8)
+    assert eight.own_usd_per_year == pytest.approx(8 * one.own_usd_per_year)
+    assert eight.break_even_utilisation == pytest.approx(one.break_even_utilisation)
+    assert one.power_kw == pytest.approx(0.7 * 1.3)
+
+
+def test_never_pays_when_power_costs_more_than_rent():
+    r = buy_vs_rent("t4", usd_per_kwh=10.0, utilisation=1.0, purchase_usd_per_device=2000)
+    assert r.break_even_utilisation is None and r.payback_months is None and r.cheaper == "rent"
+
+
+def test_missing_figures_raise():
+    with pytest.raises(ValueError, match="purchase"):
+        buy_vs_rent("h100-sxm", usd_per_kwh=0.1, utilisation=0.5)  # no list price for data-center parts
+    with pytest.raises(ValueError, match="cloud price"):
+        buy_vs_rent("rtx-4090", usd_per_kwh=0.1, utilisation=0.5)  # no cloud row
+    assert buy_vs_rent("rtx-4090", usd_per_kwh=0.1, utilisation=0.5, rent_usd_per_device_hour=0.4).purchase_usd == 1599
+    with pytest.raises(ValueError, match="TDP"):
+        buy_vs_rent("tpu-v5e", usd_per_kwh=0.1, utilisation=0.5, purchase_usd_per_device=1)
+    with pytest.raises(ValueError, match="utilisation"):
+        buy_vs_rent("rtx-a6000", usd_per_kwh=0.1, utilisation=0)

@@ -1,0 +1,58 @@
+"""Every catalog row validates and cites a source; price rows name real
+accelerators; every preset and accelerator the dashboard can pick evaluates."""
+
+import json
+
+import pytest
+
+from core.catalog import DATA_DIR, load_presets
+from core.ecosystem import load_ecosystem
+from core.estimate import estimate
+from core.hardware import load_accelerators
+from core.prices import load_prices
+from core.scenario import Scenario
+
+ACCELERATORS = [a.id for a in load_accelerators()]  # the dashboard's accelerator picker
+PRESETS = list(load_presets())  # the dashboard's model picker
+WORKSHOP = json.loads((DATA_DIR / "workshop_presets.json").read_text())  # the dashboard's one-click scenarios
+
+
+def test_every_row_is_validated_and_sourced():
+    for a in load_accelerators():  # loading validates every row (core/hardware.py)
+        assert len(a.source.strip()) >= 10 and a.as_of, a.id
+    for p in load_prices():
+        assert len(p.source.strip()) >= 10 and p.as_of, p.instance_type
+    for e in load_ecosystem():
+        assert e.source.startswith("https://"), e
+    for p in load_presets().values():
+        assert p.source and p.published_params_source, p.id
+
+
+def test_every_price_row_names_a_catalog_accelerator():
+    known = set(ACCELERATORS)
+    missing = {p.accelerator_id for p in load_prices()} - known
+    assert not missing
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_preset_evaluates(preset):
+    inf = estimate(Scenario(model=preset, accelerator="h100-sxm"))
+    assert inf.inference is not None and inf.inference.decode_tokens_per_s > 0
+    train = estimate(Scenario(model=preset, mode="training", train_tokens=1e9, accelerator="h100-sxm"))
+    assert train.training is not None and train.training.wall_hours > 0
+
+
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+def test_every_accelerator_evaluates(accelerator):
+    inf = estimate(Scenario(model="llama-3.1-8b", accelerator=accelerator))
+    assert inf.inference is not None and inf.inference.time_to_first_token_s > 0
+    train = estimate(Scenario(model="llama-3.1-8b", mode="training", method="qlora", train_tokens=1e8, accelerator=accelerator))
+    assert train.training is not None and train.training.gpu_hours > 0
+
+
+@pytest.mark.parametrize("item", WORKSHOP, ids=[w["id"] for w in WORKSHOP])
+def test_every_workshop_scenario_evaluates(item):
+    sc = Scenario.model_validate(item["scenario"])
+    res = estimate(sc)
+    assert (res.inference is not None) == (sc.mode == "inference")
+    assert (res.training is not None) == (sc.train_tokens is not None)

@@ -1,0 +1,56 @@
+"""The simple communication model (core/comm.py)."""
+
+import pytest
+
+from core.comm import ALLREDUCE_LATENCY_S, allreduce_s, link_gbps, training_comm
+from core.hardware import get_accelerator
+from core.memory import Layout
+from core.scenario import Scenario
+from core.timing import training_flops_per_token
+
+
+def test_ring_allreduce_volume():
+    assert allreduce_s(1e9, 1, 100) == 0.0
+    # 2(r-1)/r of the message per rank (Patarasuk & Yuan 2009)
+    assert allreduce_s(1e9, 8, 100) == pytest.approx(ALLREDUCE_LATENCY_S + 2 * 7 / 8 * 1e9 / 100e9)
+    assert allreduce_s(1e9, 64, 100) > allreduce_s(1e9, 8, 100)
+
+
+def test_links_inside_and_across_nodes():
+    h100 = get_accelerator("h100-sxm")
+    assert link_gbps(h100, 8) == 450  # NVLink inside the 8-GPU node
+    assert link_gbps(h100, 16) == 8 * 25  # one ring per 25 GB/s NIC across nodes
+    assert link_gbps(get_accelerator("l4"), 16) == 32  # capped by the PCIe link
+    assert link_gbps(get_accelerator("tpu-v5e"), 256) == 200  # ICI within a pod
+    assert link_gbps(get_accelerator("apple-m3-max"), 2) == 1.25  # no interconnect: Ethernet
+
+
+def comm(sc, layout, acc="h100-sxm"):
+    a = get_accelerator(acc)
+    return training_comm(sc, sc.architecture, a, layout, training_flops_per_token(sc, sc.architecture), a.bf16_tflops * 0.4)
+
+
+def test_pipeline_bubble_is_p_minus_1_over_m():
+    sc = Scenario(model="llama-3.1-70b", mode="training", train_tokens=1e9)
+    c = comm(sc, Layout(1, 8, 4))
+    assert c.microbatches_per_step == 16
+    assert c.pipeline_bubble_fraction == pytest.approx(3 / 16)  # Narayanan et al. 2021, Sec. 2.2.1
+    assert c.overhead_fraction >= c.pipeline_bubble_fraction
+    assert comm(sc, Layout(1, 1, 1)).overhead_fraction == 0.0
+
+
+def test_tensor_parallel_over_pcie_costs_more_than_over_nvlink():
+    sc = Scenario(model="llama-3.1-70b", mode="training", train_tokens=1e9)
+    nvlink = comm(sc, Layout(1, 8, 1), "h100-sxm").tensor_parallel_s_per_step / comm(sc, Layout(1, 8, 1), "h100-sxm").compute_s_per_step
+    pcie = comm(sc, Layout(1, 8, 1), "h100-pcie").tensor_parallel_s_per_step / comm(sc, Layout(1, 8, 1), "h100-pcie").compute_s_per_step
+    assert pcie > 3 * nvlink
+
+
+def test_data_parallel_overlap_and_zero3_volume():
+    sc = Scenario(model="llama-3.1-8b", mode="training", train_tokens=1e9, batch_size=8, seq_len=4096)
+    c = comm(sc, Layout(16, 1, 1))
+    assert c.data_parallel_exposed_s_per_step == 0.0  # hidden behind the backward pass
+    z3 = comm(sc.model_copy(update={"zero_stage": 3}), Layout(16, 1, 1))
+    assert z3.data_parallel_s_per_step == pytest.approx(1.5 * (c.data_parallel_s_per_step - ALLREDUCE_LATENCY_S) + ALLREDUCE_LATENCY_S)
+    lora = comm(sc.model_copy(update={"method": "lora"}), Layout(16, 1, 1))
+    assert lora.data_parallel_s_per_step < c.data_parallel_s_per_step / 50  # adapters only

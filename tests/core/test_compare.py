@@ -1,0 +1,53 @@
+"""GPU vs TPU comparison rows and the ecosystem trade-offs (core/compare.py, core/ecosystem.py)."""
+
+import pytest
+
+from core.compare import compare_accelerators
+from core.ecosystem import load_ecosystem, platform_of
+from core.hardware import get_accelerator, load_accelerators
+from core.scenario import Scenario
+
+IDS = ["h100-sxm", "a100-sxm-80gb", "tpu-v5e", "tpu-v5p", "tpu-v6e", "mi300x", "trainium", "apple-m3-max"]
+
+
+def test_inference_comparison():
+    rows = compare_accelerators(Scenario(model="llama-3.1-8b", batch_size=16, seq_len=4096), IDS)
+    assert [r.accelerator_id for r in rows] == IDS
+    by_id = {r.accelerator_id: r for r in rows}
+    h100, v5e = by_id["h100-sxm"], by_id["tpu-v5e"]
+    assert h100.fits_on_one and h100.devices == 1
+    assert not v5e.fits_on_one and v5e.devices >= 2  # 16 GB chips: 16 GB of weights need two or more
+    for r in (h100, v5e, by_id["tpu-v5p"]):
+        assert r.usd_per_million_tokens == pytest.approx(r.usd_per_device_hour * r.devices / (r.output_tokens_per_s_per_device * r.devices * 3600) * 1e6)
+        assert r.output_tokens_per_usd == pytest.approx(1e6 / r.usd_per_million_tokens)
+        assert r.time_to_first_token_s > 0 and r.decode_tokens_per_s > 0
+        assert r.training_tokens_per_s_per_device is None
+    assert by_id["mi300x"].usd_per_million_tokens is None  # no price row in the catalog
+    assert by_id["mi300x"].output_tokens_per_s_per_device > h100.output_tokens_per_s_per_device  # 5.3 vs 3.35 TB/s
+
+
+def test_training_comparison_and_per_dollar():
+    sc = Scenario(model="llama-3.1-8b", mode="training", train_tokens=1e10)
+    rows = {r.accelerator_id: r for r in compare_accelerators(sc, ["h100-sxm", "tpu-v5p", "tpu-v6e", "t4"])}
+    h100 = rows["h100-sxm"]
+    assert h100.training_tokens_per_s_per_device == pytest.approx(989e12 * 0.40 / (6 * sc.architecture.active_params))
+    assert h100.training_tokens_per_usd == pytest.approx(h100.training_tokens_per_s_per_device * 3600 / h100.usd_per_device_hour)
+    assert h100.training_run_usd > 0 and h100.training_wall_hours > 0
+    assert rows["tpu-v6e"].training_tokens_per_s_per_device == pytest.approx(918 / 989 * h100.training_tokens_per_s_per_device)
+    assert any("FP16 tensor" in n for n in rows["t4"].notes)
+    assert rows["t4"].decode_tokens_per_s is None
+
+
+def test_every_row_carries_sourced_trade_offs():
+    rows = compare_accelerators(Scenario(model="qwen2.5-0.5b"))
+    assert len(rows) == len(load_accelerators())
+    for r in rows:
+        aspects = {e.aspect for e in r.ecosystem}
+        assert {"frameworks", "quantization", "scaling"} <= aspects, r.accelerator_id
+        assert all(e.source.startswith("https://") and e.platform == r.platform for e in r.ecosystem)
+
+
+def test_platforms():
+    assert platform_of(get_accelerator("tpu-v6e")) == "google-tpu"
+    assert platform_of(get_accelerator("inferentia2")) == "aws-trainium"
+    assert {e.platform for e in load_ecosystem()} == {"nvidia-gpu", "amd-gpu", "google-tpu", "aws-trainium", "apple-silicon"}

@@ -1,0 +1,110 @@
+"""Training run cost: price rows x accelerators x device counts (core/cost.py, core/pricing.py)."""
+
+import itertools
+import math
+
+import pytest
+
+from core.cost import training_curve, training_options
+from core.estimate import estimate
+from core.prices import load_prices, prices_for
+from core.pricing import (
+    cheapest_run_row,
+    fleet_instances,
+    instances_for,
+    replica_usd_per_hour,
+    rows_for,
+    run_usd_per_hour,
+    usd_per_million_tokens,
+)
+from core.scenario import Scenario
+
+SC = Scenario(model="llama-3.1-8b", mode="training", train_tokens=1e10, gradient_checkpointing=True)
+
+
+@pytest.fixture(scope="module")
+def options():
+    return training_options(SC)
+
+
+def test_whole_instances_and_packing():
+    p5 = next(r for r in prices_for("h100-sxm") if r.instance_type == "p5.48xlarge")
+    assert instances_for(p5, 1) == 1 and instances_for(p5, 9) == 2
+    assert run_usd_per_hour(p5, 3) == p5.on_demand_usd_per_hour  # idle devices are paid for
+    assert replica_usd_per_hour(p5, 2) == pytest.approx(p5.on_demand_usd_per_hour / 4)
+    assert replica_usd_per_hour(p5, 16) == 2 * p5.on_demand_usd_per_hour
+    assert fleet_instances(p5, 5, 2) == 2 and fleet_instances(p5, 3, 16) == 6
+    assert run_usd_per_hour(p5, 8, spot=True) == p5.spot_usd_per_hour
+
+
+def test_tensor_parallel_group_stays_inside_an_instance():
+    assert all(r.accelerators_per_instance >= 8 for r in rows_for("h100-sxm", tensor_parallel=8))
+    assert len(rows_for("h100-sxm", tensor_parallel=2)) < len(rows_for("h100-sxm"))
+    assert rows_for("tpu-v5e", tensor_parallel=8) == rows_for("tpu-v5e")  # TPU chips of a slice share ICI
+    one = cheapest_run_row("h100-sxm", 1)
+    assert one is not None and one.accelerators_per_instance == 1  # a 1-GPU instance beats 1/8 of a p5
+
+
+def test_cost_is_hours_times_price(options):
+    assert len(options.options) > 100
+    rows = {(r.provider, r.instance_type, r.region, r.accelerator_id): r for r in load_prices()}
+    for o in options.options:
+        row = rows[(o.provider, o.instance_type, o.region, o.accelerator_id)]
+        assert o.instances == math.ceil(o.devices / row.accelerators_per_instance)
+        assert o.usd_per_hour == pytest.approx(o.instances * row.on_demand_usd_per_hour)
+        assert o.on_demand_usd == pytest.approx(o.wall_hours * o.usd_per_hour)
+        assert o.gpu_hours == pytest.approx(o.devices * o.wall_hours)
+        assert o.wall_hours_with_comm >= o.wall_hours
+        assert o.devices == o.data_parallel * o.tensor_parallel * o.pipeline_parallel
+        assert o.tensor_parallel <= row.accelerators_per_instance or row.accelerator_id.startswith("tpu")
+        if o.spot_usd is not None:
+            assert o.spot_usd <= o.on_demand_usd  # spot is never dearer than on-demand
+
+
+def test_cheapest_and_fastest(options):
+    assert options.cheapest == options.options[0]
+    assert options.cheapest.on_demand_usd == min(o.on_demand_usd for o in options.options)
+    assert options.fastest.wall_hours_with_comm == min(o.wall_hours_with_comm for o in options.options)
+    assert options.cheapest_spot.spot_usd == min(o.spot_usd for o in options.options if o.spot_usd is not None)
+    assert any("tensor-parallel group" in s for s in options.skipped)  # e.g. 8B full training on one T4 needs TP 8
+
+
+def test_every_option_fits_in_memory(options):
+    seen = set()
+    for o in options.options:
+        key = (o.accelerator_id, o.data_parallel, o.tensor_parallel, o.pipeline_parallel, o.zero_stage)
+        if key in seen:
+            continue
+        seen.add(key)
+        sc = SC.model_copy(update={"accelerator": o.accelerator_id, "data_parallel": o.data_parallel,
+                                   "tensor_parallel": o.tensor_parallel, "pipeline_parallel": o.pipeline_parallel,
+                                   "zero_stage": o.zero_stage})
+        assert estimate(sc).fits, key
+
+
+def test_curve_on_own_accelerator():
+    sc = Scenario(model="llama-3.1-70b", mode="training", train_tokens=1e10, zero_stage=3, data_parallel=8, accelerator="h100-sxm")
+    points = training_curve(sc)
+    assert [p.devices for p in points] == sorted(p.devices for p in points)
+    assert points[0].devices == estimate(sc).devices_needed
+    for a, b in itertools.pairwise(points):
+        assert b.wall_hours < a.wall_hours  # more devices never lengthen the ideal time
+        assert b.wall_hours_with_comm / b.wall_hours >= a.wall_hours_with_comm / a.wall_hours - 1e-9  # returns diminish
+        assert b.on_demand_usd == pytest.approx(a.on_demand_usd)  # whole 8-GPU instances: the cost is flat
+    assert points[-1].devices == 64 * points[0].devices
+    explicit = training_curve(sc, device_counts=[8, 16, 24, 48, 1000])
+    assert [p.devices for p in explicit] == [16, 48, 992]  # below the fitting minimum dropped, rounded to the group
+
+
+def test_usd_per_million_tokens():
+    assert usd_per_million_tokens(1000, 3.6) == pytest.approx(1.0)
+    assert usd_per_million_tokens(1000, 3.6, utilisation=0.5) == pytest.approx(2.0)
+    with pytest.raises(ValueError):
+        usd_per_million_tokens(1000, 3.6, utilisation=0)
+
+
+def test_needs_train_tokens():
+    with pytest.raises(ValueError, match="train_tokens"):
+        training_options(SC.model_copy(update={"train_tokens": None}))
+    with pytest.raises(ValueError, match="train_tokens"):
+        training_curve(SC.model_copy(update={"train_tokens": None}))

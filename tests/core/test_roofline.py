@@ -1,0 +1,113 @@
+"""Serving roofline (core/roofline.py), pinned to measured llama.cpp speeds
+(tests/data/decode_speeds.csv) with the known misses stated, plus invariants."""
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from core.hardware import get_accelerator
+from core.memory import Layout
+from core.roofline import (
+    BW_EFF_DEQUANT,
+    BW_EFF_NATIVE,
+    decode_curve,
+    inference_speed,
+    memory_bound_tokens_per_s,
+    split_context,
+    weight_read_bytes,
+)
+from core.scenario import Scenario
+
+ROWS = list(csv.DictReader((Path(__file__).resolve().parents[1] / "data" / "decode_speeds.csv").open(newline="")))
+
+
+def predicted(row: dict) -> float:
+    prompt, out = int(row["prompt_tokens"]), int(row["output_tokens"])
+    sc = Scenario(model=row["model"], weights_format=row["weights_format"], accelerator=row["accelerator"], seq_len=prompt + out)
+    if row["file_gib"]:
+        return memory_bound_tokens_per_s(float(row["file_gib"]) * 2**30, get_accelerator(row["accelerator"]), row["weights_format"])
+    s = inference_speed(sc, prompt_tokens=prompt, output_tokens=out)
+    return s.prefill_tokens_per_s if row["phase"] == "prefill" else s.decode_tokens_per_s
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_measured_speeds(row):
+    got, measured, tol = predicted(row), float(row["measured_tokens_per_s"]), float(row["tolerance"])
+    if row["expect"] == "within":
+        assert got == pytest.approx(measured, rel=tol), row["source"]
+    elif row["expect"] == "over":  # launch-bound runs: the roofline is an upper bound there
+        assert got > measured * (1 + tol), row["note"]
+    else:  # "under": we are conservative, but not wildly
+        assert measured * (1 - tol) < got < measured, row["note"]
+
+
+def test_efficiency_classes():
+    assert inference_speed(Scenario(model="llama-2-7b", weights_format="fp16")).decode_tokens_per_s > 0
+    s16 = inference_speed(Scenario(model="llama-2-7b", weights_format="bf16"))
+    s4 = inference_speed(Scenario(model="llama-2-7b", weights_format="gguf-q4_k_m"))
+    assert s16.bandwidth_efficiency == BW_EFF_NATIVE and s4.bandwidth_efficiency == BW_EFF_DEQUANT
+    assert s4.decode_tokens_per_s > 1.8 * s16.decode_tokens_per_s  # ~4.9 vs 16 bits per weight, at 0.55 vs 0.80
+
+
+def test_batch_1_decode_is_weights_over_bandwidth():
+    sc = Scenario(model="llama-2-7b", accelerator="h100-sxm", seq_len=3)
+    s = inference_speed(sc, prompt_tokens=1, output_tokens=2)
+    weights = weight_read_bytes(sc.architecture, "bf16", 1)
+    assert s.decode_bound == "memory"
+    assert s.decode_tokens_per_s == pytest.approx(3350e9 * BW_EFF_NATIVE / weights, rel=0.002)  # KV of 2 tokens is negligible
+    assert weights == pytest.approx(2 * (6_738_415_616 - 32000 * 4096))  # the embedding table is looked up, not read
+
+
+def test_batch_curve_shape():
+    sc = Scenario(model="llama-3.1-8b", accelerator="h100-sxm", seq_len=128)
+    points = decode_curve(sc, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096])
+    users = [p.decode_tokens_per_s for p in points]
+    total = [p.aggregate_tokens_per_s for p in points]
+    assert users == sorted(users, reverse=True)
+    assert total == sorted(total)
+    assert points[0].decode_bound == "memory" and points[-1].decode_bound == "compute"
+    ceiling = 989e12 * 0.60 / (2 * sc.architecture.active_params)
+    assert all(p.aggregate_tokens_per_s <= ceiling for p in points)
+    assert points[0].fits and not points[-1].fits  # 4096 x 128 tokens of KV cache (64 GiB) + 15 GiB of weights exceed 79 GiB
+
+
+def test_long_context_decode_stays_bandwidth_bound():
+    """At 8K context the KV cache, not the weights, dominates what a big batch reads."""
+    sc = Scenario(model="llama-3.1-8b", accelerator="h100-sxm", seq_len=8192)
+    p = decode_curve(sc, [256])[0]
+    assert p.decode_bound == "memory"
+
+
+def test_prefill_is_compute_bound_and_grows_with_the_prompt():
+    sc = Scenario(model="llama-3.1-70b", accelerator="h100-sxm", tensor_parallel=4, seq_len=40000)
+    short = inference_speed(sc, prompt_tokens=1000, output_tokens=100)
+    long = inference_speed(sc, prompt_tokens=32000, output_tokens=100)
+    assert long.time_to_first_token_s > 32 * short.time_to_first_token_s * 0.95
+    flops = 2 * sc.architecture.active_params * 1000
+    assert short.time_to_first_token_s >= flops / (4 * 989e12 * 0.60)
+
+
+def test_tensor_parallel_splits_reads_and_pipeline_does_not_speed_batch_1():
+    sc = Scenario(model="llama-3.1-70b", accelerator="h100-sxm", seq_len=2048)
+    one = inference_speed(sc, layout=Layout(1, 1, 1))
+    tp4 = inference_speed(sc, layout=Layout(1, 4, 1))
+    pp4 = inference_speed(sc, layout=Layout(1, 1, 4))
+    assert tp4.bytes_read_per_step_per_device == pytest.approx(one.bytes_read_per_step_per_device / 4, rel=0.02)
+    assert 2.5 * one.decode_tokens_per_s < tp4.decode_tokens_per_s < 4 * one.decode_tokens_per_s  # all-reduces cost something
+    assert pp4.decode_tokens_per_s == pytest.approx(one.decode_tokens_per_s, rel=0.01)
+
+
+def test_moe_batch_1_reads_only_the_routed_experts():
+    arch = Scenario(model="mixtral-8x7b").architecture
+    one, many = weight_read_bytes(arch, "bf16", 1), weight_read_bytes(arch, "bf16", 512)
+    assert one == pytest.approx(2 * (arch.active_params - 32000 * 4096), rel=0.01)  # 2 of 8 experts
+    assert many == pytest.approx(2 * (arch.total_params - 32000 * 4096), rel=0.01)  # all experts touched
+
+
+def test_context_split():
+    assert split_context(2048) == (1536, 512)
+    assert split_context(2048, prompt_tokens=2000) == (2000, 48)
+    assert split_context(1) == (1, 1)
+    with pytest.raises(ValueError):
+        split_context(100, prompt_tokens=0)
