@@ -1,5 +1,71 @@
-"""Placeholder."""
+"""GPU vs TPU: price-performance for the chosen workload, side by side, with the qualitative trade-offs."""
+
+import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
-st.title("gpu_vs_tpu")
-st.info("This page is being built.")
+from app_pages.shared.context import page_header
+from app_pages.shared.style import PLOTLY_CONFIG, layout
+from core.compare import compare_accelerators
+from core.ecosystem import load_ecosystem
+
+PLATFORM_COLORS = {"nvidia-gpu": "#54A24B", "amd-gpu": "#E45756", "google-tpu": "#4C78A8", "aws-trainium": "#F58518",
+                   "apple-silicon": "#B279A2"}
+PLATFORM_LABELS = {"nvidia-gpu": "NVIDIA GPU", "amd-gpu": "AMD GPU", "google-tpu": "Google TPU", "aws-trainium": "AWS Trainium / Inferentia",
+                   "apple-silicon": "Apple silicon"}
+
+sc, values, units = page_header("GPU vs TPU", "For this model and workload: memory, throughput and price-performance per chip, and the ecosystem trade-offs.")
+rows = compare_accelerators(sc)
+training = sc.mode == "training"
+metric_name = "Training tokens/s per device" if training else "Output tokens/s per device"
+
+def perf(r):
+    return r.training_tokens_per_s_per_device if training else r.output_tokens_per_s_per_device
+
+
+priced = [r for r in rows if r.usd_per_device_hour and perf(r)]
+fig = go.Figure()
+for platform, color in PLATFORM_COLORS.items():
+    pts = [r for r in priced if r.platform == platform]
+    if not pts:
+        continue
+    fig.add_scatter(
+        x=[r.usd_per_device_hour for r in pts], y=[perf(r) for r in pts], mode="markers+text", name=PLATFORM_LABELS[platform],
+        text=[r.accelerator_id for r in pts], textposition="top center",
+        marker={"color": color, "size": [max(8, min(40, r.usable_memory_gib / 4)) for r in pts], "opacity": 0.8},
+        customdata=[[r.name, r.usable_memory_gib, r.devices] for r in pts],
+        hovertemplate="%{customdata[0]}<br>$%{x:,.2f} per device-hour<br>%{y:,.0f} tokens/s per device<br>"
+                      "%{customdata[1]:,.0f} GiB usable; %{customdata[2]} device(s) needed<extra></extra>",
+    )
+fig.update_layout(xaxis={"type": "log", "title": "Cheapest on-demand price (USD per device-hour, log)"},
+                  yaxis={"type": "log", "title": f"{metric_name} (log)"})
+st.plotly_chart(layout(fig, f"Price vs throughput for {sc.architecture.name} ({'training' if training else 'serving'}); marker size = memory",
+                       height=520), config=PLOTLY_CONFIG, key="chart_pp")
+st.caption("Up and to the left is better. Accelerators without a catalog price are in the table only.")
+
+table = pd.DataFrame([{
+    "Accelerator": r.name, "Platform": PLATFORM_LABELS.get(r.platform, r.platform), "Usable memory (GiB)": round(r.usable_memory_gib, 1),
+    "Bandwidth (GB/s)": r.memory_bandwidth_gbps, "Peak TFLOP/s": r.peak_tflops, "Devices needed": r.devices,
+    "USD per device-hour": r.usd_per_device_hour,
+    **({"Training tokens/s per device": None if r.training_tokens_per_s_per_device is None else round(r.training_tokens_per_s_per_device),
+        "Training run (USD)": None if r.training_run_usd is None else round(r.training_run_usd),
+        "Hours": None if r.training_wall_hours is None else round(r.training_wall_hours, 1)} if training else
+       {"Time to first token (ms)": None if r.time_to_first_token_s is None else round(r.time_to_first_token_s * 1e3),
+        "Tokens/s per user": None if r.decode_tokens_per_s is None else round(r.decode_tokens_per_s, 1),
+        "USD per M output tokens": None if r.usd_per_million_tokens is None else round(r.usd_per_million_tokens, 3)}),
+    "Notes": "; ".join(r.notes),
+} for r in rows])
+st.dataframe(table, hide_index=True, width="stretch", height=420)
+
+st.subheader("Ecosystem trade-offs (with sources)")
+eco = load_ecosystem()
+aspects = sorted({e.aspect for e in eco})
+platforms = [p for p in PLATFORM_LABELS if any(e.platform == p for e in eco)]
+grid = pd.DataFrame(
+    {PLATFORM_LABELS[p]: [next((e.summary for e in eco if e.platform == p and e.aspect == a), "") for a in aspects] for p in platforms},
+    index=[a.replace("-", " ").capitalize() for a in aspects],
+)
+st.table(grid)
+with st.expander("Sources"):
+    for e in eco:
+        st.markdown(f"- {PLATFORM_LABELS.get(e.platform, e.platform)} · {e.aspect}: {e.source} (as of {e.as_of})")

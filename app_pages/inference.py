@@ -1,5 +1,113 @@
-"""Placeholder."""
+"""Inference: latency, throughput vs batch, KV cache vs context, and what serving costs."""
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
-st.title("inference")
-st.info("This page is being built.")
+from app_pages.shared.context import as_mode, page_header
+from app_pages.shared.sidebar import page_widget
+from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, PLOTLY_CONFIG, layout, vmarker
+from core.estimate import estimate
+from core.hardware import get_accelerator
+from core.serving import Traffic, dedicated_vs_per_token, serving_options, serving_plan
+from core.sweep import sweep
+
+sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
+if sc.mode != "inference":
+    sc, err = as_mode(sc, "inference")
+    st.info("The sidebar is set to training; this page shows the same model **served** (weights in the sidebar's format).",
+            icon=":material/info:")
+    if sc is None:
+        st.error(err)
+        st.stop()
+acc = get_accelerator(sc.accelerator)
+result = estimate(sc)
+inf = result.inference
+
+c = st.columns(5)
+c[0].metric("Time to first token", f"{inf.time_to_first_token_s * 1e3:,.0f} ms", help=f"prefill of {inf.prompt_tokens:,} prompt tokens")
+c[1].metric("Tokens/s per user", f"{inf.decode_tokens_per_s:,.1f}", help=f"decode at batch {inf.batch_size} ({inf.decode_bound}-bound)")
+c[2].metric("Tokens/s, all users", f"{inf.aggregate_tokens_per_s:,.0f}", help="decode tokens per second summed over the batch")
+c[3].metric("Most concurrent sequences", f"{inf.max_concurrent_sequences:,}", help=f"at {sc.seq_len:,} tokens each, on {inf.devices_per_replica} device(s)")
+c[4].metric("USD per million output tokens", "—" if inf.usd_per_million_tokens is None else f"${inf.usd_per_million_tokens:,.2f}",
+            help=inf.price_instance or "no catalog price for this accelerator")
+if not result.fits:
+    st.warning(f"At these settings one {acc.name} does not hold the model; speeds are for the smallest layout that fits "
+               f"({inf.devices_per_replica} devices).", icon=":material/warning:")
+
+left, right = st.columns(2)
+with left:
+    from core.roofline import decode_curve
+
+    top = max(2, min(1024, max(inf.max_concurrent_sequences, sc.batch_size) * 2))
+    batches = sorted({int(b) for b in np.unique(np.geomspace(1, top, 24).astype(int))})
+    pts = decode_curve(sc, batches)
+    fig = go.Figure()
+    fig.add_scatter(x=[p.batch_size for p in pts], y=[p.decode_tokens_per_s for p in pts], name="Per user (tokens/s)", mode="lines+markers")
+    fig.add_scatter(x=[p.batch_size for p in pts], y=[p.aggregate_tokens_per_s for p in pts], name="All users (tokens/s)",
+                    mode="lines+markers", yaxis="y2")
+    if inf.max_concurrent_sequences:
+        vmarker(fig, inf.max_concurrent_sequences, 0, max(p.decode_tokens_per_s for p in pts) * 1.1,
+                f"memory limit: {inf.max_concurrent_sequences}", color="#E45756", dash="solid")
+    fig.update_layout(xaxis={"type": "log", "title": "Concurrent sequences (batch, log scale)"},
+                      yaxis={"title": "Tokens/s per user"}, yaxis2={"title": "Tokens/s, all users", "overlaying": "y", "side": "right"},
+                      hovermode="x unified")
+    st.plotly_chart(layout(fig, "Decode speed as the batch grows (per user vs all users)", height=420), config=PLOTLY_CONFIG, key="chart_decode")
+with right:
+    top_ctx = max(sc.architecture.max_context, sc.seq_len)
+    ctx = np.unique(np.geomspace(256, top_ctx, 60).astype(int))
+    grid = sweep(sc, sc.batch_size, ctx)
+    free = result.device_memory_bytes - (grid["total"] - grid["kv_cache"])
+    kf = go.Figure()
+    kf.add_scatter(x=ctx, y=units.value(grid["kv_cache"]), name=f"KV cache for {sc.batch_size} sequence(s)", mode="lines",
+                   line={"color": COMPONENT_COLORS["kv_cache"], "width": 3})
+    kf.add_scatter(x=ctx, y=units.value(free), name="Memory left for KV cache", mode="lines",
+                   line={"color": CAPACITY_COLOR, "dash": "dash"})
+    vmarker(kf, sc.seq_len, 0, float(units.value(max(grid["kv_cache"].max(), free.max()))) * 1.05, "your context")
+    kf.update_layout(xaxis={"type": "log", "title": "Context per sequence (tokens, log scale)"}, yaxis_title=f"{units.name} per device")
+    st.plotly_chart(layout(kf, f"KV cache vs context ({result.kv_cache_bytes_per_token:,} bytes per token)", height=420),
+                    config=PLOTLY_CONFIG, key="chart_kv")
+
+st.subheader("What serving your traffic costs")
+t = st.columns(4)
+rpd = page_widget("rpd", t[0])
+tin = page_widget("tin", t[1])
+tout = page_widget("tout", t[2])
+util = page_widget("util", t[3])
+try:
+    traffic = Traffic(requests_per_day=rpd, input_tokens_per_request=tin, output_tokens_per_request=tout)
+except ValueError as exc:
+    st.warning(f"Traffic not valid: {exc}")
+    st.stop()
+plan = serving_plan(sc, traffic, max_utilisation=util / 100)
+m = st.columns(4)
+m[0].metric("Replicas needed", f"{plan.replicas:,}", help=f"{plan.devices_per_replica} device(s) each, batch {plan.batch_size}")
+m[1].metric("Monthly cost", "—" if plan.usd_per_month is None else f"${plan.usd_per_month:,.0f}",
+            help=f"{plan.provider} {plan.instance_type}, {plan.instances} instance(s), 730 h per month")
+m[2].metric("Utilisation", f"{plan.utilisation:.0%}", help="average load on the fleet for this traffic")
+m[3].metric("USD per million output tokens", "—" if plan.usd_per_million_output_tokens is None else f"${plan.usd_per_million_output_tokens:,.2f}")
+
+a = st.columns(2)
+api_in = page_widget("api_in", a[0])
+api_out = page_widget("api_out", a[1])
+if api_in or api_out:
+    cmp = dedicated_vs_per_token(plan, traffic, api_in, api_out)
+    st.markdown(f"**Dedicated vs per-token API:** dedicated ${cmp.dedicated_usd_per_month:,.0f}/month vs per-token "
+                f"${cmp.per_token_usd_per_month:,.0f}/month — **{cmp.cheaper}** is cheaper"
+                + (f"; dedicated breaks even above {cmp.break_even_requests_per_day:,.0f} requests/day." if cmp.break_even_requests_per_day else "."))
+
+opts = serving_options(sc, traffic, max_utilisation=util / 100)
+if opts:
+    df = pd.DataFrame([{
+        "Accelerator": o.accelerator_id, "Provider": o.provider, "Instance": o.instance_type, "Devices per replica": o.devices_per_replica,
+        "Replicas": o.replicas, "Monthly (USD)": None if o.usd_per_month is None else round(o.usd_per_month),
+        "Spot monthly (USD)": None if o.spot_usd_per_month is None else round(o.spot_usd_per_month),
+        "USD / M output tokens": None if o.usd_per_million_output_tokens is None else round(o.usd_per_million_output_tokens, 3),
+        "TTFT (ms)": round(o.time_to_first_token_s * 1e3), "Tokens/s per user": round(o.decode_tokens_per_s, 1),
+    } for o in opts]).sort_values("Monthly (USD)")
+    st.markdown("**Every priced accelerator for this traffic (cheapest first)**")
+    st.dataframe(df, hide_index=True, width="stretch", height=360)
+with st.expander("How this is computed"):
+    for line in inf.assumptions:
+        st.markdown(f"- {line}")

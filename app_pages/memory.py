@@ -28,7 +28,7 @@ cols[2].metric("Devices needed", layout_text(result.layout_needed).split(" (")[0
 cols[3].metric("Largest batch that fits", f"{result.max_batch_size:,}")
 cols[4].metric("Longest context that fits", f"{result.max_seq_len:,}", help="tokens, at the chosen batch size")
 
-st.plotly_chart(breakdown_bar(result, units, acc.name), config=PLOTLY_CONFIG, key="breakdown")
+st.plotly_chart(breakdown_bar(result, units, acc.name), config=PLOTLY_CONFIG, key="chart_breakdown")
 
 if result.advice:
     with st.container(border=True):
@@ -42,7 +42,7 @@ with left:
     needed = devices_needed_by_accelerator(sc, [a.id for a in accs])
     rows = [{"name": a.name, "devices": needed[a.id].devices if needed[a.id] else None,
              "capacity_bytes": a.usable_memory_bytes} for a in accs]
-    st.plotly_chart(fits_on_chart(rows, units), config=PLOTLY_CONFIG, key="fits_on")
+    st.plotly_chart(fits_on_chart(rows, units), config=PLOTLY_CONFIG, key="chart_fits_on")
 with right:
     axis = st.segmented_control("Sweep", ["context", "batch"], default="context", key="sweep_axis",
                                 format_func={"context": "Context length", "batch": "Batch size"}.get, required=True)
@@ -57,7 +57,7 @@ with right:
         grid = sweep(sc, sc.batch_size, x)
         fig = sweep_chart(x, grid, result.device_memory_bytes, units, "Context / sequence length (tokens)",
                           sc.seq_len, result.max_seq_len or None)
-    st.plotly_chart(fig, config=PLOTLY_CONFIG, key="sweep")
+    st.plotly_chart(fig, config=PLOTLY_CONFIG, key="chart_sweep")
 
 st.subheader("Explain: each number, its formula and its source")
 parts = explain(sc, result)

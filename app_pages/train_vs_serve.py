@@ -1,5 +1,87 @@
-"""Placeholder."""
+"""Training vs inference: the one-off bill next to the monthly bill; buy vs rent."""
+
+import plotly.graph_objects as go
 import streamlit as st
 
-st.title("train_vs_serve")
-st.info("This page is being built.")
+from app_pages.shared.context import as_mode, page_header
+from app_pages.shared.sidebar import page_widget
+from app_pages.shared.style import PLOTLY_CONFIG, layout
+from core.buy_rent import buy_vs_rent
+from core.estimate import estimate
+from core.hardware import get_accelerator
+from core.serving import Traffic, dedicated_vs_per_token, serving_plan, train_vs_serve
+
+sc, values, units = page_header("Training vs inference", "A one-off training or fine-tuning bill next to the monthly serving bill, and owning vs renting.")
+acc = get_accelerator(sc.accelerator)
+train_sc, err = as_mode(sc, "training", train_tokens=sc.train_tokens or 1e9)
+serve_sc, err2 = as_mode(sc, "inference")
+if train_sc is None or serve_sc is None:
+    st.error(err or err2)
+    st.stop()
+if not sc.train_tokens:
+    st.caption("No training-token count set: the training bill assumes **1 billion tokens** (sidebar: *Training run*).")
+
+st.subheader("One-off training bill vs monthly serving bill")
+cols = st.columns(4)
+rpd = page_widget("rpd", cols[0])
+tin = page_widget("tin", cols[1])
+tout = page_widget("tout", cols[2])
+months = page_widget("months", cols[3])
+traffic = Traffic(requests_per_day=rpd, input_tokens_per_request=min(tin, 2_000_000), output_tokens_per_request=tout)
+training = estimate(train_sc).training
+plan = serving_plan(serve_sc, traffic, max_utilisation=values.get("util", 70.0) / 100)
+if training is None or training.cost_usd is None or plan.usd_per_month is None:
+    st.warning(f"No catalog price for {acc.name}: pick a priced accelerator to compare bills.")
+    st.stop()
+api_in, api_out = values.get("api_in", 0.0), values.get("api_out", 0.0)
+alternative = None
+if api_in or api_out:
+    alternative = dedicated_vs_per_token(plan, traffic, api_in, api_out).per_token_usd_per_month
+be = train_vs_serve(training.cost_usd, plan.usd_per_month, alternative, months=months)
+
+m = st.columns(4)
+m[0].metric("Training run (one-off)", f"${training.cost_usd:,.0f}", help=f"{training.devices} x {acc.name}, {training.wall_hours:,.1f} h; {training.price_instance}")
+m[1].metric("Serving (per month)", f"${plan.usd_per_month:,.0f}", help=f"{plan.replicas} replica(s) on {plan.provider} {plan.instance_type}")
+m[2].metric("Training = months of serving", f"{be.months_of_serving_per_one_off:,.1f}")
+m[3].metric("Break-even vs per-token API", "—" if be.break_even_month is None else f"month {be.break_even_month}",
+            help="set API prices on the Inference page to compare" if alternative is None else "when owning the model beats paying per token")
+
+fig = go.Figure()
+xs = list(range(len(be.cumulative_usd)))
+fig.add_scatter(x=xs, y=be.cumulative_usd, name="Train once + serve on own instances", mode="lines", line={"width": 3})
+if be.cumulative_alternative_usd:
+    fig.add_scatter(x=xs, y=be.cumulative_alternative_usd, name="Per-token API", mode="lines", line={"dash": "dash", "width": 3})
+if be.break_even_month is not None:
+    fig.add_vline(x=be.break_even_month, line={"color": "#54A24B"}, annotation_text=f"break-even: month {be.break_even_month}")
+fig.update_layout(xaxis_title="Months", yaxis_title="Cumulative cost (USD)")
+st.plotly_chart(layout(fig, "Cumulative cost: the training bill is paid once, serving every month", height=420), config=PLOTLY_CONFIG, key="chart_be")
+
+st.subheader(f"Buy vs rent: {acc.name}")
+b = st.columns(4)
+kwh = page_widget("kwh", b[0])
+busy = page_widget("busy", b[1])
+buy_usd = page_widget("buy_usd", b[2])
+devices = max(1, training.devices)
+b[3].metric("Devices", f"{devices}", help="the training layout's device count")
+try:
+    bvr = buy_vs_rent(acc.id, usd_per_kwh=kwh, utilisation=busy / 100, devices=devices, purchase_usd_per_device=buy_usd or None)
+except ValueError as exc:
+    st.info(f"{exc}. Type a purchase price per device above to compare.", icon=":material/info:")
+    st.stop()
+r = st.columns(4)
+r[0].metric("Own: per year", f"${bvr.own_usd_per_year:,.0f}",
+            help=f"purchase ${bvr.purchase_usd:,.0f} over {bvr.amortisation_years:g} years + power ({bvr.purchase_basis})")
+r[1].metric("Rent: per year", f"${bvr.rent_usd_per_year:,.0f}", help=f"at {busy:g}% utilisation; {bvr.rent_basis}")
+r[2].metric("Cheaper", bvr.cheaper.capitalize())
+r[3].metric("Break-even utilisation", "—" if bvr.break_even_utilisation is None else f"{bvr.break_even_utilisation:.0%}",
+            help="above this share of hours in use, owning is cheaper")
+us = [u / 100 for u in range(5, 101, 5)]
+own = [bvr.own_usd_per_year] * len(us)
+rent = [bvr.rent_usd_per_year / (busy / 100) * u for u in us]
+bf = go.Figure()
+bf.add_scatter(x=[u * 100 for u in us], y=own, name="Own (amortised purchase + power)", mode="lines")
+bf.add_scatter(x=[u * 100 for u in us], y=rent, name="Rent (cloud hours)", mode="lines")
+bf.update_layout(xaxis_title="Utilisation (% of hours in use)", yaxis_title="USD per year")
+st.plotly_chart(layout(bf, "Owning vs renting as utilisation grows", height=380), config=PLOTLY_CONFIG, key="chart_bvr")
+st.caption("Owning: the purchase price spread over the amortisation period plus electricity at TDP while busy (PUE 1.0). "
+           "Renting: the catalog's cheapest on-demand price per device-hour, paid only while busy.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_LABELS, FIT_COLORS, Units, layout
+from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_LABELS, FIT_COLORS, Units, layout, vmarker
 from core.estimate import LayoutResult, Result
 from core.sweep import COMPONENTS
 
@@ -65,11 +65,11 @@ def sweep_chart(x: np.ndarray, grid: dict[str, np.ndarray], capacity: float, uni
                         hovertemplate=f"{COMPONENT_LABELS[comp]}: %{{y:,.2f}} {units.name}<extra></extra>")
     fig.add_hline(y=units.value(capacity), line={"color": CAPACITY_COLOR, "dash": "dash", "width": 3},
                   annotation_text=f"device capacity {units(capacity)}", annotation_position="top left")
-    fig.add_vline(x=current, line={"color": "#333333", "width": 1, "dash": "dot"}, annotation_text="your setting",
-                  annotation_position="bottom right")
+    top = float(np.max(grid["total"])) if len(grid["total"]) else capacity
+    top = units.value(max(top, capacity) * 1.05)
+    vmarker(fig, current, 0, top, "your setting")
     if limit:
-        fig.add_vline(x=limit, line={"color": "#E45756", "width": 2}, annotation_text=f"largest that fits: {limit:,.0f}",
-                      annotation_position="top right")
+        vmarker(fig, limit, 0, top, f"largest that fits: {limit:,.0f}", color="#E45756", dash="solid")
     fig.update_layout(xaxis={"type": "log", "title": x_title}, yaxis_title=f"Memory per device ({units.name})", hovermode="x unified")
     return layout(fig, f"Memory per device as {x_title.split(' (')[0].lower()} grows", height=420)
 

@@ -26,3 +26,18 @@ def page_header(title: str, caption: str) -> tuple[Scenario | None, dict[str, An
         st.info("Fix the input above (in the sidebar) to see results; everything you entered is kept.")
         st.stop()
     return scenario, values, Units(values.get("units", "GiB"))
+
+
+def as_mode(sc: Scenario, mode: str, **update) -> tuple[Scenario | None, str | None]:
+    """The same model and accelerator as a training or serving scenario."""
+    from pydantic import ValidationError
+
+    from core.cli import describe_validation_error
+
+    fields = dict(sc) | {"mode": mode} | update
+    if mode == "training" and fields.get("offload") != "none" and not fields.get("zero_stage"):
+        fields["offload"] = "none"
+    try:
+        return Scenario(**fields), None
+    except ValidationError as exc:
+        return None, describe_validation_error(exc)

@@ -36,6 +36,11 @@ def decode_config(token: str) -> str:
     return json.dumps(json.loads(raw), indent=2)
 
 
+def page_widget(key: str, container: Any = st) -> Any:
+    """A page-level input (traffic, prices...) kept in the URL like the sidebar's."""
+    return _widget(specs()[key], container)
+
+
 def _store() -> dict[str, Any]:
     """Every input's current value by URL key; survives the widget being hidden."""
     return st.session_state.setdefault("_values", {})

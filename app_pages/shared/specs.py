@@ -101,6 +101,18 @@ def build_specs() -> dict[str, Spec]:
         Spec("kv", "KV cache format", "choice", "bf16", ("bf16", "fp16", "fp8", "int8")),
         Spec("tokens", "Training tokens (billions, 0 = none)", "float", 0.0, lo=0.0, hi=1_000_000.0),
         Spec("mfu", "MFU % (0 = default for the setup)", "float", 0.0, lo=0.0, hi=100.0),
+        # Page-level inputs (cost and serving pages), also in the URL.
+        Spec("price", "Price", "choice", "on-demand", ("on-demand", "spot"), labels={"on-demand": "On-demand", "spot": "Spot / preemptible"}),
+        Spec("rpd", "Requests per day", "int", 10_000, lo=1, hi=1_000_000_000),
+        Spec("tin", "Input tokens per request", "int", 1_000, lo=1, hi=2_000_000),
+        Spec("tout", "Output tokens per request", "int", 300, lo=1, hi=200_000),
+        Spec("util", "Highest utilisation to plan for (%)", "float", 70.0, lo=1.0, hi=100.0),
+        Spec("api_in", "Per-token API price, input (USD per million, 0 = skip)", "float", 0.0, lo=0.0, hi=1_000.0),
+        Spec("api_out", "Per-token API price, output (USD per million)", "float", 0.0, lo=0.0, hi=1_000.0),
+        Spec("months", "Horizon (months)", "int", 24, lo=1, hi=120),
+        Spec("kwh", "Electricity (USD per kWh)", "float", 0.15, lo=0.0, hi=5.0),
+        Spec("busy", "Utilisation of owned hardware (%)", "float", 60.0, lo=1.0, hi=100.0),
+        Spec("buy_usd", "Purchase price per device (USD, 0 = catalog)", "float", 0.0, lo=0.0, hi=10_000_000.0),
         Spec("units", "Memory units", "choice", "GiB", ("GiB", "GB"),
              help="GiB = 2^30 bytes (what nvidia-smi and PyTorch show); GB = 10^9 bytes (datasheets, price pages)"),
     ]

@@ -1,0 +1,108 @@
+"""Every page through AppTest: no exception, numbers equal core's for the same
+scenario, and an input change updates them."""
+
+import pytest
+
+from core.buy_rent import buy_vs_rent
+from core.compare import compare_accelerators
+from core.estimate import estimate
+from core.scenario import Scenario
+from core.serving import Traffic, serving_plan
+from core.validation import load_cases
+
+from .conftest import PAGES, metric, no_exception, run_app
+
+
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("mode", ["inference", "training"])
+def test_every_page_runs_in_both_modes(page, mode):
+    at = run_app(page, params={"mode": mode})
+    no_exception(at)
+    assert at.title and not at.error
+
+
+def test_training_page_numbers_equal_core_and_follow_tokens():
+    params = {"mode": "training", "tokens": "100", "model": "llama-3.1-8b", "zero": "1", "dp": "8"}
+    at = run_app("training", params=params)
+    no_exception(at)
+    sc = Scenario(model="llama-3.1-8b", mode="training", train_tokens=100e9, zero_stage=1, data_parallel=8, seq_len=4096)
+    est = estimate(sc).training
+    assert metric(at, "Compute") == f"{est.flops:.2e} FLOPs"
+    assert metric(at, "Device-hours on NVIDIA H100 SXM5 80GB") == f"{est.gpu_hours:,.0f}"
+    at.number_input(key="tokens").set_value(200.0).run()
+    no_exception(at)
+    assert metric(at, "Compute") == f"{2 * est.flops:.2e} FLOPs"
+
+
+def test_inference_page_numbers_equal_core_and_follow_batch():
+    at = run_app("inference", params={"model": "llama-3.1-70b", "fmt": "fp8", "tp": "2", "batch": "32", "seq": "8192"})
+    no_exception(at)
+    sc = Scenario(model="llama-3.1-70b", weights_format="fp8", tensor_parallel=2, batch_size=32, seq_len=8192)
+    inf = estimate(sc).inference
+    assert metric(at, "Time to first token") == f"{inf.time_to_first_token_s * 1e3:,.0f} ms"
+    assert metric(at, "Tokens/s per user") == f"{inf.decode_tokens_per_s:,.1f}"
+    assert metric(at, "Most concurrent sequences") == f"{inf.max_concurrent_sequences:,}"
+    plan = serving_plan(sc, Traffic(requests_per_day=10_000, input_tokens_per_request=1_000, output_tokens_per_request=300),
+                        max_utilisation=0.7)
+    assert metric(at, "Replicas needed") == f"{plan.replicas:,}"
+    before = metric(at, "Tokens/s per user")
+    at.select_slider(key="batch").set_value(1).run()
+    no_exception(at)
+    assert metric(at, "Tokens/s per user") != before
+
+
+def test_traffic_input_changes_monthly_cost():
+    at = run_app("inference")
+    before = metric(at, "Utilisation")
+    at.number_input(key="rpd").set_value(1_000_000).run()
+    no_exception(at)
+    assert metric(at, "Utilisation") != before
+
+
+def test_train_vs_serve_uses_core_bills():
+    at = run_app("train_vs_serve", params={"tokens": "10", "mode": "training"})
+    no_exception(at)
+    sc = Scenario(model="llama-3.1-8b", mode="training", train_tokens=10e9, seq_len=4096)
+    assert metric(at, "Training run (one-off)") == f"${estimate(sc).training.cost_usd:,.0f}"
+
+
+def test_buy_vs_rent_with_typed_price():
+    at = run_app("train_vs_serve", params={"acc": "h100-sxm", "buy_usd": "30000"})
+    no_exception(at)
+    sc = Scenario(model="llama-3.1-8b", mode="training", train_tokens=1e9, seq_len=4096)
+    devices = estimate(sc).training.devices
+    expected = buy_vs_rent("h100-sxm", usd_per_kwh=0.15, utilisation=0.6, devices=devices, purchase_usd_per_device=30000)
+    assert metric(at, "Cheaper") == expected.cheaper.capitalize()
+    assert metric(at, "Own: per year") == f"${expected.own_usd_per_year:,.0f}"
+
+
+def test_gpu_vs_tpu_table_covers_every_accelerator():
+    at = run_app("gpu_vs_tpu")
+    no_exception(at)
+    rows = compare_accelerators(Scenario(model="llama-3.1-8b", seq_len=4096))
+    assert len(at.dataframe[0].value) == len(rows)
+    assert at.get("plotly_chart")
+
+
+def test_compare_save_and_url_round_trip():
+    at = run_app("compare")
+    no_exception(at)
+    at.button[0].click().run()  # save current scenario
+    no_exception(at)
+    assert len(at.dataframe[0].value) == 1
+    token = at.query_params["cmp"]
+    again = run_app("compare", params={"cmp": token})
+    no_exception(again)
+    assert len(again.dataframe[0].value) == 1
+
+
+def test_compare_bad_token_warns():
+    at = run_app("compare", params={"cmp": "not-a-real-token"})
+    no_exception(at)
+    assert any("could not be read" in w.value for w in at.warning)
+
+
+def test_method_page_lists_every_validation_case():
+    at = run_app("method")
+    no_exception(at)
+    assert len(at.dataframe[0].value) == len(load_cases())
