@@ -33,7 +33,9 @@ plan = serving_plan(serve_sc, traffic, max_utilisation=values.get("util", 70.0) 
 if training is None or training.cost_usd is None or plan.usd_per_month is None:
     st.warning(f"No catalog price for {acc.name}: pick a priced accelerator to compare bills.")
     st.stop()
-api_in, api_out = values.get("api_in", 0.0), values.get("api_out", 0.0)
+a = st.columns(2)
+api_in = page_widget("api_in", a[0])
+api_out = page_widget("api_out", a[1])
 alternative = None
 if api_in or api_out:
     alternative = dedicated_vs_per_token(plan, traffic, api_in, api_out).per_token_usd_per_month
@@ -54,7 +56,17 @@ if be.cumulative_alternative_usd:
 if be.break_even_month is not None:
     fig.add_vline(x=be.break_even_month, line={"color": "#54A24B"}, annotation_text=f"break-even: month {be.break_even_month}")
 fig.update_layout(xaxis_title="Months", yaxis_title="Cumulative cost (USD)")
-st.plotly_chart(layout(fig, "Cumulative cost: the training bill is paid once, serving every month", height=420), config=PLOTLY_CONFIG, key="chart_be")
+left, right = st.columns([2, 1])
+left.plotly_chart(layout(fig, "Cumulative cost: the training bill is paid once, serving every month", height=420),
+                  config=PLOTLY_CONFIG, key="chart_be")
+bars = go.Figure()
+bars.add_bar(x=["Training (one-off)", f"Serving ({months} months)"], y=[training.cost_usd, plan.usd_per_month * months],
+             marker_color=["#F58518", "#4C78A8"], text=[f"${training.cost_usd:,.0f}", f"${plan.usd_per_month * months:,.0f}"],
+             textposition="outside")
+bars.update_layout(yaxis_title="USD", showlegend=False)
+right.plotly_chart(layout(bars, f"Over {months} months", height=420), config=PLOTLY_CONFIG, key="chart_bills")
+if alternative is None:
+    st.caption("Type per-token API prices above to see when training and hosting your own model beats paying per token.")
 
 st.subheader(f"Buy vs rent: {acc.name}")
 b = st.columns(4)
@@ -65,8 +77,9 @@ devices = max(1, training.devices)
 b[3].metric("Devices", f"{devices}", help="the training layout's device count")
 try:
     bvr = buy_vs_rent(acc.id, usd_per_kwh=kwh, utilisation=busy / 100, devices=devices, purchase_usd_per_device=buy_usd or None)
-except ValueError as exc:
-    st.info(f"{exc}. Type a purchase price per device above to compare.", icon=":material/info:")
+except ValueError:
+    st.info(f"The catalog has no purchase price (or power draw) for {acc.name}: type a purchase price per device above "
+            "to compare owning with renting.", icon=":material/info:")
     st.stop()
 r = st.columns(4)
 r[0].metric("Own: per year", f"${bvr.own_usd_per_year:,.0f}",

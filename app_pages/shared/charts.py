@@ -28,7 +28,9 @@ def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
     fig.update_layout(barmode="stack", xaxis_title=f"Memory per device ({units.name})", yaxis={"visible": False})
     verdict = "fits" if result.fits else "does NOT fit"
     title = f"Memory per device: {units(m.total)} of {units(result.device_memory_bytes)} — {verdict}"
-    return layout(fig, title, height=230)
+    fig = layout(fig, title, height=290)
+    fig.update_layout(legend={"y": -0.6})
+    return fig
 
 
 def fits_on_chart(rows: list[dict], units: Units) -> go.Figure:

@@ -89,5 +89,8 @@ def wait_ready(page, settle: float = 1.0) -> None:
     page.wait_for_selector(READY, timeout=60_000)
 
 
-def metrics(page) -> list[str]:
+def metrics(page, expected: int = 5) -> list[str]:
+    """The metric values once all `expected` of them are rendered and the app is idle."""
+    page.wait_for_function(f"document.querySelectorAll('[data-testid=\"stMetricValue\"]').length >= {expected}", timeout=60_000)
+    wait_ready(page, settle=0.3)
     return [e.inner_text() for e in page.query_selector_all('[data-testid="stMetricValue"]')]
