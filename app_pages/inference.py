@@ -6,11 +6,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header
-from app_pages.shared.sidebar import page_widget
+from app_pages.shared.sidebar import page_widget, traffic_inputs
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, PLOTLY_CONFIG, layout, vmarker
 from core.estimate import estimate
 from core.hardware import get_accelerator
-from core.serving import Traffic, dedicated_vs_per_token, serving_options, serving_plan
+from core.serving import dedicated_vs_per_token, serving_options, serving_plan
 from core.sweep import sweep
 
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
@@ -70,15 +70,8 @@ with right:
                     config=PLOTLY_CONFIG, key="chart_kv")
 
 st.subheader("What serving your traffic costs")
-t = st.columns(4)
-rpd = page_widget("rpd", t[0])
-tin = page_widget("tin", t[1])
-tout = page_widget("tout", t[2])
-util = page_widget("util", t[3])
-try:
-    traffic = Traffic(requests_per_day=rpd, input_tokens_per_request=tin, output_tokens_per_request=tout)
-except ValueError as exc:
-    st.warning(f"Traffic not valid: {exc}")
+traffic, util = traffic_inputs("util")
+if traffic is None:
     st.stop()
 plan = serving_plan(sc, traffic, max_utilisation=util / 100)
 m = st.columns(4)

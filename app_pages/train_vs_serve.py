@@ -4,12 +4,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header
-from app_pages.shared.sidebar import page_widget
+from app_pages.shared.sidebar import page_widget, traffic_inputs
 from app_pages.shared.style import PLOTLY_CONFIG, layout
 from core.buy_rent import buy_vs_rent
 from core.estimate import estimate
 from core.hardware import get_accelerator
-from core.serving import Traffic, dedicated_vs_per_token, serving_plan, train_vs_serve
+from core.serving import dedicated_vs_per_token, serving_plan, train_vs_serve
 
 sc, values, units = page_header("Training vs inference", "A one-off training or fine-tuning bill next to the monthly serving bill, and owning vs renting.")
 acc = get_accelerator(sc.accelerator)
@@ -22,12 +22,9 @@ if not sc.train_tokens:
     st.caption("No training-token count set: the training bill assumes **1 billion tokens** (sidebar: *Training run*).")
 
 st.subheader("One-off training bill vs monthly serving bill")
-cols = st.columns(4)
-rpd = page_widget("rpd", cols[0])
-tin = page_widget("tin", cols[1])
-tout = page_widget("tout", cols[2])
-months = page_widget("months", cols[3])
-traffic = Traffic(requests_per_day=rpd, input_tokens_per_request=min(tin, 2_000_000), output_tokens_per_request=tout)
+traffic, months = traffic_inputs("months")
+if traffic is None:
+    st.stop()
 training = estimate(train_sc).training
 plan = serving_plan(serve_sc, traffic, max_utilisation=values.get("util", 70.0) / 100)
 if training is None or training.cost_usd is None or plan.usd_per_month is None:

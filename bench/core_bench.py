@@ -11,14 +11,15 @@ Run: python bench/core_bench.py
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from timing import time_it
 
 from core.estimate import estimate
 from core.scenario import Scenario
@@ -31,16 +32,6 @@ SETUPS = {
     "gemma-2-27b inference fp8 (sliding window)": Scenario(model="gemma-2-27b", weights_format="fp8"),
     "deepseek-v3 inference TP8 (MLA, MoE)": Scenario(model="deepseek-v3", tensor_parallel=8, accelerator="h200"),
 }
-
-
-def time_it(fn, repeat: int = 7) -> float:
-    fn()  # warm caches (architecture, catalogs)
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t0)
-    return statistics.median(runs)
 
 
 def main() -> None:

@@ -13,12 +13,13 @@ Target: each table well under 50 ms on one core. Run: python bench/cost_bench.py
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from timing import time_it
 
 from core.compare import compare_accelerators
 from core.cost import training_options
@@ -33,16 +34,6 @@ TRAIN = {
 }
 SERVE = Scenario(model="llama-3.1-8b", batch_size=32)
 TRAFFIC = Traffic(requests_per_day=1_000_000, input_tokens_per_request=1000, output_tokens_per_request=300)
-
-
-def time_it(fn, repeat: int = 7) -> float:
-    fn()  # warm caches (architecture, catalogs)
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t0)
-    return statistics.median(runs)
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ interconnect, so they are offered for any group.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from core.hardware import get_accelerator
 from core.prices import PriceRow, load_prices
@@ -63,28 +64,24 @@ def rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None = None, tens
     return tuple(r for r in pool if r.accelerator_id == accelerator_id and r.accelerators_per_instance >= tensor_parallel)
 
 
+def _cheapest(accelerator_id: str, rows: tuple[PriceRow, ...] | None, tensor_parallel: int,
+              price: Callable[[PriceRow], float | None]) -> PriceRow | None:
+    """The row with the lowest `price` (ties broken by provider and instance name)."""
+    priced = [(p, r.provider, r.instance_type, r) for r in rows_for(accelerator_id, rows, tensor_parallel)
+              if (p := price(r)) is not None]
+    return min(priced, key=lambda t: t[:3])[3] if priced else None
+
+
 def cheapest_run_row(accelerator_id: str, devices: int, rows: tuple[PriceRow, ...] | None = None,
                      spot: bool = False, tensor_parallel: int = 1) -> PriceRow | None:
     """The row with the lowest hourly price for `devices` devices (whole instances)."""
-    best: tuple[float, str, str] | None = None
-    found = None
-    for r in rows_for(accelerator_id, rows, tensor_parallel):
-        price = run_usd_per_hour(r, devices, spot)
-        if price is not None and (best is None or (price, r.provider, r.instance_type) < best):
-            best, found = (price, r.provider, r.instance_type), r
-    return found
+    return _cheapest(accelerator_id, rows, tensor_parallel, lambda r: run_usd_per_hour(r, devices, spot))
 
 
 def cheapest_replica_row(accelerator_id: str, devices_per_replica: int, rows: tuple[PriceRow, ...] | None = None,
                          spot: bool = False, tensor_parallel: int = 1) -> PriceRow | None:
     """The row with the lowest hourly price per serving replica (replicas packed)."""
-    best: tuple[float, str, str] | None = None
-    found = None
-    for r in rows_for(accelerator_id, rows, tensor_parallel):
-        price = replica_usd_per_hour(r, devices_per_replica, spot)
-        if price is not None and (best is None or (price, r.provider, r.instance_type) < best):
-            best, found = (price, r.provider, r.instance_type), r
-    return found
+    return _cheapest(accelerator_id, rows, tensor_parallel, lambda r: replica_usd_per_hour(r, devices_per_replica, spot))
 
 
 def usd_per_million_tokens(tokens_per_s: float, usd_per_hour: float, utilisation: float = 1.0) -> float:

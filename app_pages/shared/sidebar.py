@@ -266,3 +266,18 @@ def load_scenario_json(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
     except ValidationError as exc:
         return None, "That scenario is not valid: " + describe_validation_error(exc) + ". Nothing was changed."
     return scenario_to_widgets(sc), None
+
+
+def traffic_inputs(last_key: str):
+    """Requests/day, tokens in and out (and one more input, `last_key`) in a
+    row; the Traffic they describe, or None after saying why it is invalid."""
+    from core.serving import Traffic
+
+    cols = st.columns(4)
+    rpd, tin, tout = (page_widget(k, c) for k, c in zip(("rpd", "tin", "tout"), cols, strict=False))
+    extra = page_widget(last_key, cols[3])
+    try:
+        return Traffic(requests_per_day=rpd, input_tokens_per_request=tin, output_tokens_per_request=tout), extra
+    except ValueError as exc:
+        st.warning(f"This traffic is not valid: {exc}", icon=":material/warning:")
+        return None, extra
