@@ -39,7 +39,7 @@ for comp in COMPONENTS:
         fig.add_bar(x=names, y=ys, name=COMPONENT_LABELS[comp], marker_color=COMPONENT_COLORS[comp],
                     hovertemplate=f"{COMPONENT_LABELS[comp]}: %{{y:,.2f}} {units.name}<extra></extra>")
 fig.add_scatter(x=names, y=[units.value(r.device_memory_bytes) for _, _, r in results], mode="markers", name="Device capacity",
-                marker={"symbol": "line-ew-open", "size": 40, "color": "#333333", "line": {"width": 3}},
+                marker={"symbol": "line-ew-open", "size": 40, "color": "#8C8C8C", "line": {"width": 3}},
                 hovertemplate=f"capacity %{{y:,.1f}} {units.name}<extra></extra>")
 fig.update_layout(barmode="stack", yaxis_title=f"Memory per device ({units.name})")
 st.plotly_chart(layout(fig, "Memory per device, by scenario (line = the device's usable memory)", height=460), config=PLOTLY_CONFIG)
