@@ -1,20 +1,21 @@
 """Memory: the per-device breakdown, where it fits, how it grows, and why."""
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.charts import breakdown_bar, fits_on_chart, layout_text, sweep_chart
+from app_pages.shared.charts import breakdown_bar, fits_on_figure, layout_text, sweep_figure
 from app_pages.shared.context import page_header
+from app_pages.shared.memo import memo
+from app_pages.shared.sidebar import page_widget
 from app_pages.shared.report import report_downloads
 from app_pages.shared.style import COMPONENT_LABELS, PLOTLY_CONFIG
-from core.estimate import devices_needed_by_accelerator, estimate
+from core.estimate import estimate
 from core.explain import explain
-from core.hardware import get_accelerator, load_accelerators
-from core.sweep import sweep
+from core.hardware import get_accelerator
 
 sc, values, units = page_header("Memory", "How much accelerator memory the scenario needs per device, and where it fits.")
-result = estimate(sc)
+KEY = (sc.model_dump_json(), units.name)
+result = memo(("estimate", KEY[0]), lambda: estimate(sc))
 acc = get_accelerator(sc.accelerator)
 m = result.memory_per_device_bytes
 
@@ -28,7 +29,7 @@ cols[2].metric("Devices needed", layout_text(result.layout_needed).split(" (")[0
 cols[3].metric("Largest batch that fits", f"{result.max_batch_size:,}")
 cols[4].metric("Longest context that fits", f"{result.max_seq_len:,}", help="tokens, at the chosen batch size")
 
-st.plotly_chart(breakdown_bar(result, units, acc.name), config=PLOTLY_CONFIG, key="chart_breakdown")
+st.plotly_chart(memo(("breakdown", *KEY), lambda: breakdown_bar(result, units, acc.name)), config=PLOTLY_CONFIG, key="chart_breakdown")
 
 if result.advice:
     with st.container(border=True):
@@ -38,29 +39,14 @@ if result.advice:
 
 left, right = st.columns([1, 1])
 with left:
-    accs = list(load_accelerators())
-    needed = devices_needed_by_accelerator(sc, [a.id for a in accs])
-    rows = [{"name": a.name, "devices": needed[a.id].devices if needed[a.id] else None,
-             "capacity_bytes": a.usable_memory_bytes} for a in accs]
-    st.plotly_chart(fits_on_chart(rows, units), config=PLOTLY_CONFIG, key="chart_fits_on")
+    st.plotly_chart(memo(("fits_on", *KEY), lambda: fits_on_figure(sc, units)), config=PLOTLY_CONFIG, key="chart_fits_on")
 with right:
-    axis = st.segmented_control("Sweep", ["context", "batch"], default="context", key="sweep_axis",
-                                format_func={"context": "Context length", "batch": "Batch size"}.get, required=True)
-    if axis == "batch":
-        x = np.unique(np.geomspace(1, 1024, 60).astype(int))
-        grid = sweep(sc, x, sc.seq_len)
-        fig = sweep_chart(x, grid, result.device_memory_bytes, units, "Batch size (sequences per device)",
-                          sc.batch_size, result.max_batch_size or None)
-    else:
-        top = max(sc.architecture.max_context, sc.seq_len)
-        x = np.unique(np.geomspace(128, top, 80).astype(int))
-        grid = sweep(sc, sc.batch_size, x)
-        fig = sweep_chart(x, grid, result.device_memory_bytes, units, "Context / sequence length (tokens)",
-                          sc.seq_len, result.max_seq_len or None)
+    axis = page_widget("sweep")
+    fig = memo(("sweep", axis, *KEY), lambda: sweep_figure(sc, result, units, axis))
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key="chart_sweep")
 
 st.subheader("Explain: each number, its formula and its source")
-parts = explain(sc, result)
+parts = memo(("explain", KEY[0]), lambda: explain(sc, result))
 st.table(pd.DataFrame([{
     "Component": COMPONENT_LABELS.get(p.component, p.component), units.name: f"{units.value(p.bytes):,.2f}",
     "Formula": p.formula, "With your numbers": p.numbers, "Source": p.source,

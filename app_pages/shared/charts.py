@@ -6,8 +6,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_LABELS, FIT_COLORS, Units, layout, vmarker
-from core.estimate import LayoutResult, Result
-from core.sweep import COMPONENTS
+from core.estimate import LayoutResult, Result, devices_needed_by_accelerator
+from core.hardware import load_accelerators
+from core.scenario import Scenario
+from core.sweep import COMPONENTS, sweep
 
 
 def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
@@ -89,3 +91,25 @@ def layout_text(lay: LayoutResult | None) -> str:
     if lay.zero_stage:
         parts.append(f"ZeRO-{lay.zero_stage}")
     return f"{lay.devices} device{'s' * (lay.devices > 1)}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def fits_on_figure(sc: Scenario, units: Units) -> go.Figure:
+    accs = list(load_accelerators())
+    needed = devices_needed_by_accelerator(sc, [a.id for a in accs])
+    rows = [{"name": a.name, "devices": needed[a.id].devices if needed[a.id] else None,
+             "capacity_bytes": a.usable_memory_bytes} for a in accs]
+    return fits_on_chart(rows, units)
+
+
+def sweep_figure(sc: Scenario, result: Result, units: Units, axis: str) -> go.Figure:
+    """Memory vs batch size or context length for this scenario, limit marked."""
+    if axis == "batch":
+        x = np.unique(np.geomspace(1, 1024, 60).astype(int))
+        grid = sweep(sc, x, sc.seq_len)
+        return sweep_chart(x, grid, result.device_memory_bytes, units, "Batch size (sequences per device)",
+                           sc.batch_size, result.max_batch_size or None)
+    top = max(sc.architecture.max_context, sc.seq_len)
+    x = np.unique(np.geomspace(128, top, 80).astype(int))
+    grid = sweep(sc, sc.batch_size, x)
+    return sweep_chart(x, grid, result.device_memory_bytes, units, "Context / sequence length (tokens)",
+                       sc.seq_len, result.max_seq_len or None)

@@ -102,6 +102,7 @@ def build_specs() -> dict[str, Spec]:
         Spec("tokens", "Training tokens (billions, 0 = none)", "float", 0.0, lo=0.0, hi=1_000_000.0),
         Spec("mfu", "MFU % (0 = default for the setup)", "float", 0.0, lo=0.0, hi=100.0),
         # Page-level inputs (cost and serving pages), also in the URL.
+        Spec("sweep", "Sweep", "choice", "context", ("context", "batch"), labels={"context": "Context length", "batch": "Batch size"}),
         Spec("price", "Price", "choice", "on-demand", ("on-demand", "spot"), labels={"on-demand": "On-demand", "spot": "Spot / preemptible"}),
         Spec("rpd", "Requests per day", "int", 10_000, lo=1, hi=1_000_000_000),
         Spec("tin", "Input tokens per request", "int", 1_000, lo=1, hi=2_000_000),
