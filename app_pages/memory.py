@@ -6,8 +6,8 @@ import streamlit as st
 from app_pages.shared.charts import breakdown_bar, fits_on_figure, layout_text, sweep_figure
 from app_pages.shared.context import page_header
 from app_pages.shared.memo import memo
-from app_pages.shared.sidebar import page_widget
 from app_pages.shared.report import report_downloads
+from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import COMPONENT_LABELS, PLOTLY_CONFIG
 from core.estimate import estimate
 from core.explain import explain
