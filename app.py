@@ -9,6 +9,7 @@ import streamlit as st
 
 from app_pages.shared.context import set_context
 from app_pages.shared.sidebar import load_scenario_json, render_sidebar, request_widgets, scenario_to_widgets
+from app_pages.shared.specs import plain
 from app_pages.shared.workshop import load_workshop_presets
 
 st.set_page_config(page_title="LLM GPU Planner", page_icon=":material/memory:", layout="wide")
@@ -38,7 +39,7 @@ with st.sidebar.expander("Save or load this scenario", icon=":material/save:"):
     if scenario is not None:
         st.download_button(
             "Download scenario (JSON)",
-            data=json.dumps({"scenario": scenario.model_dump(mode="json", exclude_defaults=True)}, indent=2),
+            data=lambda: json.dumps({"scenario": scenario.model_dump(mode="json", exclude_defaults=True)}, indent=2),
             file_name="scenario.json", mime="application/json", icon=":material/download:", width="stretch",
         )
     upload = st.file_uploader("Load a scenario (JSON)", type=["json"], key="scenario_upload", max_upload_size=1)
@@ -51,6 +52,6 @@ with st.sidebar.expander("Save or load this scenario", icon=":material/save:"):
             request_widgets(widgets)
         st.rerun()
     if err := st.session_state.pop("upload_error", None):
-        st.error(err)
+        st.error(plain(err))
 
 page.run()

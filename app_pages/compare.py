@@ -9,6 +9,7 @@ from app_pages.shared.compare_state import MAX_SAVED, load_saved, save_saved
 from app_pages.shared.context import page_header
 from app_pages.shared.style import COMPONENT_COLORS, COMPONENT_LABELS, PLOTLY_CONFIG, layout
 from core.estimate import estimate
+from core.hf_config import safe_label
 from core.sweep import COMPONENTS
 
 sc, values, units = page_header("Compare", f"Save up to {MAX_SAVED} scenarios and compare them side by side. The saved set travels in the link.")
@@ -17,7 +18,7 @@ saved = load_saved()
 c1, c2, c3 = st.columns([2, 1, 1])
 label = c1.text_input("Name for the current scenario", value=f"{sc.architecture.name} · {sc.mode} · {sc.accelerator}", max_chars=60)
 if c2.button("Save current scenario", icon=":material/add:", disabled=len(saved) >= MAX_SAVED, width="stretch"):
-    saved.append((label.strip() or f"Scenario {len(saved) + 1}", sc))
+    saved.append((safe_label(label) or f"Scenario {len(saved) + 1}", sc))
     save_saved(saved)
     st.rerun()
 if c3.button("Clear all", icon=":material/delete:", disabled=not saved, width="stretch"):

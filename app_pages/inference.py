@@ -7,6 +7,7 @@ import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header
 from app_pages.shared.sidebar import page_widget, traffic_inputs
+from app_pages.shared.specs import plain
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, PLOTLY_CONFIG, layout, vmarker
 from core.estimate import estimate
 from core.hardware import get_accelerator
@@ -32,6 +33,9 @@ c[2].metric("Tokens/s, all users", f"{inf.aggregate_tokens_per_s:,.0f}", help="d
 c[3].metric("Most concurrent sequences", f"{inf.max_concurrent_sequences:,}", help=f"at {sc.seq_len:,} tokens each, on {inf.devices_per_replica} device(s)")
 c[4].metric("USD per million output tokens", "—" if inf.usd_per_million_tokens is None else f"${inf.usd_per_million_tokens:,.2f}",
             help=inf.price_instance or "no catalog price for this accelerator")
+if result.layout_needed is None:
+    st.error(f"{sc.architecture.name} does not fit on any layout of {acc.name} at these settings: no speeds to show.")
+    st.stop()
 if not result.fits:
     st.warning(f"At these settings one {acc.name} does not hold the model; speeds are for the smallest layout that fits "
                f"({inf.devices_per_replica} devices).", icon=":material/warning:")
@@ -73,18 +77,24 @@ st.subheader("What serving your traffic costs")
 traffic, util = traffic_inputs("util")
 if traffic is None:
     st.stop()
-plan = serving_plan(sc, traffic, max_utilisation=util / 100)
-m = st.columns(4)
-m[0].metric("Replicas needed", f"{plan.replicas:,}", help=f"{plan.devices_per_replica} device(s) each, batch {plan.batch_size}")
-m[1].metric("Monthly cost", "—" if plan.usd_per_month is None else f"${plan.usd_per_month:,.0f}",
-            help=f"{plan.provider} {plan.instance_type}, {plan.instances} instance(s), 730 h per month")
-m[2].metric("Utilisation", f"{plan.utilisation:.0%}", help="average load on the fleet for this traffic")
-m[3].metric("USD per million output tokens", "—" if plan.usd_per_million_output_tokens is None else f"${plan.usd_per_million_output_tokens:,.2f}")
+try:
+    plan = serving_plan(sc, traffic, max_utilisation=util / 100)
+except ValueError as exc:
+    st.info(f"No serving bill on {acc.name}: {plain(str(exc))}. The table below lists the accelerators that can be priced.",
+            icon=":material/info:")
+    plan = None
+m = st.columns(4) if plan else []
+if plan:
+    m[0].metric("Replicas needed", f"{plan.replicas:,}", help=f"{plan.devices_per_replica} device(s) each, batch {plan.batch_size}")
+    m[1].metric("Monthly cost", "—" if plan.usd_per_month is None else f"${plan.usd_per_month:,.0f}",
+                help=f"{plan.provider} {plan.instance_type}, {plan.instances} instance(s), 730 h per month")
+    m[2].metric("Utilisation", f"{plan.utilisation:.0%}", help="average load on the fleet for this traffic")
+    m[3].metric("USD per million output tokens", "—" if plan.usd_per_million_output_tokens is None else f"${plan.usd_per_million_output_tokens:,.2f}")
 
 a = st.columns(2)
 api_in = page_widget("api_in", a[0])
 api_out = page_widget("api_out", a[1])
-if api_in or api_out:
+if plan and (api_in or api_out):
     cmp = dedicated_vs_per_token(plan, traffic, api_in, api_out)
     st.markdown(f"**Dedicated vs per-token API:** dedicated ${cmp.dedicated_usd_per_month:,.0f}/month vs per-token "
                 f"${cmp.per_token_usd_per_month:,.0f}/month — **{cmp.cheaper}** is cheaper"

@@ -4,6 +4,7 @@ published measurements."""
 import pandas as pd
 import streamlit as st
 
+from app_pages.shared.context import show_messages
 from app_pages.shared.method_text import FORMULAS
 from core.catalog import load_presets
 from core.hardware import load_accelerators
@@ -12,6 +13,7 @@ from core.validation import load_cases
 
 st.title("Method")
 st.caption("How every number is computed, where the constants come from, and how close we are to measured reality.")
+show_messages()
 
 st.subheader("Our estimates against published measurements")
 rows = []

@@ -26,8 +26,11 @@ traffic, months = traffic_inputs("months")
 if traffic is None:
     st.stop()
 training = estimate(train_sc).training
-plan = serving_plan(serve_sc, traffic, max_utilisation=values.get("util", 70.0) / 100)
-if training is None or training.cost_usd is None or plan.usd_per_month is None:
+try:
+    plan = serving_plan(serve_sc, traffic, max_utilisation=values.get("util", 70.0) / 100)
+except ValueError:
+    plan = None
+if training is None or training.cost_usd is None or plan is None or plan.usd_per_month is None:
     st.warning(f"No catalog price for {acc.name}: pick a priced accelerator to compare bills.")
     st.stop()
 a = st.columns(2)

@@ -63,25 +63,25 @@ class Architecture(BaseModel):
     mlp_bias: bool = False
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     norms_per_layer: int = Field(default=2, ge=0, le=8)
-    learned_positions: int = Field(default=0, ge=0)
+    learned_positions: int = Field(default=0, ge=0, le=100_000_000)
     dropout: bool = False
     # Mixture of experts (num_experts == 0 means dense).
-    num_experts: int = Field(default=0, ge=0)
-    experts_per_token: int = Field(default=0, ge=0)
-    num_shared_experts: int = Field(default=0, ge=0)
-    moe_intermediate_size: int = Field(default=0, ge=0)
-    first_dense_layers: int = Field(default=0, ge=0)
+    num_experts: int = Field(default=0, ge=0, le=65_536)
+    experts_per_token: int = Field(default=0, ge=0, le=65_536)
+    num_shared_experts: int = Field(default=0, ge=0, le=1_024)
+    moe_intermediate_size: int = Field(default=0, ge=0, le=10_000_000)
+    first_dense_layers: int = Field(default=0, ge=0, le=2_000)
     # Sliding-window attention: "all" layers (Mistral v0.1) or "alternate" (Gemma 2).
-    sliding_window: int | None = Field(default=None, ge=1)
+    sliding_window: int | None = Field(default=None, ge=1, le=100_000_000)
     sliding_window_layers: Literal["all", "alternate"] = "all"
     # Multi-head latent attention (DeepSeek-V2/V3).
-    q_lora_rank: int | None = Field(default=None, ge=1)
-    kv_lora_rank: int | None = Field(default=None, ge=1)
-    qk_rope_head_dim: int = Field(default=0, ge=0)
-    qk_nope_head_dim: int = Field(default=0, ge=0)
-    v_head_dim: int = Field(default=0, ge=0)
+    q_lora_rank: int | None = Field(default=None, ge=1, le=1_000_000)
+    kv_lora_rank: int | None = Field(default=None, ge=1, le=1_000_000)
+    qk_rope_head_dim: int = Field(default=0, ge=0, le=100_000)
+    qk_nope_head_dim: int = Field(default=0, ge=0, le=100_000)
+    v_head_dim: int = Field(default=0, ge=0, le=100_000)
     # A bare parameter count is taken as exact: groups are scaled to it.
-    params_override: int | None = Field(default=None, ge=1)
+    params_override: int | None = Field(default=None, ge=1, le=10**15)
     assumptions: tuple[str, ...] = ()
 
     @model_validator(mode="after")

@@ -37,7 +37,7 @@ def _read_json(path: str) -> Any:
         if path == "-":
             text = sys.stdin.read(MAX_INPUT_BYTES + 1)
         else:
-            with open(path, encoding="utf-8") as fh:
+            with open(path, encoding="utf-8-sig") as fh:
                 text = fh.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -51,6 +51,8 @@ def _read_json(path: str) -> Any:
         raise InputError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise InputError(f"{path} is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise InputError(f"{path} is not valid JSON: {str(exc)[:80]}") from None
 
 
 def _estimate(path: str) -> Any:
@@ -125,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    json.dump(out, sys.stdout, indent=2)
+    try:
+        text = json.dumps(out, indent=2, allow_nan=False)
+    except ValueError:
+        print("error: the result is not a finite number (check mfu and train_tokens)", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
     sys.stdout.write("\n")
     return 0

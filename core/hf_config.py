@@ -10,6 +10,7 @@ Llama conventions and every guess is listed as an assumption.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -30,6 +31,15 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
+def safe_label(value: Any) -> str:
+    """A model name or type from untrusted input, reduced to plain characters
+    (letters, digits, '.', '/', '-', '_', ' ') so that no page renders it as
+    Markdown, HTML or a link."""
+    if not isinstance(value, str):
+        return ""
+    return re.sub(r"[^\w./ -]", "", value)[:120].strip()
+
+
 class ConfigError(ValueError):
     """A config.json that cannot be sized; the message names the fields."""
 
@@ -41,6 +51,11 @@ def _get(cfg: dict[str, Any], name: str) -> Any:
     return None
 
 
+def _shown(value: Any) -> str:
+    text = repr(value) if isinstance(value, (int, float, bool)) or value is None else type(value).__name__
+    return text[:40]
+
+
 def _int(cfg: dict[str, Any], name: str, value: Any) -> int:
     if (
         isinstance(value, bool)
@@ -48,9 +63,9 @@ def _int(cfg: dict[str, Any], name: str, value: Any) -> int:
         or not math.isfinite(value)
         or value != int(value)
     ):
-        raise ConfigError(f"config.json field {name!r} must be a whole number, got {value!r}")
+        raise ConfigError(f"config.json field {name!r} must be a whole number, got {_shown(value)}")
     if value < 1:
-        raise ConfigError(f"config.json field {name!r} must be at least 1, got {value!r}")
+        raise ConfigError(f"config.json field {name!r} must be at least 1, got {_shown(value)}")
     return int(value)
 
 
@@ -59,7 +74,7 @@ def parse_hf_config(cfg: Any, name: str | None = None) -> Architecture:
         raise ConfigError("config.json must be a JSON object")
     if _get(cfg, "hidden_size") is None and isinstance(cfg.get("text_config"), dict):
         cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", cfg.get("model_type"))}
-    model_type = str(cfg.get("model_type") or "unknown")
+    model_type = safe_label(cfg.get("model_type")) or "unknown"
     required = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
     missing = [r for r in required if _get(cfg, r) is None]
     if missing:
@@ -75,7 +90,7 @@ def parse_hf_config(cfg: Any, name: str | None = None) -> Architecture:
             "(gated MLP, RMSNorm, no biases) where the config is silent"
         )
     fields: dict[str, Any] = {
-        "name": name or str(cfg.get("_name_or_path") or model_type),
+        "name": safe_label(name) or safe_label(cfg.get("_name_or_path")) or model_type,
         "model_type": model_type,
         "num_layers": layers,
         "hidden_size": h,

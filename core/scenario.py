@@ -30,6 +30,24 @@ class ParamCount(BaseModel):
         return self._arch
 
 
+MAX_CONFIG_DEPTH = 32  # real config.json files nest 2-4 levels
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of JSON-like data, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, d = stack.pop()
+        deepest = max(deepest, d)
+        if d > MAX_CONFIG_DEPTH:
+            break
+        if isinstance(item, dict):
+            stack.extend((v, d + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, d + 1) for v in item)
+    return deepest
+
+
 class HFConfig(BaseModel):
     """A pasted Hugging Face config.json object."""
 
@@ -37,6 +55,13 @@ class HFConfig(BaseModel):
     hf_config: dict[str, Any]
     name: str | None = Field(default=None, max_length=120)
     _arch: Architecture | None = PrivateAttr(default=None)
+
+    @field_validator("hf_config")
+    @classmethod
+    def _shallow(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if _depth(value) > MAX_CONFIG_DEPTH:
+            raise ValueError(f"config.json is nested more than {MAX_CONFIG_DEPTH} levels deep")
+        return value
 
     @model_validator(mode="after")
     def _parse(self) -> HFConfig:
@@ -103,8 +128,8 @@ class Scenario(BaseModel):
     pipeline_parallel: int = Field(default=1, ge=1, le=512)
     kv_cache_format: KvFormat = "bf16"
     accelerator: str = Field(default="h100-sxm", max_length=64)
-    train_tokens: float | None = Field(default=None, gt=0, le=1e16)
-    mfu: float | None = Field(default=None, gt=0, le=1)
+    train_tokens: float | None = Field(default=None, ge=1, le=1e16)
+    mfu: float | None = Field(default=None, ge=0.001, le=1)
 
     @field_validator("model", mode="before")
     @classmethod

@@ -11,10 +11,13 @@ import zlib
 import streamlit as st
 from pydantic import ValidationError
 
+from app_pages.shared.sidebar import inflate
+from core.hf_config import safe_label
 from core.scenario import Scenario
 
 MAX_SAVED = 4
 PARAM = "cmp"
+MAX_TOKEN_BYTES = 1_000_000  # four scenarios with pasted configs stay far below
 
 
 def _encode(saved: list[tuple[str, Scenario]]) -> str:
@@ -23,10 +26,10 @@ def _encode(saved: list[tuple[str, Scenario]]) -> str:
 
 
 def _decode(token: str) -> list[tuple[str, Scenario]]:
-    rows = json.loads(zlib.decompress(base64.urlsafe_b64decode(token.encode()), bufsize=2_000_000))
+    rows = json.loads(inflate(token, MAX_TOKEN_BYTES))
     out = []
     for row in rows[:MAX_SAVED]:
-        out.append((str(row["name"])[:60], Scenario.model_validate(row["scenario"])))
+        out.append((safe_label(row["name"])[:60] or "Scenario", Scenario.model_validate(row["scenario"])))
     return out
 
 
@@ -37,7 +40,7 @@ def load_saved() -> list[tuple[str, Scenario]]:
         if token:
             try:
                 saved = _decode(token)
-            except (ValueError, KeyError, TypeError, binascii.Error, zlib.error, ValidationError):
+            except (ValueError, KeyError, TypeError, RecursionError, binascii.Error, zlib.error, ValidationError):
                 st.warning("The saved comparison in the link could not be read and was ignored.", icon=":material/warning:")
         st.session_state["saved_scenarios"] = saved
     return list(st.session_state["saved_scenarios"])

@@ -6,6 +6,7 @@ from typing import Any
 
 import streamlit as st
 
+from app_pages.shared.specs import plain
 from app_pages.shared.style import Units
 from core.scenario import Scenario
 
@@ -20,8 +21,7 @@ def page_header(title: str, caption: str) -> tuple[Scenario | None, dict[str, An
     scenario, values, messages = st.session_state["_ctx"]
     st.title(title)
     st.caption(caption)
-    for msg in messages:
-        st.warning(msg, icon=":material/warning:")
+    show_messages(messages)
     if scenario is None:
         st.info("Fix the input above (in the sidebar) to see results; everything you entered is kept.")
         st.stop()
@@ -41,3 +41,11 @@ def as_mode(sc: Scenario, mode: str, **update) -> tuple[Scenario | None, str | N
         return Scenario(**fields), None
     except ValidationError as exc:
         return None, describe_validation_error(exc)
+
+
+def show_messages(messages: list[str] | None = None) -> None:
+    """The link's and the inputs' warnings, escaped: they can quote user input."""
+    if messages is None:
+        messages = st.session_state.get("_ctx", (None, None, []))[2]
+    for msg in messages:
+        st.warning(plain(msg), icon=":material/warning:")

@@ -11,7 +11,7 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from app_pages.shared.specs import Spec, build_specs, scenario_dict, url_problems
+from app_pages.shared.specs import Spec, build_specs, plain, scenario_dict, url_problems
 from core.cli import describe_validation_error
 from core.scenario import Scenario
 
@@ -29,11 +29,18 @@ def encode_config(text: str) -> str:
     return base64.urlsafe_b64encode(zlib.compress(compact.encode(), 9)).decode()
 
 
+def inflate(token: str, limit: int) -> bytes:
+    """zlib-inflate a URL token, refusing output larger than `limit` bytes
+    before producing it (a tiny token can expand to gigabytes)."""
+    d = zlib.decompressobj()
+    raw = d.decompress(base64.urlsafe_b64decode(token.encode()), limit + 1)
+    if len(raw) > limit or d.unconsumed_tail:
+        raise ValueError("too large")
+    return raw
+
+
 def decode_config(token: str) -> str:
-    raw = zlib.decompress(base64.urlsafe_b64decode(token.encode()), bufsize=MAX_CONFIG_BYTES)
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ValueError("config too large")
-    return json.dumps(json.loads(raw), indent=2)
+    return json.dumps(json.loads(inflate(token, MAX_CONFIG_BYTES)), indent=2)
 
 
 def page_widget(key: str, container: Any = st) -> Any:
@@ -104,7 +111,7 @@ def _config_input() -> tuple[dict | None, str | None]:
         if token:
             try:
                 text = decode_config(token)
-            except (ValueError, binascii.Error, zlib.error, UnicodeDecodeError):
+            except (ValueError, RecursionError, binascii.Error, zlib.error, UnicodeDecodeError):
                 st.session_state["cfg_url_error"] = "The config.json in the link could not be read and was ignored."
         st.session_state["cfg_text"] = text
     upload = st.file_uploader("Upload config.json", type=["json"], key="cfg_upload", max_upload_size=1)
@@ -130,6 +137,8 @@ def _config_input() -> tuple[dict | None, str | None]:
         return None, f"config.json is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
     except RecursionError:
         return None, "config.json is nested too deeply."
+    except ValueError:
+        return None, "config.json is not valid JSON (a number is too long)."
     if not isinstance(cfg, dict):
         return None, "config.json must be a JSON object ({...})."
     try:
@@ -250,13 +259,15 @@ def load_scenario_json(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if len(data) > 1_000_000:
         return None, f"That file is {len(data) / 1e6:.1f} MB; a scenario is a few kB. Nothing was changed."
     try:
-        obj = json.loads(data.decode("utf-8"))
+        obj = json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError:
         return None, "That file is not UTF-8 text. Nothing was changed."
     except json.JSONDecodeError as exc:
         return None, f"That file is not valid JSON ({exc.msg}, line {exc.lineno}). Nothing was changed."
     except RecursionError:
         return None, "That file is nested too deeply. Nothing was changed."
+    except ValueError:
+        return None, "That file is not valid JSON (a number is too long). Nothing was changed."
     if isinstance(obj, dict) and isinstance(obj.get("scenario"), dict):
         obj = obj["scenario"]
     if not isinstance(obj, dict):
@@ -265,7 +276,19 @@ def load_scenario_json(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
         sc = Scenario.model_validate(obj)
     except ValidationError as exc:
         return None, "That scenario is not valid: " + describe_validation_error(exc) + ". Nothing was changed."
-    return scenario_to_widgets(sc), None
+    widgets = scenario_to_widgets(sc)
+    sp = specs()
+    off_scale = []
+    for key, value in widgets.items():
+        if key in sp and sp[key].kind in ("int", "float", "choice") and key not in ("batch", "seq", "rank"):
+            try:
+                sp[key].parse(str(value))
+            except ValueError:
+                off_scale.append(f"{sp[key].label} = {value}")
+    if off_scale:
+        return None, ("The dashboard's inputs cannot show " + "; ".join(off_scale)
+                      + ". Nothing was changed (python -m core estimate accepts the file as it is).")
+    return widgets, None
 
 
 def traffic_inputs(last_key: str):
@@ -278,6 +301,6 @@ def traffic_inputs(last_key: str):
     extra = page_widget(last_key, cols[3])
     try:
         return Traffic(requests_per_day=rpd, input_tokens_per_request=tin, output_tokens_per_request=tout), extra
-    except ValueError as exc:
-        st.warning(f"This traffic is not valid: {exc}", icon=":material/warning:")
+    except ValidationError as exc:
+        st.warning(plain("This traffic is not valid: " + describe_validation_error(exc)), icon=":material/warning:")
         return None, extra

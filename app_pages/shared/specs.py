@@ -42,7 +42,10 @@ class Spec:
                 if str(opt) == raw:
                     return opt
             raise ValueError("not one of the choices")
-        value = float(raw)
+        try:
+            value = float(raw)
+        except (ValueError, OverflowError):
+            raise ValueError("not a number") from None
         if not math.isfinite(value):
             raise ValueError("not a finite number")
         if self.kind == "int":
@@ -127,12 +130,31 @@ def url_problems(query: dict[str, str], specs: dict[str, Spec]) -> list[str]:
         spec = specs.get(key)
         if spec is None:
             continue
+        raw = raw if isinstance(raw, str) else str(raw)
         try:
             spec.parse(raw)
         except (ValueError, OverflowError) as exc:
-            shown = raw if len(raw) <= 40 else raw[:40] + "..."
-            problems.append(f"URL parameter `{key}={shown}` was ignored ({exc}); using {spec.fmt(spec.default)!s}.")
+            shown = "".join(c if c.isprintable() else "?" for c in raw[:40]) + ("..." if len(raw) > 40 else "")
+            problems.append(f"URL parameter {key}={shown} was ignored ({exc}); using {spec.fmt(spec.default)!s}.")
     return problems
+
+
+def plain(text: str) -> str:
+    """Untrusted text made safe to show in Markdown: printable characters
+    only; the marks that make links, images, HTML, code, headings or bare-URL
+    autolinks (': ' and '.') escaped. Underscores and '=' stay readable."""
+    out = []
+    for c in text:
+        if not c.isprintable():
+            out.append("?")
+        elif c in MD_SPECIAL:
+            out.append("\\" + c)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+MD_SPECIAL = set("\\`*[]()<>#+-.!|~$&:\"'")
 
 
 def scenario_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:

@@ -2,9 +2,9 @@
 pasted config.json and the scenario upload never raise; the user always gets
 a message and keeps what they typed.
 
-Tests marked xfail(strict=True) reproduce known bugs in code this file does not
-own; each reason names the fix. When the fix lands, the test XPASSes, fails
-the run, and the marker must go."""
+When a bug is found that cannot be fixed at once, pin it as an
+xfail(strict=True) test whose reason names the fix (and list its crash in
+KNOWN_CRASHES so the random tests do not trip on it again)."""
 
 from __future__ import annotations
 
@@ -26,15 +26,10 @@ from app_pages.shared.specs import Spec, build_specs, url_problems
 from .conftest import PAGES, ROOT, no_exception, run_app
 
 SPECS = build_specs()
-# A crash in code this file does not own that a strict-xfail test below already reproduces; the random tests skip an
+# A crash that a strict-xfail test already reproduces; the random tests skip an
 # example that hits it (hypothesis.assume) instead of failing on it again: (file, function) in the traceback.
 # example that hits it (hypothesis.assume) instead of failing on it again: (file, text in the traceback, text in the message).
-KNOWN_CRASHES = [
-    ("core/serving.py", "serving_plan", ""),
-    ("app_pages/training.py", "training.py", "infinity"),
-    ("app_pages/training.py", "st.dataframe(table", "Python int too large"),
-    ("app_pages/gpu_vs_tpu.py", "training_run_usd", "infinity"),
-]
+KNOWN_CRASHES: list[tuple[str, str, str]] = []  # (file, text in the traceback, text in the message); none known
 KEYS = sorted(SPECS)
 PARSER = settings(max_examples=300, deadline=None)
 APP = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -122,14 +117,9 @@ def test_url_problems_never_raises_and_names_each_bad_key(query):
     bad = [k for k, raw in query.items() if k in SPECS and not parses(SPECS[k], raw)]
     assert len(problems) == len(bad)
     for key, msg in zip(bad, problems, strict=True):
-        assert f"`{key}=" in msg and "was ignored" in msg
+        assert f"{key}=" in msg and "was ignored" in msg
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Spec.parse lets float()'s own ValueError through, and its message repeats the whole raw value "
-    "(\"could not convert string to float: '<10 kB>'\"): url_problems' 40-character shortening is defeated and the raw "
-    "text lands outside the code span. Fix in Spec.parse: `try: value = float(raw) except ValueError: raise "
-    "ValueError('not a number') from None`"))
 @pytest.mark.parametrize("key", [k for k in KEYS if SPECS[k].kind in ("int", "float")])
 def test_a_10kb_parameter_is_shortened_in_the_message(key):
     (msg,) = url_problems({key: "x" * 10_000}, SPECS)
@@ -150,8 +140,6 @@ def test_parse_of_wrong_types_never_returns_a_value_outside_the_domain(key):
         assert in_domain(spec, value), (key, raw, value)
 
 
-@pytest.mark.xfail(strict=True, reason="url_problems() calls len(raw) on the raw value: a non-str value raises TypeError. Unreachable from "
-                                       "st.query_params (always str); fix: `raw = raw if isinstance(raw, str) else str(raw)` at the top of the loop")
 def test_url_problems_with_wrong_types_never_raises():
     for raw in WRONG_TYPES:
         url_problems({k: raw for k in KEYS}, SPECS)
@@ -188,7 +176,7 @@ def check_link(at, query: dict[str, str], page: str = "memory") -> None:
     for key, raw in query.items():
         if key not in SPECS or not shows_link_problems(page):
             continue
-        named = any(f"`{key}=" in m and "was ignored" in m for m in shown)
+        named = any(f"{key}=" in m and "was ignored" in m for m in shown)
         assert named == (not parses(SPECS[key], raw)), (key, raw[:60], shown)
     for key, raw in at.query_params.items():  # the URL the app writes back is clean
         if key in SPECS:
@@ -199,7 +187,7 @@ def test_deep_links_open_the_requested_page():
     titles = {page: [t.value for t in open_link(page, {}).title] for page in PAGES}
     assert len({t[0] for t in titles.values() if t}) == len(PAGES), titles
     at = open_link("compare", {"seq": "banana"})
-    assert any("`seq=banana`" in m for m in messages(at)), "the deep-linked page shows the link's warnings"
+    assert any("seq=banana" in m for m in messages(at)), "the deep-linked page shows the link's warnings"
 
 
 @APP
@@ -238,24 +226,12 @@ def test_every_page_renders_any_catalog_combination(page, model, acc, mode, seq)
     assert at.title
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Inference page: core.serving.serving_plan raises ValueError('no price row for <acc> with N+ devices per instance') or "
-    "('... request does not fit in any layout') when the model needs more devices than a priced instance has; "
-    "app_pages/inference.py line ~76 does not catch it. With the default model, 15 of 39 accelerators crash the page "
-    "(rtx-4090, mi300x, apple-m*, k80, ...: no price row at all); with llama-3.1-70b/405b, most do. "
-    "Fix: return a plan with usd_per_month=None (the page already shows '—'), or "
-    "`try: plan = serving_plan(...) except ValueError as exc: st.warning(str(exc)); st.stop()`"))
 @pytest.mark.parametrize(("model", "acc"), [("llama-3.1-8b", "rtx-4090"), ("llama-3.1-70b", "h100-pcie"), ("llama-3.1-405b", "m60")])
 def test_inference_page_with_a_model_bigger_than_one_priced_instance(model, acc):
     at = open_link("inference", {"model": model, "acc": acc})
     no_exception(at)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A tiny MFU from the link (mfu=1e-300, i.e. 1e-302 as a fraction; the spec allows any value in [0, 100] and core allows "
-    "any mfu > 0) makes training hours infinite: training.py round(o.wall_hours) -> OverflowError, gpu_vs_tpu.py "
-    "round(r.training_run_usd) -> OverflowError, and training.py's st.dataframe fails on a huge int. Fix: MFU floor in "
-    "core (Scenario.mfu ge=0.001; train_tokens ge=1) and the spec (mfu: 0 or 0.1..100)"))
 @pytest.mark.parametrize("page", ["training", "gpu_vs_tpu"])
 def test_a_tiny_mfu_in_the_link(page):
     at = open_link(page, {"mode": "training", "mfu": "1e-300", "tokens": "1000000"})
@@ -290,12 +266,8 @@ def test_unreadable_shared_blobs_warn(page, param, value):
 @pytest.mark.parametrize(
     ("page", "param"),
     [
-        pytest.param("memory", "cfg", marks=pytest.mark.xfail(strict=True, reason=(
-            "sidebar.decode_config: json.loads of a deeply nested token raises RecursionError, which _config_input does not catch "
-            "(it catches ValueError, binascii.Error, zlib.error, UnicodeDecodeError); fix: add RecursionError there"))),
-        pytest.param("compare", "cmp", marks=pytest.mark.xfail(strict=True, reason=(
-            "compare_state.load_saved: json.loads of a deeply nested `cmp` token raises RecursionError, not caught; "
-            "fix: add RecursionError to the except tuple"))),
+        pytest.param("memory", "cfg"),
+        pytest.param("compare", "cmp"),
     ],
 )
 def test_deeply_nested_shared_blob_warns(page, param):
@@ -305,16 +277,11 @@ def test_deeply_nested_shared_blob_warns(page, param):
     assert any("could not be read" in m for m in messages(at)), messages(at)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "url_problems' message is Markdown (st.warning renders it): a backtick in the value closes the code span, and for number "
-    "inputs float()'s error repeats the raw value outside any code span, so a shared link can put a clickable link or a remote "
-    "image into the app's own warning. Fix: shown = ''.join(c if c.isprintable() and c != '`' else '?' for c in raw[:40]), "
-    "and raise ValueError('not a number') from None in Spec.parse"))
 @pytest.mark.parametrize(("key", "raw"), [("seq", "`[Sign in again](https://evil.example)`"), ("dp", "[Sign in again](https://evil.example)")])
 def test_link_values_cannot_inject_markdown_into_warnings(key, raw):
     at = run_app("memory", {key: raw})
     no_exception(at)
-    warning = next(m for m in messages(at) if f"`{key}=" in m)
+    warning = next(m for m in messages(at) if f"{key}=" in m)
     outside_code = "".join(warning.split("`")[::2])  # what Markdown renders as Markdown
     assert "](" not in outside_code, warning
 
@@ -324,13 +291,6 @@ def markdown_outside_code(text: str) -> str:
     return "".join(text.split("`")[::2])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Values from a pasted or linked config.json reach Markdown unescaped: ConfigError messages (`got '<value>'`) in "
-    "st.warning, the model name (`_name_or_path`) in **bold** and model_type in the assumptions list on the Memory page. "
-    "A shared link (`cfg` parameter) can so put a clickable link, or a remote image that the viewer's browser fetches, into "
-    "the page (checked in Chromium). Fix: escape Markdown in text that comes from input, e.g. "
-    "re.sub(r'([\\\\`*_{}\\[\\]()#+\\-.!|<>])', r'\\\\\\1', s) in context.page_header / memory.py, or show it "
-    "with st.text / inside code; and restrict _name_or_path / model_type to [\\w./ -]{1,120} in core.hf_config"))
 @pytest.mark.parametrize("field", ["hidden_size", "model_type", "_name_or_path"])
 def test_config_values_cannot_inject_markdown(field):
     cfg = {**HF_BASE, field: "[Sign in again](https://evil.example) ![](https://evil.example/p.png)"}
@@ -345,13 +305,6 @@ def _bomb(inflated_bytes: int, prefix: bytes = b'{"a": "', suffix: bytes = b'"}'
     return base64.urlsafe_b64encode(zlib.compress(body, 9)).decode()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "zlib.decompress(data, bufsize=N) does not limit the output (bufsize is only the initial buffer): sidebar.decode_config "
-    "inflates a `cfg` token completely before checking MAX_CONFIG_BYTES, and compare_state._decode never checks, then "
-    "json.loads the result. A 38 kB `cmp` token (28 MB of '[],' once inflated) took 3 s of CPU under the GIL and 800 MB of "
-    "memory; a query string may be 512 KiB, i.e. ~10x that: one link can stall or OOM-kill the server and all its sessions. "
-    "Fix: d = zlib.decompressobj(); raw = d.decompress(data, LIMIT + 1); if len(raw) > LIMIT or d.unconsumed_tail: "
-    "raise ValueError('too large') (LIMIT 256 kB for cfg, 64 kB for cmp)"))
 @pytest.mark.parametrize("decoder", ["cfg", "cmp"])
 def test_a_compressed_link_parameter_is_not_inflated_past_its_limit(decoder):
     import tracemalloc
@@ -434,15 +387,9 @@ def test_hostile_config_fields_never_raise(over):
     "text",
     [
         pytest.param(json.dumps({**HF_BASE, "junk": "@"}).replace('"@"', "[" * 400 + "]" * 400), id="nested-junk-in-valid-config",
-                     marks=pytest.mark.xfail(strict=True, reason=(
-                         "app.py builds the scenario download eagerly with scenario.model_dump(); pydantic's serializer raises "
-                         "ValueError('Circular reference detected (id repeated)') on an hf_config nested ~400 deep. Fix: reject "
-                         "configs nested deeper than ~32 levels in core.scenario.HFConfig (a ValueError -> a validation message), "
-                         "and pass data=lambda: ... to st.download_button"))),
+                     ),
         pytest.param('{"model_type": "llama", "hidden_size": ' + "1" * 5000 + "}", id="5000-digit-number",
-                     marks=pytest.mark.xfail(strict=True, reason=(
-                         "sidebar._config_input: json.loads raises a plain ValueError (int max_str_digits) that is not a "
-                         "JSONDecodeError; fix: catch ValueError after JSONDecodeError"))),
+                     ),
     ],
 )
 def test_pathological_config_json(text):
@@ -489,19 +436,11 @@ def test_scenario_upload_parser_never_raises(data):
         assert widgets["src"] in ("preset", "params", "config")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "sidebar.load_scenario_json: json.loads raises a plain ValueError for an integer literal over 4,300 digits (not a "
-    "JSONDecodeError); fix: `except ValueError` after `except json.JSONDecodeError`"))
 def test_scenario_upload_with_a_5000_digit_number():
     widgets, error = load_scenario_json(b'{"model": "llama-3.1-8b", "batch_size": ' + b"1" * 5000 + b"}")
     assert widgets is None and error
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "load_scenario_json accepts any valid core Scenario, but the sidebar's widgets are narrower (tensor_parallel options 1-16, "
-    "dp <= 4096, pp <= 128, tokens <= 1e6 B): Streamlit then silently resets those widgets to their defaults, so the page shows a "
-    "different scenario than the file (tensor_parallel 32 becomes 1). Fix: in load_scenario_json, check every widget value "
-    "with specs()[key].parse(str(value)) and return a message naming the fields it cannot show"))
 @pytest.mark.parametrize("scenario", [{"tensor_parallel": 32}, {"pipeline_parallel": 512}, {"mode": "training", "data_parallel": 8192},
                                       {"mode": "training", "train_tokens": 1e16}])
 def test_uploaded_scenario_the_widgets_cannot_show_is_reported(scenario):

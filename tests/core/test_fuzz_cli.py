@@ -163,11 +163,6 @@ def test_extreme_valid_scenarios_give_finite_numbers(tmp_path, capsys, d):
     check_contract(capsys, code)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Scenario allows any mfu > 0 and train_tokens > 0: mfu=1e-300 with 1e16 tokens gives wall_hours=inf, and "
-    "mfu=5e-324 with train_tokens=1e-300 gives NaN; json.dump then writes Infinity / NaN, which is not JSON (jq, JS and "
-    "strict parsers reject the whole output). Fix: Field(ge=0.001) on mfu and ge=1 on train_tokens in core.scenario, "
-    "and json.dump(..., allow_nan=False) in core.cli.main so that a non-finite number is an error, not bad output"))
 @pytest.mark.parametrize("extra", [{"mfu": 1e-300, "train_tokens": 1e16}, {"mfu": 5e-324, "train_tokens": 1e-300}])
 def test_denormal_mfu_or_tokens_give_strict_json(tmp_path, capsys, extra):
     d = {"model": "deepseek-v3", "mode": "training", "accelerator": "a10", **extra}
@@ -192,11 +187,7 @@ HOSTILE_FILES = {
 }
 
 
-KNOWN_BUGS = {
-    "long-int": "core.cli._read_json catches json.JSONDecodeError only; an integer literal over 4,300 digits makes json.loads raise a "
-                "plain ValueError (sys.int_max_str_digits) -> traceback, exit 1. Fix: `except ValueError as exc:` (JSONDecodeError is "
-                "a subclass) -> InputError(f'{path} is not valid JSON: {exc}')",
-}
+KNOWN_BUGS: dict[str, str] = {}  # name -> reason; add a strict xfail here when a new bug is found
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[n])) if n in KNOWN_BUGS else n
