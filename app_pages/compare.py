@@ -16,7 +16,7 @@ sc, values, units = page_header("Compare", f"Save up to {MAX_SAVED} scenarios an
 saved = load_saved()
 
 c1, c2, c3 = st.columns([2, 1, 1])
-label = c1.text_input("Name for the current scenario", value=f"{sc.architecture.name} · {sc.mode} · {sc.accelerator}", max_chars=60)
+label = c1.text_input("Name for the current scenario", value=f"{sc.architecture.name} - {sc.mode} - {sc.accelerator}", max_chars=60)
 if c2.button("Save current scenario", icon=":material/add:", disabled=len(saved) >= MAX_SAVED, width="stretch"):
     saved.append((safe_label(label) or f"Scenario {len(saved) + 1}", sc))
     save_saved(saved)

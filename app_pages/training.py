@@ -5,6 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header
+from app_pages.shared.memo import memo
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import PLOTLY_CONFIG, layout
 from core.cost import training_curve, training_options
@@ -27,7 +28,8 @@ if not sc.train_tokens:
 
 acc = get_accelerator(sc.accelerator)
 price_kind = page_widget("price")
-opts = training_options(sc)
+KEY = sc.model_dump_json()
+opts = memo(("train_options", KEY), lambda: training_options(sc))
 if not opts.options:
     st.warning("No catalog price row can run this setup (it fits on no priced accelerator). "
                + ("; ".join(opts.skipped[:3]) if opts.skipped else ""))
@@ -48,7 +50,7 @@ cheapest = min(priced, key=cost)
 fastest = min(priced, key=lambda o: (o.wall_hours, cost(o)))
 mine = [o for o in priced if o.accelerator_id == acc.id]
 
-est = estimate(sc).training
+est = memo(("estimate", KEY), lambda: estimate(sc)).training
 c = st.columns(4)
 c[0].metric("Compute", f"{est.flops:.2e} FLOPs", help=f"{sc.train_tokens / 1e9:,.3g} B tokens x {est.flops_per_token:.3g} FLOPs per token")
 c[1].metric(f"Device-hours on {acc.name}", f"{est.gpu_hours:,.0f}",
@@ -56,32 +58,37 @@ c[1].metric(f"Device-hours on {acc.name}", f"{est.gpu_hours:,.0f}",
 c[2].metric("Cheapest run", f"${cost(cheapest):,.0f}", help=f"{cheapest.provider} {cheapest.instance_type}, {cheapest.devices} x {cheapest.accelerator_id}")
 c[3].metric("Fastest run", f"{fastest.wall_hours:,.1f} h", help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {fastest.accelerator_id}")
 
-# Time vs cost scatter, one point per (price row, device count)
-fig = go.Figure()
-df = pd.DataFrame([{
-    "accelerator": o.accelerator_id, "provider": o.provider, "instance": o.instance_type, "devices": o.devices,
-    "hours": o.wall_hours, "usd": cost(o), "layout": f"DP {o.data_parallel} x TP {o.tensor_parallel} x PP {o.pipeline_parallel}"
-    + (f", ZeRO-{o.zero_stage}" if o.zero_stage else ""), "estimate": o.price_is_estimate,
-} for o in priced])
-for accel, g in df.groupby("accelerator", sort=False):
-    fig.add_scatter(x=g["hours"], y=g["usd"], mode="markers", name=accel, marker={"size": 9, "opacity": 0.8},
-                    customdata=g[["provider", "instance", "devices", "layout"]].values,
-                    hovertemplate="%{customdata[0]} %{customdata[1]}<br>%{customdata[2]} devices (%{customdata[3]})"
-                                  "<br>%{x:,.1f} h, $%{y:,.0f}<extra></extra>")
-marks = [(cheapest, "cheapest and fastest" if cheapest is fastest else "cheapest", "#54A24B")]
-if fastest is not cheapest:
-    marks.append((fastest, "fastest", "#E45756"))
-for o, text, color in marks:
-    fig.add_scatter(x=[o.wall_hours], y=[cost(o)], mode="markers+text", text=[text], textposition="top center",
-                    marker={"size": 18, "symbol": "circle-open", "color": color, "line": {"width": 3}}, showlegend=False,
-                    hoverinfo="skip")
-fig.update_layout(xaxis={"type": "log", "title": "Wall-clock time (hours, log scale)"},
-                  yaxis={"type": "log", "title": f"Run cost (USD, {'spot' if spot else 'on-demand'}, log scale)"})
-st.plotly_chart(layout(fig, "Time vs cost of the run, by accelerator and device count", height=480), config=PLOTLY_CONFIG, key="chart_tc")
+
+def time_cost_figure() -> go.Figure:
+    """One point per (price row, device count); cheapest and fastest circled."""
+    fig = go.Figure()
+    df = pd.DataFrame([{
+        "accelerator": o.accelerator_id, "provider": o.provider, "instance": o.instance_type, "devices": o.devices,
+        "hours": o.wall_hours, "usd": cost(o), "layout": f"DP {o.data_parallel} x TP {o.tensor_parallel} x PP {o.pipeline_parallel}"
+        + (f", ZeRO-{o.zero_stage}" if o.zero_stage else ""), "estimate": o.price_is_estimate,
+    } for o in priced])
+    for accel, g in df.groupby("accelerator", sort=False):
+        fig.add_scatter(x=g["hours"], y=g["usd"], mode="markers", name=accel, marker={"size": 9, "opacity": 0.8},
+                        customdata=g[["provider", "instance", "devices", "layout"]].values,
+                        hovertemplate="%{customdata[0]} %{customdata[1]}<br>%{customdata[2]} devices (%{customdata[3]})"
+                                      "<br>%{x:,.1f} h, $%{y:,.0f}<extra></extra>")
+    marks = [(cheapest, "cheapest and fastest" if cheapest is fastest else "cheapest", "#54A24B")]
+    if fastest is not cheapest:
+        marks.append((fastest, "fastest", "#E45756"))
+    for o, text, color in marks:
+        fig.add_scatter(x=[o.wall_hours], y=[cost(o)], mode="markers+text", text=[text], textposition="top center",
+                        marker={"size": 18, "symbol": "circle-open", "color": color, "line": {"width": 3}}, showlegend=False,
+                        hoverinfo="skip")
+    fig.update_layout(xaxis={"type": "log", "title": "Wall-clock time (hours, log scale)"},
+                      yaxis={"type": "log", "title": f"Run cost (USD, {'spot' if spot else 'on-demand'}, log scale)"})
+    return layout(fig, "Time vs cost of the run, by accelerator and device count", height=480)
+
+
+st.plotly_chart(memo(("train_tc", KEY, spot), time_cost_figure), config=PLOTLY_CONFIG, key="chart_tc")
 
 left, right = st.columns(2)
 with left:
-    curve = training_curve(sc)
+    curve = memo(("train_curve", KEY), lambda: training_curve(sc))
     if curve:
         cf = go.Figure()
         xs = [p.devices for p in curve]
