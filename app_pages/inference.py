@@ -11,6 +11,7 @@ from app_pages.shared.specs import plain
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, PLOTLY_CONFIG, layout, vmarker
 from core.estimate import estimate
 from core.hardware import get_accelerator
+from core.roofline import decode_curve
 from core.serving import dedicated_vs_per_token, serving_options, serving_plan
 from core.sweep import sweep
 
@@ -42,8 +43,6 @@ if not result.fits:
 
 left, right = st.columns(2)
 with left:
-    from core.roofline import decode_curve
-
     top = max(2, min(1024, max(inf.max_concurrent_sequences, sc.batch_size) * 2))
     batches = sorted({int(b) for b in np.unique(np.geomspace(1, top, 24).astype(int))})
     pts = decode_curve(sc, batches)

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from core.jsontext import JSONProblem, loads
 from core.scenario import MODEL_SPEC_TAGS, Scenario
 
 MAX_INPUT_BYTES = 5_000_000
@@ -46,13 +47,9 @@ def _read_json(path: str) -> Any:
     if len(text) > MAX_INPUT_BYTES:
         raise InputError(f"{path} is larger than {MAX_INPUT_BYTES:,} bytes")
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise InputError(f"{path} is nested too deeply") from None
-    except ValueError as exc:  # e.g. an integer with more digits than Python converts
-        raise InputError(f"{path} is not valid JSON: {str(exc)[:80]}") from None
+        return loads(text)
+    except JSONProblem as exc:
+        raise InputError(f"{path} {exc}") from None
 
 
 def _estimate(path: str) -> Any:

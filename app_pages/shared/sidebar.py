@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from app_pages.shared.specs import Spec, build_specs, plain, scenario_dict, url_problems
 from core.cli import describe_validation_error
+from core.jsontext import JSONProblem, loads
 from core.scenario import Scenario
 
 MAX_CONFIG_BYTES = 256_000
@@ -132,13 +133,9 @@ def _config_input() -> tuple[dict | None, str | None]:
     if not text.strip():
         return None, "Paste or upload a config.json to size a model that is not in the catalog."
     try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"config.json is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
-    except RecursionError:
-        return None, "config.json is nested too deeply."
-    except ValueError:
-        return None, "config.json is not valid JSON (a number is too long)."
+        cfg = loads(text)
+    except JSONProblem as exc:
+        return None, f"config.json {exc}."
     if not isinstance(cfg, dict):
         return None, "config.json must be a JSON object ({...})."
     try:
@@ -259,15 +256,11 @@ def load_scenario_json(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if len(data) > 1_000_000:
         return None, f"That file is {len(data) / 1e6:.1f} MB; a scenario is a few kB. Nothing was changed."
     try:
-        obj = json.loads(data.decode("utf-8-sig"))
+        obj = loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError:
         return None, "That file is not UTF-8 text. Nothing was changed."
-    except json.JSONDecodeError as exc:
-        return None, f"That file is not valid JSON ({exc.msg}, line {exc.lineno}). Nothing was changed."
-    except RecursionError:
-        return None, "That file is nested too deeply. Nothing was changed."
-    except ValueError:
-        return None, "That file is not valid JSON (a number is too long). Nothing was changed."
+    except JSONProblem as exc:
+        return None, f"That file {exc}. Nothing was changed."
     if isinstance(obj, dict) and isinstance(obj.get("scenario"), dict):
         obj = obj["scenario"]
     if not isinstance(obj, dict):

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,5 +185,3 @@ def scenario_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:
             d["mfu"] = values["mfu"] / 100
     return d
 
-
-Formatter = Callable[[float], str]
