@@ -9,8 +9,8 @@ from app_pages.shared.compare_state import MAX_SAVED, load_saved, save_saved
 from app_pages.shared.context import page_header
 from app_pages.shared.style import COMPONENT_COLORS, COMPONENT_LABELS, PLOTLY_CONFIG, layout
 from core.estimate import estimate
-from core.hf_config import safe_label
-from core.sweep import COMPONENTS
+from core.memory.sweep import COMPONENTS
+from core.model.hf_config import safe_label
 
 sc, values, units = page_header("Compare", f"Save up to {MAX_SAVED} scenarios and compare them side by side. The saved set travels in the link.")
 saved = load_saved()

@@ -6,8 +6,8 @@ import streamlit as st
 
 from app_pages.shared.context import page_header
 from app_pages.shared.style import PLOTLY_CONFIG, layout
-from core.compare import compare_accelerators
-from core.ecosystem import load_ecosystem
+from core.catalog.ecosystem import load_ecosystem
+from core.money.compare import compare_accelerators
 
 PLATFORM_COLORS = {"nvidia-gpu": "#54A24B", "amd-gpu": "#E45756", "google-tpu": "#4C78A8", "aws-trainium": "#F58518",
                    "apple-silicon": "#B279A2"}

@@ -9,11 +9,11 @@ from app_pages.shared.context import as_mode, page_header
 from app_pages.shared.sidebar import page_widget, traffic_inputs
 from app_pages.shared.specs import plain
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, PLOTLY_CONFIG, layout, vmarker
+from core.catalog.accelerators import get_accelerator
 from core.estimate import estimate
-from core.hardware import get_accelerator
-from core.roofline import decode_curve
-from core.serving import dedicated_vs_per_token, serving_options, serving_plan
-from core.sweep import sweep
+from core.memory.sweep import sweep
+from core.money.serving import dedicated_vs_per_token, serving_options, serving_plan
+from core.speed.roofline import decode_curve
 
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
 if sc.mode != "inference":

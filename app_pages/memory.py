@@ -9,9 +9,9 @@ from app_pages.shared.memo import memo
 from app_pages.shared.report import report_downloads
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import COMPONENT_LABELS, PLOTLY_CONFIG
+from core.catalog.accelerators import get_accelerator
 from core.estimate import estimate
-from core.explain import explain
-from core.hardware import get_accelerator
+from core.memory.explain import explain
 
 sc, values, units = page_header("Memory", "How much accelerator memory the scenario needs per device, and where it fits.")
 KEY = (sc.model_dump_json(), units.name)

@@ -6,10 +6,10 @@ import streamlit as st
 
 from app_pages.shared.context import show_messages
 from app_pages.shared.method_text import FORMULAS
-from core.catalog import load_presets
-from core.hardware import load_accelerators
-from core.prices import load_prices
-from core.validation import load_cases
+from core.catalog.accelerators import load_accelerators
+from core.catalog.presets import load_presets
+from core.catalog.prices import load_prices
+from core.memory.validation import load_cases
 
 st.title("Method")
 st.caption("How every number is computed, where the constants come from, and how close we are to measured reality.")

@@ -6,10 +6,10 @@ import streamlit as st
 from app_pages.shared.context import as_mode, page_header
 from app_pages.shared.sidebar import page_widget, traffic_inputs
 from app_pages.shared.style import PLOTLY_CONFIG, layout
-from core.buy_rent import buy_vs_rent
+from core.catalog.accelerators import get_accelerator
 from core.estimate import estimate
-from core.hardware import get_accelerator
-from core.serving import dedicated_vs_per_token, serving_plan, train_vs_serve
+from core.money.buy_rent import buy_vs_rent
+from core.money.serving import dedicated_vs_per_token, serving_plan, train_vs_serve
 
 sc, values, units = page_header("Training vs inference", "A one-off training or fine-tuning bill next to the monthly serving bill, and owning vs renting.")
 acc = get_accelerator(sc.accelerator)

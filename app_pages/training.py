@@ -8,9 +8,9 @@ from app_pages.shared.context import as_mode, page_header
 from app_pages.shared.memo import memo
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import PLOTLY_CONFIG, layout
-from core.cost import training_curve, training_options
+from core.catalog.accelerators import get_accelerator
 from core.estimate import estimate
-from core.hardware import get_accelerator
+from core.money.cost import training_curve, training_options
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
 DEFAULT_TOKENS = 1e9

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import time_it
 
 from core.estimate import estimate
+from core.memory.sweep import sweep
 from core.scenario import Scenario
-from core.sweep import sweep
 
 SETUPS = {
     "llama-3.1-8b inference": Scenario(model="llama-3.1-8b"),

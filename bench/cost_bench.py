@@ -21,11 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from timing import time_it
 
-from core.compare import compare_accelerators
-from core.cost import training_options
 from core.estimate import estimate
+from core.money.compare import compare_accelerators
+from core.money.cost import training_options
+from core.money.serving import Traffic, serving_options
 from core.scenario import Scenario
-from core.serving import Traffic, serving_options
 
 TRAIN = {
     "llama-3.1-8b full, 10B tokens": Scenario(model="llama-3.1-8b", mode="training", train_tokens=1e10, gradient_checkpointing=True),

@@ -75,7 +75,7 @@ def _estimate(path: str) -> Any:
 
 
 def _models() -> Any:
-    from core.catalog import load_presets
+    from core.catalog.presets import load_presets
 
     return [
         {
@@ -88,13 +88,13 @@ def _models() -> Any:
 
 
 def _accelerators() -> Any:
-    from core.hardware import load_accelerators
+    from core.catalog.accelerators import load_accelerators
 
     return [a.model_dump(mode="json") for a in load_accelerators()]
 
 
 def _prices() -> Any:
-    from core.prices import load_prices
+    from core.catalog.prices import load_prices
 
     return [p.model_dump(mode="json") for p in load_prices()]
 

@@ -7,10 +7,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
-from core.architecture import Architecture
-from core.formats import FORMATS, WeightFormatId
-from core.hf_config import ConfigError, parse_hf_config
-from core.shape import representative_architecture
+from core.model.architecture import Architecture
+from core.model.formats import FORMATS, WeightFormatId
+from core.model.hf_config import ConfigError, parse_hf_config
+from core.model.shape import representative_architecture
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -135,7 +135,7 @@ class Scenario(BaseModel):
     @classmethod
     def _model_spec(cls, value: Any) -> Any:
         if isinstance(value, str):
-            from core.catalog import preset_ids, suggest
+            from core.catalog.presets import preset_ids, suggest
 
             if value not in preset_ids():
                 raise ValueError(f"unknown model preset {value!r}{suggest(value, preset_ids())}")
@@ -144,7 +144,7 @@ class Scenario(BaseModel):
     @field_validator("accelerator")
     @classmethod
     def _known_accelerator(cls, value: str) -> str:
-        from core.catalog import accelerator_ids, suggest
+        from core.catalog.presets import accelerator_ids, suggest
 
         if value not in accelerator_ids():
             raise ValueError(f"unknown accelerator {value!r}{suggest(value, accelerator_ids())}")
@@ -167,7 +167,7 @@ class Scenario(BaseModel):
     @property
     def architecture(self) -> Architecture:
         if isinstance(self.model, str):
-            from core.catalog import preset
+            from core.catalog.presets import preset
 
             return preset(self.model).architecture
         return self.model.architecture

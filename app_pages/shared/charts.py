@@ -6,10 +6,11 @@ import numpy as np
 import plotly.graph_objects as go
 
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_LABELS, FIT_COLORS, Units, layout, vmarker
-from core.estimate import LayoutResult, Result, devices_needed_by_accelerator
-from core.hardware import load_accelerators
+from core.catalog.accelerators import load_accelerators
+from core.estimate import Result
+from core.memory.estimate import LayoutResult, devices_needed_by_accelerator
+from core.memory.sweep import COMPONENTS, sweep
 from core.scenario import Scenario
-from core.sweep import COMPONENTS, sweep
 
 
 def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:

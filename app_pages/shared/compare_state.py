@@ -12,7 +12,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from app_pages.shared.sidebar import inflate
-from core.hf_config import safe_label
+from core.model.hf_config import safe_label
 from core.scenario import Scenario
 
 MAX_SAVED = 4

@@ -11,7 +11,7 @@ import streamlit as st
 from app_pages.shared.charts import layout_text
 from app_pages.shared.style import COMPONENT_LABELS, Units
 from core.estimate import Result
-from core.explain import explain
+from core.memory.explain import explain
 from core.scenario import Scenario
 
 

@@ -287,7 +287,7 @@ def load_scenario_json(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
 def traffic_inputs(last_key: str):
     """Requests/day, tokens in and out (and one more input, `last_key`) in a
     row; the Traffic they describe, or None after saying why it is invalid."""
-    from core.serving import Traffic
+    from core.money.serving import Traffic
 
     cols = st.columns(4)
     rpd, tin, tout = (page_widget(k, c) for k, c in zip(("rpd", "tin", "tout"), cols, strict=False))

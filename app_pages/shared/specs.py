@@ -7,9 +7,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.catalog import load_presets
-from core.formats import FORMATS
-from core.hardware import load_accelerators
+from core.catalog.accelerators import load_accelerators
+from core.catalog.presets import load_presets
+from core.model.formats import FORMATS
 
 SEQ_OPTIONS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576]
 BATCH_OPTIONS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]

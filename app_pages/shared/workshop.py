@@ -7,7 +7,7 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict
 
-from core.catalog import DATA_DIR
+from core.catalog.presets import DATA_DIR
 from core.scenario import Scenario
 
 

@@ -3,12 +3,12 @@ scenario, and an input change updates them."""
 
 import pytest
 
-from core.buy_rent import buy_vs_rent
-from core.compare import compare_accelerators
 from core.estimate import estimate
+from core.memory.validation import load_cases
+from core.money.buy_rent import buy_vs_rent
+from core.money.compare import compare_accelerators
+from core.money.serving import Traffic, serving_plan
 from core.scenario import Scenario
-from core.serving import Traffic, serving_plan
-from core.validation import load_cases
 
 from .conftest import PAGES, metric, no_exception, run_app
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.buy_rent import HOURS_PER_YEAR, buy_vs_rent
+from core.money.buy_rent import HOURS_PER_YEAR, buy_vs_rent
 
 
 def test_break_even_utilisation_is_where_costs_meet():

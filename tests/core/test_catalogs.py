@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from core.catalog import DATA_DIR, load_presets
-from core.ecosystem import load_ecosystem
+from core.catalog.accelerators import load_accelerators
+from core.catalog.ecosystem import load_ecosystem
+from core.catalog.presets import DATA_DIR, load_presets
+from core.catalog.prices import load_prices
 from core.estimate import estimate
-from core.hardware import load_accelerators
-from core.prices import load_prices
 from core.scenario import Scenario
 
 ACCELERATORS = [a.id for a in load_accelerators()]  # the dashboard's accelerator picker

@@ -2,11 +2,11 @@
 
 import pytest
 
-from core.comm import ALLREDUCE_LATENCY_S, allreduce_s, link_gbps, training_comm
-from core.hardware import get_accelerator
-from core.memory import Layout
+from core.catalog.accelerators import get_accelerator
+from core.layout import Layout
 from core.scenario import Scenario
-from core.timing import training_flops_per_token
+from core.speed.comm import ALLREDUCE_LATENCY_S, allreduce_s, link_gbps, training_comm
+from core.speed.timing import training_flops_per_token
 
 
 def test_ring_allreduce_volume():

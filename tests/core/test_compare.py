@@ -2,9 +2,9 @@
 
 import pytest
 
-from core.compare import compare_accelerators
-from core.ecosystem import load_ecosystem, platform_of
-from core.hardware import get_accelerator, load_accelerators
+from core.catalog.accelerators import get_accelerator, load_accelerators
+from core.catalog.ecosystem import load_ecosystem, platform_of
+from core.money.compare import compare_accelerators
 from core.scenario import Scenario
 
 IDS = ["h100-sxm", "a100-sxm-80gb", "tpu-v5e", "tpu-v5p", "tpu-v6e", "mi300x", "trainium", "apple-m3-max"]

@@ -5,10 +5,10 @@ import math
 
 import pytest
 
-from core.cost import training_curve, training_options
+from core.catalog.prices import load_prices, prices_for
 from core.estimate import estimate
-from core.prices import load_prices, prices_for
-from core.pricing import (
+from core.money.cost import training_curve, training_options
+from core.money.pricing import (
     cheapest_run_row,
     fleet_instances,
     instances_for,

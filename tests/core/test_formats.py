@@ -2,9 +2,9 @@
 
 import pytest
 
-from core.catalog import preset
-from core.formats import FORMATS, weight_bytes
-from core.hf_config import parse_hf_config
+from core.catalog.presets import preset
+from core.model.formats import FORMATS, weight_bytes
+from core.model.hf_config import parse_hf_config
 
 LLAMA2_7B = preset("llama-2-7b").architecture
 

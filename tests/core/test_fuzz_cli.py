@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from core.catalog import accelerator_ids, preset_ids
+from core.catalog.presets import accelerator_ids, preset_ids
 from core.cli import main
-from core.formats import FORMATS
+from core.model.formats import FORMATS
 
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

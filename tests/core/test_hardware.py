@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 from pydantic import ValidationError
 
-from core.hardware import (
+from core.catalog.accelerators import (
     ACCELERATORS_CSV,
     Accelerator,
     CatalogError,

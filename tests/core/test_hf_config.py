@@ -2,8 +2,8 @@
 
 import pytest
 
-from core.catalog import preset
-from core.hf_config import ConfigError, parse_hf_config
+from core.catalog.presets import preset
+from core.model.hf_config import ConfigError, parse_hf_config
 
 LLAMA2_7B = {
     "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,

@@ -2,12 +2,13 @@
 
 import pytest
 
-from core.activations import korthikanti_gpt_layer_bytes, layer_activation_bytes
-from core.architecture import Architecture
 from core.estimate import estimate
-from core.memory import Layout, training_components
+from core.layout import Layout
+from core.memory.activations import korthikanti_gpt_layer_bytes, layer_activation_bytes
+from core.memory.components import training_components
+from core.memory.validation import load_cases
+from core.model.architecture import Architecture
 from core.scenario import Scenario
-from core.validation import load_cases
 
 
 def model_states_gb(zero_stage: int) -> float:

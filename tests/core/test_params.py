@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from core.catalog import load_presets, preset
-from core.memory import lora_params
+from core.catalog.presets import load_presets, preset
+from core.memory.components import lora_params
 
 # Published totals (each preset's `published_params_source` in data/models.json
 # names the model card / safetensors metadata / paper it comes from).
@@ -85,14 +85,14 @@ KV_BYTES = {
 
 @pytest.mark.parametrize("preset_id", sorted(KV_BYTES))
 def test_kv_bytes_per_token_exact(preset_id):
-    from core.memory import kv_cache_bytes_per_token
+    from core.memory.components import kv_cache_bytes_per_token
 
     assert kv_cache_bytes_per_token(preset(preset_id).architecture, "bf16") == KV_BYTES[preset_id]
 
 
 def test_llama3_8b_kv_at_8k_is_one_gib():
     # peers.md: Llama-3-8B, bf16, 8,192 tokens, batch 1 = 1.00 GiB (GQA-aware).
-    from core.memory import kv_cache_bytes_per_token
+    from core.memory.components import kv_cache_bytes_per_token
 
     assert kv_cache_bytes_per_token(preset("llama-3.1-8b").architecture, "bf16") * 8192 == 2**30
 
@@ -108,7 +108,7 @@ def test_lora_trainable_params_match_peft_printouts():
 
 
 def test_catalog_file_is_sourced():
-    from core.catalog import DATA_DIR
+    from core.catalog.presets import DATA_DIR
 
     rows = json.loads((DATA_DIR / "models.json").read_text())
     for row in rows:

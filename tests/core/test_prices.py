@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from core.hardware import CatalogError, load_accelerators
-from core.prices import (
+from core.catalog.accelerators import CatalogError, load_accelerators
+from core.catalog.prices import (
     COLUMNS,
     MAX_ROWS,
     PRICES_CSV,

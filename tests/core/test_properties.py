@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from core.catalog import preset_ids
+from core.catalog.presets import preset_ids
 from core.estimate import estimate
-from core.formats import FORMATS
+from core.model.formats import FORMATS
 from core.scenario import Scenario
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from core.hardware import get_accelerator
-from core.memory import Layout
-from core.roofline import (
+from core.catalog.accelerators import get_accelerator
+from core.layout import Layout
+from core.scenario import Scenario
+from core.speed.roofline import (
     BW_EFF_DEQUANT,
     BW_EFF_NATIVE,
     decode_curve,
@@ -17,7 +18,6 @@ from core.roofline import (
     split_context,
     weight_read_bytes,
 )
-from core.scenario import Scenario
 
 ROWS = list(csv.DictReader((Path(__file__).resolve().parents[1] / "data" / "decode_speeds.csv").open(newline="")))
 

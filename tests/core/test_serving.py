@@ -6,10 +6,10 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from core.prices import prices_for
-from core.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH
+from core.catalog.prices import prices_for
+from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH
+from core.money.serving import Traffic, dedicated_vs_per_token, serving_options, serving_plan, train_vs_serve
 from core.scenario import Scenario
-from core.serving import Traffic, dedicated_vs_per_token, serving_options, serving_plan, train_vs_serve
 
 SC = Scenario(model="llama-3.1-8b", batch_size=32, accelerator="h100-sxm")
 TRAFFIC = Traffic(requests_per_day=100_000, input_tokens_per_request=1000, output_tokens_per_request=300)

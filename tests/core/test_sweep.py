@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from core.estimate import estimate
+from core.memory.sweep import sweep
 from core.scenario import Scenario
-from core.sweep import sweep
 
 
 @pytest.mark.parametrize(

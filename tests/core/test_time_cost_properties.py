@@ -5,10 +5,10 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.catalog import preset_ids
+from core.catalog.accelerators import load_accelerators
+from core.catalog.presets import preset_ids
 from core.estimate import estimate
-from core.formats import FORMATS
-from core.hardware import load_accelerators
+from core.model.formats import FORMATS
 from core.scenario import Scenario
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

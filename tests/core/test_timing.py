@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from core.hardware import get_accelerator, load_accelerators
+from core.catalog.accelerators import get_accelerator, load_accelerators
 from core.scenario import Scenario
-from core.timing import MFU_DEFAULTS, default_mfu, peak_tflops, training_flops_per_token, training_time
+from core.speed.timing import MFU_DEFAULTS, default_mfu, peak_tflops, training_flops_per_token, training_time
 
 RUNS = list(csv.DictReader((Path(__file__).resolve().parents[1] / "data" / "training_runs.csv").open(newline="")))
 

@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"
 ACCELERATORS_CSV = DATA_DIR / "accelerators.csv"
 BYTES_PER_GIB = 2**30
 BYTES_PER_GB = 10**9

@@ -23,13 +23,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from core.architecture import MLP_ROLES, Architecture
-from core.comm import decode_tp_s
-from core.formats import FORMATS, KV_CACHE_BYTES, weight_bytes
-from core.hardware import Accelerator, get_accelerator
-from core.memory import Layout, inference_components
+from core.catalog.accelerators import Accelerator, get_accelerator
+from core.layout import Layout
+from core.memory.components import inference_components
+from core.model.architecture import MLP_ROLES, Architecture
+from core.model.formats import FORMATS, KV_CACHE_BYTES, weight_bytes
 from core.scenario import Scenario
-from core.timing import inference_peak_tflops
+from core.speed.comm import decode_tp_s
+from core.speed.timing import inference_peak_tflops
 
 _OUT = ConfigDict(frozen=True)
 

@@ -10,7 +10,7 @@ aspect ratios, so any sensible shape is representative).
 
 from __future__ import annotations
 
-from core.architecture import Architecture
+from core.model.architecture import Architecture
 
 REPRESENTATIVE_VOCAB = 32_000
 REPRESENTATIVE_CONTEXT = 131_072

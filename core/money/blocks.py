@@ -8,11 +8,11 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from core.comm import training_comm
-from core.fit import max_batch
-from core.hardware import Accelerator
-from core.memory import Layout
-from core.pricing import (
+from core.catalog.accelerators import Accelerator, get_accelerator
+from core.layout import Layout
+from core.memory.estimate import Evaluator, MemoryResult, estimate_memory
+from core.memory.fit import max_batch
+from core.money.pricing import (
     cheapest_replica_row,
     cheapest_run_row,
     label,
@@ -20,9 +20,10 @@ from core.pricing import (
     run_usd_per_hour,
     usd_per_million_tokens,
 )
-from core.roofline import COMPUTE_EFF, inference_speed
 from core.scenario import Scenario
-from core.timing import training_time
+from core.speed.comm import training_comm
+from core.speed.roofline import COMPUTE_EFF, inference_speed
+from core.speed.timing import training_time
 
 _OUT = ConfigDict(frozen=True)
 
@@ -68,11 +69,17 @@ class InferenceEstimate(BaseModel):
 
 
 class FitInfo(NamedTuple):
-    """What estimate() already knows about memory, passed in to avoid redoing it."""
+    """What the memory estimate already knows, passed in to avoid redoing it."""
 
     layout: tuple[int, int, int]
     fits: bool
     needed: tuple[int, int, int, int] | None  # dp, tp, pp, zero stage of the smallest fitting layout
+
+    @classmethod
+    def of(cls, mem: MemoryResult, sc: Scenario) -> FitInfo:
+        n = mem.layout_needed
+        return cls((sc.data_parallel, sc.tensor_parallel, sc.pipeline_parallel), mem.fits,
+                   None if n is None else (n.data_parallel, n.tensor_parallel, n.pipeline_parallel, n.zero_stage))
 
 
 def run_layout(sc: Scenario, info: FitInfo) -> tuple[Layout, int]:
@@ -162,3 +169,16 @@ def inference_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, memory: Ca
         usd_per_million_tokens=None if hourly is None else usd_per_million_tokens(s.output_tokens_per_s, hourly),
         price_instance=None if row is None else label(row), assumptions=notes,
     )
+
+
+def estimate_blocks(sc: Scenario) -> tuple[MemoryResult, TrainingEstimate | None, InferenceEstimate | None]:
+    """The memory answer, then the training block (when train_tokens is set) and
+    the serving block (in inference mode) composed on top of it."""
+    mem = estimate_memory(sc)
+    acc = get_accelerator(sc.accelerator)
+    info = FitInfo.of(mem, sc)
+    training = training_estimate(sc, acc, info) if sc.train_tokens else None
+    inference = None
+    if sc.mode == "inference":
+        inference = inference_estimate(sc, acc, info, Evaluator(sc, sc.architecture).total, mem.max_batch_size)
+    return mem, training, inference

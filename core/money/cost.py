@@ -14,18 +14,18 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from core.comm import training_comm
-from core.estimate import Result, estimate
-from core.hardware import Accelerator, get_accelerator
-from core.memory import Layout
-from core.prices import PriceRow, load_prices
-from core.pricing import instances_for, label, rows_for, run_usd_per_hour
+from core.catalog.accelerators import Accelerator, get_accelerator
+from core.catalog.prices import PriceRow, load_prices
+from core.layout import Layout
+from core.memory.estimate import MemoryResult, estimate_memory
+from core.memory.fit import MAX_DEVICES
+from core.money.pricing import instances_for, label, rows_for, run_usd_per_hour
 from core.scenario import Scenario
-from core.timing import TrainingTime, training_time
+from core.speed.comm import training_comm
+from core.speed.timing import TrainingTime, training_time
 
 _OUT = ConfigDict(frozen=True)
 DEFAULT_DOUBLINGS = 6  # device counts n_min, 2 n_min, ..., 64 n_min
-MAX_DEVICES = 65_536
 
 
 class TrainingOption(BaseModel):
@@ -67,7 +67,7 @@ class _Timed(NamedTuple):
     comm_overhead: float  # fraction added by communication (core/comm.py)
 
 
-def _base_layout(res: Result) -> tuple[Layout, int] | None:
+def _base_layout(res: MemoryResult) -> tuple[Layout, int] | None:
     n = res.layout_needed
     if n is None:
         return None
@@ -86,7 +86,7 @@ def _counts(base: Layout, wanted: Iterable[int] | None, own_devices: int) -> lis
 
 
 def _timings(sc: Scenario, acc: Accelerator, device_counts: Iterable[int] | None) -> tuple[list[_Timed], str | None]:
-    res = estimate(sc if sc.accelerator == acc.id else sc.model_copy(update={"accelerator": acc.id}))
+    res = estimate_memory(sc if sc.accelerator == acc.id else sc.model_copy(update={"accelerator": acc.id}))
     base = _base_layout(res)
     if base is None:
         return [], f"{acc.id}: no layout of up to {MAX_DEVICES:,} devices fits in memory"

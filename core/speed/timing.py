@@ -23,9 +23,9 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from core.architecture import Architecture
-from core.hardware import Accelerator
-from core.memory import lora_params
+from core.catalog.accelerators import Accelerator
+from core.memory.components import lora_params
+from core.model.architecture import Architecture
 from core.scenario import Scenario
 
 _OUT = ConfigDict(frozen=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.hardware import DATA_DIR, ID_PATTERN, CatalogError, load_accelerators, validation_problems
+from core.catalog.accelerators import DATA_DIR, ID_PATTERN, CatalogError, load_accelerators, validation_problems
 
 PRICES_CSV = DATA_DIR / "cloud_prices.csv"
 MAX_ROWS = 5_000

@@ -14,9 +14,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from core.hardware import get_accelerator
-from core.prices import PriceRow
-from core.pricing import rows_for
+from core.catalog.accelerators import get_accelerator
+from core.catalog.prices import PriceRow
+from core.money.pricing import rows_for
 
 _OUT = ConfigDict(frozen=True)
 HOURS_PER_YEAR = 8760.0

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.architecture import Architecture
+from core.model.architecture import Architecture
 
 KNOWN_TYPES = (
     "llama", "mistral", "mixtral", "qwen2", "gemma2", "phi3", "gpt2", "gpt_bigcode", "deepseek_v3", "deepseek_v2", "falcon",

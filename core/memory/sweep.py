@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.hardware import get_accelerator
-from core.memory import Layout, components
+from core.catalog.accelerators import get_accelerator
+from core.layout import Layout
+from core.memory.components import components
 from core.scenario import Scenario
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.hardware import DATA_DIR, Accelerator, CatalogError, validation_problems
+from core.catalog.accelerators import DATA_DIR, Accelerator, CatalogError, validation_problems
 
 ECOSYSTEM_CSV = DATA_DIR / "ecosystem.csv"
 

@@ -10,11 +10,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.architecture import Architecture
-from core.hf_config import parse_hf_config
-from core.shape import representative_architecture
+from core.model.architecture import Architecture
+from core.model.hf_config import parse_hf_config
+from core.model.shape import representative_architecture
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"
 
 
 class Preset(BaseModel):
@@ -76,7 +76,7 @@ def preset(preset_id: str) -> Preset:
 
 @cache
 def accelerator_ids() -> frozenset[str]:
-    from core.hardware import load_accelerators
+    from core.catalog.accelerators import load_accelerators
 
     return frozenset(a.id for a in load_accelerators())
 

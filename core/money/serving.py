@@ -10,18 +10,18 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.estimate import estimate
-from core.hardware import get_accelerator
-from core.memory import Layout
-from core.prices import PriceRow, load_prices
-from core.pricing import (
+from core.catalog.accelerators import get_accelerator
+from core.catalog.prices import PriceRow, load_prices
+from core.layout import Layout
+from core.money.blocks import estimate_blocks
+from core.money.pricing import (
     DAYS_PER_MONTH,
     HOURS_PER_MONTH,
     fleet_instances,
     rows_for,
 )
-from core.roofline import InferenceSpeed, inference_speed
 from core.scenario import Scenario
+from core.speed.roofline import InferenceSpeed, inference_speed
 
 _OUT = ConfigDict(frozen=True)
 SECONDS_PER_DAY = 86_400.0
@@ -79,7 +79,7 @@ class _Replica(NamedTuple):
 def _replica(sc: Scenario, traffic: Traffic) -> _Replica:
     seq = traffic.input_tokens_per_request + traffic.output_tokens_per_request
     req = sc.model_copy(update={"seq_len": seq, "mode": "inference"})
-    inf = estimate(req).inference
+    inf = estimate_blocks(req)[2]
     if inf is None or inf.max_concurrent_sequences < 1:
         raise ValueError(f"{sc.accelerator}: a {seq:,}-token request does not fit in any layout")
     batch = min(sc.batch_size, inf.max_concurrent_sequences)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-from core.architecture import Architecture, WeightGroup
+from core.model.architecture import Architecture, WeightGroup
 
 WeightFormatId = Literal[
     "fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4", "gptq-4bit", "awq-4bit",

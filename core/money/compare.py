@@ -8,15 +8,15 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-from core.ecosystem import EcosystemEntry, ecosystem_for, platform_of
-from core.estimate import estimate
-from core.hardware import get_accelerator, load_accelerators
-from core.memory import Layout
-from core.prices import PriceRow
-from core.pricing import rows_for
-from core.roofline import inference_speed
+from core.catalog.accelerators import get_accelerator, load_accelerators
+from core.catalog.ecosystem import EcosystemEntry, ecosystem_for, platform_of
+from core.catalog.prices import PriceRow
+from core.layout import Layout
+from core.money.blocks import estimate_blocks
+from core.money.pricing import rows_for
 from core.scenario import Scenario
-from core.timing import inference_peak_tflops, peak_tflops, training_time
+from core.speed.roofline import inference_speed
+from core.speed.timing import inference_peak_tflops, peak_tflops, training_time
 
 _OUT = ConfigDict(frozen=True)
 
@@ -50,8 +50,7 @@ class ComparisonRow(BaseModel):
 def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None) -> ComparisonRow:
     acc = get_accelerator(aid)
     sc_a = sc if sc.accelerator == aid else sc.model_copy(update={"accelerator": aid})
-    res = estimate(sc_a)
-    inf = res.inference
+    res, training, inf = estimate_blocks(sc_a)
     tp = inf.tensor_parallel if inf is not None else (res.layout_needed.tensor_parallel if res.layout_needed else 1)
     # cheapest per-device price among instances that hold the tensor-parallel group
     per_device = min((r.on_demand_usd_per_device_hour for r in rows_for(aid, rows, tp)), default=None)
@@ -74,9 +73,9 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None) -> Compariso
     if sc.mode == "training" or sc.train_tokens:
         t = training_time(sc_a, acc, 1, tokens=sc.train_tokens or 1.0)
         train_rate = t.tokens_per_s
-        if res.training is not None:
-            train_hours, train_usd = res.training.wall_hours, res.training.cost_usd
-            devices = res.training.devices if sc.mode == "training" else devices
+        if training is not None:
+            train_hours, train_usd = training.wall_hours, training.cost_usd
+            devices = training.devices if sc.mode == "training" else devices
     if devices is None:
         notes.append("does not fit in any layout of up to 65,536 devices")
     return ComparisonRow.model_construct(

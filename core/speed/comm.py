@@ -28,9 +28,10 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from core.architecture import Architecture
-from core.hardware import Accelerator
-from core.memory import Layout, lora_params
+from core.catalog.accelerators import Accelerator
+from core.layout import Layout
+from core.memory.components import lora_params
+from core.model.architecture import Architecture
 from core.scenario import Scenario
 
 _OUT = ConfigDict(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.architecture import Architecture
+from core.model.architecture import Architecture
 
 
 def layer_activation_bytes(

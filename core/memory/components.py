@@ -16,9 +16,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from core.activations import layer_activation_bytes, logits_bytes
-from core.architecture import ATTENTION_ROLES, MLP_ROLES, Architecture
-from core.formats import FORMATS, KV_CACHE_BYTES, weight_bytes
+from core.layout import Layout
+from core.memory.activations import layer_activation_bytes, logits_bytes
+from core.model.architecture import ATTENTION_ROLES, MLP_ROLES, Architecture
+from core.model.formats import FORMATS, KV_CACHE_BYTES, weight_bytes
 from core.scenario import Scenario
 from core.units import BYTES_PER_GIB
 
@@ -56,16 +57,6 @@ class Components(NamedTuple):
     @property
     def total(self) -> float:
         return sum(self)
-
-
-class Layout(NamedTuple):
-    data_parallel: int
-    tensor_parallel: int
-    pipeline_parallel: int
-
-    @property
-    def devices(self) -> int:
-        return self.data_parallel * self.tensor_parallel * self.pipeline_parallel
 
 
 def lora_targets(arch: Architecture, targets: str) -> list:

@@ -8,9 +8,9 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict
 
-from core.catalog import DATA_DIR
-from core.estimate import estimate
-from core.memory import CUDA_CONTEXT_BYTES
+from core.catalog.presets import DATA_DIR
+from core.memory.components import CUDA_CONTEXT_BYTES
+from core.memory.estimate import estimate_memory
 from core.scenario import Scenario
 
 
@@ -27,7 +27,7 @@ class ValidationCase(BaseModel):
 
     def estimated_bytes(self) -> float:
         """Our total without the CUDA context, which torch.cuda.max_memory_allocated does not see."""
-        r = estimate(Scenario.model_validate(self.scenario))
+        r = estimate_memory(Scenario.model_validate(self.scenario))
         return r.memory_per_device_bytes.total - CUDA_CONTEXT_BYTES
 
     def error(self) -> float:

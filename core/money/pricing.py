@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from core.hardware import get_accelerator
-from core.prices import PriceRow, load_prices
+from core.catalog.accelerators import get_accelerator
+from core.catalog.prices import PriceRow, load_prices
 
 # 8,760 hours a year / 12: the month cloud price pages quote (AWS and Google
 # Cloud pricing calculators use 730 hours per month).

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from core.activations import layer_activation_bytes, logits_bytes
-from core.estimate import Result
-from core.formats import FORMATS, KV_CACHE_BYTES
-from core.memory import (
+from core.memory.activations import layer_activation_bytes, logits_bytes
+from core.memory.components import (
     COMM_BUFFER_BYTES,
     CUDA_CONTEXT_BYTES,
     MASTER_COPY_BYTES,
@@ -16,6 +14,8 @@ from core.memory import (
     PREFILL_CHUNK_TOKENS,
     lora_params,
 )
+from core.memory.estimate import MemoryResult as Result
+from core.model.formats import FORMATS, KV_CACHE_BYTES
 from core.scenario import Scenario
 from core.units import bytes_to_gib
 

@@ -1,0 +1,341 @@
+"""estimate_memory(scenario) -> MemoryResult: memory per device, whether it
+fits, the smallest layout that fits, the largest batch and context, and what
+would help when nothing fits. Speed, time and money are composed on top of
+this result (core/estimate.py); nothing here looks up."""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from core.catalog.accelerators import get_accelerator
+from core.layout import Layout
+from core.memory.components import (
+    COMM_BUFFER_BYTES,
+    CUDA_CONTEXT_BYTES,
+    PREFILL_CHUNK_TOKENS,
+    Components,
+    inference_components,
+    kv_cache_bytes_per_token,
+    training_components,
+    training_states,
+)
+from core.memory.fit import MAX_DEVICES, max_batch, max_seq, smallest_count
+from core.model.architecture import Architecture
+from core.model.formats import FORMATS, weight_bytes
+from core.scenario import Scenario
+from core.text import Bytes, Text, texts
+
+_OUT = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+COMPONENT_NAMES = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")
+# Tensor-parallel sizes tried when looking for the smallest layout: one NVLink
+# domain of an 8-GPU HGX/DGX baseboard (Megatron-LM keeps TP inside a node).
+TP_CANDIDATES = (1, 2, 4, 8)
+
+
+class ParamCounts(BaseModel):
+    model_config = _OUT
+    total: int
+    active: int
+    trainable: int
+
+
+class MemoryBreakdown(BaseModel):
+    model_config = _OUT
+    weights: int
+    gradients: int
+    optimizer: int
+    activations: int
+    kv_cache: int
+    overhead: int
+    total: int
+
+    @classmethod
+    def of(cls, c: Components) -> MemoryBreakdown:
+        parts = [round(float(x)) for x in c]
+        return cls.model_construct(
+            weights=parts[0], gradients=parts[1], optimizer=parts[2], activations=parts[3],
+            kv_cache=parts[4], overhead=parts[5], total=sum(parts),
+        )
+
+
+class LayoutResult(BaseModel):
+    model_config = _OUT
+    data_parallel: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    zero_stage: int
+    devices: int
+
+
+class MemoryResult(BaseModel):
+    model_config = _OUT
+    model_name: str
+    mode: str
+    accelerator: str
+    params: ParamCounts
+    memory_per_device_bytes: MemoryBreakdown
+    cpu_memory_per_device_bytes: int
+    weights_bytes_total: int
+    kv_cache_bytes_per_token: int
+    device_memory_bytes: int
+    devices_in_layout: int
+    fits: bool
+    devices_needed: int | None
+    layout_needed: LayoutResult | None
+    max_batch_size: int
+    max_seq_len: int
+    # Sentences with their quantities unformatted (core/text.py): pages render them in the reader's units;
+    # the CLI's `advice` and `assumptions` are the same sentences in GiB.
+    advice_texts: tuple[Text, ...] = Field(default=(), exclude=True)
+    assumption_texts: tuple[Text, ...] = Field(default=(), exclude=True)
+    layout_note: Text | None = Field(default=None, exclude=True)  # why more devices cost more memory each, if they do
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def advice(self) -> list[str]:
+        return texts(self.advice_texts)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def assumptions(self) -> list[str]:
+        return texts(self.assumption_texts)
+
+
+class Evaluator:
+    """Memory of one scenario at other batch sizes, lengths and layouts."""
+
+    def __init__(self, sc: Scenario, arch: Architecture):
+        self.sc = sc
+        self.arch = arch
+        self.states = training_states(sc, arch) if sc.mode == "training" else None
+
+    def components(self, layout: Layout, batch: Any, seq: Any, zero_stage: int | None = None) -> tuple[Components, float]:
+        sc = self.sc
+        if sc.mode == "inference":
+            return inference_components(sc, self.arch, layout, batch, seq), 0.0
+        if zero_stage is not None and zero_stage != sc.zero_stage:
+            sc = sc.model_copy(update={"zero_stage": zero_stage})
+        return training_components(sc, self.arch, layout, batch, seq, self.states)
+
+    def total(self, layout: Layout, batch: int, seq: int) -> float:
+        return float(self.components(layout, batch, seq)[0].total)
+
+    def total_at_zero(self, zero_stage: int) -> Any:
+        def total(layout: Layout, batch: int, seq: int) -> float:
+            return float(self.components(layout, batch, seq, zero_stage=zero_stage)[0].total)
+        return total
+
+
+def own_layout(sc: Scenario) -> Layout:
+    return Layout(sc.data_parallel, sc.tensor_parallel, sc.pipeline_parallel)
+
+
+def estimate_memory(sc: Scenario) -> MemoryResult:
+    arch = sc.architecture
+    acc = get_accelerator(sc.accelerator)
+    capacity = float(acc.usable_memory_bytes)
+    ev = Evaluator(sc, arch)
+    layout = own_layout(sc)
+    comps, cpu = ev.components(layout, sc.batch_size, sc.seq_len)
+    fits = bool(comps.total <= capacity)
+    needed = devices_needed(sc, ev, capacity)
+    seq_limit = max(arch.max_context, sc.seq_len)
+    fmt = FORMATS["nf4"] if sc.mode == "training" and sc.method == "qlora" else FORMATS[sc.weights_format]
+    if sc.mode == "training" and sc.method == "full":
+        fmt = FORMATS["fp32" if sc.precision == "fp32" else "bf16"]
+    return MemoryResult.model_construct(
+        model_name=arch.name,
+        mode=sc.mode,
+        accelerator=acc.id,
+        params=ParamCounts.model_construct(
+            total=arch.total_params, active=arch.active_params,
+            trainable=ev.states.trainable if ev.states else 0,
+        ),
+        memory_per_device_bytes=MemoryBreakdown.of(comps),
+        cpu_memory_per_device_bytes=round(float(cpu)),
+        weights_bytes_total=round(weight_bytes(arch, fmt)),
+        kv_cache_bytes_per_token=kv_cache_bytes_per_token(arch, sc.kv_cache_format),
+        device_memory_bytes=round(capacity),
+        devices_in_layout=layout.devices,
+        fits=fits,
+        devices_needed=needed.devices if needed else None,
+        layout_needed=needed,
+        max_batch_size=max_batch(ev.total, layout, sc.seq_len, capacity),
+        max_seq_len=max_seq(ev.total, layout, sc.batch_size, capacity, seq_limit),
+        advice_texts=() if fits else tuple(advise(sc, ev, capacity, needed)),
+        assumption_texts=tuple(_assumptions(sc, arch)),
+        layout_note=_layout_note(sc, ev, comps),
+    )
+
+
+def devices_needed_by_accelerator(sc: Scenario, accelerator_ids: list[str]) -> dict[str, LayoutResult | None]:
+    """Smallest fitting layout on each accelerator. Per-device memory does not
+    depend on the device, so one evaluator serves them all."""
+    ev = Evaluator(sc, sc.architecture)
+    return {a: devices_needed(sc, ev, float(get_accelerator(a).usable_memory_bytes)) for a in accelerator_ids}
+
+
+def _tp_sizes(sc: Scenario, arch: Architecture) -> list[int]:
+    """Tensor-parallel sizes that split the attention heads evenly (vLLM and
+    Megatron require heads % TP == 0), plus the scenario's own."""
+    sizes = {t for t in TP_CANDIDATES if arch.num_heads % t == 0}
+    return sorted(sizes | {sc.tensor_parallel})
+
+
+def devices_needed(sc: Scenario, ev: Evaluator, capacity: float) -> LayoutResult | None:
+    """Smallest layout that fits, counting any whole number of devices:
+    - model parallel: for each tensor-parallel size, the fewest pipeline stages (at most one per layer);
+    - in training, more data-parallel ranks under the scenario's ZeRO stage (>= 1), or under ZeRO-3;
+    - the scenario's own layout, when it fits.
+    Ties go to the scenario's own layout, then to fewer pipeline stages."""
+    arch = ev.arch
+    b, s = sc.batch_size, sc.seq_len
+    options: list[tuple[int, int, Layout, int]] = []  # (devices, preference, layout, zero stage)
+    own = own_layout(sc)
+    if ev.total(own, b, s) <= capacity:
+        options.append((own.devices, 0, own, sc.zero_stage))
+    for tp in _tp_sizes(sc, arch):
+        pp = smallest_count(lambda p, t=tp: ev.total(Layout(1, t, p), b, s) <= capacity, min(arch.num_layers, MAX_DEVICES // tp))
+        if pp:
+            options.append((tp * pp, 1 + pp, Layout(1, tp, pp), sc.zero_stage))
+    if sc.mode == "training":
+        group = sc.tensor_parallel * sc.pipeline_parallel
+        stages = {sc.zero_stage, 3} if sc.zero_stage >= 1 else {3}
+        for zero in sorted(stages):
+            total = ev.total_at_zero(zero)
+            dp = smallest_count(lambda d, z=total: z(Layout(d, sc.tensor_parallel, sc.pipeline_parallel), b, s) <= capacity,
+                                MAX_DEVICES // group)
+            if dp:
+                options.append((dp * group, 1 if zero == sc.zero_stage else 2, Layout(dp, sc.tensor_parallel, sc.pipeline_parallel), zero))
+    if not options:
+        return None
+    devices, _, layout, zero = min(options, key=lambda o: (o[0], o[1]))
+    return LayoutResult.model_construct(
+        data_parallel=layout.data_parallel, tensor_parallel=layout.tensor_parallel,
+        pipeline_parallel=layout.pipeline_parallel, zero_stage=zero if sc.mode == "training" else 0,
+        devices=devices,
+    )
+
+
+def _layout_note(sc: Scenario, ev: Evaluator, comps: Components) -> Text | None:
+    """More devices lower each device's share of the model, but a device that
+    talks to others also holds communication buffers: say so when the buffers win."""
+    if sc.devices == 1:
+        return None
+    one = ev.components(Layout(1, 1, 1), sc.batch_size, sc.seq_len)[0]
+    if comps.total <= one.total:
+        return None
+    return Text.of(
+        "{n} devices need {more} more per device than one device would ({single}): each device that talks to others "
+        "keeps {buf} of NCCL communication buffers, more than the share of the model it saves.",
+        n=sc.devices, more=Bytes(comps.total - one.total), single=Bytes(one.total), buf=Bytes(COMM_BUFFER_BYTES),
+    )
+
+
+# ------------------------------------------------------------------------------------------------------------ advice
+
+def _alternatives(sc: Scenario) -> list[tuple[str, dict[str, Any]]]:
+    if sc.mode == "inference":
+        alts = [(f"weights in {FORMATS[f].label}", {"weights_format": f}) for f in ("fp8", "int8", "awq-4bit", "gguf-q4_k_m")
+                if f != sc.weights_format]
+        if sc.kv_cache_format in ("bf16", "fp16"):
+            alts.append(("KV cache in FP8", {"kv_cache_format": "fp8"}))
+        if not sc.flash_attention:
+            alts.append(("FlashAttention", {"flash_attention": True}))
+        return alts
+    alts: list[tuple[str, dict[str, Any]]] = []
+    if sc.method == "full":
+        alts += [("LoRA instead of full fine-tuning", {"method": "lora"}), ("QLoRA (4-bit base + LoRA)", {"method": "qlora"})]
+    elif sc.method == "lora":
+        alts.append(("QLoRA (4-bit base + LoRA)", {"method": "qlora"}))
+    if not sc.gradient_checkpointing:
+        alts.append(("gradient checkpointing", {"gradient_checkpointing": True}))
+    if not sc.flash_attention:
+        alts.append(("FlashAttention", {"flash_attention": True}))
+    if sc.optimizer == "adamw":
+        alts.append(("8-bit AdamW", {"optimizer": "adamw-8bit"}))
+    if sc.offload == "none" and sc.zero_stage >= 1:
+        alts.append(("optimizer state offloaded to CPU", {"offload": "optimizer"}))
+    if sc.zero_stage == 3 and sc.offload != "optimizer+params":
+        alts.append(("optimizer state and parameters offloaded to CPU", {"offload": "optimizer+params"}))
+    if sc.zero_stage < 3 and sc.data_parallel > 1:
+        alts.append(("ZeRO stage 3 / FSDP full sharding", {"zero_stage": 3}))
+    return alts
+
+
+def _fits_with(sc: Scenario, ev: Evaluator, update: dict[str, Any], capacity: float) -> float | None:
+    try:
+        alt = Scenario(**(dict(sc) | update))
+    except ValueError:
+        return None
+    total = Evaluator(alt, ev.arch).total(own_layout(alt), alt.batch_size, alt.seq_len)
+    return total if total <= capacity else None
+
+
+def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | None) -> list[Text]:
+    """Why it does not fit, which changes make it fit on the same devices (one
+    change if any does, else the smallest combination of two or three), and
+    how many devices it needs as it is."""
+    comps, _ = ev.components(own_layout(sc), sc.batch_size, sc.seq_len)
+    value, name = max(zip(comps, COMPONENT_NAMES, strict=True))
+    out = [Text.of(
+        "Needs {total} per device but the device has {capacity} usable; the largest part is {name} ({part}).",
+        total=Bytes(comps.total), capacity=Bytes(capacity), name=name.replace("_", " "), part=Bytes(value),
+    )]
+    alts = _alternatives(sc)
+    for size in (1, 2, 3):
+        found = []
+        for combo in combinations(alts, size):
+            update: dict[str, Any] = {}
+            for _, u in combo:
+                update |= u
+            if len(update) < sum(len(u) for _, u in combo):
+                continue  # two choices for the same setting
+            total = _fits_with(sc, ev, update, capacity)
+            if total is not None:
+                found.append((total, " + ".join(label for label, _ in combo)))
+        if found:
+            for total, label in sorted(found)[:4 if size == 1 else 2]:
+                out.append(Text.of("{label}: {total} per device fits.", label=label[0].upper() + label[1:], total=Bytes(total)))
+            break
+    if needed:
+        parts = [f"{needed.devices} devices"]
+        if needed.tensor_parallel > 1 or needed.pipeline_parallel > 1:
+            parts.append(f"tensor parallel {needed.tensor_parallel} x pipeline parallel {needed.pipeline_parallel}")
+        if needed.data_parallel > 1:
+            parts.append(f"{needed.data_parallel} data-parallel ranks with ZeRO stage {needed.zero_stage}")
+        out.append(Text.of("More devices: fits on {parts}.", parts=", ".join(parts)))
+    else:
+        out.append(Text.of("No layout of up to {n:,} devices fits this setup on this accelerator.", n=MAX_DEVICES))
+    return out
+
+
+def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
+    out = [Text.of("{a}", a=a) for a in arch.assumptions]
+    out.append(Text.of(
+        "runtime overhead: {ctx} CUDA context and workspaces per device, +{buf} communication buffers when devices cooperate",
+        ctx=Bytes(CUDA_CONTEXT_BYTES), buf=Bytes(COMM_BUFFER_BYTES),
+    ))
+    if sc.seq_len > arch.max_context:
+        out.append(Text.of("seq_len {s:,} exceeds the model's trained context of {c:,} tokens", s=sc.seq_len, c=arch.max_context))
+    if sc.mode == "training":
+        if sc.method == "qlora" and sc.weights_format != "nf4":
+            out.append(Text.of("QLoRA keeps the frozen base in NF4 with double quantization; weights_format is not used"))
+        if sc.method != "full":
+            out.append(Text.of("LoRA adapters are kept in fp32 (PEFT default), so no separate master copy"))
+        if sc.tensor_parallel > 1:
+            out.append(Text.of("tensor parallelism with sequence parallelism: activations split over the TP group"))
+        if sc.pipeline_parallel > 1:
+            out.append(Text.of("1F1B pipeline schedule: the first stage holds as many micro-batches as there are stages"))
+        out.append(Text.of("loss: bf16 logits + fp32 upcast + fp32 log-softmax (10 bytes per token x vocabulary entry)"))
+    else:
+        out.append(Text.of(
+            "prefill in chunks of {c:,} tokens (serving-engine chunked prefill); logits for the last token only",
+            c=PREFILL_CHUNK_TOKENS,
+        ))
+        if arch.is_mla and sc.tensor_parallel > 1:
+            out.append(Text.of("the MLA latent KV cache is replicated on every tensor-parallel rank"))
+    return out

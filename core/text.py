@@ -1,0 +1,67 @@
+"""Sentences with numbers left unformatted, so that whoever shows them (the CLI,
+a page with its GiB/GB switch, the Markdown report) formats the quantities and
+escapes the text that came from the user.
+
+A `Text` is a trusted template written in core/ plus named arguments:
+`Bytes` (formatted in the reader's memory units), plain numbers (formatted by
+the template's own format spec) and `str` (which may come from a config.json
+or a link, and is handed to the caller's escaping function).
+
+    Text.of("Needs {total} per device", total=Bytes(3.2e9)).render()
+    -> "Needs 2.98 GiB per device"
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.units import BYTES_PER_GB, BYTES_PER_GIB
+
+
+class Bytes(float):
+    """A quantity of bytes inside a Text; rendered in the reader's units."""
+
+
+def format_bytes(n_bytes: float, units: str = "GiB", digits: int = 1) -> str:
+    divisor = BYTES_PER_GB if units == "GB" else BYTES_PER_GIB
+    return f"{n_bytes / divisor:,.{digits}f} {'GB' if units == 'GB' else 'GiB'}"
+
+
+_FORMATTER = string.Formatter()
+
+
+@dataclass(frozen=True)
+class Text:
+    template: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, template: str, **args: Any) -> Text:
+        return cls(template, args)
+
+    def render(self, units: str = "GiB", escape: Callable[[str], str] | None = None, digits: int = 1) -> str:
+        """The sentence with bytes in `units` and every str argument passed through `escape`."""
+        out: list[str] = []
+        for literal, name, spec, _ in _FORMATTER.parse(self.template):
+            out.append(literal)
+            if name is None:
+                continue
+            value = self.args[name]
+            if isinstance(value, Bytes):
+                d = int(spec) if spec and spec.isdigit() else digits
+                out.append(format_bytes(float(value), units, d))
+            elif isinstance(value, str):
+                out.append(escape(value) if escape else value)
+            else:
+                out.append(format(value, spec))
+        return "".join(out)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+def texts(items: list[Text] | tuple[Text, ...], units: str = "GiB", escape: Callable[[str], str] | None = None) -> list[str]:
+    return [t.render(units, escape) for t in items]
