@@ -18,8 +18,7 @@ PAGES = {
     "memory": st.Page("app_pages/memory.py", title="Memory", icon=":material/memory:", url_path="memory", default=True),
     "training": st.Page("app_pages/training.py", title="Training", icon=":material/model_training:", url_path="training"),
     "inference": st.Page("app_pages/inference.py", title="Inference", icon=":material/bolt:", url_path="inference"),
-    "train-vs-serve": st.Page("app_pages/train_vs_serve.py", title="Training vs inference", icon=":material/balance:",
-                              url_path="train-vs-serve"),
+    "train-vs-serve": st.Page("app_pages/train_vs_serve.py", title="Training vs inference", icon=":material/balance:", url_path="train-vs-serve"),
     "gpu-vs-tpu": st.Page("app_pages/gpu_vs_tpu.py", title="GPU vs TPU", icon=":material/compare_arrows:", url_path="gpu-vs-tpu"),
     "compare": st.Page("app_pages/compare.py", title="Compare", icon=":material/table_chart:", url_path="compare"),
     "method": st.Page("app_pages/method.py", title="Method", icon=":material/menu_book:", url_path="method"),
@@ -40,7 +39,10 @@ with st.sidebar.expander("Save or load this scenario", icon=":material/save:"):
         st.download_button(
             "Download scenario (JSON)",
             data=lambda: json.dumps({"scenario": scenario.model_dump(mode="json", exclude_defaults=True)}, indent=2),
-            file_name="scenario.json", mime="application/json", icon=":material/download:", width="stretch",
+            file_name="scenario.json",
+            mime="application/json",
+            icon=":material/download:",
+            width="stretch",
         )
     upload = st.file_uploader("Load a scenario (JSON)", type=["json"], key="scenario_upload", max_upload_size=1)
     if upload is not None and st.session_state.get("scenario_upload_id") != upload.file_id:

@@ -37,21 +37,43 @@ names = [f"{i + 1}. {name}" for i, (name, _, _) in enumerate(results)]
 for comp in COMPONENTS:
     ys = [units.value(getattr(r.memory_per_device_bytes, comp)) for _, _, r in results]
     if any(ys):
-        fig.add_bar(x=names, y=ys, name=COMPONENT_LABELS[comp], marker_color=COMPONENT_COLORS[comp],
-                    hovertemplate=f"{COMPONENT_LABELS[comp]}: %{{y:,.2f}} {units.name}<extra></extra>")
-fig.add_scatter(x=names, y=[units.value(r.device_memory_bytes) for _, _, r in results], mode="markers", name="Device capacity",
-                marker={"symbol": "line-ew-open", "size": 40, "color": "#8C8C8C", "line": {"width": 3}},
-                hovertemplate=f"capacity %{{y:,.1f}} {units.name}<extra></extra>")
+        fig.add_bar(
+            x=names,
+            y=ys,
+            name=COMPONENT_LABELS[comp],
+            marker_color=COMPONENT_COLORS[comp],
+            hovertemplate=f"{COMPONENT_LABELS[comp]}: %{{y:,.2f}} {units.name}<extra></extra>",
+        )
+fig.add_scatter(
+    x=names,
+    y=[units.value(r.device_memory_bytes) for _, _, r in results],
+    mode="markers",
+    name="Device capacity",
+    marker={"symbol": "line-ew-open", "size": 40, "color": "#8C8C8C", "line": {"width": 3}},
+    hovertemplate=f"capacity %{{y:,.1f}} {units.name}<extra></extra>",
+)
 fig.update_layout(barmode="stack", yaxis_title=f"Memory per device ({units.name})")
 st.plotly_chart(layout(fig, "Memory per device, by scenario (line = the device's usable memory)", height=460), config=PLOTLY_CONFIG)
 
-table = pd.DataFrame([{
-    "#": i + 1, "Scenario": name, "Model": s.architecture.name, "Workload": s.mode, "Accelerator": r.accelerator,
-    "Format / method": s.weights_format if s.mode == "inference" else s.method,
-    "Batch x tokens": f"{s.batch_size} x {s.seq_len:,}", f"Per device ({units.name})": round(units.value(r.memory_per_device_bytes.total), 2),
-    "Fits one device": "yes" if r.fits else "no", "Smallest layout": layout_text(r.layout_needed),
-    "Max batch": r.max_batch_size, "Max context": r.max_seq_len,
-} for i, (name, s, r) in enumerate(results)])
+table = pd.DataFrame(
+    [
+        {
+            "#": i + 1,
+            "Scenario": name,
+            "Model": s.architecture.name,
+            "Workload": s.mode,
+            "Accelerator": r.accelerator,
+            "Format / method": s.weights_format if s.mode == "inference" else s.method,
+            "Batch x tokens": f"{s.batch_size} x {s.seq_len:,}",
+            f"Per device ({units.name})": round(units.value(r.memory_per_device_bytes.total), 2),
+            "Fits one device": "yes" if r.fits else "no",
+            "Smallest layout": layout_text(r.layout_needed),
+            "Max batch": r.max_batch_size,
+            "Max context": r.max_seq_len,
+        }
+        for i, (name, s, r) in enumerate(results)
+    ]
+)
 st.dataframe(table, hide_index=True, width="stretch")
 
 remove = st.selectbox("Remove a saved scenario", ["—", *names], key="cmp_remove")

@@ -9,15 +9,20 @@ from app_pages.shared.style import PLOTLY_CONFIG, layout
 from core.catalog.ecosystem import load_ecosystem
 from core.money.compare import compare_accelerators
 
-PLATFORM_COLORS = {"nvidia-gpu": "#54A24B", "amd-gpu": "#E45756", "google-tpu": "#4C78A8", "aws-trainium": "#F58518",
-                   "apple-silicon": "#B279A2"}
-PLATFORM_LABELS = {"nvidia-gpu": "NVIDIA GPU", "amd-gpu": "AMD GPU", "google-tpu": "Google TPU", "aws-trainium": "AWS Trainium / Inferentia",
-                   "apple-silicon": "Apple silicon"}
+PLATFORM_COLORS = {"nvidia-gpu": "#54A24B", "amd-gpu": "#E45756", "google-tpu": "#4C78A8", "aws-trainium": "#F58518", "apple-silicon": "#B279A2"}
+PLATFORM_LABELS = {
+    "nvidia-gpu": "NVIDIA GPU",
+    "amd-gpu": "AMD GPU",
+    "google-tpu": "Google TPU",
+    "aws-trainium": "AWS Trainium / Inferentia",
+    "apple-silicon": "Apple silicon",
+}
 
 sc, values, units = page_header("GPU vs TPU", "For this model and workload: memory, throughput and price-performance per chip, and the ecosystem trade-offs.")
 rows = compare_accelerators(sc)
 training = sc.mode == "training"
 metric_name = "Training tokens/s per device" if training else "Output tokens/s per device"
+
 
 def perf(r):
     return r.training_tokens_per_s_per_device if training else r.output_tokens_per_s_per_device
@@ -30,31 +35,53 @@ for platform, color in PLATFORM_COLORS.items():
     if not pts:
         continue
     fig.add_scatter(
-        x=[r.usd_per_device_hour for r in pts], y=[perf(r) for r in pts], mode="markers+text", name=PLATFORM_LABELS[platform],
-        text=[r.accelerator_id for r in pts], textposition="top center",
+        x=[r.usd_per_device_hour for r in pts],
+        y=[perf(r) for r in pts],
+        mode="markers+text",
+        name=PLATFORM_LABELS[platform],
+        text=[r.accelerator_id for r in pts],
+        textposition="top center",
         marker={"color": color, "size": [max(8, min(40, r.usable_memory_gib / 4)) for r in pts], "opacity": 0.8},
         customdata=[[r.name, r.usable_memory_gib, r.devices] for r in pts],
         hovertemplate="%{customdata[0]}<br>$%{x:,.2f} per device-hour<br>%{y:,.0f} tokens/s per device<br>"
-                      "%{customdata[1]:,.0f} GiB usable; %{customdata[2]} device(s) needed<extra></extra>",
+        "%{customdata[1]:,.0f} GiB usable; %{customdata[2]} device(s) needed<extra></extra>",
     )
-fig.update_layout(xaxis={"type": "log", "title": "Cheapest on-demand price (USD per device-hour, log)"},
-                  yaxis={"type": "log", "title": f"{metric_name} (log)"})
-st.plotly_chart(layout(fig, f"Price vs throughput for {sc.architecture.name} ({'training' if training else 'serving'}); marker size = memory",
-                       height=520), config=PLOTLY_CONFIG, key="chart_pp")
+fig.update_layout(xaxis={"type": "log", "title": "Cheapest on-demand price (USD per device-hour, log)"}, yaxis={"type": "log", "title": f"{metric_name} (log)"})
+st.plotly_chart(
+    layout(fig, f"Price vs throughput for {sc.architecture.name} ({'training' if training else 'serving'}); marker size = memory", height=520),
+    config=PLOTLY_CONFIG,
+    key="chart_pp",
+)
 st.caption("Up and to the left is better. Accelerators without a catalog price are in the table only.")
 
-table = pd.DataFrame([{
-    "Accelerator": r.name, "Platform": PLATFORM_LABELS.get(r.platform, r.platform), "Usable memory (GiB)": round(r.usable_memory_gib, 1),
-    "Bandwidth (GB/s)": r.memory_bandwidth_gbps, "Peak TFLOP/s": r.peak_tflops, "Devices needed": r.devices,
-    "USD per device-hour": r.usd_per_device_hour,
-    **({"Training tokens/s per device": None if r.training_tokens_per_s_per_device is None else round(r.training_tokens_per_s_per_device),
-        "Training run (USD)": None if r.training_run_usd is None else round(r.training_run_usd),
-        "Hours": None if r.training_wall_hours is None else round(r.training_wall_hours, 1)} if training else
-       {"Time to first token (ms)": None if r.time_to_first_token_s is None else round(r.time_to_first_token_s * 1e3),
-        "Tokens/s per user": None if r.decode_tokens_per_s is None else round(r.decode_tokens_per_s, 1),
-        "USD per M output tokens": None if r.usd_per_million_tokens is None else round(r.usd_per_million_tokens, 3)}),
-    "Notes": "; ".join(r.notes),
-} for r in rows])
+table = pd.DataFrame(
+    [
+        {
+            "Accelerator": r.name,
+            "Platform": PLATFORM_LABELS.get(r.platform, r.platform),
+            "Usable memory (GiB)": round(r.usable_memory_gib, 1),
+            "Bandwidth (GB/s)": r.memory_bandwidth_gbps,
+            "Peak TFLOP/s": r.peak_tflops,
+            "Devices needed": r.devices,
+            "USD per device-hour": r.usd_per_device_hour,
+            **(
+                {
+                    "Training tokens/s per device": None if r.training_tokens_per_s_per_device is None else round(r.training_tokens_per_s_per_device),
+                    "Training run (USD)": None if r.training_run_usd is None else round(r.training_run_usd),
+                    "Hours": None if r.training_wall_hours is None else round(r.training_wall_hours, 1),
+                }
+                if training
+                else {
+                    "Time to first token (ms)": None if r.time_to_first_token_s is None else round(r.time_to_first_token_s * 1e3),
+                    "Tokens/s per user": None if r.decode_tokens_per_s is None else round(r.decode_tokens_per_s, 1),
+                    "USD per M output tokens": None if r.usd_per_million_tokens is None else round(r.usd_per_million_tokens, 3),
+                }
+            ),
+            "Notes": "; ".join(r.notes),
+        }
+        for r in rows
+    ]
+)
 st.dataframe(table, hide_index=True, width="stretch", height=420)
 
 st.subheader("Ecosystem trade-offs (with sources)")

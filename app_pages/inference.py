@@ -18,8 +18,7 @@ from core.speed.roofline import decode_curve
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
 if sc.mode != "inference":
     sc, err = as_mode(sc, "inference")
-    st.info("The sidebar is set to training; this page shows the same model **served** (weights in the sidebar's format).",
-            icon=":material/info:")
+    st.info("The sidebar is set to training; this page shows the same model **served** (weights in the sidebar's format).", icon=":material/info:")
     if sc is None:
         st.error(err)
         st.stop()
@@ -32,14 +31,19 @@ c[0].metric("Time to first token", f"{inf.time_to_first_token_s * 1e3:,.0f} ms",
 c[1].metric("Tokens/s per user", f"{inf.decode_tokens_per_s:,.1f}", help=f"decode at batch {inf.batch_size} ({inf.decode_bound}-bound)")
 c[2].metric("Tokens/s, all users", f"{inf.aggregate_tokens_per_s:,.0f}", help="decode tokens per second summed over the batch")
 c[3].metric("Most concurrent sequences", f"{inf.max_concurrent_sequences:,}", help=f"at {sc.seq_len:,} tokens each, on {inf.devices_per_replica} device(s)")
-c[4].metric("USD per million output tokens", "—" if inf.usd_per_million_tokens is None else f"${inf.usd_per_million_tokens:,.2f}",
-            help=inf.price_instance or "no catalog price for this accelerator")
+c[4].metric(
+    "USD per million output tokens",
+    "—" if inf.usd_per_million_tokens is None else f"${inf.usd_per_million_tokens:,.2f}",
+    help=inf.price_instance or "no catalog price for this accelerator",
+)
 if result.layout_needed is None:
     st.error(f"{sc.architecture.name} does not fit on any layout of {acc.name} at these settings: no speeds to show.")
     st.stop()
 if not result.fits:
-    st.warning(f"At these settings one {acc.name} does not hold the model; speeds are for the smallest layout that fits "
-               f"({inf.devices_per_replica} devices).", icon=":material/warning:")
+    st.warning(
+        f"At these settings one {acc.name} does not hold the model; speeds are for the smallest layout that fits ({inf.devices_per_replica} devices).",
+        icon=":material/warning:",
+    )
 
 left, right = st.columns(2)
 with left:
@@ -48,14 +52,23 @@ with left:
     pts = decode_curve(sc, batches)
     fig = go.Figure()
     fig.add_scatter(x=[p.batch_size for p in pts], y=[p.decode_tokens_per_s for p in pts], name="Per user (tokens/s)", mode="lines+markers")
-    fig.add_scatter(x=[p.batch_size for p in pts], y=[p.aggregate_tokens_per_s for p in pts], name="All users (tokens/s)",
-                    mode="lines+markers", yaxis="y2")
+    fig.add_scatter(x=[p.batch_size for p in pts], y=[p.aggregate_tokens_per_s for p in pts], name="All users (tokens/s)", mode="lines+markers", yaxis="y2")
     if inf.max_concurrent_sequences:
-        vmarker(fig, inf.max_concurrent_sequences, 0, max(p.decode_tokens_per_s for p in pts) * 1.1,
-                f"memory limit: {inf.max_concurrent_sequences}", color="#E45756", dash="solid")
-    fig.update_layout(xaxis={"type": "log", "title": "Concurrent sequences (batch, log scale)"},
-                      yaxis={"title": "Tokens/s per user"}, yaxis2={"title": "Tokens/s, all users", "overlaying": "y", "side": "right"},
-                      hovermode="x unified")
+        vmarker(
+            fig,
+            inf.max_concurrent_sequences,
+            0,
+            max(p.decode_tokens_per_s for p in pts) * 1.1,
+            f"memory limit: {inf.max_concurrent_sequences}",
+            color="#E45756",
+            dash="solid",
+        )
+    fig.update_layout(
+        xaxis={"type": "log", "title": "Concurrent sequences (batch, log scale)"},
+        yaxis={"title": "Tokens/s per user"},
+        yaxis2={"title": "Tokens/s, all users", "overlaying": "y", "side": "right"},
+        hovermode="x unified",
+    )
     st.plotly_chart(layout(fig, "Decode speed as the batch grows (per user vs all users)", height=420), config=PLOTLY_CONFIG, key="chart_decode")
 with right:
     top_ctx = max(sc.architecture.max_context, sc.seq_len)
@@ -64,14 +77,13 @@ with right:
     # What one device has left for KV after everything else (0 when nothing is left).
     free = np.maximum(result.device_memory_bytes - (grid["total"] - grid["kv_cache"]), 0.0)
     kf = go.Figure()
-    kf.add_scatter(x=ctx, y=units.value(grid["kv_cache"]), name=f"KV cache for {sc.batch_size} sequence(s)", mode="lines",
-                   line={"color": COMPONENT_COLORS["kv_cache"], "width": 3})
-    kf.add_scatter(x=ctx, y=units.value(free), name="Memory left for KV cache", mode="lines",
-                   line={"color": CAPACITY_COLOR, "dash": "dash"})
+    kf.add_scatter(
+        x=ctx, y=units.value(grid["kv_cache"]), name=f"KV cache for {sc.batch_size} sequence(s)", mode="lines", line={"color": COMPONENT_COLORS["kv_cache"], "width": 3}
+    )
+    kf.add_scatter(x=ctx, y=units.value(free), name="Memory left for KV cache", mode="lines", line={"color": CAPACITY_COLOR, "dash": "dash"})
     vmarker(kf, sc.seq_len, 0, float(units.value(max(grid["kv_cache"].max(), free.max()))) * 1.05, "your context")
     kf.update_layout(xaxis={"type": "log", "title": "Context per sequence (tokens, log scale)"}, yaxis_title=f"{units.name} per device")
-    st.plotly_chart(layout(kf, f"KV cache vs context ({result.kv_cache_bytes_per_token:,} bytes per token)", height=420),
-                    config=PLOTLY_CONFIG, key="chart_kv")
+    st.plotly_chart(layout(kf, f"KV cache vs context ({result.kv_cache_bytes_per_token:,} bytes per token)", height=420), config=PLOTLY_CONFIG, key="chart_kv")
 
 st.subheader("What serving your traffic costs")
 traffic, util = traffic_inputs("util")
@@ -80,14 +92,16 @@ if traffic is None:
 try:
     plan = serving_plan(sc, traffic, max_utilisation=util / 100)
 except ValueError as exc:
-    st.info(f"No serving bill on {acc.name}: {plain(str(exc))}. The table below lists the accelerators that can be priced.",
-            icon=":material/info:")
+    st.info(f"No serving bill on {acc.name}: {plain(str(exc))}. The table below lists the accelerators that can be priced.", icon=":material/info:")
     plan = None
 m = st.columns(4) if plan else []
 if plan:
     m[0].metric("Replicas needed", f"{plan.replicas:,}", help=f"{plan.devices_per_replica} device(s) each, batch {plan.batch_size}")
-    m[1].metric("Monthly cost", "—" if plan.usd_per_month is None else f"${plan.usd_per_month:,.0f}",
-                help=f"{plan.provider} {plan.instance_type}, {plan.instances} instance(s), 730 h per month")
+    m[1].metric(
+        "Monthly cost",
+        "—" if plan.usd_per_month is None else f"${plan.usd_per_month:,.0f}",
+        help=f"{plan.provider} {plan.instance_type}, {plan.instances} instance(s), 730 h per month",
+    )
     m[2].metric("Utilisation", f"{plan.utilisation:.0%}", help="average load on the fleet for this traffic")
     m[3].metric("USD per million output tokens", "—" if plan.usd_per_million_output_tokens is None else f"${plan.usd_per_million_output_tokens:,.2f}")
 
@@ -96,19 +110,31 @@ api_in = page_widget("api_in", a[0])
 api_out = page_widget("api_out", a[1])
 if plan and (api_in or api_out):
     cmp = dedicated_vs_per_token(plan, traffic, api_in, api_out)
-    st.markdown(f"**Dedicated vs per-token API:** dedicated ${cmp.dedicated_usd_per_month:,.0f}/month vs per-token "
-                f"${cmp.per_token_usd_per_month:,.0f}/month — **{cmp.cheaper}** is cheaper"
-                + (f"; dedicated breaks even above {cmp.break_even_requests_per_day:,.0f} requests/day." if cmp.break_even_requests_per_day else "."))
+    st.markdown(
+        f"**Dedicated vs per-token API:** dedicated ${cmp.dedicated_usd_per_month:,.0f}/month vs per-token "
+        f"${cmp.per_token_usd_per_month:,.0f}/month — **{cmp.cheaper}** is cheaper"
+        + (f"; dedicated breaks even above {cmp.break_even_requests_per_day:,.0f} requests/day." if cmp.break_even_requests_per_day else ".")
+    )
 
 opts = serving_options(sc, traffic, max_utilisation=util / 100)
 if opts:
-    df = pd.DataFrame([{
-        "Accelerator": o.accelerator_id, "Provider": o.provider, "Instance": o.instance_type, "Devices per replica": o.devices_per_replica,
-        "Replicas": o.replicas, "Monthly (USD)": None if o.usd_per_month is None else round(o.usd_per_month),
-        "Spot monthly (USD)": None if o.spot_usd_per_month is None else round(o.spot_usd_per_month),
-        "USD / M output tokens": None if o.usd_per_million_output_tokens is None else round(o.usd_per_million_output_tokens, 3),
-        "TTFT (ms)": round(o.time_to_first_token_s * 1e3), "Tokens/s per user": round(o.decode_tokens_per_s, 1),
-    } for o in opts]).sort_values("Monthly (USD)")
+    df = pd.DataFrame(
+        [
+            {
+                "Accelerator": o.accelerator_id,
+                "Provider": o.provider,
+                "Instance": o.instance_type,
+                "Devices per replica": o.devices_per_replica,
+                "Replicas": o.replicas,
+                "Monthly (USD)": None if o.usd_per_month is None else round(o.usd_per_month),
+                "Spot monthly (USD)": None if o.spot_usd_per_month is None else round(o.spot_usd_per_month),
+                "USD / M output tokens": None if o.usd_per_million_output_tokens is None else round(o.usd_per_million_output_tokens, 3),
+                "TTFT (ms)": round(o.time_to_first_token_s * 1e3),
+                "Tokens/s per user": round(o.decode_tokens_per_s, 1),
+            }
+            for o in opts
+        ]
+    ).sort_values("Monthly (USD)")
     st.markdown("**Every priced accelerator for this traffic (cheapest first)**")
     st.dataframe(df, hide_index=True, width="stretch", height=360)
 with st.expander("How this is computed"):

@@ -21,11 +21,14 @@ m = result.memory_per_device_bytes
 
 cols = st.columns(5)
 cols[0].metric("Memory per device", units(m.total), help="Sum of the components below")
-cols[1].metric("Fits one device?", "Yes" if result.fits else "No", help=f"{acc.name}: {units(result.device_memory_bytes)} usable",
-               delta=f"{units(result.device_memory_bytes - m.total)} headroom" if result.fits else f"{units(m.total - result.device_memory_bytes)} short",
-               delta_color="normal" if result.fits else "inverse")
-cols[2].metric("Devices needed", layout_text(result.layout_needed).split(" (")[0],
-               help="Smallest layout that fits: " + layout_text(result.layout_needed))
+cols[1].metric(
+    "Fits one device?",
+    "Yes" if result.fits else "No",
+    help=f"{acc.name}: {units(result.device_memory_bytes)} usable",
+    delta=f"{units(result.device_memory_bytes - m.total)} headroom" if result.fits else f"{units(m.total - result.device_memory_bytes)} short",
+    delta_color="normal" if result.fits else "inverse",
+)
+cols[2].metric("Devices needed", layout_text(result.layout_needed).split(" (")[0], help="Smallest layout that fits: " + layout_text(result.layout_needed))
 cols[3].metric("Largest batch that fits", f"{result.max_batch_size:,}")
 cols[4].metric("Longest context that fits", f"{result.max_seq_len:,}", help="tokens, at the chosen batch size")
 
@@ -47,15 +50,26 @@ with right:
 
 st.subheader("Explain: each number, its formula and its source")
 parts = memo(("explain", KEY[0]), lambda: explain(sc, result))
-st.table(pd.DataFrame([{
-    "Component": COMPONENT_LABELS.get(p.component, p.component), units.name: f"{units.value(p.bytes):,.2f}",
-    "Formula": p.formula, "With your numbers": p.numbers, "Source": p.source,
-} for p in parts]).set_index("Component"))
+st.table(
+    pd.DataFrame(
+        [
+            {
+                "Component": COMPONENT_LABELS.get(p.component, p.component),
+                units.name: f"{units.value(p.bytes):,.2f}",
+                "Formula": p.formula,
+                "With your numbers": p.numbers,
+                "Source": p.source,
+            }
+            for p in parts
+        ]
+    ).set_index("Component")
+)
 with st.expander("Parameters, assumptions and the model's shape"):
     arch = sc.architecture
     st.markdown(
         f"**{arch.name}**: {result.params.total:,} parameters ({result.params.active:,} active per token"
-        + (f", {result.params.trainable:,} trainable" if result.params.trainable else "") + "); "
+        + (f", {result.params.trainable:,} trainable" if result.params.trainable else "")
+        + "); "
         f"{arch.num_layers} layers, hidden {arch.hidden_size}, {arch.num_heads} heads / {arch.num_kv_heads} KV heads, "
         f"vocabulary {arch.vocab_size:,}; KV cache {result.kv_cache_bytes_per_token:,} bytes per token; "
         f"checkpoint {units(result.weights_bytes_total)}."

@@ -19,14 +19,23 @@ st.subheader("Our estimates against published measurements")
 rows = []
 for case in load_cases():
     est = case.estimated_bytes()
-    rows.append({
-        "Case": case.label, "Measured (GB)": round(case.measured_bytes / 1e9, 2), "Our estimate (GB)": round(est / 1e9, 2),
-        "Error": f"{est / case.measured_bytes - 1:+.1%}", "Within 15%": "yes" if abs(est / case.measured_bytes - 1) <= 0.15 else "no",
-        "What was measured": case.metric, "Source": case.source, "Note": case.known_miss or "",
-    })
+    rows.append(
+        {
+            "Case": case.label,
+            "Measured (GB)": round(case.measured_bytes / 1e9, 2),
+            "Our estimate (GB)": round(est / 1e9, 2),
+            "Error": f"{est / case.measured_bytes - 1:+.1%}",
+            "Within 15%": "yes" if abs(est / case.measured_bytes - 1) <= 0.15 else "no",
+            "What was measured": case.metric,
+            "Source": case.source,
+            "Note": case.known_miss or "",
+        }
+    )
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-st.caption("Measured peaks are `torch.cuda.max_memory_allocated`, which excludes the CUDA context, so the estimate shown here is "
-           "our total minus the 0.5 GiB context budget. GB = 10^9 bytes.")
+st.caption(
+    "Measured peaks are `torch.cuda.max_memory_allocated`, which excludes the CUDA context, so the estimate shown here is "
+    "our total minus the 0.5 GiB context budget. GB = 10^9 bytes."
+)
 
 st.subheader("Formulas")
 for title, body in FORMULAS:
@@ -37,17 +46,49 @@ st.subheader("Catalogs and their dates")
 presets = list(load_presets().values())
 accs = load_accelerators()
 prices = load_prices()
-st.dataframe(pd.DataFrame([
-    {"Catalog": "Model presets (data/models.json)", "Rows": len(presets), "As of": f"{min(p.as_of for p in presets)} – {max(p.as_of for p in presets)}"},
-    {"Catalog": "Accelerators (data/accelerators.csv)", "Rows": len(accs), "As of": f"{min(str(a.as_of) for a in accs)} – {max(str(a.as_of) for a in accs)}"},
-    {"Catalog": "Cloud prices (data/cloud_prices.csv)", "Rows": len(prices), "As of": f"{min(str(p.as_of) for p in prices)} – {max(str(p.as_of) for p in prices)}"},
-]), hide_index=True, width="stretch")
+st.dataframe(
+    pd.DataFrame(
+        [
+            {"Catalog": "Model presets (data/models.json)", "Rows": len(presets), "As of": f"{min(p.as_of for p in presets)} – {max(p.as_of for p in presets)}"},
+            {"Catalog": "Accelerators (data/accelerators.csv)", "Rows": len(accs), "As of": f"{min(str(a.as_of) for a in accs)} – {max(str(a.as_of) for a in accs)}"},
+            {
+                "Catalog": "Cloud prices (data/cloud_prices.csv)",
+                "Rows": len(prices),
+                "As of": f"{min(str(p.as_of) for p in prices)} – {max(str(p.as_of) for p in prices)}",
+            },
+        ]
+    ),
+    hide_index=True,
+    width="stretch",
+)
 with st.expander("Every accelerator and its source"):
-    st.dataframe(pd.DataFrame([{"Accelerator": a.name, "Memory (GiB)": a.memory_gib, "Usable (GiB)": a.usable_memory_gib,
-                                "BF16 TFLOP/s (dense)": a.bf16_tflops, "Bandwidth (GB/s)": a.memory_bandwidth_gbps,
-                                "Source": a.source, "As of": str(a.as_of), "Notes": a.notes} for a in accs]),
-                 hide_index=True, width="stretch")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "Accelerator": a.name,
+                    "Memory (GiB)": a.memory_gib,
+                    "Usable (GiB)": a.usable_memory_gib,
+                    "BF16 TFLOP/s (dense)": a.bf16_tflops,
+                    "Bandwidth (GB/s)": a.memory_bandwidth_gbps,
+                    "Source": a.source,
+                    "As of": str(a.as_of),
+                    "Notes": a.notes,
+                }
+                for a in accs
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
 with st.expander("Every model preset and its source"):
-    st.dataframe(pd.DataFrame([{"Preset": p.name, "Parameters": f"{p.architecture.total_params:,}",
-                                "Published": f"{p.published_params:,.0f}", "Source": p.source, "As of": p.as_of} for p in presets]),
-                 hide_index=True, width="stretch")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {"Preset": p.name, "Parameters": f"{p.architecture.total_params:,}", "Published": f"{p.published_params:,.0f}", "Source": p.source, "As of": p.as_of}
+                for p in presets
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )

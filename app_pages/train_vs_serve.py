@@ -45,8 +45,11 @@ m = st.columns(4)
 m[0].metric("Training run (one-off)", f"${training.cost_usd:,.0f}", help=f"{training.devices} x {acc.name}, {training.wall_hours:,.1f} h; {training.price_instance}")
 m[1].metric("Serving (per month)", f"${plan.usd_per_month:,.0f}", help=f"{plan.replicas} replica(s) on {plan.provider} {plan.instance_type}")
 m[2].metric("Training = months of serving", f"{be.months_of_serving_per_one_off:,.1f}")
-m[3].metric("Break-even vs per-token API", "—" if be.break_even_month is None else f"month {be.break_even_month}",
-            help="set API prices on the Inference page to compare" if alternative is None else "when owning the model beats paying per token")
+m[3].metric(
+    "Break-even vs per-token API",
+    "—" if be.break_even_month is None else f"month {be.break_even_month}",
+    help="set API prices on the Inference page to compare" if alternative is None else "when owning the model beats paying per token",
+)
 
 fig = go.Figure()
 xs = list(range(len(be.cumulative_usd)))
@@ -57,12 +60,15 @@ if be.break_even_month is not None:
     fig.add_vline(x=be.break_even_month, line={"color": "#54A24B"}, annotation_text=f"break-even: month {be.break_even_month}")
 fig.update_layout(xaxis_title="Months", yaxis_title="Cumulative cost (USD)")
 left, right = st.columns([2, 1])
-left.plotly_chart(layout(fig, "Cumulative cost: the training bill is paid once, serving every month", height=420),
-                  config=PLOTLY_CONFIG, key="chart_be")
+left.plotly_chart(layout(fig, "Cumulative cost: the training bill is paid once, serving every month", height=420), config=PLOTLY_CONFIG, key="chart_be")
 bars = go.Figure()
-bars.add_bar(x=["Training (one-off)", f"Serving ({months} months)"], y=[training.cost_usd, plan.usd_per_month * months],
-             marker_color=["#F58518", "#4C78A8"], text=[f"${training.cost_usd:,.0f}", f"${plan.usd_per_month * months:,.0f}"],
-             textposition="outside")
+bars.add_bar(
+    x=["Training (one-off)", f"Serving ({months} months)"],
+    y=[training.cost_usd, plan.usd_per_month * months],
+    marker_color=["#F58518", "#4C78A8"],
+    text=[f"${training.cost_usd:,.0f}", f"${plan.usd_per_month * months:,.0f}"],
+    textposition="outside",
+)
 bars.update_layout(yaxis_title="USD", showlegend=False)
 right.plotly_chart(layout(bars, f"Over {months} months", height=420), config=PLOTLY_CONFIG, key="chart_bills")
 if alternative is None:
@@ -78,16 +84,22 @@ b[3].metric("Devices", f"{devices}", help="the training layout's device count")
 try:
     bvr = buy_vs_rent(acc.id, usd_per_kwh=kwh, utilisation=busy / 100, devices=devices, purchase_usd_per_device=buy_usd or None)
 except ValueError:
-    st.info(f"The catalog has no purchase price (or power draw) for {acc.name}: type a purchase price per device above "
-            "to compare owning with renting.", icon=":material/info:")
+    st.info(
+        f"The catalog has no purchase price (or power draw) for {acc.name}: type a purchase price per device above to compare owning with renting.",
+        icon=":material/info:",
+    )
     st.stop()
 r = st.columns(4)
-r[0].metric("Own: per year", f"${bvr.own_usd_per_year:,.0f}",
-            help=f"purchase ${bvr.purchase_usd:,.0f} over {bvr.amortisation_years:g} years + power ({bvr.purchase_basis})")
+r[0].metric(
+    "Own: per year", f"${bvr.own_usd_per_year:,.0f}", help=f"purchase ${bvr.purchase_usd:,.0f} over {bvr.amortisation_years:g} years + power ({bvr.purchase_basis})"
+)
 r[1].metric("Rent: per year", f"${bvr.rent_usd_per_year:,.0f}", help=f"at {busy:g}% utilisation; {bvr.rent_basis}")
 r[2].metric("Cheaper", bvr.cheaper.capitalize())
-r[3].metric("Break-even utilisation", "—" if bvr.break_even_utilisation is None else f"{bvr.break_even_utilisation:.0%}",
-            help="above this share of hours in use, owning is cheaper")
+r[3].metric(
+    "Break-even utilisation",
+    "—" if bvr.break_even_utilisation is None else f"{bvr.break_even_utilisation:.0%}",
+    help="above this share of hours in use, owning is cheaper",
+)
 us = [u / 100 for u in range(5, 101, 5)]
 own = [bvr.own_usd_per_year] * len(us)
 rent = [bvr.rent_usd_per_year / (busy / 100) * u for u in us]
@@ -96,5 +108,7 @@ bf.add_scatter(x=[u * 100 for u in us], y=own, name="Own (amortised purchase + p
 bf.add_scatter(x=[u * 100 for u in us], y=rent, name="Rent (cloud hours)", mode="lines")
 bf.update_layout(xaxis_title="Utilisation (% of hours in use)", yaxis_title="USD per year")
 st.plotly_chart(layout(bf, "Owning vs renting as utilisation grows", height=380), config=PLOTLY_CONFIG, key="chart_bvr")
-st.caption("Owning: the purchase price spread over the amortisation period plus electricity at TDP while busy (PUE 1.0). "
-           "Renting: the catalog's cheapest on-demand price per device-hour, paid only while busy.")
+st.caption(
+    "Owning: the purchase price spread over the amortisation period plus electricity at TDP while busy (PUE 1.0). "
+    "Renting: the catalog's cheapest on-demand price per device-hour, paid only while busy."
+)

@@ -16,23 +16,23 @@ sc, values, units = page_header("Training", "How many devices, how long, and wha
 DEFAULT_TOKENS = 1e9
 if sc.mode != "training":
     sc, err = as_mode(sc, "training")
-    st.info("The sidebar is set to serving; this page shows the same model **trained** (switch *Workload* to "
-            "*Train / fine-tune* to set the method, sharding and batch).", icon=":material/info:")
+    st.info(
+        "The sidebar is set to serving; this page shows the same model **trained** (switch *Workload* to *Train / fine-tune* to set the method, sharding and batch).",
+        icon=":material/info:",
+    )
     if sc is None:
         st.error(err)
         st.stop()
 if not sc.train_tokens:
     sc = sc.model_copy(update={"train_tokens": DEFAULT_TOKENS})
-    st.caption(f"No training-token count set: assuming **{DEFAULT_TOKENS / 1e9:g} billion tokens** "
-               "(set *Training tokens* under *Training run* in the sidebar).")
+    st.caption(f"No training-token count set: assuming **{DEFAULT_TOKENS / 1e9:g} billion tokens** (set *Training tokens* under *Training run* in the sidebar).")
 
 acc = get_accelerator(sc.accelerator)
 price_kind = page_widget("price")
 KEY = sc.model_dump_json()
 opts = memo(("train_options", KEY), lambda: training_options(sc))
 if not opts.options:
-    st.warning("No catalog price row can run this setup (it fits on no priced accelerator). "
-               + ("; ".join(opts.skipped[:3]) if opts.skipped else ""))
+    st.warning("No catalog price row can run this setup (it fits on no priced accelerator). " + ("; ".join(opts.skipped[:3]) if opts.skipped else ""))
     st.stop()
 
 spot = price_kind == "spot"
@@ -53,8 +53,7 @@ mine = [o for o in priced if o.accelerator_id == acc.id]
 est = memo(("estimate", KEY), lambda: estimate(sc)).training
 c = st.columns(4)
 c[0].metric("Compute", f"{est.flops:.2e} FLOPs", help=f"{sc.train_tokens / 1e9:,.3g} B tokens x {est.flops_per_token:.3g} FLOPs per token")
-c[1].metric(f"Device-hours on {acc.name}", f"{est.gpu_hours:,.0f}",
-            help=f"{est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%}")
+c[1].metric(f"Device-hours on {acc.name}", f"{est.gpu_hours:,.0f}", help=f"{est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%}")
 c[2].metric("Cheapest run", f"${cost(cheapest):,.0f}", help=f"{cheapest.provider} {cheapest.instance_type}, {cheapest.devices} x {cheapest.accelerator_id}")
 c[3].metric("Fastest run", f"{fastest.wall_hours:,.1f} h", help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {fastest.accelerator_id}")
 
@@ -62,25 +61,49 @@ c[3].metric("Fastest run", f"{fastest.wall_hours:,.1f} h", help=f"{fastest.provi
 def time_cost_figure() -> go.Figure:
     """One point per (price row, device count); cheapest and fastest circled."""
     fig = go.Figure()
-    df = pd.DataFrame([{
-        "accelerator": o.accelerator_id, "provider": o.provider, "instance": o.instance_type, "devices": o.devices,
-        "hours": o.wall_hours, "usd": cost(o), "layout": f"DP {o.data_parallel} x TP {o.tensor_parallel} x PP {o.pipeline_parallel}"
-        + (f", ZeRO-{o.zero_stage}" if o.zero_stage else ""), "estimate": o.price_is_estimate,
-    } for o in priced])
+    df = pd.DataFrame(
+        [
+            {
+                "accelerator": o.accelerator_id,
+                "provider": o.provider,
+                "instance": o.instance_type,
+                "devices": o.devices,
+                "hours": o.wall_hours,
+                "usd": cost(o),
+                "layout": f"DP {o.data_parallel} x TP {o.tensor_parallel} x PP {o.pipeline_parallel}" + (f", ZeRO-{o.zero_stage}" if o.zero_stage else ""),
+                "estimate": o.price_is_estimate,
+            }
+            for o in priced
+        ]
+    )
     for accel, g in df.groupby("accelerator", sort=False):
-        fig.add_scatter(x=g["hours"], y=g["usd"], mode="markers", name=accel, marker={"size": 9, "opacity": 0.8},
-                        customdata=g[["provider", "instance", "devices", "layout"]].values,
-                        hovertemplate="%{customdata[0]} %{customdata[1]}<br>%{customdata[2]} devices (%{customdata[3]})"
-                                      "<br>%{x:,.1f} h, $%{y:,.0f}<extra></extra>")
+        fig.add_scatter(
+            x=g["hours"],
+            y=g["usd"],
+            mode="markers",
+            name=accel,
+            marker={"size": 9, "opacity": 0.8},
+            customdata=g[["provider", "instance", "devices", "layout"]].values,
+            hovertemplate="%{customdata[0]} %{customdata[1]}<br>%{customdata[2]} devices (%{customdata[3]})<br>%{x:,.1f} h, $%{y:,.0f}<extra></extra>",
+        )
     marks = [(cheapest, "cheapest and fastest" if cheapest is fastest else "cheapest", "#54A24B")]
     if fastest is not cheapest:
         marks.append((fastest, "fastest", "#E45756"))
     for o, text, color in marks:
-        fig.add_scatter(x=[o.wall_hours], y=[cost(o)], mode="markers+text", text=[text], textposition="top center",
-                        marker={"size": 18, "symbol": "circle-open", "color": color, "line": {"width": 3}}, showlegend=False,
-                        hoverinfo="skip")
-    fig.update_layout(xaxis={"type": "log", "title": "Wall-clock time (hours, log scale)"},
-                      yaxis={"type": "log", "title": f"Run cost (USD, {'spot' if spot else 'on-demand'}, log scale)"})
+        fig.add_scatter(
+            x=[o.wall_hours],
+            y=[cost(o)],
+            mode="markers+text",
+            text=[text],
+            textposition="top center",
+            marker={"size": 18, "symbol": "circle-open", "color": color, "line": {"width": 3}},
+            showlegend=False,
+            hoverinfo="skip",
+        )
+    fig.update_layout(
+        xaxis={"type": "log", "title": "Wall-clock time (hours, log scale)"},
+        yaxis={"type": "log", "title": f"Run cost (USD, {'spot' if spot else 'on-demand'}, log scale)"},
+    )
     return layout(fig, "Time vs cost of the run, by accelerator and device count", height=480)
 
 
@@ -95,9 +118,11 @@ with left:
         cf.add_scatter(x=xs, y=[p.wall_hours for p in curve], name="Wall-clock hours", mode="lines+markers")
         ys = [p.spot_usd if spot and p.spot_usd is not None else p.on_demand_usd for p in curve]
         cf.add_scatter(x=xs, y=ys, name="Run cost (USD)", mode="lines+markers", yaxis="y2")
-        cf.update_layout(xaxis={"type": "log", "title": f"Number of {acc.name} devices"},
-                         yaxis={"type": "log", "title": "Hours (log)"},
-                         yaxis2={"title": "USD", "overlaying": "y", "side": "right", "rangemode": "tozero"})
+        cf.update_layout(
+            xaxis={"type": "log", "title": f"Number of {acc.name} devices"},
+            yaxis={"type": "log", "title": "Hours (log)"},
+            yaxis2={"title": "USD", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+        )
         st.plotly_chart(layout(cf, f"More {acc.name} devices: shorter, and what it costs", height=420), config=PLOTLY_CONFIG, key="chart_curve")
     else:
         st.info(f"No price rows for {acc.name}: the curve needs a price.")
@@ -107,11 +132,21 @@ with right:
         key = (o.provider, o.instance_type)
         if key not in best or cost(o) < cost(best[key]):
             best[key] = o
-    table = pd.DataFrame([{
-        "Provider": o.provider, "Instance": o.instance_type, "Accelerator": o.accelerator_id, "Devices": o.devices,
-        "Hours": round(o.wall_hours, 1), "On-demand (USD)": round(o.on_demand_usd), "Spot (USD)": None if o.spot_usd is None else round(o.spot_usd),
-        "Price is an estimate": "yes" if o.price_is_estimate else "",
-    } for o in sorted(best.values(), key=cost)])
+    table = pd.DataFrame(
+        [
+            {
+                "Provider": o.provider,
+                "Instance": o.instance_type,
+                "Accelerator": o.accelerator_id,
+                "Devices": o.devices,
+                "Hours": round(o.wall_hours, 1),
+                "On-demand (USD)": round(o.on_demand_usd),
+                "Spot (USD)": None if o.spot_usd is None else round(o.spot_usd),
+                "Price is an estimate": "yes" if o.price_is_estimate else "",
+            }
+            for o in sorted(best.values(), key=cost)
+        ]
+    )
     st.markdown("**Per provider and instance: the cheapest way to run it**")
     st.dataframe(table, hide_index=True, width="stretch", height=400)
 

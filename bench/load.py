@@ -36,8 +36,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve import CHROMIUM, CHROMIUM_ARGS, READY, Server, load_average
 
 SEQ_VALUES = ("8,192", "4,096")  # the agent API takes a select-slider's formatted option
-PAGES = {"memory": "", "training": "training", "inference": "inference", "train_vs_serve": "train-vs-serve", "gpu_vs_tpu": "gpu-vs-tpu",
-         "compare": "compare", "method": "method"}
+PAGES = {
+    "memory": "",
+    "training": "training",
+    "inference": "inference",
+    "train_vs_serve": "train-vs-serve",
+    "gpu_vs_tpu": "gpu-vs-tpu",
+    "compare": "compare",
+    "method": "method",
+}
 
 
 @dataclass
@@ -131,8 +138,9 @@ def agent_worker(port: int, page: str, deadline: float, think: float, stats: Sta
 def run_agent(srv: Server, n: int, seconds: float, think: float, page: str, stats: Stats) -> None:
     ramp = ramp_seconds(seconds, think)
     deadline = time.perf_counter() + seconds
-    threads = [threading.Thread(target=agent_worker, args=(srv.port, page, deadline, think, stats, ramp * i / max(n, 1), random.Random(i)),
-                                daemon=True) for i in range(n)]
+    threads = [
+        threading.Thread(target=agent_worker, args=(srv.port, page, deadline, think, stats, ramp * i / max(n, 1), random.Random(i)), daemon=True) for i in range(n)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -219,8 +227,9 @@ def main() -> None:
     ap.add_argument("--driver", choices=["agent", "browser"], default="agent")
     ap.add_argument("--page", choices=sorted(PAGES), default="memory")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    ap.add_argument("--server-arg", action="append", default=[], metavar="ARG",
-                    help="extra `streamlit run` option, e.g. --server-arg=--runner.postScriptGC=false (repeatable)")
+    ap.add_argument(
+        "--server-arg", action="append", default=[], metavar="ARG", help="extra `streamlit run` option, e.g. --server-arg=--runner.postScriptGC=false (repeatable)"
+    )
     args = ap.parse_args()
 
     extra = ["--server.enableAgentApi=true", f"--server.agentMaxSessions={max(100, 2 * args.sessions)}"] if args.driver == "agent" else []
@@ -245,8 +254,11 @@ def main() -> None:
                 samples.append((time.perf_counter() - t0, srv.rss_bytes() / 2**20))
 
         threading.Thread(target=sample, daemon=True).start()
-        print(f"{args.driver} driver: {args.sessions} sessions x {args.seconds:g} s on {args.page}, think {args.think:g} s; "
-              f"server options {' '.join(args.server_arg) or '(config.toml)'}; load average {load_average()}", flush=True)
+        print(
+            f"{args.driver} driver: {args.sessions} sessions x {args.seconds:g} s on {args.page}, think {args.think:g} s; "
+            f"server options {' '.join(args.server_arg) or '(config.toml)'}; load average {load_average()}",
+            flush=True,
+        )
         (run_agent if args.driver == "agent" else run_browser)(srv, args.sessions, args.seconds, args.think, args.page, stats)
         wall = time.perf_counter() - t0
         cpu = srv.cpu_seconds() - cpu0
@@ -258,27 +270,50 @@ def main() -> None:
     settle = t0 + ramp_seconds(args.seconds, args.think) + args.think
     steady = [x for x, at in zip(stats.latencies, stats.finished_at, strict=True) if at >= settle]
     result = {
-        "driver": args.driver, "server_args": args.server_arg, "sessions": args.sessions, "seconds": args.seconds, "think_s": args.think, "page": args.page,
-        "reruns": len(lat), "reruns_per_s": len(lat) / wall, "errors": len(stats.errors),
-        "p50_ms": pct(lat, 0.50) * 1e3, "p95_ms": pct(lat, 0.95) * 1e3, "p99_ms": pct(lat, 0.99) * 1e3,
-        "max_ms": max(lat, default=float("nan")) * 1e3, "mean_ms": statistics.fmean(lat) * 1e3 if lat else float("nan"),
-        "steady_reruns": len(steady), "steady_p50_ms": pct(steady, 0.50) * 1e3, "steady_p95_ms": pct(steady, 0.95) * 1e3,
+        "driver": args.driver,
+        "server_args": args.server_arg,
+        "sessions": args.sessions,
+        "seconds": args.seconds,
+        "think_s": args.think,
+        "page": args.page,
+        "reruns": len(lat),
+        "reruns_per_s": len(lat) / wall,
+        "errors": len(stats.errors),
+        "p50_ms": pct(lat, 0.50) * 1e3,
+        "p95_ms": pct(lat, 0.95) * 1e3,
+        "p99_ms": pct(lat, 0.99) * 1e3,
+        "max_ms": max(lat, default=float("nan")) * 1e3,
+        "mean_ms": statistics.fmean(lat) * 1e3 if lat else float("nan"),
+        "steady_reruns": len(steady),
+        "steady_p50_ms": pct(steady, 0.50) * 1e3,
+        "steady_p95_ms": pct(steady, 0.95) * 1e3,
         "steady_max_ms": max(steady, default=float("nan")) * 1e3,
-        "session_start_p50_ms": pct(stats.creates, 0.5) * 1e3, "session_start_max_ms": max(stats.creates, default=float("nan")) * 1e3,
-        "server_cpu_pct": 100 * cpu / wall, "server_cpu_ms_per_rerun": 1e3 * cpu / max(1, len(lat) + len(stats.creates)),
-        "rss_start_mb": rss_start / 2**20, "rss_warm_mb": rss_warm / 2**20, "rss_end_mb": rss_end / 2**20,
-        "rss_growth_mb": (rss_end - rss_warm) / 2**20, "rss_peak_mb": max((m for _, m in samples), default=rss_end / 2**20),
+        "session_start_p50_ms": pct(stats.creates, 0.5) * 1e3,
+        "session_start_max_ms": max(stats.creates, default=float("nan")) * 1e3,
+        "server_cpu_pct": 100 * cpu / wall,
+        "server_cpu_ms_per_rerun": 1e3 * cpu / max(1, len(lat) + len(stats.creates)),
+        "rss_start_mb": rss_start / 2**20,
+        "rss_warm_mb": rss_warm / 2**20,
+        "rss_end_mb": rss_end / 2**20,
+        "rss_growth_mb": (rss_end - rss_warm) / 2**20,
+        "rss_peak_mb": max((m for _, m in samples), default=rss_end / 2**20),
         "load_average_end": load_average(),
         "rss_samples_mb": [(round(t, 1), round(m, 1)) for t, m in samples],
     }
     print(f"reruns {result['reruns']} ({result['reruns_per_s']:.1f}/s), errors {result['errors']}")
-    print(f"rerun latency ms: p50 {result['p50_ms']:.0f}  p95 {result['p95_ms']:.0f}  p99 {result['p99_ms']:.0f}  max {result['max_ms']:.0f}"
-          f"  (session start p50 {result['session_start_p50_ms']:.0f}, max {result['session_start_max_ms']:.0f})")
-    print(f"steady state (after arrivals + one think period): {len(steady)} reruns, p50 {result['steady_p50_ms']:.0f}  "
-          f"p95 {result['steady_p95_ms']:.0f}  max {result['steady_max_ms']:.0f}")
+    print(
+        f"rerun latency ms: p50 {result['p50_ms']:.0f}  p95 {result['p95_ms']:.0f}  p99 {result['p99_ms']:.0f}  max {result['max_ms']:.0f}"
+        f"  (session start p50 {result['session_start_p50_ms']:.0f}, max {result['session_start_max_ms']:.0f})"
+    )
+    print(
+        f"steady state (after arrivals + one think period): {len(steady)} reruns, p50 {result['steady_p50_ms']:.0f}  "
+        f"p95 {result['steady_p95_ms']:.0f}  max {result['steady_max_ms']:.0f}"
+    )
     print(f"server CPU {result['server_cpu_pct']:.0f}% of one core, {result['server_cpu_ms_per_rerun']:.0f} ms per rerun")
-    print(f"server RSS MB: start {result['rss_start_mb']:.0f}, after warm-up {result['rss_warm_mb']:.0f}, end {result['rss_end_mb']:.0f} "
-          f"(growth {result['rss_growth_mb']:+.0f}, peak {result['rss_peak_mb']:.0f}); load average {result['load_average_end']}")
+    print(
+        f"server RSS MB: start {result['rss_start_mb']:.0f}, after warm-up {result['rss_warm_mb']:.0f}, end {result['rss_end_mb']:.0f} "
+        f"(growth {result['rss_growth_mb']:+.0f}, peak {result['rss_peak_mb']:.0f}); load average {result['load_average_end']}"
+    )
     for err in sorted(set(stats.errors))[:5]:
         print(f"  error x{stats.errors.count(err)}: {err}")
     if args.json:

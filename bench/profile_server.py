@@ -66,8 +66,10 @@ def main() -> None:
         stats = pstats.Stats(loop_prof)
         for p in threads:
             stats.add(p)
-        print(f"\n{args.reruns} reruns of {args.page} through the agent API: {1e3 * wall / args.reruns:.0f} ms each (profiled); "
-              f"event-loop thread + {len(threads)} script threads")
+        print(
+            f"\n{args.reruns} reruns of {args.page} through the agent API: {1e3 * wall / args.reruns:.0f} ms each (profiled); "
+            f"event-loop thread + {len(threads)} script threads"
+        )
         stats.sort_stats("tottime").print_stats(args.top)
         stats.sort_stats("cumulative").print_stats(args.top)
         print("The project's own code (app.py, app_pages/, core/):")
@@ -93,9 +95,24 @@ def main() -> None:
     from streamlit.web import cli
 
     os.chdir(ROOT)
-    cli.main(["run", "app.py", "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", "--server.enableAgentApi=true"],
-             standalone_mode=False)
+    cli.main(
+        [
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+            "--server.enableAgentApi=true",
+        ],
+        standalone_mode=False,
+    )
 
 
 if __name__ == "__main__":

@@ -13,8 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
 READY = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 
@@ -30,8 +29,24 @@ class Server:
     def __init__(self, *extra: str, app: str = "app.py"):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.cmd = [sys.executable, "-m", "streamlit", "run", app, "--server.headless", "true", "--server.port", str(self.port),
-                    "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *extra]
+        self.cmd = [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            app,
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(self.port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+            *extra,
+        ]
         self.proc: subprocess.Popen | None = None
         self.launched_at = 0.0
         self.log = ROOT / "artifacts" / f"streamlit-{self.port}.log"

@@ -36,11 +36,15 @@ FIRST_CONTENT = f"document.querySelector('{READY}') && document.querySelector('[
 
 def compare_token() -> str:
     """A `cmp` link parameter holding four saved scenarios (the Compare page with something to compare)."""
-    rows = [{"name": n, "scenario": s} for n, s in [
-        ("8B serve", {"model": "llama-3.1-8b"}), ("70B fp8", {"model": "llama-3.1-70b", "weights_format": "fp8"}),
-        ("8B QLoRA", {"model": "llama-3.1-8b", "mode": "training", "method": "qlora", "accelerator": "rtx-4090"}),
-        ("Mixtral 4-bit", {"model": "mixtral-8x7b", "weights_format": "awq-4bit", "accelerator": "a100-sxm-80gb"}),
-    ]]
+    rows = [
+        {"name": n, "scenario": s}
+        for n, s in [
+            ("8B serve", {"model": "llama-3.1-8b"}),
+            ("70B fp8", {"model": "llama-3.1-70b", "weights_format": "fp8"}),
+            ("8B QLoRA", {"model": "llama-3.1-8b", "mode": "training", "method": "qlora", "accelerator": "rtx-4090"}),
+            ("Mixtral 4-bit", {"model": "mixtral-8x7b", "weights_format": "awq-4bit", "accelerator": "a100-sxm-80gb"}),
+        ]
+    ]
     return base64.urlsafe_b64encode(zlib.compress(json.dumps(rows, separators=(",", ":")).encode(), 9)).decode()
 
 
@@ -63,8 +67,7 @@ def cold_starts(n: int) -> list[dict]:
                 page.goto(srv.url + "/")
                 page.wait_for_function(FIRST_CONTENT, timeout=120_000, polling=20)
                 done = time.perf_counter()
-                out.append({"healthy_s": healthy, "first_page_s": done - srv.launched_at, "page_only_s": done - t_goto,
-                            "rss_mb": srv.rss_bytes() / 2**20})
+                out.append({"healthy_s": healthy, "first_page_s": done - srv.launched_at, "page_only_s": done - t_goto, "rss_mb": srv.rss_bytes() / 2**20})
                 ctx.close()
             finally:
                 srv.stop()
@@ -137,8 +140,10 @@ def main() -> None:
         print(f"{'run':>4} {'healthy (s)':>12} {'first page (s)':>15} {'of which page load (s)':>23} {'server RSS (MB)':>16}")
         for i, r in enumerate(runs, 1):
             print(f"{i:>4} {r['healthy_s']:>12.2f} {r['first_page_s']:>15.2f} {r['page_only_s']:>23.2f} {r['rss_mb']:>16.0f}")
-        print(f"{'med':>4} {statistics.median(r['healthy_s'] for r in runs):>12.2f} {statistics.median(r['first_page_s'] for r in runs):>15.2f}"
-              f" {statistics.median(r['page_only_s'] for r in runs):>23.2f} {statistics.median(r['rss_mb'] for r in runs):>16.0f}")
+        print(
+            f"{'med':>4} {statistics.median(r['healthy_s'] for r in runs):>12.2f} {statistics.median(r['first_page_s'] for r in runs):>15.2f}"
+            f" {statistics.median(r['page_only_s'] for r in runs):>23.2f} {statistics.median(r['rss_mb'] for r in runs):>16.0f}"
+        )
 
     import streamlit as st
 

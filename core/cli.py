@@ -79,9 +79,14 @@ def _models() -> Any:
 
     return [
         {
-            "id": p.id, "name": p.name, "family": p.family, "hf_repo": p.hf_repo,
-            "params": p.architecture.total_params, "published_params": p.published_params,
-            "source": p.source, "as_of": p.as_of,
+            "id": p.id,
+            "name": p.name,
+            "family": p.family,
+            "hf_repo": p.hf_repo,
+            "params": p.architecture.total_params,
+            "published_params": p.published_params,
+            "source": p.source,
+            "as_of": p.as_of,
         }
         for p in load_presets().values()
     ]

@@ -12,7 +12,7 @@ from core.scenario import Scenario
 
 
 class Result(MemoryResult):
-    training: TrainingEstimate | None = None    # when train_tokens is set
+    training: TrainingEstimate | None = None  # when train_tokens is set
     inference: InferenceEstimate | None = None  # in inference mode
 
 

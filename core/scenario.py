@@ -155,8 +155,7 @@ class Scenario(BaseModel):
         if self.mode == "training":
             if self.method == "full" and FORMATS[self.weights_format].is_quantized:
                 raise ValueError(
-                    f"weights_format {self.weights_format!r} is quantized: full fine-tuning needs "
-                    "bf16/fp16/fp32 weights (use method 'qlora' to train on a 4-bit base)"
+                    f"weights_format {self.weights_format!r} is quantized: full fine-tuning needs bf16/fp16/fp32 weights (use method 'qlora' to train on a 4-bit base)"
                 )
             if self.offload != "none" and self.zero_stage == 0:
                 raise ValueError("offload needs zero_stage >= 1 (DeepSpeed ZeRO-Offload)")

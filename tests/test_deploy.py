@@ -71,8 +71,7 @@ def test_runs_as_a_non_root_user(dockerfile):
     user = users[-1].split(":")[0]
     assert user not in ("root", "0"), users[-1]
     last_user = max(i for i, (word, _) in enumerate(dockerfile) if word == "USER")
-    assert last_user > max(i for i, (word, _) in enumerate(dockerfile) if word in ("RUN", "COPY", "ADD")), \
-        "USER comes after the build steps"
+    assert last_user > max(i for i, (word, _) in enumerate(dockerfile) if word in ("RUN", "COPY", "ADD")), "USER comes after the build steps"
 
 
 def test_healthcheck_on_the_streamlit_health_endpoint(dockerfile):
@@ -109,6 +108,5 @@ def test_no_pages_folder_beside_app_py():
 
 def test_deploy_guide_covers_replicas():
     guide = (ROOT / "docs" / "DEPLOY.md").read_text()
-    for needle in ("STREAMLIT_SERVER_COOKIE_SECRET", "/_stcore/health", "/_stcore/metrics", "maxUploadSize", "Community Cloud",
-                   "session-affinity", "affinity"):
+    for needle in ("STREAMLIT_SERVER_COOKIE_SECRET", "/_stcore/health", "/_stcore/metrics", "maxUploadSize", "Community Cloud", "session-affinity", "affinity"):
         assert needle in guide, needle

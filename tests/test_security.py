@@ -54,18 +54,18 @@ def test_no_banned_construct(pattern):
 @pytest.mark.parametrize(
     ("snippet", "banned"),
     [
-        ('st.markdown(x, unsafe_allow_html=True)', True),
-        ('st.markdown(x, unsafe_allow_html = flag)', True),
-        ('st.markdown(x, unsafe_allow_html=False)', False),
+        ("st.markdown(x, unsafe_allow_html=True)", True),
+        ("st.markdown(x, unsafe_allow_html = flag)", True),
+        ("st.markdown(x, unsafe_allow_html=False)", False),
         ('st.html("<b>")', True),
-        ('components.v1.html(s)', True),
-        ('import pickle', True),
-        ('model.eval()', False),
-        ('x = eval(s)', True),
-        ('exec(code)', True),
-        ('self.executor(x)', False),
+        ("components.v1.html(s)", True),
+        ("import pickle", True),
+        ("model.eval()", False),
+        ("x = eval(s)", True),
+        ("exec(code)", True),
+        ("self.executor(x)", False),
         ('AutoConfig.from_pretrained(r, **{"trust_remote_code": True})', True),
-        ('retrieval(x)', False),
+        ("retrieval(x)", False),
     ],
 )
 def test_the_patterns_catch_what_they_should(snippet, banned):

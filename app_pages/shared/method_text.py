@@ -1,7 +1,9 @@
 """The Method page's formula notes (what core/ computes, with sources)."""
 
 FORMULAS = [
-    ("Model states in training (weights, gradients, optimizer)", r"""
+    (
+        "Model states in training (weights, gradients, optimizer)",
+        r"""
 Per parameter, mixed-precision AdamW keeps **2 B** of 16-bit weights, **2 B** of gradients and **K = 12 B** of optimizer
 state (fp32 master copy 4 + momentum 4 + variance 4): 16 B in all (Rajbhandari et al. 2019, *ZeRO*, Sec. 3.1).
 8-bit AdamW keeps 2 B of state (Dettmers et al. 2022), SGD with momentum 4 B, Adafactor fp32 row and column factors
@@ -14,8 +16,11 @@ Checked against the ZeRO paper's Figure 1: 7.5B parameters, 64 GPUs → 120 / 31
 **LoRA** trains $r \cdot (d_{in} + d_{out})$ parameters per adapted matrix (Hu et al. 2021); adapters are fp32 (PEFT
 default), the frozen base stays in its format. **QLoRA** stores the base in NF4 with double quantization:
 $4 + 8/64 + 32/(64\cdot256) \approx 4.127$ bits per weight (Dettmers et al. 2023, Sec. 3).
-"""),
-    ("Activations in training", r"""
+""",
+    ),
+    (
+        "Activations in training",
+        r"""
 Korthikanti et al. 2022 count what a GPT block keeps for the backward pass: $sbh(34 + 5as/h)$ bytes per layer with 16-bit
 activations. We count the same tensors for the real architecture: one input per norm, the QKV input, Q/K/V at their
 grouped-query widths, the attention output, the MLP input and its intermediates ($4 \times s b f$ values for a gated
@@ -28,8 +33,11 @@ only where the model uses dropout. With FlashAttention the $a s^2$ score tensors
 
 **The loss** needs $b \cdot s \cdot V$ logits: bf16 logits, their fp32 upcast and the fp32 log-softmax kept for backward,
 10 bytes per element — the largest single activation for 128k–256k vocabularies.
-"""),
-    ("Inference: weights, KV cache, prefill", r"""
+""",
+    ),
+    (
+        "Inference: weights, KV cache, prefill",
+        r"""
 **Weights** in the chosen format: linear layers at the format's bits per weight (scales and zeros included: GPTQ/AWQ
 group 128 ≈ 4.16 bits, NF4 ≈ 4.13, GGUF Q4_K = 4.5, Q6_K = 6.5625, Q8_0 = 8.5 with the _M mixes' higher-precision
 tensors), embeddings and lm_head in 16-bit except for GGUF.
@@ -41,8 +49,11 @@ latent is replicated).
 
 **Prefill** working set: one block's tensors for one prefill step (chunked at 8,192 tokens, as serving engines do),
 plus fp32 logits of the last token.
-"""),
-    ("Runtime overhead and fit", r"""
+""",
+    ),
+    (
+        "Runtime overhead and fit",
+        r"""
 0.5 GiB per device for the CUDA context and library workspaces (the context alone measures 0.27 GiB with lazy module
 loading, 0.62 GiB without), plus 0.5 GiB of communication buffers when devices cooperate, plus, under ZeRO-3/FSDP, two
 gathered blocks. **Usable memory** is what a framework can allocate (e.g. an "80 GB" H100 shows 79.2 GiB; Apple GPUs may
@@ -50,5 +61,6 @@ use about 75% of unified memory by default).
 
 **Devices needed** is the smallest layout that fits: more data-parallel ranks under your ZeRO stage, tensor parallelism
 up to 8 then pipeline stages, or ZeRO-3 — whichever needs the fewest devices.
-"""),
+""",
+    ),
 ]

@@ -17,15 +17,19 @@ from core.scenario import Scenario
 
 def results_csv(sc: Scenario, result: Result, units: Units) -> str:
     m = result.memory_per_device_bytes
-    rows = [{"component": COMPONENT_LABELS.get(k, k), "bytes": v, units.name: round(units.value(v), 3)}
-            for k, v in m.model_dump().items() if k != "total"]
+    rows = [{"component": COMPONENT_LABELS.get(k, k), "bytes": v, units.name: round(units.value(v), 3)} for k, v in m.model_dump().items() if k != "total"]
     rows.append({"component": "Total", "bytes": m.total, units.name: round(units.value(m.total), 3)})
     buf = io.StringIO()
     pd.DataFrame(rows).to_csv(buf, index=False)
     extra = {
-        "accelerator": result.accelerator, "fits": result.fits, "devices_needed": result.devices_needed,
-        "max_batch_size": result.max_batch_size, "max_seq_len": result.max_seq_len,
-        "params_total": result.params.total, "params_active": result.params.active, "params_trainable": result.params.trainable,
+        "accelerator": result.accelerator,
+        "fits": result.fits,
+        "devices_needed": result.devices_needed,
+        "max_batch_size": result.max_batch_size,
+        "max_seq_len": result.max_seq_len,
+        "params_total": result.params.total,
+        "params_active": result.params.active,
+        "params_trainable": result.params.trainable,
         "kv_cache_bytes_per_token": result.kv_cache_bytes_per_token,
     }
     for key, value in extra.items():
@@ -45,8 +49,7 @@ def report_markdown(sc: Scenario, result: Result, units: Units, extra_sections: 
         "",
         f"- **Workload:** {'training / fine-tuning (' + sc.method + ')' if sc.mode == 'training' else 'serving (inference)'}"
         f" on **{result.accelerator}**, batch {sc.batch_size}, {sc.seq_len:,} tokens.",
-        f"- **Memory per device:** {units(m.total)} of {units(result.device_memory_bytes)} usable — "
-        f"**{'fits' if result.fits else 'does not fit'}**.",
+        f"- **Memory per device:** {units(m.total)} of {units(result.device_memory_bytes)} usable — **{'fits' if result.fits else 'does not fit'}**.",
         f"- **Smallest layout that fits:** {layout_text(result.layout_needed)}.",
         f"- **Largest batch / longest context that fit:** {result.max_batch_size:,} / {result.max_seq_len:,} tokens.",
         "",
@@ -63,14 +66,28 @@ def report_markdown(sc: Scenario, result: Result, units: Units, extra_sections: 
     for section in extra_sections or []:
         lines += ["", section]
     lines += ["", "## Assumptions", ""] + [f"- {a}" for a in result.assumptions]
-    lines += ["", "## Scenario (re-upload it in the app, or run `python -m core estimate`)", "", "```json",
-              sc.model_dump_json(exclude_defaults=True, indent=2), "```", ""]
+    lines += [
+        "",
+        "## Scenario (re-upload it in the app, or run `python -m core estimate`)",
+        "",
+        "```json",
+        sc.model_dump_json(exclude_defaults=True, indent=2),
+        "```",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def report_downloads(sc: Scenario, result: Result, units: Units, extra_sections: list[str] | None = None) -> None:
     c1, c2 = st.columns(2)
-    c1.download_button("Results (CSV)", data=lambda: results_csv(sc, result, units), file_name="llm-gpu-planner-results.csv",
-                       mime="text/csv", icon=":material/table:", width="stretch")
-    c2.download_button("One-page report (Markdown)", data=lambda: report_markdown(sc, result, units, extra_sections),
-                       file_name="llm-gpu-planner-report.md", mime="text/markdown", icon=":material/description:", width="stretch")
+    c1.download_button(
+        "Results (CSV)", data=lambda: results_csv(sc, result, units), file_name="llm-gpu-planner-results.csv", mime="text/csv", icon=":material/table:", width="stretch"
+    )
+    c2.download_button(
+        "One-page report (Markdown)",
+        data=lambda: report_markdown(sc, result, units, extra_sections),
+        file_name="llm-gpu-planner-report.md",
+        mime="text/markdown",
+        icon=":material/description:",
+        width="stretch",
+    )

@@ -126,8 +126,9 @@ def _config_input() -> tuple[dict | None, str | None]:
                 st.session_state["cfg_text"] = data.decode("utf-8")
             except UnicodeDecodeError:
                 st.error("That file is not UTF-8 text. Nothing was changed.")
-    text = st.text_area("...or paste config.json", key="cfg_text", height=160, max_chars=MAX_CONFIG_BYTES,
-                        placeholder='{"model_type": "llama", "hidden_size": 4096, ...}')
+    text = st.text_area(
+        "...or paste config.json", key="cfg_text", height=160, max_chars=MAX_CONFIG_BYTES, placeholder='{"model_type": "llama", "hidden_size": 4096, ...}'
+    )
     if err := st.session_state.pop("cfg_url_error", None):
         st.warning(err)
     if not text.strip():
@@ -216,11 +217,23 @@ def render_sidebar() -> tuple[Scenario | None, dict[str, Any], list[str]]:
 def scenario_to_widgets(sc: Scenario) -> dict[str, Any]:
     """Widget values (and the config text) that reproduce a scenario."""
     out: dict[str, Any] = {
-        "mode": sc.mode, "acc": sc.accelerator, "fmt": sc.weights_format, "method": sc.method, "opt": sc.optimizer,
-        "prec": sc.precision, "gc": sc.gradient_checkpointing, "flash": sc.flash_attention, "targets": sc.lora_targets,
-        "zero": sc.zero_stage, "offload": sc.offload, "dp": sc.data_parallel, "tp": sc.tensor_parallel,
-        "pp": sc.pipeline_parallel, "kv": sc.kv_cache_format,
-        "tokens": (sc.train_tokens or 0) / 1e9, "mfu": (sc.mfu or 0) * 100,
+        "mode": sc.mode,
+        "acc": sc.accelerator,
+        "fmt": sc.weights_format,
+        "method": sc.method,
+        "opt": sc.optimizer,
+        "prec": sc.precision,
+        "gc": sc.gradient_checkpointing,
+        "flash": sc.flash_attention,
+        "targets": sc.lora_targets,
+        "zero": sc.zero_stage,
+        "offload": sc.offload,
+        "dp": sc.data_parallel,
+        "tp": sc.tensor_parallel,
+        "pp": sc.pipeline_parallel,
+        "kv": sc.kv_cache_format,
+        "tokens": (sc.train_tokens or 0) / 1e9,
+        "mfu": (sc.mfu or 0) * 100,
     }
     sp = specs()
     for key, value in (("batch", sc.batch_size), ("seq", sc.seq_len), ("rank", sc.lora_rank)):
@@ -279,8 +292,7 @@ def load_scenario_json(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
             except ValueError:
                 off_scale.append(f"{sp[key].label} = {value}")
     if off_scale:
-        return None, ("The dashboard's inputs cannot show " + "; ".join(off_scale)
-                      + ". Nothing was changed (python -m core estimate accepts the file as it is).")
+        return None, ("The dashboard's inputs cannot show " + "; ".join(off_scale) + ". Nothing was changed (python -m core estimate accepts the file as it is).")
     return widgets, None
 
 

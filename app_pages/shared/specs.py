@@ -71,32 +71,47 @@ def build_specs() -> dict[str, Spec]:
     presets = _presets()
     accs = _accelerators()
     specs = [
-        Spec("src", "Model from", "choice", "preset", ("preset", "params", "config"),
-             labels={"preset": "Catalog", "params": "Parameter count", "config": "config.json"}),
+        Spec("src", "Model from", "choice", "preset", ("preset", "params", "config"), labels={"preset": "Catalog", "params": "Parameter count", "config": "config.json"}),
         Spec("model", "Model", "choice", "llama-3.1-8b", tuple(presets), labels=presets, help="Type to search the catalog"),
-        Spec("params", "Parameters (billions)", "float", 7.0, lo=0.001, hi=100_000.0,
-             help="Taken as exact; a representative Llama-style shape is assumed for activations and KV cache"),
-        Spec("mode", "Workload", "choice", "inference", ("inference", "training"),
-             labels={"inference": "Serve (inference)", "training": "Train / fine-tune"}),
+        Spec(
+            "params",
+            "Parameters (billions)",
+            "float",
+            7.0,
+            lo=0.001,
+            hi=100_000.0,
+            help="Taken as exact; a representative Llama-style shape is assumed for activations and KV cache",
+        ),
+        Spec("mode", "Workload", "choice", "inference", ("inference", "training"), labels={"inference": "Serve (inference)", "training": "Train / fine-tune"}),
         Spec("acc", "Accelerator", "choice", "h100-sxm", tuple(accs), labels=accs),
         Spec("fmt", "Weight format", "choice", "bf16", tuple(FORMATS), labels={k: f.label for k, f in FORMATS.items()}),
-        Spec("method", "Method", "choice", "full", ("full", "lora", "qlora"),
-             labels={"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA (4-bit base)"}),
-        Spec("opt", "Optimizer", "choice", "adamw", ("adamw", "adamw-8bit", "sgd", "adafactor"),
-             labels={"adamw": "AdamW", "adamw-8bit": "8-bit AdamW", "sgd": "SGD + momentum", "adafactor": "Adafactor"}),
-        Spec("prec", "Precision", "choice", "bf16", ("bf16", "fp16", "fp32"),
-             labels={"bf16": "BF16 mixed", "fp16": "FP16 mixed", "fp32": "FP32"}),
+        Spec("method", "Method", "choice", "full", ("full", "lora", "qlora"), labels={"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA (4-bit base)"}),
+        Spec(
+            "opt",
+            "Optimizer",
+            "choice",
+            "adamw",
+            ("adamw", "adamw-8bit", "sgd", "adafactor"),
+            labels={"adamw": "AdamW", "adamw-8bit": "8-bit AdamW", "sgd": "SGD + momentum", "adafactor": "Adafactor"},
+        ),
+        Spec("prec", "Precision", "choice", "bf16", ("bf16", "fp16", "fp32"), labels={"bf16": "BF16 mixed", "fp16": "FP16 mixed", "fp32": "FP32"}),
         Spec("batch", "Batch (per device) / concurrent sequences", "choice", 1, tuple(BATCH_OPTIONS)),
         Spec("seq", "Sequence length / context (tokens)", "choice", 4096, tuple(SEQ_OPTIONS), labels={v: f"{v:,}" for v in SEQ_OPTIONS}),
         Spec("gc", "Gradient checkpointing", "bool", False),
         Spec("flash", "FlashAttention", "bool", True),
         Spec("rank", "LoRA rank", "choice", 16, tuple(RANK_OPTIONS)),
-        Spec("targets", "LoRA targets", "choice", "all-linear", ("all-linear", "attention"),
-             labels={"all-linear": "All linear layers", "attention": "Attention only"}),
-        Spec("zero", "ZeRO / FSDP stage", "choice", 0, (0, 1, 2, 3),
-             labels={0: "0 - none", 1: "1 - optimizer", 2: "2 - + gradients", 3: "3 - + weights (FSDP full shard)"}),
-        Spec("offload", "CPU offload", "choice", "none", ("none", "optimizer", "optimizer+params"),
-             labels={"none": "None", "optimizer": "Optimizer state", "optimizer+params": "Optimizer + parameters"}),
+        Spec("targets", "LoRA targets", "choice", "all-linear", ("all-linear", "attention"), labels={"all-linear": "All linear layers", "attention": "Attention only"}),
+        Spec(
+            "zero", "ZeRO / FSDP stage", "choice", 0, (0, 1, 2, 3), labels={0: "0 - none", 1: "1 - optimizer", 2: "2 - + gradients", 3: "3 - + weights (FSDP full shard)"}
+        ),
+        Spec(
+            "offload",
+            "CPU offload",
+            "choice",
+            "none",
+            ("none", "optimizer", "optimizer+params"),
+            labels={"none": "None", "optimizer": "Optimizer state", "optimizer+params": "Optimizer + parameters"},
+        ),
         Spec("dp", "Data parallel", "int", 1, lo=1, hi=4096),
         Spec("tp", "Tensor parallel", "choice", 1, (1, 2, 4, 8, 16)),
         Spec("pp", "Pipeline parallel", "int", 1, lo=1, hi=128),
@@ -116,8 +131,9 @@ def build_specs() -> dict[str, Spec]:
         Spec("kwh", "Electricity (USD per kWh)", "float", 0.15, lo=0.0, hi=5.0),
         Spec("busy", "Utilisation of owned hardware (%)", "float", 60.0, lo=1.0, hi=100.0),
         Spec("buy_usd", "Purchase price per device (USD, 0 = catalog)", "float", 0.0, lo=0.0, hi=10_000_000.0),
-        Spec("units", "Memory units", "choice", "GiB", ("GiB", "GB"),
-             help="GiB = 2^30 bytes (what nvidia-smi and PyTorch show); GB = 10^9 bytes (datasheets, price pages)"),
+        Spec(
+            "units", "Memory units", "choice", "GiB", ("GiB", "GB"), help="GiB = 2^30 bytes (what nvidia-smi and PyTorch show); GB = 10^9 bytes (datasheets, price pages)"
+        ),
     ]
     return {s.key: s for s in specs}
 
@@ -173,9 +189,15 @@ def scenario_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:
     }
     if training:
         d.update(
-            method=values["method"], optimizer=values["opt"], precision=values["prec"],
-            gradient_checkpointing=values["gc"], lora_rank=values["rank"], lora_targets=values["targets"],
-            zero_stage=values["zero"], offload=values["offload"], data_parallel=values["dp"],
+            method=values["method"],
+            optimizer=values["opt"],
+            precision=values["prec"],
+            gradient_checkpointing=values["gc"],
+            lora_rank=values["rank"],
+            lora_targets=values["targets"],
+            zero_stage=values["zero"],
+            offload=values["offload"],
+            data_parallel=values["dp"],
         )
         if values["method"] == "full" and FORMATS[values["fmt"]].is_quantized:
             d["weights_format"] = "bf16"
@@ -184,4 +206,3 @@ def scenario_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:
         if values["mfu"]:
             d["mfu"] = values["mfu"] / 100
     return d
-

@@ -57,6 +57,14 @@ def layout(fig: go.Figure, title: str, height: int = 380) -> go.Figure:
 def vmarker(fig: go.Figure, x: float, y_low: float, y_high: float, text: str, color: str = "#8C8C8C", dash: str = "dot") -> None:
     """A labelled vertical line drawn as a trace, so it sits at data value x on
     log axes too (shapes on a log axis take log10 coordinates)."""
-    fig.add_scatter(x=[x, x], y=[y_low, y_high], mode="lines+text", text=["", text], textposition="top center",
-                    line={"color": color, "dash": dash, "width": 2}, showlegend=False, hoverinfo="skip",
-                    textfont={"color": color})
+    fig.add_scatter(
+        x=[x, x],
+        y=[y_low, y_high],
+        mode="lines+text",
+        text=["", text],
+        textposition="top center",
+        line={"color": color, "dash": dash, "width": 2},
+        showlegend=False,
+        hoverinfo="skip",
+        textfont={"color": color},
+    )

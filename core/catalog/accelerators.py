@@ -33,8 +33,7 @@ _Positive = Field(default=None, gt=0, allow_inf_nan=False)
 class CatalogError(ValueError):
     """A catalog file or look-up is wrong; the message names file, row, field and problem."""
 
-    def __init__(self, problem: str, *, file: str | None = None, row: int | None = None,
-                 field: str | None = None) -> None:
+    def __init__(self, problem: str, *, file: str | None = None, row: int | None = None, field: str | None = None) -> None:
         self.problem, self.file, self.row, self.field = problem, file, row, field
         where = [file, None if row is None else f"row {row}", field]
         super().__init__(": ".join([w for w in where if w] + [problem]))
@@ -180,5 +179,4 @@ def get_accelerator(accelerator_id: str) -> Accelerator:
         return by_id[accelerator_id]
     close = difflib.get_close_matches(str(accelerator_id).lower(), list(by_id), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise UnknownAcceleratorError(f"unknown accelerator {accelerator_id!r}{hint}",
-                                  file=ACCELERATORS_CSV.name, field="id")
+    raise UnknownAcceleratorError(f"unknown accelerator {accelerator_id!r}{hint}", file=ACCELERATORS_CSV.name, field="id")

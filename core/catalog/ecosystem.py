@@ -19,7 +19,11 @@ Platform = Literal["nvidia-gpu", "amd-gpu", "google-tpu", "aws-trainium", "apple
 Aspect = Literal["frameworks", "quantization", "scaling", "availability", "inference-serving"]
 
 _PLATFORM_BY_VENDOR: dict[str, Platform] = {
-    "nvidia": "nvidia-gpu", "amd": "amd-gpu", "google": "google-tpu", "aws": "aws-trainium", "apple": "apple-silicon",
+    "nvidia": "nvidia-gpu",
+    "amd": "amd-gpu",
+    "google": "google-tpu",
+    "aws": "aws-trainium",
+    "apple": "apple-silicon",
 }
 
 

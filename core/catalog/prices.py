@@ -65,9 +65,11 @@ def parse_price_csv(text: str, known_accelerator_ids: set[str]) -> tuple[tuple[P
         missing = [c for c in COLUMNS if c not in header]
         extra = [h for h in header if h not in COLUMNS]
         if missing or extra or len(set(header)) != len(header):
-            parts = [f"missing columns: {', '.join(missing)}" if missing else "",
-                     f"unexpected columns: {', '.join(extra) or '(blank)'}" if extra else "",
-                     "duplicate column names" if len(set(header)) != len(header) else ""]
+            parts = [
+                f"missing columns: {', '.join(missing)}" if missing else "",
+                f"unexpected columns: {', '.join(extra) or '(blank)'}" if extra else "",
+                "duplicate column names" if len(set(header)) != len(header) else "",
+            ]
             return (), ["header: " + "; ".join(p for p in parts if p)]
         row_no = 0
         for cells in reader:

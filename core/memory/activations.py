@@ -21,9 +21,7 @@ import numpy as np
 from core.model.architecture import Architecture
 
 
-def layer_activation_bytes(
-    arch: Architecture, seq: int, batch: int, *, flash: bool, act_bytes: int = 2
-) -> tuple[float, float]:
+def layer_activation_bytes(arch: Architecture, seq: int, batch: int, *, flash: bool, act_bytes: int = 2) -> tuple[float, float]:
     """(sum over all layers, largest single layer) in bytes, no parallelism.
     `seq` and `batch` may be NumPy arrays (sweeps)."""
     s, b, h = seq, batch, arch.hidden_size

@@ -118,7 +118,11 @@ def training_states(sc: Scenario, arch: Architecture) -> TrainingStates:
 
 
 def training_components(
-    sc: Scenario, arch: Architecture, layout: Layout, batch: int, seq: int,
+    sc: Scenario,
+    arch: Architecture,
+    layout: Layout,
+    batch: int,
+    seq: int,
     states: TrainingStates | None = None,
 ) -> tuple[Components, float]:
     """Per-device components and the CPU bytes per device that offload moves off."""
@@ -154,9 +158,7 @@ def training_components(
     return Components(weights, grads, opt, activations, 0.0, overhead), cpu
 
 
-def _training_activations(
-    sc: Scenario, arch: Architecture, pp: int, tp: int, batch: int, seq: int, act_bytes: int
-) -> float:
+def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, batch: int, seq: int, act_bytes: int) -> float:
     all_layers, largest = layer_activation_bytes(arch, seq, batch, flash=sc.flash_attention, act_bytes=act_bytes)
     if sc.method != "full":  # the low-rank intermediate x @ A of each adapted matrix
         per_layer_adapters = sum(g.count for g in lora_targets(arch, sc.lora_targets)) / arch.num_layers

@@ -56,8 +56,13 @@ class MemoryBreakdown(BaseModel):
     def of(cls, c: Components) -> MemoryBreakdown:
         parts = [round(float(x)) for x in c]
         return cls.model_construct(
-            weights=parts[0], gradients=parts[1], optimizer=parts[2], activations=parts[3],
-            kv_cache=parts[4], overhead=parts[5], total=sum(parts),
+            weights=parts[0],
+            gradients=parts[1],
+            optimizer=parts[2],
+            activations=parts[3],
+            kv_cache=parts[4],
+            overhead=parts[5],
+            total=sum(parts),
         )
 
 
@@ -126,6 +131,7 @@ class Evaluator:
     def total_at_zero(self, zero_stage: int) -> Any:
         def total(layout: Layout, batch: int, seq: int) -> float:
             return float(self.components(layout, batch, seq, zero_stage=zero_stage)[0].total)
+
         return total
 
 
@@ -151,7 +157,8 @@ def estimate_memory(sc: Scenario) -> MemoryResult:
         mode=sc.mode,
         accelerator=acc.id,
         params=ParamCounts.model_construct(
-            total=arch.total_params, active=arch.active_params,
+            total=arch.total_params,
+            active=arch.active_params,
             trainable=ev.states.trainable if ev.states else 0,
         ),
         memory_per_device_bytes=MemoryBreakdown.of(comps),
@@ -206,16 +213,17 @@ def devices_needed(sc: Scenario, ev: Evaluator, capacity: float) -> LayoutResult
         stages = {sc.zero_stage, 3} if sc.zero_stage >= 1 else {3}
         for zero in sorted(stages):
             total = ev.total_at_zero(zero)
-            dp = smallest_count(lambda d, z=total: z(Layout(d, sc.tensor_parallel, sc.pipeline_parallel), b, s) <= capacity,
-                                MAX_DEVICES // group)
+            dp = smallest_count(lambda d, z=total: z(Layout(d, sc.tensor_parallel, sc.pipeline_parallel), b, s) <= capacity, MAX_DEVICES // group)
             if dp:
                 options.append((dp * group, 1 if zero == sc.zero_stage else 2, Layout(dp, sc.tensor_parallel, sc.pipeline_parallel), zero))
     if not options:
         return None
     devices, _, layout, zero = min(options, key=lambda o: (o[0], o[1]))
     return LayoutResult.model_construct(
-        data_parallel=layout.data_parallel, tensor_parallel=layout.tensor_parallel,
-        pipeline_parallel=layout.pipeline_parallel, zero_stage=zero if sc.mode == "training" else 0,
+        data_parallel=layout.data_parallel,
+        tensor_parallel=layout.tensor_parallel,
+        pipeline_parallel=layout.pipeline_parallel,
+        zero_stage=zero if sc.mode == "training" else 0,
         devices=devices,
     )
 
@@ -231,16 +239,19 @@ def _layout_note(sc: Scenario, ev: Evaluator, comps: Components) -> Text | None:
     return Text.of(
         "{n} devices need {more} more per device than one device would ({single}): each device that talks to others "
         "keeps {buf} of NCCL communication buffers, more than the share of the model it saves.",
-        n=sc.devices, more=Bytes(comps.total - one.total), single=Bytes(one.total), buf=Bytes(COMM_BUFFER_BYTES),
+        n=sc.devices,
+        more=Bytes(comps.total - one.total),
+        single=Bytes(one.total),
+        buf=Bytes(COMM_BUFFER_BYTES),
     )
 
 
 # ------------------------------------------------------------------------------------------------------------ advice
 
+
 def _alternatives(sc: Scenario) -> list[tuple[str, dict[str, Any]]]:
     if sc.mode == "inference":
-        alts = [(f"weights in {FORMATS[f].label}", {"weights_format": f}) for f in ("fp8", "int8", "awq-4bit", "gguf-q4_k_m")
-                if f != sc.weights_format]
+        alts = [(f"weights in {FORMATS[f].label}", {"weights_format": f}) for f in ("fp8", "int8", "awq-4bit", "gguf-q4_k_m") if f != sc.weights_format]
         if sc.kv_cache_format in ("bf16", "fp16"):
             alts.append(("KV cache in FP8", {"kv_cache_format": "fp8"}))
         if not sc.flash_attention:
@@ -281,10 +292,15 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
     how many devices it needs as it is."""
     comps, _ = ev.components(own_layout(sc), sc.batch_size, sc.seq_len)
     value, name = max(zip(comps, COMPONENT_NAMES, strict=True))
-    out = [Text.of(
-        "Needs {total} per device but the device has {capacity} usable; the largest part is {name} ({part}).",
-        total=Bytes(comps.total), capacity=Bytes(capacity), name=name.replace("_", " "), part=Bytes(value),
-    )]
+    out = [
+        Text.of(
+            "Needs {total} per device but the device has {capacity} usable; the largest part is {name} ({part}).",
+            total=Bytes(comps.total),
+            capacity=Bytes(capacity),
+            name=name.replace("_", " "),
+            part=Bytes(value),
+        )
+    ]
     alts = _alternatives(sc)
     for size in (1, 2, 3):
         found = []
@@ -298,7 +314,7 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
             if total is not None:
                 found.append((total, " + ".join(label for label, _ in combo)))
         if found:
-            for total, label in sorted(found)[:4 if size == 1 else 2]:
+            for total, label in sorted(found)[: 4 if size == 1 else 2]:
                 out.append(Text.of("{label}: {total} per device fits.", label=label[0].upper() + label[1:], total=Bytes(total)))
             break
     if needed:
@@ -315,10 +331,13 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
 
 def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
     out = [Text.of("{a}", a=a) for a in arch.assumptions]
-    out.append(Text.of(
-        "runtime overhead: {ctx} CUDA context and workspaces per device, +{buf} communication buffers when devices cooperate",
-        ctx=Bytes(CUDA_CONTEXT_BYTES), buf=Bytes(COMM_BUFFER_BYTES),
-    ))
+    out.append(
+        Text.of(
+            "runtime overhead: {ctx} CUDA context and workspaces per device, +{buf} communication buffers when devices cooperate",
+            ctx=Bytes(CUDA_CONTEXT_BYTES),
+            buf=Bytes(COMM_BUFFER_BYTES),
+        )
+    )
     if sc.seq_len > arch.max_context:
         out.append(Text.of("seq_len {s:,} exceeds the model's trained context of {c:,} tokens", s=sc.seq_len, c=arch.max_context))
     if sc.mode == "training":
@@ -332,10 +351,12 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
             out.append(Text.of("1F1B pipeline schedule: the first stage holds as many micro-batches as there are stages"))
         out.append(Text.of("loss: bf16 logits + fp32 upcast + fp32 log-softmax (10 bytes per token x vocabulary entry)"))
     else:
-        out.append(Text.of(
-            "prefill in chunks of {c:,} tokens (serving-engine chunked prefill); logits for the last token only",
-            c=PREFILL_CHUNK_TOKENS,
-        ))
+        out.append(
+            Text.of(
+                "prefill in chunks of {c:,} tokens (serving-engine chunked prefill); logits for the last token only",
+                c=PREFILL_CHUNK_TOKENS,
+            )
+        )
         if arch.is_mla and sc.tensor_parallel > 1:
             out.append(Text.of("the MLA latent KV cache is replicated on every tensor-parallel rank"))
     return out

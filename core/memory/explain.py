@@ -47,13 +47,16 @@ def explain(sc: Scenario, result: Result) -> list[Explanation]:
     gib = bytes_to_gib
     if sc.mode == "inference":
         fmt = FORMATS[sc.weights_format]
-        out.append(Explanation(
-            component="weights",
-            formula="sum over tensors of parameters x bits per weight / 8" + (" / (TP x PP)" if split > 1 else ""),
-            numbers=f"{_n(arch.total_params)} params in {fmt.label} ({fmt.linear_bits:.3g} bits for linear layers, "
-                    f"{fmt.embed_bits:g} for embeddings){shard} = {gib(m.weights):.2f} GiB",
-            bytes=m.weights, source=fmt.source,
-        ))
+        out.append(
+            Explanation(
+                component="weights",
+                formula="sum over tensors of parameters x bits per weight / 8" + (" / (TP x PP)" if split > 1 else ""),
+                numbers=f"{_n(arch.total_params)} params in {fmt.label} ({fmt.linear_bits:.3g} bits for linear layers, "
+                f"{fmt.embed_bits:g} for embeddings){shard} = {gib(m.weights):.2f} GiB",
+                bytes=m.weights,
+                source=fmt.source,
+            )
+        )
         _, windowed = arch.kv_cache_elements_per_token()
         kvb = KV_CACHE_BYTES[sc.kv_cache_format]
         if arch.is_mla:
@@ -61,20 +64,26 @@ def explain(sc: Scenario, result: Result) -> list[Explanation]:
         else:
             per = f"2 (K,V) x {arch.num_layers} layers x {arch.num_kv_heads} KV heads x {arch.head_dim} head dim"
         window = f"; {arch.windowed_layers} sliding-window layers keep at most {arch.sliding_window:,} tokens" if windowed else ""
-        out.append(Explanation(
-            component="kv_cache",
-            formula="2 x layers x KV heads x head dim x bytes x tokens x sequences",
-            numbers=f"{per} x {kvb} B = {_n(result.kv_cache_bytes_per_token)} B per token; x {sc.seq_len:,} tokens "
-                    f"x {sc.batch_size} sequences{window}{shard} = {gib(m.kv_cache):.2f} GiB",
-            bytes=m.kv_cache, source=KV_SRC,
-        ))
-        out.append(Explanation(
-            component="activations",
-            formula="prefill step: tokens x (2h + (q+k+v widths + MLP widths) / TP) x 2 B + last-token fp32 logits",
-            numbers=f"min({sc.batch_size} x {sc.seq_len:,}, {PREFILL_CHUNK_TOKENS:,}) tokens, h = {arch.hidden_size}, "
-                    f"vocabulary {arch.vocab_size:,} = {gib(m.activations):.2f} GiB",
-            bytes=m.activations, source="vLLM chunked prefill (max_num_batched_tokens); transient working set of one block",
-        ))
+        out.append(
+            Explanation(
+                component="kv_cache",
+                formula="2 x layers x KV heads x head dim x bytes x tokens x sequences",
+                numbers=f"{per} x {kvb} B = {_n(result.kv_cache_bytes_per_token)} B per token; x {sc.seq_len:,} tokens "
+                f"x {sc.batch_size} sequences{window}{shard} = {gib(m.kv_cache):.2f} GiB",
+                bytes=m.kv_cache,
+                source=KV_SRC,
+            )
+        )
+        out.append(
+            Explanation(
+                component="activations",
+                formula="prefill step: tokens x (2h + (q+k+v widths + MLP widths) / TP) x 2 B + last-token fp32 logits",
+                numbers=f"min({sc.batch_size} x {sc.seq_len:,}, {PREFILL_CHUNK_TOKENS:,}) tokens, h = {arch.hidden_size}, "
+                f"vocabulary {arch.vocab_size:,} = {gib(m.activations):.2f} GiB",
+                bytes=m.activations,
+                source="vLLM chunked prefill (max_num_batched_tokens); transient working set of one block",
+            )
+        )
     else:
         out += _training(sc, result)
     distributed = sc.devices > 1 or (sc.mode == "training" and sc.zero_stage >= 1)
@@ -85,12 +94,15 @@ def explain(sc: Scenario, result: Result) -> list[Explanation]:
         rest -= COMM_BUFFER_BYTES
     if rest > 1:
         parts.append(f"{gib(rest):.2f} GiB for two gathered blocks ({_n(arch.largest_layer_params)} params each) under ZeRO-3")
-    out.append(Explanation(
-        component="overhead",
-        formula="CUDA context + workspaces (+ NCCL buffers when distributed) (+ ZeRO-3 gather/prefetch of two blocks)",
-        numbers=" + ".join(parts) + f" = {gib(m.overhead):.2f} GiB",
-        bytes=m.overhead, source=OVERHEAD_SRC,
-    ))
+    out.append(
+        Explanation(
+            component="overhead",
+            formula="CUDA context + workspaces (+ NCCL buffers when distributed) (+ ZeRO-3 gather/prefetch of two blocks)",
+            numbers=" + ".join(parts) + f" = {gib(m.overhead):.2f} GiB",
+            bytes=m.overhead,
+            source=OVERHEAD_SRC,
+        )
+    )
     return out
 
 
@@ -118,8 +130,12 @@ def _training(sc: Scenario, result: Result) -> list[Explanation]:
         n_ad = lora_params(arch, sc.lora_rank, sc.lora_targets)
         base = "NF4" if sc.method == "qlora" else FORMATS[sc.weights_format].label
         rows = [
-            ("weights", f"frozen base in {base} + LoRA adapters in fp32", f"{_n(arch.total_params)} base params + {_n(n_ad)} adapter params "
-             f"(rank {sc.lora_rank} x (in + out) of each {sc.lora_targets} matrix)", m.weights),
+            (
+                "weights",
+                f"frozen base in {base} + LoRA adapters in fp32",
+                f"{_n(arch.total_params)} base params + {_n(n_ad)} adapter params (rank {sc.lora_rank} x (in + out) of each {sc.lora_targets} matrix)",
+                m.weights,
+            ),
             ("gradients", "adapter params x 4 B", f"{_n(n_ad)} x 4 B", m.gradients),
             ("optimizer", "adapter params x optimizer bytes", f"{_n(n_ad)} x {OPTIMIZER_STATE_BYTES.get(sc.optimizer, 0):g} B ({sc.optimizer})", m.optimizer),
         ]
@@ -139,10 +155,8 @@ def _training(sc: Scenario, result: Result) -> list[Explanation]:
     else:
         attn = "no s^2 terms (FlashAttention)" if sc.flash_attention else "includes the a x s^2 score tensors"
         formula = "layers x per-layer activations (s x b x h x coefficient) + logits (10 B x s x b x vocabulary)"
-        numbers = (f"{arch.num_layers} x {gib(per_layer):.3f} GiB per layer ({per_layer / sbh:.1f} x sbh bytes, {attn}) "
-                   f"+ {gib(logits):.2f} GiB logits")
+        numbers = f"{arch.num_layers} x {gib(per_layer):.3f} GiB per layer ({per_layer / sbh:.1f} x sbh bytes, {attn}) + {gib(logits):.2f} GiB logits"
     if sc.tensor_parallel > 1 or sc.pipeline_parallel > 1:
         numbers += f", / TP {sc.tensor_parallel} (sequence parallel), 1F1B with PP {sc.pipeline_parallel}"
-    out.append(Explanation(component="activations", formula=formula, numbers=f"{numbers} = {gib(m.activations):.2f} GiB",
-                           bytes=m.activations, source=KORTHIKANTI_SRC))
+    out.append(Explanation(component="activations", formula=formula, numbers=f"{numbers} = {gib(m.activations):.2f} GiB", bytes=m.activations, source=KORTHIKANTI_SRC))
     return out

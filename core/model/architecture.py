@@ -87,10 +87,7 @@ class Architecture(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> Architecture:
         if self.num_heads % self.num_kv_heads:
-            raise ValueError(
-                f"num_attention_heads ({self.num_heads}) must be a multiple of "
-                f"num_key_value_heads ({self.num_kv_heads})"
-            )
+            raise ValueError(f"num_attention_heads ({self.num_heads}) must be a multiple of num_key_value_heads ({self.num_kv_heads})")
         if self.num_experts:
             if not 1 <= self.experts_per_token <= self.num_experts:
                 raise ValueError("experts per token must be between 1 and the number of experts")
@@ -217,9 +214,7 @@ class Architecture(BaseModel):
         """Parameters of the biggest transformer block: what ZeRO-3 / FSDP
         gathers at a time."""
         h, f = self.hidden_size, self.intermediate_size
-        attention = sum(
-            g.params for g in self._attention_groups() if g.role != "norm"
-        ) // self.num_layers
+        attention = sum(g.params for g in self._attention_groups() if g.role != "norm") // self.num_layers
         dense_mlp = (3 if self.gated_mlp else 2) * h * f if self.moe_layers < self.num_layers else 0
         moe_mlp = 0
         if self.is_moe:
@@ -252,4 +247,3 @@ def _mlp_groups(h: int, f: int, gated: bool, count: int, active: int) -> list[We
     if gated:
         groups.insert(0, WeightGroup("mlp_gate", h, f, count, active))
     return groups
-

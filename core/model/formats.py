@@ -13,8 +13,21 @@ from typing import Literal, NamedTuple
 from core.model.architecture import Architecture, WeightGroup
 
 WeightFormatId = Literal[
-    "fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4", "gptq-4bit", "awq-4bit",
-    "gguf-q8_0", "gguf-q6_k", "gguf-q5_k_m", "gguf-q4_k_m", "gguf-q3_k_m", "gguf-q2_k",
+    "fp32",
+    "bf16",
+    "fp16",
+    "fp8",
+    "int8",
+    "int4",
+    "nf4",
+    "gptq-4bit",
+    "awq-4bit",
+    "gguf-q8_0",
+    "gguf-q6_k",
+    "gguf-q5_k_m",
+    "gguf-q4_k_m",
+    "gguf-q3_k_m",
+    "gguf-q2_k",
 ]
 
 # GGML block types, bits per weight = block bytes * 8 / block weights
@@ -26,10 +39,10 @@ GGML_BITS = {"Q8_0": 8.5, "Q6_K": 6.5625, "Q5_K": 5.5, "Q4_K": 4.5, "Q3_K": 3.43
 class WeightFormat(NamedTuple):
     id: str
     label: str
-    linear_bits: float          # bits per weight of a quantized linear layer
-    embed_bits: float           # token (and position) embeddings
+    linear_bits: float  # bits per weight of a quantized linear layer
+    embed_bits: float  # token (and position) embeddings
     lm_head_bits: float
-    other_bits: float           # norms, biases, router
+    other_bits: float  # norms, biases, router
     # GGUF _M mixes: role -> (fraction of layers at `more_bits`, more_bits)
     mix: tuple[tuple[str, float, float], ...] = ()
     source: str = ""
@@ -93,14 +106,19 @@ FORMATS: dict[str, WeightFormat] = {
         WeightFormat("awq-4bit", "AWQ 4-bit (g128)", 4 + 16 / 128 + 4 / 128, _BF16, _BF16, _BF16, source="Lin et al. 2023, AWQ; AutoAWQ GEMM layout"),
         WeightFormat("gguf-q8_0", "GGUF Q8_0", GGML_BITS["Q8_0"], GGML_BITS["Q8_0"], GGML_BITS["Q8_0"], 32, source=_GGUF_SRC),
         WeightFormat("gguf-q6_k", "GGUF Q6_K", _Q6, _Q6, _Q6, 32, source=_GGUF_SRC),
-        WeightFormat("gguf-q5_k_m", "GGUF Q5_K_M", GGML_BITS["Q5_K"], GGML_BITS["Q5_K"], _Q6, 32,
-                     mix=(("attn_v", 0.5, _Q6), ("mlp_down", 0.5, _Q6)), source=_GGUF_SRC),
-        WeightFormat("gguf-q4_k_m", "GGUF Q4_K_M", GGML_BITS["Q4_K"], GGML_BITS["Q4_K"], _Q6, 32,
-                     mix=(("attn_v", 0.5, _Q6), ("mlp_down", 0.5, _Q6)), source=_GGUF_SRC),
-        WeightFormat("gguf-q3_k_m", "GGUF Q3_K_M", GGML_BITS["Q3_K"], GGML_BITS["Q3_K"], _Q6, 32,
-                     mix=(("attn_v", 1.0, 4.5), ("attn_o", 1.0, 4.5), ("mlp_down", 1.0, 4.5)), source=_GGUF_SRC),
-        WeightFormat("gguf-q2_k", "GGUF Q2_K", GGML_BITS["Q2_K"], GGML_BITS["Q2_K"], _Q6, 32,
-                     mix=(("attn_v", 1.0, 4.5), ("mlp_down", 1.0, 4.5)), source=_GGUF_SRC),
+        WeightFormat("gguf-q5_k_m", "GGUF Q5_K_M", GGML_BITS["Q5_K"], GGML_BITS["Q5_K"], _Q6, 32, mix=(("attn_v", 0.5, _Q6), ("mlp_down", 0.5, _Q6)), source=_GGUF_SRC),
+        WeightFormat("gguf-q4_k_m", "GGUF Q4_K_M", GGML_BITS["Q4_K"], GGML_BITS["Q4_K"], _Q6, 32, mix=(("attn_v", 0.5, _Q6), ("mlp_down", 0.5, _Q6)), source=_GGUF_SRC),
+        WeightFormat(
+            "gguf-q3_k_m",
+            "GGUF Q3_K_M",
+            GGML_BITS["Q3_K"],
+            GGML_BITS["Q3_K"],
+            _Q6,
+            32,
+            mix=(("attn_v", 1.0, 4.5), ("attn_o", 1.0, 4.5), ("mlp_down", 1.0, 4.5)),
+            source=_GGUF_SRC,
+        ),
+        WeightFormat("gguf-q2_k", "GGUF Q2_K", GGML_BITS["Q2_K"], GGML_BITS["Q2_K"], _Q6, 32, mix=(("attn_v", 1.0, 4.5), ("mlp_down", 1.0, 4.5)), source=_GGUF_SRC),
     )
 }
 

@@ -18,7 +18,17 @@ from pydantic import ValidationError
 from core.model.architecture import Architecture
 
 KNOWN_TYPES = (
-    "llama", "mistral", "mixtral", "qwen2", "gemma2", "phi3", "gpt2", "gpt_bigcode", "deepseek_v3", "deepseek_v2", "falcon",
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "gemma2",
+    "phi3",
+    "gpt2",
+    "gpt_bigcode",
+    "deepseek_v3",
+    "deepseek_v2",
+    "falcon",
 )
 
 # Alternative names for the same quantity, tried in order (the first is the
@@ -57,12 +67,7 @@ def _shown(value: Any) -> str:
 
 
 def _int(cfg: dict[str, Any], name: str, value: Any) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value != int(value)
-    ):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value != int(value):
         raise ConfigError(f"config.json field {name!r} must be a whole number, got {_shown(value)}")
     if value < 1:
         raise ConfigError(f"config.json field {name!r} must be at least 1, got {_shown(value)}")
@@ -85,10 +90,7 @@ def parse_hf_config(cfg: Any, name: str | None = None) -> Architecture:
     vocab = _int(cfg, "vocab_size", _get(cfg, "vocab_size"))
     assumptions: list[str] = []
     if model_type not in KNOWN_TYPES:
-        assumptions.append(
-            f"model_type {model_type!r} is not one we know; read with Llama conventions "
-            "(gated MLP, RMSNorm, no biases) where the config is silent"
-        )
+        assumptions.append(f"model_type {model_type!r} is not one we know; read with Llama conventions (gated MLP, RMSNorm, no biases) where the config is silent")
     fields: dict[str, Any] = {
         "name": safe_label(name) or safe_label(cfg.get("_name_or_path")) or model_type,
         "model_type": model_type,
@@ -204,10 +206,7 @@ def _read_falcon(cfg: dict[str, Any], h: int, heads: int, assumptions: list[str]
 def _read_deepseek(cfg: dict[str, Any], h: int, heads: int, assumptions: list[str]) -> dict[str, Any]:
     out = _read_llama_like(cfg, h, heads, assumptions)
     if cfg.get("num_nextn_predict_layers"):
-        assumptions.append(
-            f"the {cfg['num_nextn_predict_layers']} multi-token-prediction module(s) are not counted "
-            "(DeepSeek-V3 report: 671B main model + MTP)"
-        )
+        assumptions.append(f"the {cfg['num_nextn_predict_layers']} multi-token-prediction module(s) are not counted (DeepSeek-V3 report: 671B main model + MTP)")
     if cfg.get("kv_lora_rank"):
         out.update(
             q_lora_rank=cfg.get("q_lora_rank") or None,

@@ -78,8 +78,11 @@ class FitInfo(NamedTuple):
     @classmethod
     def of(cls, mem: MemoryResult, sc: Scenario) -> FitInfo:
         n = mem.layout_needed
-        return cls((sc.data_parallel, sc.tensor_parallel, sc.pipeline_parallel), mem.fits,
-                   None if n is None else (n.data_parallel, n.tensor_parallel, n.pipeline_parallel, n.zero_stage))
+        return cls(
+            (sc.data_parallel, sc.tensor_parallel, sc.pipeline_parallel),
+            mem.fits,
+            None if n is None else (n.data_parallel, n.tensor_parallel, n.pipeline_parallel, n.zero_stage),
+        )
 
 
 def run_layout(sc: Scenario, info: FitInfo) -> tuple[Layout, int]:
@@ -115,16 +118,26 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo) -> Training
         "pessimistic, as the MFU defaults already include some",
     ]
     if sc.mode == "training" and not info.fits:
-        notes.append("the scenario's own layout does not fit: time is for the smallest layout that fits" if info.needed
-                     else "no layout fits in memory: time shown for the scenario's layout anyway")
+        notes.append(
+            "the scenario's own layout does not fit: time is for the smallest layout that fits"
+            if info.needed
+            else "no layout fits in memory: time shown for the scenario's layout anyway"
+        )
     if row is None:
         notes.append(f"no cloud price for {acc.id} in the catalog with {tp}+ devices per instance (tensor-parallel group)")
     else:
         notes.append(f"cost: cheapest on-demand catalog price for {layout.devices} devices as whole instances, {label(row)}")
     return TrainingEstimate.model_construct(
-        tokens=t.tokens, flops=t.flops, flops_per_token=t.flops_per_token, devices=layout.devices,
-        peak_tflops_per_device=t.peak_tflops_per_device, mfu=t.mfu, tokens_per_s=t.tokens_per_s,
-        wall_hours=t.wall_hours, gpu_hours=t.gpu_hours, wall_hours_with_comm=t.wall_hours * (1 + comm.overhead_fraction),
+        tokens=t.tokens,
+        flops=t.flops,
+        flops_per_token=t.flops_per_token,
+        devices=layout.devices,
+        peak_tflops_per_device=t.peak_tflops_per_device,
+        mfu=t.mfu,
+        tokens_per_s=t.tokens_per_s,
+        wall_hours=t.wall_hours,
+        gpu_hours=t.gpu_hours,
+        wall_hours_with_comm=t.wall_hours * (1 + comm.overhead_fraction),
         comm_overhead_fraction=comm.overhead_fraction,
         cost_usd=None if row is None else (run_usd_per_hour(row, layout.devices) or 0.0) * t.wall_hours,
         spot_cost_usd=None if spot_row is None else (run_usd_per_hour(spot_row, layout.devices, spot=True) or 0.0) * t.wall_hours,
@@ -134,8 +147,7 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo) -> Training
     )
 
 
-def inference_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, memory: Callable[[Layout, int, int], float],
-                       max_batch_here: int) -> InferenceEstimate:
+def inference_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, memory: Callable[[Layout, int, int], float], max_batch_here: int) -> InferenceEstimate:
     layout, _ = run_layout(sc, info)
     layout = Layout(1, layout.tensor_parallel, layout.pipeline_parallel)  # one replica
     own = Layout(*info.layout)
@@ -161,13 +173,22 @@ def inference_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, memory: Ca
     else:
         notes.append(f"price: cheapest on-demand catalog row per replica at 100% utilisation, {label(row)}")
     return InferenceEstimate.model_construct(
-        batch_size=s.batch_size, prompt_tokens=s.prompt_tokens, output_tokens=s.output_tokens,
-        tensor_parallel=layout.tensor_parallel, pipeline_parallel=layout.pipeline_parallel, devices_per_replica=devices,
-        time_to_first_token_s=s.time_to_first_token_s, decode_tokens_per_s=s.decode_tokens_per_s,
-        aggregate_tokens_per_s=s.aggregate_tokens_per_s, output_tokens_per_s=s.output_tokens_per_s,
-        decode_bound=s.decode_bound, max_concurrent_sequences=concurrency, usd_per_replica_hour=hourly,
+        batch_size=s.batch_size,
+        prompt_tokens=s.prompt_tokens,
+        output_tokens=s.output_tokens,
+        tensor_parallel=layout.tensor_parallel,
+        pipeline_parallel=layout.pipeline_parallel,
+        devices_per_replica=devices,
+        time_to_first_token_s=s.time_to_first_token_s,
+        decode_tokens_per_s=s.decode_tokens_per_s,
+        aggregate_tokens_per_s=s.aggregate_tokens_per_s,
+        output_tokens_per_s=s.output_tokens_per_s,
+        decode_bound=s.decode_bound,
+        max_concurrent_sequences=concurrency,
+        usd_per_replica_hour=hourly,
         usd_per_million_tokens=None if hourly is None else usd_per_million_tokens(s.output_tokens_per_s, hourly),
-        price_instance=None if row is None else label(row), assumptions=notes,
+        price_instance=None if row is None else label(row),
+        assumptions=notes,
     )
 
 

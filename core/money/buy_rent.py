@@ -33,23 +33,31 @@ class BuyVsRent(BaseModel):
     purchase_usd: float
     purchase_basis: str
     amortisation_years: float
-    power_kw: float                      # all devices, at the wall (PUE applied)
+    power_kw: float  # all devices, at the wall (PUE applied)
     usd_per_kwh: float
-    rent_usd_per_hour: float             # all devices
+    rent_usd_per_hour: float  # all devices
     rent_basis: str
     utilisation: float
     own_usd_per_year: float
     rent_usd_per_year: float
     cheaper: Literal["buy", "rent"]
     break_even_utilisation: float | None  # None: rent per hour <= electricity per hour, buying never pays
-    payback_months: float | None          # at this utilisation: purchase / monthly (rent - electricity)
+    payback_months: float | None  # at this utilisation: purchase / monthly (rent - electricity)
 
 
-def buy_vs_rent(accelerator_id: str, *, usd_per_kwh: float, utilisation: float, devices: int = 1,
-                purchase_usd_per_device: float | None = None, rent_usd_per_device_hour: float | None = None,
-                watts_per_device: float | None = None, pue: float = 1.0,
-                amortisation_years: float = DEFAULT_AMORTISATION_YEARS,
-                rows: tuple[PriceRow, ...] | None = None) -> BuyVsRent:
+def buy_vs_rent(
+    accelerator_id: str,
+    *,
+    usd_per_kwh: float,
+    utilisation: float,
+    devices: int = 1,
+    purchase_usd_per_device: float | None = None,
+    rent_usd_per_device_hour: float | None = None,
+    watts_per_device: float | None = None,
+    pue: float = 1.0,
+    amortisation_years: float = DEFAULT_AMORTISATION_YEARS,
+    rows: tuple[PriceRow, ...] | None = None,
+) -> BuyVsRent:
     """Defaults come from the catalogs: purchase = the accelerator's listed
     price (launch MSRP for consumer cards), power = its TDP, rent = the cheapest
     on-demand price per device among its cloud rows. Raises ValueError when a
@@ -85,9 +93,18 @@ def buy_vs_rent(accelerator_id: str, *, usd_per_kwh: float, utilisation: float, 
     rent_year = busy_hours * rent_per_hour
     margin = rent_per_hour - power_per_hour  # what each busy owned hour saves, before the purchase
     return BuyVsRent.model_construct(
-        accelerator_id=acc.id, devices=devices, purchase_usd=devices * purchase, purchase_basis=purchase_basis,
-        amortisation_years=amortisation_years, power_kw=kw, usd_per_kwh=usd_per_kwh, rent_usd_per_hour=rent_per_hour,
-        rent_basis=rent_basis, utilisation=utilisation, own_usd_per_year=own_year, rent_usd_per_year=rent_year,
+        accelerator_id=acc.id,
+        devices=devices,
+        purchase_usd=devices * purchase,
+        purchase_basis=purchase_basis,
+        amortisation_years=amortisation_years,
+        power_kw=kw,
+        usd_per_kwh=usd_per_kwh,
+        rent_usd_per_hour=rent_per_hour,
+        rent_basis=rent_basis,
+        utilisation=utilisation,
+        own_usd_per_year=own_year,
+        rent_usd_per_year=rent_year,
         cheaper="buy" if own_year < rent_year else "rent",
         break_even_utilisation=capital / (HOURS_PER_YEAR * margin) if margin > 0 else None,
         payback_months=devices * purchase / (margin * busy_hours / 12.0) if margin > 0 else None,

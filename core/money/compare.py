@@ -32,10 +32,10 @@ class ComparisonRow(BaseModel):
     peak_tflops: float
     peak_basis: str
     fits_on_one: bool
-    devices: int | None                   # per serving replica / smallest training layout; None: nothing fits
-    usd_per_device_hour: float | None     # cheapest on-demand in the catalog
+    devices: int | None  # per serving replica / smallest training layout; None: nothing fits
+    usd_per_device_hour: float | None  # cheapest on-demand in the catalog
     time_to_first_token_s: float | None
-    decode_tokens_per_s: float | None     # per user at the scenario's batch
+    decode_tokens_per_s: float | None  # per user at the scenario's batch
     output_tokens_per_s_per_device: float | None
     usd_per_million_tokens: float | None
     output_tokens_per_usd: float | None
@@ -61,8 +61,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None) -> Compariso
     if inf is not None and res.devices_needed is not None:
         devices = inf.devices_per_replica
         batch = max(1, min(sc.batch_size, inf.max_concurrent_sequences))
-        speed = inf if batch == inf.batch_size else inference_speed(
-            sc_a, accelerator=acc, layout=Layout(1, inf.tensor_parallel, inf.pipeline_parallel), batch=batch)
+        speed = inf if batch == inf.batch_size else inference_speed(sc_a, accelerator=acc, layout=Layout(1, inf.tensor_parallel, inf.pipeline_parallel), batch=batch)
         if batch != sc.batch_size:
             notes.append(f"batch capped at {batch}, the most that fits")
         ttft, decode = speed.time_to_first_token_s, speed.decode_tokens_per_s
@@ -79,20 +78,32 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None) -> Compariso
     if devices is None:
         notes.append("does not fit in any layout of up to 65,536 devices")
     return ComparisonRow.model_construct(
-        accelerator_id=acc.id, name=acc.name, kind=acc.kind, platform=platform_of(acc),
-        usable_memory_gib=acc.usable_memory_gib, memory_bandwidth_gbps=acc.memory_bandwidth_gbps,
-        peak_tflops=peak.tflops, peak_basis=peak.basis, fits_on_one=res.devices_needed == 1, devices=devices,
-        usd_per_device_hour=per_device, time_to_first_token_s=ttft, decode_tokens_per_s=decode,
-        output_tokens_per_s_per_device=out_per_dev, usd_per_million_tokens=usd_mtok,
+        accelerator_id=acc.id,
+        name=acc.name,
+        kind=acc.kind,
+        platform=platform_of(acc),
+        usable_memory_gib=acc.usable_memory_gib,
+        memory_bandwidth_gbps=acc.memory_bandwidth_gbps,
+        peak_tflops=peak.tflops,
+        peak_basis=peak.basis,
+        fits_on_one=res.devices_needed == 1,
+        devices=devices,
+        usd_per_device_hour=per_device,
+        time_to_first_token_s=ttft,
+        decode_tokens_per_s=decode,
+        output_tokens_per_s_per_device=out_per_dev,
+        usd_per_million_tokens=usd_mtok,
         output_tokens_per_usd=None if usd_mtok is None else 1e6 / usd_mtok,
-        training_tokens_per_s_per_device=train_rate, training_wall_hours=train_hours, training_run_usd=train_usd,
+        training_tokens_per_s_per_device=train_rate,
+        training_wall_hours=train_hours,
+        training_run_usd=train_usd,
         training_tokens_per_usd=None if train_rate is None or per_device is None else train_rate * 3600.0 / per_device,
-        ecosystem=ecosystem_for(acc), notes=tuple(notes),
+        ecosystem=ecosystem_for(acc),
+        notes=tuple(notes),
     )
 
 
-def compare_accelerators(sc: Scenario, accelerator_ids: Iterable[str] | None = None,
-                         rows: tuple[PriceRow, ...] | None = None) -> tuple[ComparisonRow, ...]:
+def compare_accelerators(sc: Scenario, accelerator_ids: Iterable[str] | None = None, rows: tuple[PriceRow, ...] | None = None) -> tuple[ComparisonRow, ...]:
     """One row per accelerator (default: the whole catalog), in the order given.
     Inference numbers in inference mode; training numbers in training mode or
     when train_tokens is set. $/M tokens here uses the cheapest per-device

@@ -53,11 +53,11 @@ class TrainingOption(BaseModel):
 
 class TrainingOptions(BaseModel):
     model_config = _OUT
-    options: tuple[TrainingOption, ...]    # cheapest on-demand first (ties: cheaper with communication)
+    options: tuple[TrainingOption, ...]  # cheapest on-demand first (ties: cheaper with communication)
     cheapest: TrainingOption | None
     cheapest_spot: TrainingOption | None
-    fastest: TrainingOption | None         # shortest time with communication
-    skipped: tuple[str, ...]               # accelerators left out, with the reason
+    fastest: TrainingOption | None  # shortest time with communication
+    skipped: tuple[str, ...]  # accelerators left out, with the reason
 
 
 class _Timed(NamedTuple):
@@ -106,19 +106,31 @@ def _option(row: PriceRow, timed: _Timed) -> TrainingOption:
     hourly = run_usd_per_hour(row, layout.devices) or 0.0
     spot_hourly = run_usd_per_hour(row, layout.devices, spot=True)
     return TrainingOption.model_construct(
-        accelerator_id=row.accelerator_id, provider=row.provider, instance_type=row.instance_type, region=row.region,
-        devices=layout.devices, instances=instances_for(row, layout.devices), data_parallel=layout.data_parallel,
-        tensor_parallel=layout.tensor_parallel, pipeline_parallel=layout.pipeline_parallel, zero_stage=zero,
-        wall_hours=t.wall_hours, wall_hours_with_comm=t.wall_hours * (1 + overhead), gpu_hours=t.gpu_hours,
-        usd_per_hour=hourly, on_demand_usd=hourly * t.wall_hours, on_demand_usd_with_comm=hourly * t.wall_hours * (1 + overhead),
+        accelerator_id=row.accelerator_id,
+        provider=row.provider,
+        instance_type=row.instance_type,
+        region=row.region,
+        devices=layout.devices,
+        instances=instances_for(row, layout.devices),
+        data_parallel=layout.data_parallel,
+        tensor_parallel=layout.tensor_parallel,
+        pipeline_parallel=layout.pipeline_parallel,
+        zero_stage=zero,
+        wall_hours=t.wall_hours,
+        wall_hours_with_comm=t.wall_hours * (1 + overhead),
+        gpu_hours=t.gpu_hours,
+        usd_per_hour=hourly,
+        on_demand_usd=hourly * t.wall_hours,
+        on_demand_usd_with_comm=hourly * t.wall_hours * (1 + overhead),
         spot_usd=None if spot_hourly is None else spot_hourly * t.wall_hours,
-        price_is_estimate=row.estimate, price_source=row.source,
+        price_is_estimate=row.estimate,
+        price_source=row.source,
     )
 
 
-def training_options(sc: Scenario, rows: tuple[PriceRow, ...] | None = None, *,
-                     accelerator_ids: Iterable[str] | None = None,
-                     device_counts: Iterable[int] | None = None) -> TrainingOptions:
+def training_options(
+    sc: Scenario, rows: tuple[PriceRow, ...] | None = None, *, accelerator_ids: Iterable[str] | None = None, device_counts: Iterable[int] | None = None
+) -> TrainingOptions:
     """The run's cost for every price row of every priced accelerator (or the
     ones named) at each device count that fits (default: the smallest fitting
     count and its doublings, up to 64x)."""
@@ -144,7 +156,8 @@ def training_options(sc: Scenario, rows: tuple[PriceRow, ...] | None = None, *,
     options.sort(key=lambda o: (round(o.on_demand_usd, 6), o.on_demand_usd_with_comm, o.wall_hours, o.provider, o.instance_type))
     spot = [o for o in options if o.spot_usd is not None]
     return TrainingOptions.model_construct(
-        options=tuple(options), cheapest=options[0] if options else None,
+        options=tuple(options),
+        cheapest=options[0] if options else None,
         cheapest_spot=min(spot, key=lambda o: (o.spot_usd, o.wall_hours)) if spot else None,
         fastest=min(options, key=lambda o: (o.wall_hours_with_comm, o.on_demand_usd)) if options else None,
         skipped=tuple(skipped),
@@ -160,14 +173,13 @@ class CurvePoint(BaseModel):
     wall_hours: float
     wall_hours_with_comm: float
     gpu_hours: float
-    on_demand_usd: float | None            # cheapest row at this count, ideal time
+    on_demand_usd: float | None  # cheapest row at this count, ideal time
     on_demand_usd_with_comm: float | None
     spot_usd: float | None
     price_instance: str | None
 
 
-def training_curve(sc: Scenario, rows: tuple[PriceRow, ...] | None = None,
-                   device_counts: Iterable[int] | None = None) -> tuple[CurvePoint, ...]:
+def training_curve(sc: Scenario, rows: tuple[PriceRow, ...] | None = None, device_counts: Iterable[int] | None = None) -> tuple[CurvePoint, ...]:
     """Time and cost on the scenario's accelerator as the device count grows."""
     if sc.train_tokens is None:
         raise ValueError("train_tokens must be set to cost a training run")
@@ -181,11 +193,19 @@ def training_curve(sc: Scenario, rows: tuple[PriceRow, ...] | None = None,
         hourly, row = min(costs, key=lambda c: (c[0], c[1].provider, c[1].instance_type)) if costs else (None, None)
         spots = [p for r in acc_rows if (p := run_usd_per_hour(r, layout.devices, spot=True)) is not None]
         with_comm = t.wall_hours * (1 + overhead)
-        points.append(CurvePoint.model_construct(
-            devices=layout.devices, data_parallel=layout.data_parallel, tensor_parallel=layout.tensor_parallel,
-            pipeline_parallel=layout.pipeline_parallel, wall_hours=t.wall_hours, wall_hours_with_comm=with_comm,
-            gpu_hours=t.gpu_hours, on_demand_usd=None if hourly is None else hourly * t.wall_hours,
-            on_demand_usd_with_comm=None if hourly is None else hourly * with_comm,
-            spot_usd=min(spots) * t.wall_hours if spots else None, price_instance=None if row is None else label(row),
-        ))
+        points.append(
+            CurvePoint.model_construct(
+                devices=layout.devices,
+                data_parallel=layout.data_parallel,
+                tensor_parallel=layout.tensor_parallel,
+                pipeline_parallel=layout.pipeline_parallel,
+                wall_hours=t.wall_hours,
+                wall_hours_with_comm=with_comm,
+                gpu_hours=t.gpu_hours,
+                on_demand_usd=None if hourly is None else hourly * t.wall_hours,
+                on_demand_usd_with_comm=None if hourly is None else hourly * with_comm,
+                spot_usd=min(spots) * t.wall_hours if spots else None,
+                price_instance=None if row is None else label(row),
+            )
+        )
     return tuple(points)

@@ -64,22 +64,20 @@ def rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None = None, tens
     return tuple(r for r in pool if r.accelerator_id == accelerator_id and r.accelerators_per_instance >= tensor_parallel)
 
 
-def _cheapest(accelerator_id: str, rows: tuple[PriceRow, ...] | None, tensor_parallel: int,
-              price: Callable[[PriceRow], float | None]) -> PriceRow | None:
+def _cheapest(accelerator_id: str, rows: tuple[PriceRow, ...] | None, tensor_parallel: int, price: Callable[[PriceRow], float | None]) -> PriceRow | None:
     """The row with the lowest `price` (ties broken by provider and instance name)."""
-    priced = [(p, r.provider, r.instance_type, r) for r in rows_for(accelerator_id, rows, tensor_parallel)
-              if (p := price(r)) is not None]
+    priced = [(p, r.provider, r.instance_type, r) for r in rows_for(accelerator_id, rows, tensor_parallel) if (p := price(r)) is not None]
     return min(priced, key=lambda t: t[:3])[3] if priced else None
 
 
-def cheapest_run_row(accelerator_id: str, devices: int, rows: tuple[PriceRow, ...] | None = None,
-                     spot: bool = False, tensor_parallel: int = 1) -> PriceRow | None:
+def cheapest_run_row(accelerator_id: str, devices: int, rows: tuple[PriceRow, ...] | None = None, spot: bool = False, tensor_parallel: int = 1) -> PriceRow | None:
     """The row with the lowest hourly price for `devices` devices (whole instances)."""
     return _cheapest(accelerator_id, rows, tensor_parallel, lambda r: run_usd_per_hour(r, devices, spot))
 
 
-def cheapest_replica_row(accelerator_id: str, devices_per_replica: int, rows: tuple[PriceRow, ...] | None = None,
-                         spot: bool = False, tensor_parallel: int = 1) -> PriceRow | None:
+def cheapest_replica_row(
+    accelerator_id: str, devices_per_replica: int, rows: tuple[PriceRow, ...] | None = None, spot: bool = False, tensor_parallel: int = 1
+) -> PriceRow | None:
     """The row with the lowest hourly price per serving replica (replicas packed)."""
     return _cheapest(accelerator_id, rows, tensor_parallel, lambda r: replica_usd_per_hour(r, devices_per_replica, spot))
 

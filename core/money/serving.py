@@ -62,7 +62,7 @@ class ServingPlan(BaseModel):
     output_tokens_per_s_needed: float
     replicas: int
     instances: int
-    utilisation: float                   # average load of the fleet
+    utilisation: float  # average load of the fleet
     usd_per_hour: float
     usd_per_month: float
     spot_usd_per_month: float | None
@@ -83,8 +83,13 @@ def _replica(sc: Scenario, traffic: Traffic) -> _Replica:
     if inf is None or inf.max_concurrent_sequences < 1:
         raise ValueError(f"{sc.accelerator}: a {seq:,}-token request does not fit in any layout")
     batch = min(sc.batch_size, inf.max_concurrent_sequences)
-    speed = inference_speed(req, layout=Layout(1, inf.tensor_parallel, inf.pipeline_parallel), batch=batch,
-                            prompt_tokens=traffic.input_tokens_per_request, output_tokens=traffic.output_tokens_per_request)
+    speed = inference_speed(
+        req,
+        layout=Layout(1, inf.tensor_parallel, inf.pipeline_parallel),
+        batch=batch,
+        prompt_tokens=traffic.input_tokens_per_request,
+        output_tokens=traffic.output_tokens_per_request,
+    )
     return _Replica(inf.tensor_parallel, inf.pipeline_parallel, batch, speed)
 
 
@@ -97,12 +102,24 @@ def _plan(row: PriceRow, rep: _Replica, traffic: Traffic, max_utilisation: float
     hourly = instances * row.on_demand_usd_per_hour
     monthly = hourly * HOURS_PER_MONTH
     return ServingPlan.model_construct(
-        accelerator_id=row.accelerator_id, provider=row.provider, instance_type=row.instance_type, region=row.region,
-        price_source=row.source, batch_size=rep.batch, tensor_parallel=rep.tensor_parallel,
-        pipeline_parallel=rep.pipeline_parallel, devices_per_replica=d,
-        time_to_first_token_s=rep.speed.time_to_first_token_s, decode_tokens_per_s=rep.speed.decode_tokens_per_s,
-        output_tokens_per_s_per_replica=per_replica, output_tokens_per_s_needed=needed, replicas=replicas,
-        instances=instances, utilisation=needed / (replicas * per_replica), usd_per_hour=hourly, usd_per_month=monthly,
+        accelerator_id=row.accelerator_id,
+        provider=row.provider,
+        instance_type=row.instance_type,
+        region=row.region,
+        price_source=row.source,
+        batch_size=rep.batch,
+        tensor_parallel=rep.tensor_parallel,
+        pipeline_parallel=rep.pipeline_parallel,
+        devices_per_replica=d,
+        time_to_first_token_s=rep.speed.time_to_first_token_s,
+        decode_tokens_per_s=rep.speed.decode_tokens_per_s,
+        output_tokens_per_s_per_replica=per_replica,
+        output_tokens_per_s_needed=needed,
+        replicas=replicas,
+        instances=instances,
+        utilisation=needed / (replicas * per_replica),
+        usd_per_hour=hourly,
+        usd_per_month=monthly,
         spot_usd_per_month=None if row.spot_usd_per_hour is None else instances * row.spot_usd_per_hour * HOURS_PER_MONTH,
         usd_per_million_output_tokens=monthly / (needed * 3600.0 * HOURS_PER_MONTH) * 1e6,
     )
@@ -113,8 +130,7 @@ def _check_utilisation(max_utilisation: float) -> None:
         raise ValueError("max_utilisation must be in (0, 1]")
 
 
-def serving_plan(sc: Scenario, traffic: Traffic, *, row: PriceRow | None = None,
-                 rows: tuple[PriceRow, ...] | None = None, max_utilisation: float = 1.0) -> ServingPlan:
+def serving_plan(sc: Scenario, traffic: Traffic, *, row: PriceRow | None = None, rows: tuple[PriceRow, ...] | None = None, max_utilisation: float = 1.0) -> ServingPlan:
     """Replicas of the scenario's model on its accelerator that carry `traffic`
     with each replica loaded at most `max_utilisation` on average (1.0 = sized
     for the daily average, no peak headroom), always on, billed 730 h a month.
@@ -132,8 +148,9 @@ def serving_plan(sc: Scenario, traffic: Traffic, *, row: PriceRow | None = None,
     return min(plans, key=lambda p: (p.usd_per_month, p.provider, p.instance_type))
 
 
-def serving_options(sc: Scenario, traffic: Traffic, rows: tuple[PriceRow, ...] | None = None, *,
-                    accelerator_ids: Iterable[str] | None = None, max_utilisation: float = 1.0) -> tuple[ServingPlan, ...]:
+def serving_options(
+    sc: Scenario, traffic: Traffic, rows: tuple[PriceRow, ...] | None = None, *, accelerator_ids: Iterable[str] | None = None, max_utilisation: float = 1.0
+) -> tuple[ServingPlan, ...]:
     """A plan per price row of each priced accelerator (or the ones named),
     cheapest per month first; accelerators the request does not fit are left out."""
     _check_utilisation(max_utilisation)
@@ -155,24 +172,24 @@ class PerTokenComparison(BaseModel):
     dedicated_usd_per_month: float
     per_token_usd_per_month: float
     per_request_usd: float
-    cheaper: str                          # "dedicated" or "per-token"
-    break_even_requests_per_day: float    # per-token bill equals this fleet's bill
+    cheaper: str  # "dedicated" or "per-token"
+    break_even_requests_per_day: float  # per-token bill equals this fleet's bill
     fleet_capacity_requests_per_day: float
 
 
-def dedicated_vs_per_token(plan: ServingPlan, traffic: Traffic, usd_per_million_input: float,
-                           usd_per_million_output: float) -> PerTokenComparison:
+def dedicated_vs_per_token(plan: ServingPlan, traffic: Traffic, usd_per_million_input: float, usd_per_million_output: float) -> PerTokenComparison:
     """A dedicated fleet's monthly bill against an API billed per token (prices
     given by the user). Above the break-even traffic the fleet is cheaper, up
     to its capacity (more traffic needs more replicas)."""
     if usd_per_million_input < 0 or usd_per_million_output < 0:
         raise ValueError("per-token prices must be >= 0")
-    per_request = (traffic.input_tokens_per_request * usd_per_million_input
-                   + traffic.output_tokens_per_request * usd_per_million_output) / 1e6
+    per_request = (traffic.input_tokens_per_request * usd_per_million_input + traffic.output_tokens_per_request * usd_per_million_output) / 1e6
     api_monthly = per_request * traffic.requests_per_day * DAYS_PER_MONTH
     capacity = plan.replicas * plan.output_tokens_per_s_per_replica * SECONDS_PER_DAY / traffic.output_tokens_per_request
     return PerTokenComparison.model_construct(
-        dedicated_usd_per_month=plan.usd_per_month, per_token_usd_per_month=api_monthly, per_request_usd=per_request,
+        dedicated_usd_per_month=plan.usd_per_month,
+        per_token_usd_per_month=api_monthly,
+        per_request_usd=per_request,
         cheaper="dedicated" if plan.usd_per_month < api_monthly else "per-token",
         break_even_requests_per_day=plan.usd_per_month / (per_request * DAYS_PER_MONTH) if per_request > 0 else math.inf,
         fleet_capacity_requests_per_day=capacity,
@@ -185,14 +202,13 @@ class BreakEven(BaseModel):
     monthly_usd: float
     monthly_alternative_usd: float | None
     monthly_saving_usd: float | None
-    break_even_month: int | None          # first month the one-off has paid for itself
+    break_even_month: int | None  # first month the one-off has paid for itself
     months_of_serving_per_one_off: float | None
-    cumulative_usd: tuple[float, ...]     # month 0, 1, ..., months
+    cumulative_usd: tuple[float, ...]  # month 0, 1, ..., months
     cumulative_alternative_usd: tuple[float, ...] | None
 
 
-def train_vs_serve(one_off_usd: float, monthly_usd: float, monthly_alternative_usd: float | None = None,
-                   months: int = 24) -> BreakEven:
+def train_vs_serve(one_off_usd: float, monthly_usd: float, monthly_alternative_usd: float | None = None, months: int = 24) -> BreakEven:
     """A one-off training (or fine-tuning) cost plus monthly serving, against an
     alternative with no one-off cost (a larger model, an API). Break-even at
     ceil(one-off / monthly saving) months; none when there is no saving."""
@@ -206,8 +222,11 @@ def train_vs_serve(one_off_usd: float, monthly_usd: float, monthly_alternative_u
     if saving is not None and saving > 0:
         month = math.ceil(one_off_usd / saving - 1e-12) if one_off_usd > 0 else 0
     return BreakEven.model_construct(
-        one_off_usd=one_off_usd, monthly_usd=monthly_usd, monthly_alternative_usd=monthly_alternative_usd,
-        monthly_saving_usd=saving, break_even_month=month,
+        one_off_usd=one_off_usd,
+        monthly_usd=monthly_usd,
+        monthly_alternative_usd=monthly_alternative_usd,
+        monthly_saving_usd=saving,
+        break_even_month=month,
         months_of_serving_per_one_off=one_off_usd / monthly_usd if monthly_usd > 0 else None,
         cumulative_usd=own,
         cumulative_alternative_usd=None if monthly_alternative_usd is None else tuple(m * monthly_alternative_usd for m in range(months + 1)),

@@ -84,17 +84,16 @@ def tp_allreduces_per_layer(training: bool, recompute: bool) -> int:
 class TrainingComm(BaseModel):
     model_config = _OUT
     microbatches_per_step: int
-    compute_s_per_step: float          # ideal: m micro-batches at the MFU rate
+    compute_s_per_step: float  # ideal: m micro-batches at the MFU rate
     tensor_parallel_s_per_step: float
-    pipeline_bubble_fraction: float    # (p-1)/m of the ideal step
-    data_parallel_s_per_step: float    # the gradient all-reduce
+    pipeline_bubble_fraction: float  # (p-1)/m of the ideal step
+    data_parallel_s_per_step: float  # the gradient all-reduce
     data_parallel_exposed_s_per_step: float
     step_s: float
-    overhead_fraction: float           # step_s / compute_s_per_step - 1
+    overhead_fraction: float  # step_s / compute_s_per_step - 1
 
 
-def training_comm(sc: Scenario, arch: Architecture, acc: Accelerator, layout: Layout,
-                  flops_per_token: float, achieved_tflops: float) -> TrainingComm:
+def training_comm(sc: Scenario, arch: Architecture, acc: Accelerator, layout: Layout, flops_per_token: float, achieved_tflops: float) -> TrainingComm:
     """Per optimizer step of one data-parallel replica. `achieved_tflops` is
     peak x MFU of one device."""
     dp, tp, pp = layout
@@ -117,9 +116,13 @@ def training_comm(sc: Scenario, arch: Architecture, acc: Accelerator, layout: La
     ideal = m * stage_compute
     step = (m + pp - 1) * (stage_compute + stage_tp) + exposed
     return TrainingComm.model_construct(
-        microbatches_per_step=m, compute_s_per_step=ideal, tensor_parallel_s_per_step=m * stage_tp,
-        pipeline_bubble_fraction=bubble, data_parallel_s_per_step=dp_s,
-        data_parallel_exposed_s_per_step=exposed, step_s=step,
+        microbatches_per_step=m,
+        compute_s_per_step=ideal,
+        tensor_parallel_s_per_step=m * stage_tp,
+        pipeline_bubble_fraction=bubble,
+        data_parallel_s_per_step=dp_s,
+        data_parallel_exposed_s_per_step=exposed,
+        step_s=step,
         overhead_fraction=step / ideal - 1.0 if ideal > 0 else 0.0,
     )
 

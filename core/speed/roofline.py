@@ -147,9 +147,9 @@ class InferenceSpeed(BaseModel):
     time_to_first_token_s: float
     prefill_tokens_per_s: float
     decode_step_s: float
-    decode_tokens_per_s: float            # per user
-    aggregate_tokens_per_s: float         # all B users, decode only
-    output_tokens_per_s: float            # with each batch's prefill amortised (cost basis)
+    decode_tokens_per_s: float  # per user
+    aggregate_tokens_per_s: float  # all B users, decode only
+    output_tokens_per_s: float  # with each batch's prefill amortised (cost basis)
     decode_bound: Literal["memory", "compute"]
     bytes_read_per_step_per_device: float
     peak_tflops_per_device: float
@@ -158,8 +158,15 @@ class InferenceSpeed(BaseModel):
     compute_efficiency: float
 
 
-def inference_speed(sc: Scenario, *, accelerator: Accelerator | None = None, layout: Layout | None = None,
-                    batch: int | None = None, prompt_tokens: int | None = None, output_tokens: int | None = None) -> InferenceSpeed:
+def inference_speed(
+    sc: Scenario,
+    *,
+    accelerator: Accelerator | None = None,
+    layout: Layout | None = None,
+    batch: int | None = None,
+    prompt_tokens: int | None = None,
+    output_tokens: int | None = None,
+) -> InferenceSpeed:
     """Time to first token, decode speed per user and in aggregate, and output
     tokens/s of a serving cycle (prefill B prompts, then decode), for one replica."""
     acc = accelerator or get_accelerator(sc.accelerator)
@@ -171,13 +178,25 @@ def inference_speed(sc: Scenario, *, accelerator: Accelerator | None = None, lay
     step, read, compute_bound = roof.decode_step(b, prompt + out / 2.0)
     cycle = roof.prefill(b, prompt) + out * step
     return InferenceSpeed.model_construct(
-        accelerator=acc.id, tensor_parallel=roof.tp, pipeline_parallel=roof.pp, devices_per_replica=roof.tp * roof.pp,
-        batch_size=b, prompt_tokens=prompt, output_tokens=out, time_to_first_token_s=ttft,
-        prefill_tokens_per_s=prompt / ttft, decode_step_s=step, decode_tokens_per_s=1.0 / step,
-        aggregate_tokens_per_s=b / step, output_tokens_per_s=b * out / cycle,
-        decode_bound="compute" if compute_bound else "memory", bytes_read_per_step_per_device=read,
-        peak_tflops_per_device=roof.peak.tflops, peak_basis=roof.peak.basis,
-        bandwidth_efficiency=roof.bw_eff, compute_efficiency=COMPUTE_EFF,
+        accelerator=acc.id,
+        tensor_parallel=roof.tp,
+        pipeline_parallel=roof.pp,
+        devices_per_replica=roof.tp * roof.pp,
+        batch_size=b,
+        prompt_tokens=prompt,
+        output_tokens=out,
+        time_to_first_token_s=ttft,
+        prefill_tokens_per_s=prompt / ttft,
+        decode_step_s=step,
+        decode_tokens_per_s=1.0 / step,
+        aggregate_tokens_per_s=b / step,
+        output_tokens_per_s=b * out / cycle,
+        decode_bound="compute" if compute_bound else "memory",
+        bytes_read_per_step_per_device=read,
+        peak_tflops_per_device=roof.peak.tflops,
+        peak_basis=roof.peak.basis,
+        bandwidth_efficiency=roof.bw_eff,
+        compute_efficiency=COMPUTE_EFF,
     )
 
 
@@ -191,8 +210,15 @@ class DecodePoint(BaseModel):
     fits: bool
 
 
-def decode_curve(sc: Scenario, batches: list[int] | tuple[int, ...], *, accelerator: Accelerator | None = None,
-                 layout: Layout | None = None, prompt_tokens: int | None = None, output_tokens: int | None = None) -> tuple[DecodePoint, ...]:
+def decode_curve(
+    sc: Scenario,
+    batches: list[int] | tuple[int, ...],
+    *,
+    accelerator: Accelerator | None = None,
+    layout: Layout | None = None,
+    prompt_tokens: int | None = None,
+    output_tokens: int | None = None,
+) -> tuple[DecodePoint, ...]:
     """Per-user and aggregate decode tokens/s at each batch size, and whether
     that many sequences of seq_len tokens fit in memory."""
     acc = accelerator or get_accelerator(sc.accelerator)
@@ -204,8 +230,14 @@ def decode_curve(sc: Scenario, batches: list[int] | tuple[int, ...], *, accelera
     for b in batches:
         step, _, compute_bound = roof.decode_step(b, prompt + out / 2.0)
         fits = inference_components(sc, roof.arch, layout, b, sc.seq_len).total <= capacity
-        points.append(DecodePoint.model_construct(
-            batch_size=b, decode_step_s=step, decode_tokens_per_s=1.0 / step, aggregate_tokens_per_s=b / step,
-            decode_bound="compute" if compute_bound else "memory", fits=bool(fits),
-        ))
+        points.append(
+            DecodePoint.model_construct(
+                batch_size=b,
+                decode_step_s=step,
+                decode_tokens_per_s=1.0 / step,
+                aggregate_tokens_per_s=b / step,
+                decode_bound="compute" if compute_bound else "memory",
+                fits=bool(fits),
+            )
+        )
     return tuple(points)

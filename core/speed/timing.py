@@ -56,8 +56,8 @@ MFU_DEFAULTS: dict[str, tuple[float, str]] = {
 
 class PeakCompute(NamedTuple):
     tflops: float
-    basis: str      # which catalog figure was used
-    flagged: bool   # True when it is not the figure the precision asks for
+    basis: str  # which catalog figure was used
+    flagged: bool  # True when it is not the figure the precision asks for
 
 
 def peak_tflops(acc: Accelerator, precision: str) -> PeakCompute:
@@ -134,8 +134,15 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
     rate = devices * peak.tflops * 1e12 * mfu  # FLOP/s achieved by all devices
     seconds = flops / rate
     return TrainingTime.model_construct(
-        tokens=tokens, flops_per_token=per_token, flops=flops, devices=devices,
-        peak_tflops_per_device=peak.tflops, peak_basis=peak.basis, mfu=mfu, mfu_source=why,
-        tokens_per_s=rate / per_token, wall_hours=seconds / SECONDS_PER_HOUR,
+        tokens=tokens,
+        flops_per_token=per_token,
+        flops=flops,
+        devices=devices,
+        peak_tflops_per_device=peak.tflops,
+        peak_basis=peak.basis,
+        mfu=mfu,
+        mfu_source=why,
+        tokens_per_s=rate / per_token,
+        wall_hours=seconds / SECONDS_PER_HOUR,
         gpu_hours=devices * seconds / SECONDS_PER_HOUR,
     )

@@ -35,11 +35,59 @@ PARSER = settings(max_examples=300, deadline=None)
 APP = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 HOSTILE = [
-    "", " ", "NaN", "nan", "-NaN", "inf", "-inf", "Infinity", "1e999", "-1e999", "1e-999", "-0", "-0.0", "0", "+0", "00", "0x10", "1_0",
-    "9" * 5000, "1" * 400 + ".5", "4096.0", " 4096", "4096 ", "4,096", "true", "True", "TRUE", "yes", "on", "null", "None", "[]", "{}",
-    "\x00", "\t\n", "\u202e4096", "𝟜𝟘𝟡𝟞", "٤٠٩٦", "４０９６", "Ⅻ", "llama-3.1-8b\x00", "h100-sxm ", "H100-SXM", "<script>alert(1)</script>",
-    "'\"><img src=x onerror=alert(1)>", "`[phish](https://evil.example)`", "![](https://evil.example/p.png)", "../../etc/passwd",
-    "%00", "%25", "&seq=8192", "x" * 10_000, "é" * 10_000,
+    "",
+    " ",
+    "NaN",
+    "nan",
+    "-NaN",
+    "inf",
+    "-inf",
+    "Infinity",
+    "1e999",
+    "-1e999",
+    "1e-999",
+    "-0",
+    "-0.0",
+    "0",
+    "+0",
+    "00",
+    "0x10",
+    "1_0",
+    "9" * 5000,
+    "1" * 400 + ".5",
+    "4096.0",
+    " 4096",
+    "4096 ",
+    "4,096",
+    "true",
+    "True",
+    "TRUE",
+    "yes",
+    "on",
+    "null",
+    "None",
+    "[]",
+    "{}",
+    "\x00",
+    "\t\n",
+    "\u202e4096",
+    "𝟜𝟘𝟡𝟞",
+    "٤٠٩٦",
+    "４０９６",
+    "Ⅻ",
+    "llama-3.1-8b\x00",
+    "h100-sxm ",
+    "H100-SXM",
+    "<script>alert(1)</script>",
+    "'\"><img src=x onerror=alert(1)>",
+    "`[phish](https://evil.example)`",
+    "![](https://evil.example/p.png)",
+    "../../etc/passwd",
+    "%00",
+    "%25",
+    "&seq=8192",
+    "x" * 10_000,
+    "é" * 10_000,
 ]
 hostile_text = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=40), st.from_regex(r"-?[0-9]{0,6}(\.[0-9]{0,4})?(e-?[0-9]{1,4})?", fullmatch=True))
 valid_text = st.sampled_from(KEYS).flatmap(lambda k: st.sampled_from([str(o) for o in SPECS[k].options] or ["1", "0.5", "100"]))
@@ -81,6 +129,7 @@ def no_new_exception(at) -> None:
 
 
 # --- (a) the parser -----------------------------------------------------------------------------------------------
+
 
 @PARSER
 @given(key=st.sampled_from(KEYS), raw=st.one_of(hostile_text, valid_text))
@@ -147,6 +196,7 @@ def test_url_problems_with_wrong_types_never_raises():
 
 # --- (b) the app with hostile links ------------------------------------------------------------------------------------
 
+
 def messages(at) -> list[str]:
     return [w.value for w in at.warning] + [e.value for e in at.error]
 
@@ -201,8 +251,11 @@ def test_hostile_links_warn_and_never_raise(page, query):
     assert at.title, "the page still renders"
 
 
-@pytest.mark.parametrize("raw", ["inf", "1e999", "9" * 5000, "\x00", "𝟜𝟘𝟡𝟞", "<script>alert(1)</script>", "é" * 1_000],
-                         ids=["inf", "1e999", "5000-digits", "nul", "math-digits", "script", "1k-accents"])
+@pytest.mark.parametrize(
+    "raw",
+    ["inf", "1e999", "9" * 5000, "\x00", "𝟜𝟘𝟡𝟞", "<script>alert(1)</script>", "é" * 1_000],
+    ids=["inf", "1e999", "5000-digits", "nul", "math-digits", "script", "1k-accents"],
+)
 def test_the_same_hostile_value_in_every_parameter(raw):
     query = {k: raw for k in KEYS}
     at = run_app("memory", query)
@@ -217,8 +270,13 @@ def test_a_query_string_over_streamlits_limit_falls_back_to_defaults():
 
 
 @APP
-@given(page=st.sampled_from(PAGES), model=st.sampled_from(SPECS["model"].options), acc=st.sampled_from(SPECS["acc"].options),
-       mode=st.sampled_from(["inference", "training"]), seq=st.sampled_from(["128", "4096", "131072", "1048576"]))
+@given(
+    page=st.sampled_from(PAGES),
+    model=st.sampled_from(SPECS["model"].options),
+    acc=st.sampled_from(SPECS["acc"].options),
+    mode=st.sampled_from(["inference", "training"]),
+    seq=st.sampled_from(["128", "4096", "131072", "1048576"]),
+)
 @example(page="inference", model="llama-3.2-1b", acc="k80", mode="training", seq="1048576")
 def test_every_page_renders_any_catalog_combination(page, model, acc, mode, seq):
     at = open_link(page, {"model": model, "acc": acc, "mode": mode, "seq": seq})
@@ -326,26 +384,69 @@ def test_a_compressed_link_parameter_is_not_inflated_past_its_limit(decoder):
 
 # --- (b) the pasted config.json ----------------------------------------------------------------------------------------
 
-HF_BASE = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
-           "vocab_size": 32000, "max_position_embeddings": 4096}
-HF_FIELDS = ["hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size",
-             "head_dim", "max_position_embeddings", "model_type", "text_config", "num_local_experts", "num_experts_per_tok"]
-json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20), st.floats(allow_nan=True, allow_infinity=True),
-                         st.sampled_from(HOSTILE[:40]), st.text(max_size=20))
-json_values = st.recursive(json_scalars, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
-                           max_leaves=8)
+HF_BASE = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "vocab_size": 32000,
+    "max_position_embeddings": 4096,
+}
+HF_FIELDS = [
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "vocab_size",
+    "head_dim",
+    "max_position_embeddings",
+    "model_type",
+    "text_config",
+    "num_local_experts",
+    "num_experts_per_tok",
+]
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**20), 10**20), st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(HOSTILE[:40]), st.text(max_size=20)
+)
+json_values = st.recursive(json_scalars, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)), max_leaves=8)
 # Texts that are never a usable config: not JSON, JSON but not an object, an object without the required fields, or a
 # required field with a value that is not a positive whole number.
-not_a_whole_number = st.one_of(st.none(), st.booleans(), st.integers(max_value=0), st.text(max_size=20), st.lists(st.integers(), max_size=2),
-                               st.floats(allow_nan=True, allow_infinity=True).filter(lambda f: not math.isfinite(f) or f != int(f)))
+not_a_whole_number = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(max_value=0),
+    st.text(max_size=20),
+    st.lists(st.integers(), max_size=2),
+    st.floats(allow_nan=True, allow_infinity=True).filter(lambda f: not math.isfinite(f) or f != int(f)),
+)
 bad_configs = st.one_of(
     st.text(max_size=200).filter(lambda t: not t.strip().startswith("{")),
     json_values.filter(lambda v: not isinstance(v, dict)).map(json.dumps),
     st.dictionaries(st.text(max_size=10), json_values, max_size=5).map(json.dumps),
-    st.builds(lambda key, bad: json.dumps({**HF_BASE, key: bad}), st.sampled_from(["hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"]),
-              not_a_whole_number),
-    st.sampled_from(["{", "{}", "{not json", "\x00", "\ufeff{}", "x" * 100_000, '{"a": "' + "y" * 100_000 + '"}', "[" * 100_000,
-                     "{" + '"a":{' * 20_000 + "}" * 20_001, "NaN", "Infinity", "null", "[]", '"string"', "12"]),
+    st.builds(
+        lambda key, bad: json.dumps({**HF_BASE, key: bad}), st.sampled_from(["hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"]), not_a_whole_number
+    ),
+    st.sampled_from(
+        [
+            "{",
+            "{}",
+            "{not json",
+            "\x00",
+            "\ufeff{}",
+            "x" * 100_000,
+            '{"a": "' + "y" * 100_000 + '"}',
+            "[" * 100_000,
+            "{" + '"a":{' * 20_000 + "}" * 20_001,
+            "NaN",
+            "Infinity",
+            "null",
+            "[]",
+            '"string"',
+            "12",
+        ]
+    ),
 )
 
 
@@ -386,10 +487,14 @@ def test_hostile_config_fields_never_raise(over):
 @pytest.mark.parametrize(
     "text",
     [
-        pytest.param(json.dumps({**HF_BASE, "junk": "@"}).replace('"@"', "[" * 400 + "]" * 400), id="nested-junk-in-valid-config",
-                     ),
-        pytest.param('{"model_type": "llama", "hidden_size": ' + "1" * 5000 + "}", id="5000-digit-number",
-                     ),
+        pytest.param(
+            json.dumps({**HF_BASE, "junk": "@"}).replace('"@"', "[" * 400 + "]" * 400),
+            id="nested-junk-in-valid-config",
+        ),
+        pytest.param(
+            '{"model_type": "llama", "hidden_size": ' + "1" * 5000 + "}",
+            id="5000-digit-number",
+        ),
     ],
 )
 def test_pathological_config_json(text):
@@ -413,12 +518,25 @@ hostile_bytes = st.one_of(
     st.binary(max_size=300),
     st.text(max_size=200).map(str.encode),
     json_values.map(lambda v: json.dumps(v).encode()),
-    st.dictionaries(st.sampled_from(["model", "mode", "batch_size", "seq_len", "accelerator", "scenario", "zero_stage", "offload", "x"]),
-                    json_values, max_size=5).map(lambda d: json.dumps(d).encode()),
-    st.dictionaries(st.sampled_from(["model", "mode", "batch_size", "seq_len", "accelerator", "zero_stage", "offload", "x"]),
-                    json_values, max_size=5).map(lambda d: json.dumps({"scenario": d}).encode()),
-    st.sampled_from([b"\xff\xfe\x00\x00", b"\x89PNG\r\n\x1a\n" + bytes(range(256)), b"x" * 2_000_000, b"[" * 200_000,
-                     b'{"scenario":' * 30_000 + b"{}" + b"}" * 30_000, b"\xef\xbb\xbf{}", b"", b"null", b'{"scenario": null}']),
+    st.dictionaries(st.sampled_from(["model", "mode", "batch_size", "seq_len", "accelerator", "scenario", "zero_stage", "offload", "x"]), json_values, max_size=5).map(
+        lambda d: json.dumps(d).encode()
+    ),
+    st.dictionaries(st.sampled_from(["model", "mode", "batch_size", "seq_len", "accelerator", "zero_stage", "offload", "x"]), json_values, max_size=5).map(
+        lambda d: json.dumps({"scenario": d}).encode()
+    ),
+    st.sampled_from(
+        [
+            b"\xff\xfe\x00\x00",
+            b"\x89PNG\r\n\x1a\n" + bytes(range(256)),
+            b"x" * 2_000_000,
+            b"[" * 200_000,
+            b'{"scenario":' * 30_000 + b"{}" + b"}" * 30_000,
+            b"\xef\xbb\xbf{}",
+            b"",
+            b"null",
+            b'{"scenario": null}',
+        ]
+    ),
 )
 
 
@@ -441,8 +559,9 @@ def test_scenario_upload_with_a_5000_digit_number():
     assert widgets is None and error
 
 
-@pytest.mark.parametrize("scenario", [{"tensor_parallel": 32}, {"pipeline_parallel": 512}, {"mode": "training", "data_parallel": 8192},
-                                      {"mode": "training", "train_tokens": 1e16}])
+@pytest.mark.parametrize(
+    "scenario", [{"tensor_parallel": 32}, {"pipeline_parallel": 512}, {"mode": "training", "data_parallel": 8192}, {"mode": "training", "train_tokens": 1e16}]
+)
 def test_uploaded_scenario_the_widgets_cannot_show_is_reported(scenario):
     widgets, error = load_scenario_json(json.dumps({"model": "llama-3.1-8b", **scenario}).encode())
     assert error is not None or all(in_domain(SPECS[k], v) for k, v in widgets.items() if k in SPECS)

@@ -28,17 +28,14 @@ def test_default_page_matches_core():
 def test_query_params_seed_the_scenario():
     at = run_app(params={"model": "llama-2-7b", "seq": "8192", "batch": "4", "acc": "a100-sxm-40gb", "units": "GB"})
     no_exception(at)
-    expected = Units("GB")(estimate(Scenario(model="llama-2-7b", seq_len=8192, batch_size=4, accelerator="a100-sxm-40gb"))
-                           .memory_per_device_bytes.total)
+    expected = Units("GB")(estimate(Scenario(model="llama-2-7b", seq_len=8192, batch_size=4, accelerator="a100-sxm-40gb")).memory_per_device_bytes.total)
     assert shown_total(at) == expected
 
 
 def test_training_scenario_from_url():
-    at = run_app(params={"mode": "training", "method": "qlora", "model": "llama-3.1-8b", "acc": "rtx-4090", "seq": "2048",
-                         "gc": "true"})
+    at = run_app(params={"mode": "training", "method": "qlora", "model": "llama-3.1-8b", "acc": "rtx-4090", "seq": "2048", "gc": "true"})
     no_exception(at)
-    assert shown_total(at) == core_total(model="llama-3.1-8b", mode="training", method="qlora", accelerator="rtx-4090",
-                                         seq_len=2048, gradient_checkpointing=True)
+    assert shown_total(at) == core_total(model="llama-3.1-8b", mode="training", method="qlora", accelerator="rtx-4090", seq_len=2048, gradient_checkpointing=True)
 
 
 @pytest.mark.parametrize(
@@ -112,8 +109,10 @@ def test_config_json_missing_fields_names_them():
 
 
 def test_valid_config_json_matches_core():
-    cfg = ('{"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, '
-           '"num_attention_heads": 32, "vocab_size": 32000, "max_position_embeddings": 4096}')
+    cfg = (
+        '{"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, '
+        '"num_attention_heads": 32, "vocab_size": 32000, "max_position_embeddings": 4096}'
+    )
     at = run_app(params={"src": "config"})
     at.text_area(key="cfg_text").set_value(cfg).run()
     no_exception(at)

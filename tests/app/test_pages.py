@@ -42,8 +42,7 @@ def test_inference_page_numbers_equal_core_and_follow_batch():
     assert metric(at, "Time to first token") == f"{inf.time_to_first_token_s * 1e3:,.0f} ms"
     assert metric(at, "Tokens/s per user") == f"{inf.decode_tokens_per_s:,.1f}"
     assert metric(at, "Most concurrent sequences") == f"{inf.max_concurrent_sequences:,}"
-    plan = serving_plan(sc, Traffic(requests_per_day=10_000, input_tokens_per_request=1_000, output_tokens_per_request=300),
-                        max_utilisation=0.7)
+    plan = serving_plan(sc, Traffic(requests_per_day=10_000, input_tokens_per_request=1_000, output_tokens_per_request=300), max_utilisation=0.7)
     assert metric(at, "Replicas needed") == f"{plan.replicas:,}"
     before = metric(at, "Tokens/s per user")
     at.select_slider(key="batch").set_value(1).run()

@@ -9,8 +9,15 @@ from .conftest import SHOTS, metrics, wait_ready
 
 pytestmark = pytest.mark.browser
 
-PAGES = {"memory": "/", "training": "/training", "inference": "/inference", "train-vs-serve": "/train-vs-serve",
-         "gpu-vs-tpu": "/gpu-vs-tpu", "compare": "/compare", "method": "/method"}
+PAGES = {
+    "memory": "/",
+    "training": "/training",
+    "inference": "/inference",
+    "train-vs-serve": "/train-vs-serve",
+    "gpu-vs-tpu": "/gpu-vs-tpu",
+    "compare": "/compare",
+    "method": "/method",
+}
 
 
 @pytest.mark.parametrize("name", list(PAGES))

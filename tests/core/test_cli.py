@@ -37,8 +37,7 @@ def test_estimate_list_from_file(tmp_path, capsys):
 
 
 def test_hf_config_scenario(capsys, tmp_path):
-    cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
-           "num_attention_heads": 32, "vocab_size": 32000}
+    cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000}
     f = tmp_path / "s.json"
     f.write_text(json.dumps({"model": {"hf_config": cfg}}))
     assert main(["estimate", str(f)]) == 0
@@ -72,8 +71,7 @@ def test_schema_is_the_scenario_model(capsys):
         ('{"model": "llama-9000"}', "unknown model preset"),
         ('{"model": "llama-3.1-8b", "accelerator": "h1000"}', "accelerator"),
         ('{"model": "llama-3.1-8b", "batch_size": 0}', "batch_size"),
-        ('{"model": {"hf_config": {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 0, '
-         '"num_attention_heads": 4, "vocab_size": 10}}}', "num_hidden_layers"),
+        ('{"model": {"hf_config": {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 0, "num_attention_heads": 4, "vocab_size": 10}}}', "num_hidden_layers"),
         ("this is not json", "not valid JSON"),
         ("[]", "empty"),
         ("[1]", "JSON object"),
@@ -81,8 +79,19 @@ def test_schema_is_the_scenario_model(capsys):
         ('{"model": "gpt2", "typo_field": 1}', "typo_field"),
         ("[" * 100000 + "]" * 100000, "nested"),
     ],
-    ids=["negative-params", "unknown-preset", "unknown-accelerator", "zero-batch", "zero-layer-config", "not-json",
-         "empty-list", "non-object", "nan-string", "unknown-field", "deep-nesting"],
+    ids=[
+        "negative-params",
+        "unknown-preset",
+        "unknown-accelerator",
+        "zero-batch",
+        "zero-layer-config",
+        "not-json",
+        "empty-list",
+        "non-object",
+        "nan-string",
+        "unknown-field",
+        "deep-nesting",
+    ],
 )
 def test_bad_input_exits_2_with_one_line(payload, needle):
     code, out, err = run(["estimate", "-"], stdin=payload)

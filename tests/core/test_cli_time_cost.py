@@ -18,6 +18,7 @@ def run_estimate(tmp_path, capsys):
         path = tmp_path / "scenario.json"
         path.write_text(json.dumps(payload))
         return main(["estimate", str(path)]), capsys.readouterr()
+
     return run
 
 
@@ -34,8 +35,7 @@ def test_inference_block(run_estimate):
 
 
 def test_training_block(run_estimate):
-    code, out = run_estimate({"model": "llama-2-70b", "mode": "training", "train_tokens": 2e12,
-                              "accelerator": "a100-sxm-80gb", "zero_stage": 3, "data_parallel": 2048})
+    code, out = run_estimate({"model": "llama-2-70b", "mode": "training", "train_tokens": 2e12, "accelerator": "a100-sxm-80gb", "zero_stage": 3, "data_parallel": 2048})
     assert code == 0
     res = json.loads(out.out)
     tr = res["training"]
@@ -50,15 +50,17 @@ def test_no_training_block_without_tokens(run_estimate):
     assert code == 0 and json.loads(out.out)["training"] is None
 
 
-@pytest.mark.parametrize(("payload", "needle"), [
-    ('{"model": "gpt2", "train_tokens": 0}', "train_tokens"),
-    ('{"model": "gpt2", "train_tokens": -5}', "train_tokens"),
-    ('{"model": "gpt2", "mfu": 1.5}', "mfu"),
-    ('{"model": "gpt2", "mfu": "fast"}', "mfu"),
-])
+@pytest.mark.parametrize(
+    ("payload", "needle"),
+    [
+        ('{"model": "gpt2", "train_tokens": 0}', "train_tokens"),
+        ('{"model": "gpt2", "train_tokens": -5}', "train_tokens"),
+        ('{"model": "gpt2", "mfu": 1.5}', "mfu"),
+        ('{"model": "gpt2", "mfu": "fast"}', "mfu"),
+    ],
+)
 def test_bad_time_inputs_exit_2_with_one_line(payload, needle):
-    proc = subprocess.run([sys.executable, "-m", "core", "estimate", "-"], input=payload, capture_output=True,
-                          text=True, cwd=ROOT, timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "core", "estimate", "-"], input=payload, capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0]

@@ -76,9 +76,15 @@ def test_every_option_fits_in_memory(options):
         if key in seen:
             continue
         seen.add(key)
-        sc = SC.model_copy(update={"accelerator": o.accelerator_id, "data_parallel": o.data_parallel,
-                                   "tensor_parallel": o.tensor_parallel, "pipeline_parallel": o.pipeline_parallel,
-                                   "zero_stage": o.zero_stage})
+        sc = SC.model_copy(
+            update={
+                "accelerator": o.accelerator_id,
+                "data_parallel": o.data_parallel,
+                "tensor_parallel": o.tensor_parallel,
+                "pipeline_parallel": o.pipeline_parallel,
+                "zero_stage": o.zero_stage,
+            }
+        )
         assert estimate(sc).fits, key
 
 

@@ -81,10 +81,18 @@ def test_ggml_llama2_13b_k_quants():
 def test_octocoder_bf16_and_int8():
     # transformers docs "Optimizing LLMs for Speed and Memory": bigcode/octocoder
     # peak max_memory_allocated 29.03 GiB in bf16 and 15.22 GiB with load_in_8bit.
-    octo = parse_hf_config({
-        "model_type": "gpt_bigcode", "n_embd": 6144, "n_layer": 40, "n_head": 48, "n_positions": 8192,
-        "vocab_size": 49152, "multi_query": True, "n_inner": 24576,
-    })
+    octo = parse_hf_config(
+        {
+            "model_type": "gpt_bigcode",
+            "n_embd": 6144,
+            "n_layer": 40,
+            "n_head": 48,
+            "n_positions": 8192,
+            "vocab_size": 49152,
+            "multi_query": True,
+            "n_inner": 24576,
+        }
+    )
     assert weight_bytes(octo, FORMATS["bf16"]) / 2**30 == pytest.approx(29.03, rel=0.02)
     assert weight_bytes(octo, FORMATS["int8"]) / 2**30 == pytest.approx(15.22, rel=0.05)
 

@@ -23,9 +23,34 @@ from core.model.formats import FORMATS
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
-HOSTILE_STRINGS = ["", " ", "NaN", "nan", "inf", "-inf", "Infinity", "-0", "0", "1e999", "-1e999", "1" * 400, "null", "true",
-                   "\x00", "\u202e", "ℌ", "𝟘𝟙", "١٢٣", "<script>alert(1)</script>", "'; DROP TABLE x; --", "../../etc/passwd",
-                   "llama-3.1-8b ", "LLAMA-3.1-8B", "h100-sxm\n", "x" * 10_000]
+HOSTILE_STRINGS = [
+    "",
+    " ",
+    "NaN",
+    "nan",
+    "inf",
+    "-inf",
+    "Infinity",
+    "-0",
+    "0",
+    "1e999",
+    "-1e999",
+    "1" * 400,
+    "null",
+    "true",
+    "\x00",
+    "\u202e",
+    "ℌ",
+    "𝟘𝟙",
+    "١٢٣",
+    "<script>alert(1)</script>",
+    "'; DROP TABLE x; --",
+    "../../etc/passwd",
+    "llama-3.1-8b ",
+    "LLAMA-3.1-8B",
+    "h100-sxm\n",
+    "x" * 10_000,
+]
 hostile_numbers = st.one_of(
     st.integers(),
     st.sampled_from([0, -1, -(2**63), 2**63, 2**64 + 1, 10**30, 10**300, 10**4000]),
@@ -33,12 +58,31 @@ hostile_numbers = st.one_of(
     st.sampled_from([-0.0, 1e-320, 5e-324, 1e308, -1e308, 0.5, 1.5, 4096.0000001]),
 )
 hostile_scalars = st.one_of(st.none(), st.booleans(), hostile_numbers, st.sampled_from(HOSTILE_STRINGS), st.text(max_size=30))
-json_values = st.recursive(hostile_scalars, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=12), inner, max_size=4)),
-                           max_leaves=12)
+json_values = st.recursive(hostile_scalars, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=12), inner, max_size=4)), max_leaves=12)
 
-FIELDS = ["model", "mode", "weights_format", "method", "optimizer", "precision", "batch_size", "seq_len", "gradient_checkpointing",
-          "flash_attention", "lora_rank", "lora_targets", "zero_stage", "offload", "data_parallel", "tensor_parallel",
-          "pipeline_parallel", "kv_cache_format", "accelerator", "train_tokens", "mfu"]
+FIELDS = [
+    "model",
+    "mode",
+    "weights_format",
+    "method",
+    "optimizer",
+    "precision",
+    "batch_size",
+    "seq_len",
+    "gradient_checkpointing",
+    "flash_attention",
+    "lora_rank",
+    "lora_targets",
+    "zero_stage",
+    "offload",
+    "data_parallel",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "kv_cache_format",
+    "accelerator",
+    "train_tokens",
+    "mfu",
+]
 VALID = {
     "model": st.sampled_from(sorted(preset_ids())),
     "mode": st.sampled_from(["training", "inference"]),
@@ -62,13 +106,42 @@ VALID = {
     "train_tokens": st.sampled_from([1.0, 1e12, 1e16]),
     "mfu": st.sampled_from([1e-9, 0.4, 1.0]),
 }
-HF_BASE = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
-           "num_key_value_heads": 8, "vocab_size": 32000, "max_position_embeddings": 4096}
-HF_KEYS = [*HF_BASE, "head_dim", "tie_word_embeddings", "num_local_experts", "num_experts_per_tok", "n_routed_experts", "sliding_window",
-           "text_config", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "n_embd", "n_layer", "n_head", "_name_or_path", "torch_dtype"]
-hf_configs = st.builds(lambda over: {**HF_BASE, **over},
-                       st.dictionaries(st.sampled_from(HF_KEYS), st.one_of(hostile_scalars, st.sampled_from(["llama", "mixtral", "deepseek_v3", "gpt2", "gemma2"]),
-                                                                          st.sampled_from([1, 2, 64, 2000, 1_000_000, 100_000_000])), max_size=4))
+HF_BASE = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 32000,
+    "max_position_embeddings": 4096,
+}
+HF_KEYS = [
+    *HF_BASE,
+    "head_dim",
+    "tie_word_embeddings",
+    "num_local_experts",
+    "num_experts_per_tok",
+    "n_routed_experts",
+    "sliding_window",
+    "text_config",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_rope_head_dim",
+    "n_embd",
+    "n_layer",
+    "n_head",
+    "_name_or_path",
+    "torch_dtype",
+]
+hf_configs = st.builds(
+    lambda over: {**HF_BASE, **over},
+    st.dictionaries(
+        st.sampled_from(HF_KEYS),
+        st.one_of(hostile_scalars, st.sampled_from(["llama", "mixtral", "deepseek_v3", "gpt2", "gemma2"]), st.sampled_from([1, 2, 64, 2000, 1_000_000, 100_000_000])),
+        max_size=4,
+    ),
+)
 models = st.one_of(
     VALID["model"],
     st.builds(lambda p: {"params": p}, st.one_of(hostile_numbers, st.sampled_from([1e6, 1e14, 7.5e9]))),
@@ -140,18 +213,20 @@ def test_any_text(tmp_path, capsys, text):
     check_contract(capsys, code)
 
 
-extreme_but_valid = st.fixed_dictionaries({
-    "model": st.one_of(st.sampled_from(sorted(preset_ids())), st.builds(lambda p: {"params": p}, st.sampled_from([1e6, 1.0000001e6, 1e14]))),
-    "mode": st.sampled_from(["training", "inference"]),
-    "batch_size": st.sampled_from([1, 4096]),
-    "seq_len": st.sampled_from([1, 2, 2_097_152]),
-    "data_parallel": st.sampled_from([1, 100_000]),
-    "tensor_parallel": st.sampled_from([1, 512]),
-    "pipeline_parallel": st.sampled_from([1, 512]),
-    "accelerator": st.sampled_from(sorted(accelerator_ids())),
-    "train_tokens": st.sampled_from([None, 1.0, 1e16]),  # 1e-300: see test_denormal_mfu_or_tokens_give_strict_json
-    "mfu": st.sampled_from([None, 1e-9, 0.4, 1.0]),  # 5e-324 / 1e-300: same
-}).map(lambda d: {k: v for k, v in d.items() if v is not None})
+extreme_but_valid = st.fixed_dictionaries(
+    {
+        "model": st.one_of(st.sampled_from(sorted(preset_ids())), st.builds(lambda p: {"params": p}, st.sampled_from([1e6, 1.0000001e6, 1e14]))),
+        "mode": st.sampled_from(["training", "inference"]),
+        "batch_size": st.sampled_from([1, 4096]),
+        "seq_len": st.sampled_from([1, 2, 2_097_152]),
+        "data_parallel": st.sampled_from([1, 100_000]),
+        "tensor_parallel": st.sampled_from([1, 512]),
+        "pipeline_parallel": st.sampled_from([1, 512]),
+        "accelerator": st.sampled_from(sorted(accelerator_ids())),
+        "train_tokens": st.sampled_from([None, 1.0, 1e16]),  # 1e-300: see test_denormal_mfu_or_tokens_give_strict_json
+        "mfu": st.sampled_from([None, 1e-9, 0.4, 1.0]),  # 5e-324 / 1e-300: same
+    }
+).map(lambda d: {k: v for k, v in d.items() if v is not None})
 
 
 @FUZZ
@@ -174,10 +249,25 @@ HOSTILE_FILES = {
     "deep-object": '{"a":' * 50_000 + "1" + "}" * 50_000,
     "long-int": '{"model": "llama-3.1-8b", "batch_size": ' + "1" * 5000 + "}",
     "nested-junk-in-config": json.dumps({"model": {"hf_config": {**HF_BASE, "junk": "@"}}}).replace('"@"', "[" * 600 + "]" * 600),
-    "huge-architecture": json.dumps({"model": {"hf_config": {**HF_BASE, "hidden_size": 1_000_000, "intermediate_size": 10_000_000,
-                                                              "num_hidden_layers": 2000, "num_attention_heads": 100_000,
-                                                              "num_key_value_heads": 100_000, "vocab_size": 100_000_000}},
-                                     "mode": "training", "batch_size": 4096, "seq_len": 2_097_152, "flash_attention": False}),
+    "huge-architecture": json.dumps(
+        {
+            "model": {
+                "hf_config": {
+                    **HF_BASE,
+                    "hidden_size": 1_000_000,
+                    "intermediate_size": 10_000_000,
+                    "num_hidden_layers": 2000,
+                    "num_attention_heads": 100_000,
+                    "num_key_value_heads": 100_000,
+                    "vocab_size": 100_000_000,
+                }
+            },
+            "mode": "training",
+            "batch_size": 4096,
+            "seq_len": 2_097_152,
+            "flash_attention": False,
+        }
+    ),
     "huge-experts": json.dumps({"model": {"hf_config": {**HF_BASE, "model_type": "mixtral", "num_local_experts": 10**30, "num_experts_per_tok": 10**30}}}),
     "huge-positions": json.dumps({"model": {"hf_config": {**HF_BASE, "model_type": "gpt2", "n_positions": 10**30}}}),
     "nan-literal": '{"model": {"params": NaN}}',
@@ -190,8 +280,7 @@ HOSTILE_FILES = {
 KNOWN_BUGS: dict[str, str] = {}  # name -> reason; add a strict xfail here when a new bug is found
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[n])) if n in KNOWN_BUGS else n
-                                  for n in sorted(HOSTILE_FILES)])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[n])) if n in KNOWN_BUGS else n for n in sorted(HOSTILE_FILES)])
 def test_hostile_files_in_process(tmp_path, capsys, name):
     code = main(["estimate", _write(tmp_path / f"{name}.json", HOSTILE_FILES[name])])
     check_contract(capsys, code)

@@ -14,15 +14,42 @@ from core.catalog.accelerators import (
 )
 
 REQUIRED_IDS = {
-    "t4", "v100-16gb", "v100-32gb", "a10g", "l4", "l40s", "a100-pcie-40gb", "a100-sxm-40gb",
-    "a100-pcie-80gb", "a100-sxm-80gb", "h100-pcie", "h100-sxm", "h100-nvl", "h200", "b200",
-    "rtx-3090", "rtx-4090", "rtx-5090", "quadro-rtx-8000", "k80", "m60", "mi250x", "mi300x",
-    "mi325x", "apple-m2-max", "apple-m3-max", "apple-m4-max", "tpu-v4", "tpu-v5e", "tpu-v5p",
-    "tpu-v6e", "trainium", "inferentia2",
+    "t4",
+    "v100-16gb",
+    "v100-32gb",
+    "a10g",
+    "l4",
+    "l40s",
+    "a100-pcie-40gb",
+    "a100-sxm-40gb",
+    "a100-pcie-80gb",
+    "a100-sxm-80gb",
+    "h100-pcie",
+    "h100-sxm",
+    "h100-nvl",
+    "h200",
+    "b200",
+    "rtx-3090",
+    "rtx-4090",
+    "rtx-5090",
+    "quadro-rtx-8000",
+    "k80",
+    "m60",
+    "mi250x",
+    "mi300x",
+    "mi325x",
+    "apple-m2-max",
+    "apple-m3-max",
+    "apple-m4-max",
+    "tpu-v4",
+    "tpu-v5e",
+    "tpu-v5p",
+    "tpu-v6e",
+    "trainium",
+    "inferentia2",
 }
 HEADER = ACCELERATORS_CSV.read_text().splitlines()[0]
-GOOD_ROW = ("x1,Test GPU,nvidia,gpu,80,79,2000,300,,600,19.5,400,NVLink,300,2020,,true,false,"
-            "https://example.com/datasheet,2026-11-23,")
+GOOD_ROW = "x1,Test GPU,nvidia,gpu,80,79,2000,300,,600,19.5,400,NVLink,300,2020,,true,false,https://example.com/datasheet,2026-11-23,"
 
 
 def write_csv(tmp_path, *rows, header=HEADER):
@@ -55,13 +82,16 @@ def test_default_load_is_cached():
 # TPU v5e: cloud.google.com/tpu/docs/v5e, 197 TF bf16, 16 GB HBM2 at 819 GBps.
 # MI300X: AMD MI300X datasheet, 192 GB HBM3 at 5.3 TB/s.
 # RTX 4090: NVIDIA Ada whitepaper, 24 GB GDDR6X at 1008 GB/s.
-@pytest.mark.parametrize(("acc_id", "memory_gib", "bandwidth_gbps", "bf16_tflops"), [
-    ("h100-sxm", 80, 3350, 989),
-    ("a100-sxm-80gb", 80, 2039, 312),
-    ("tpu-v5e", 16, 819, 197),
-    ("mi300x", 192, 5300, 1307.4),
-    ("rtx-4090", 24, 1008, 165.2),  # FP32-accumulate tensor rate (training)
-])
+@pytest.mark.parametrize(
+    ("acc_id", "memory_gib", "bandwidth_gbps", "bf16_tflops"),
+    [
+        ("h100-sxm", 80, 3350, 989),
+        ("a100-sxm-80gb", 80, 2039, 312),
+        ("tpu-v5e", 16, 819, 197),
+        ("mi300x", 192, 5300, 1307.4),
+        ("rtx-4090", 24, 1008, 165.2),  # FP32-accumulate tensor rate (training)
+    ],
+)
 def test_datasheet_numbers(acc_id, memory_gib, bandwidth_gbps, bf16_tflops):
     acc = get_accelerator(acc_id)
     assert acc.memory_gib == memory_gib
@@ -123,13 +153,16 @@ def test_good_file_loads(tmp_path):
     assert acc.id == "x1" and acc.fp8_tflops is None and acc.purchase_usd is None
 
 
-@pytest.mark.parametrize(("row", "field", "problem"), [
-    (GOOD_ROW.replace(",2000,", ",-5,"), "memory_bandwidth_gbps", "must be > 0"),
-    (GOOD_ROW.replace(",2000,", ",fast,"), "memory_bandwidth_gbps", "not a number"),
-    (GOOD_ROW.replace(",nvidia,", ",intel,"), "vendor", "is not one of"),
-    (GOOD_ROW.replace(",80,79,", ",80,81,"), "row", "usable_memory_gib must be <= memory_gib"),
-    (GOOD_ROW.replace("https://example.com/datasheet", ""), "source", "required"),
-])
+@pytest.mark.parametrize(
+    ("row", "field", "problem"),
+    [
+        (GOOD_ROW.replace(",2000,", ",-5,"), "memory_bandwidth_gbps", "must be > 0"),
+        (GOOD_ROW.replace(",2000,", ",fast,"), "memory_bandwidth_gbps", "not a number"),
+        (GOOD_ROW.replace(",nvidia,", ",intel,"), "vendor", "is not one of"),
+        (GOOD_ROW.replace(",80,79,", ",80,81,"), "row", "usable_memory_gib must be <= memory_gib"),
+        (GOOD_ROW.replace("https://example.com/datasheet", ""), "source", "required"),
+    ],
+)
 def test_bad_row_names_file_row_field_and_problem(tmp_path, row, field, problem):
     with pytest.raises(CatalogError) as info:
         load_accelerators(write_csv(tmp_path, GOOD_ROW.replace("x1,", "x0,"), row))

@@ -6,8 +6,13 @@ from core.catalog.presets import preset
 from core.model.hf_config import ConfigError, parse_hf_config
 
 LLAMA2_7B = {
-    "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
-    "num_attention_heads": 32, "vocab_size": 32000, "max_position_embeddings": 4096,
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "vocab_size": 32000,
+    "max_position_embeddings": 4096,
 }
 
 

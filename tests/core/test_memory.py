@@ -25,9 +25,22 @@ def test_zero_paper_figure_1(stage, gb):
 
 
 GPT3 = Architecture(
-    name="GPT-3 175B", model_type="gpt", num_layers=96, hidden_size=12288, intermediate_size=4 * 12288,
-    num_heads=96, num_kv_heads=96, head_dim=128, vocab_size=51200, max_context=2048, gated_mlp=False,
-    qkv_bias=True, o_bias=True, mlp_bias=True, norm="layernorm", dropout=True,
+    name="GPT-3 175B",
+    model_type="gpt",
+    num_layers=96,
+    hidden_size=12288,
+    intermediate_size=4 * 12288,
+    num_heads=96,
+    num_kv_heads=96,
+    head_dim=128,
+    vocab_size=51200,
+    max_context=2048,
+    gated_mlp=False,
+    qkv_bias=True,
+    o_bias=True,
+    mlp_bias=True,
+    norm="layernorm",
+    dropout=True,
 )
 
 
@@ -94,12 +107,14 @@ def test_full_finetune_is_16_bytes_per_param_of_model_states():
 def test_qlora_65b_fits_under_48_gb_and_full_needs_over_780():
     # QLoRA paper abstract: finetuning a 65B model needs > 780 GB of GPU memory
     # in 16-bit, < 48 GB with QLoRA (single 48 GB GPU; gradient checkpointing).
-    llama65 = {"hf_config": {"model_type": "llama", "hidden_size": 8192, "intermediate_size": 22016,
-                             "num_hidden_layers": 80, "num_attention_heads": 64, "vocab_size": 32000}}
+    llama65 = {
+        "hf_config": {"model_type": "llama", "hidden_size": 8192, "intermediate_size": 22016, "num_hidden_layers": 80, "num_attention_heads": 64, "vocab_size": 32000}
+    }
     full = estimate(Scenario(model=llama65, mode="training", seq_len=512, gradient_checkpointing=True))
     assert full.memory_per_device_bytes.total / 1e9 > 780
-    q = estimate(Scenario(model=llama65, mode="training", method="qlora", lora_rank=64, seq_len=512,
-                          gradient_checkpointing=True, optimizer="adamw", accelerator="rtx-a6000"))
+    q = estimate(
+        Scenario(model=llama65, mode="training", method="qlora", lora_rank=64, seq_len=512, gradient_checkpointing=True, optimizer="adamw", accelerator="rtx-a6000")
+    )
     # The paper's adapters are bf16; PEFT's default fp32 adapters add ~3 GB, and it
     # still fits one 48 GB (GiB-marketed) RTX A6000.
     assert q.memory_per_device_bytes.total < 48 * 2**30

@@ -38,9 +38,30 @@ def test_builtin_catalog_covers_providers_and_families():
     assert {"aws", "gcp", "azure"} <= providers
     assert len(providers - {"aws", "gcp", "azure"}) >= 2
     types = " ".join(r.instance_type for r in rows)
-    for family in ("p3.", "p4d.", "p4de.", "p5.", "p5e.", "g4dn.", "g5.", "g6.", "g6e.", "trn1.",
-                   "inf2.", "a2-highgpu", "a2-ultragpu", "a3-highgpu", "a3-mega", "g2-", "n1-",
-                   "as_T4_v3", "A100_v4", "ND96isr_H100_v5", "NC40ads_H100_v5", "NV12s_v3"):
+    for family in (
+        "p3.",
+        "p4d.",
+        "p4de.",
+        "p5.",
+        "p5e.",
+        "g4dn.",
+        "g5.",
+        "g6.",
+        "g6e.",
+        "trn1.",
+        "inf2.",
+        "a2-highgpu",
+        "a2-ultragpu",
+        "a3-highgpu",
+        "a3-mega",
+        "g2-",
+        "n1-",
+        "as_T4_v3",
+        "A100_v4",
+        "ND96isr_H100_v5",
+        "NC40ads_H100_v5",
+        "NV12s_v3",
+    ):
         assert family.lower() in types.lower(), family
     for tpu in ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"):
         tpu_rows = prices_for(tpu)
@@ -70,14 +91,17 @@ def test_good_csv_parses():
     assert len(rows) == 2 and rows[1].spot_usd_per_hour is None and rows[1].spot_usd_per_device_hour is None
 
 
-@pytest.mark.parametrize(("bad", "message"), [
-    (GOOD.replace(",55.04,", ",abc,"), "row 2 (line 3): on_demand_usd_per_hour: not a number: 'abc'"),
-    (GOOD.replace(",55.04,", ",-1,"), "row 2 (line 3): on_demand_usd_per_hour: must be > 0"),
-    (GOOD.replace(",55.04,", ",inf,"), "row 2 (line 3): on_demand_usd_per_hour: not a number"),
-    (GOOD.replace("h100-sxm", "h100-xyz"), "row 2 (line 3): accelerator_id: unknown accelerator 'h100-xyz'"),
-    (GOOD.replace(",8,", ",0,"), "row 2 (line 3): accelerators_per_instance: must be >= 1"),
-    (GOOD + ",extra", "row 2 (line 3): expected 11 cells, found 12"),
-])
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (GOOD.replace(",55.04,", ",abc,"), "row 2 (line 3): on_demand_usd_per_hour: not a number: 'abc'"),
+        (GOOD.replace(",55.04,", ",-1,"), "row 2 (line 3): on_demand_usd_per_hour: must be > 0"),
+        (GOOD.replace(",55.04,", ",inf,"), "row 2 (line 3): on_demand_usd_per_hour: not a number"),
+        (GOOD.replace("h100-sxm", "h100-xyz"), "row 2 (line 3): accelerator_id: unknown accelerator 'h100-xyz'"),
+        (GOOD.replace(",8,", ",0,"), "row 2 (line 3): accelerators_per_instance: must be >= 1"),
+        (GOOD + ",extra", "row 2 (line 3): expected 11 cells, found 12"),
+    ],
+)
 def test_bad_row_gives_message_and_keeps_good_rows(bad, message):
     rows, messages = parse_price_csv(csv_text(GOOD, bad, GOOD), KNOWN)
     assert len(rows) == 2
@@ -98,11 +122,14 @@ def test_empty_file(text):
     assert rows == () and len(messages) == 1 and messages[0].startswith("empty file")
 
 
-@pytest.mark.parametrize(("data", "start"), [
-    (bytes(range(256)) * 4, "not a text file"),
-    (b"\xff\xfe\x89PNG garbage \xc3\x28", "not UTF-8 text"),
-    (os.urandom(2048).replace(b"\x00", b"\x01") + b"\xff", "not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    ("data", "start"),
+    [
+        (bytes(range(256)) * 4, "not a text file"),
+        (b"\xff\xfe\x89PNG garbage \xc3\x28", "not UTF-8 text"),
+        (os.urandom(2048).replace(b"\x00", b"\x01") + b"\xff", "not UTF-8 text"),
+    ],
+)
 def test_binary_garbage_is_reported_not_raised(data, start):
     rows, messages = parse_price_bytes(data, KNOWN)
     assert rows == () and len(messages) == 1 and messages[0].startswith(start)

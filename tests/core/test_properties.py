@@ -105,16 +105,27 @@ def test_devices_needed_layout_really_fits(d):
     if r.layout_needed is None:
         return
     lay = r.layout_needed
-    again = estimate(sc.model_copy(update={
-        "data_parallel": lay.data_parallel, "tensor_parallel": lay.tensor_parallel,
-        "pipeline_parallel": lay.pipeline_parallel, "zero_stage": lay.zero_stage if sc.mode == "training" else sc.zero_stage,
-    }))
+    again = estimate(
+        sc.model_copy(
+            update={
+                "data_parallel": lay.data_parallel,
+                "tensor_parallel": lay.tensor_parallel,
+                "pipeline_parallel": lay.pipeline_parallel,
+                "zero_stage": lay.zero_stage if sc.mode == "training" else sc.zero_stage,
+            }
+        )
+    )
     assert again.fits
 
 
 hostile = st.one_of(
-    st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=50), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=50),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
 )
 FIELDS = sorted(Scenario.model_fields)
 

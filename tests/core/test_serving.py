@@ -21,8 +21,7 @@ def test_plan_for_traffic():
     assert plan.replicas == max(1, math.ceil(plan.output_tokens_per_s_needed / plan.output_tokens_per_s_per_replica))
     assert plan.usd_per_month == pytest.approx(plan.usd_per_hour * HOURS_PER_MONTH)
     assert 0 < plan.utilisation <= 1
-    assert plan.usd_per_million_output_tokens == pytest.approx(
-        plan.usd_per_month / (plan.output_tokens_per_s_needed * 3600 * HOURS_PER_MONTH) * 1e6)
+    assert plan.usd_per_million_output_tokens == pytest.approx(plan.usd_per_month / (plan.output_tokens_per_s_needed * 3600 * HOURS_PER_MONTH) * 1e6)
     # the default row is the cheapest fleet, not the cheapest share of a big instance
     fleets = [serving_plan(SC, TRAFFIC, row=r).usd_per_month for r in prices_for("h100-sxm")]
     assert plan.usd_per_month == pytest.approx(min(fleets))

@@ -13,16 +13,18 @@ from core.scenario import Scenario
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-scenarios = st.fixed_dictionaries({
-    "model": st.one_of(st.sampled_from(sorted(preset_ids())), st.builds(lambda p: {"params": p}, st.floats(1e8, 2e12))),
-    "accelerator": st.sampled_from([a.id for a in load_accelerators()]),
-    "weights_format": st.sampled_from(sorted(FORMATS)),
-    "batch_size": st.integers(1, 256),
-    "seq_len": st.integers(1, 65536),
-    "tensor_parallel": st.sampled_from([1, 2, 8]),
-    "pipeline_parallel": st.sampled_from([1, 4]),
-    "kv_cache_format": st.sampled_from(["bf16", "fp8"]),
-})
+scenarios = st.fixed_dictionaries(
+    {
+        "model": st.one_of(st.sampled_from(sorted(preset_ids())), st.builds(lambda p: {"params": p}, st.floats(1e8, 2e12))),
+        "accelerator": st.sampled_from([a.id for a in load_accelerators()]),
+        "weights_format": st.sampled_from(sorted(FORMATS)),
+        "batch_size": st.integers(1, 256),
+        "seq_len": st.integers(1, 65536),
+        "tensor_parallel": st.sampled_from([1, 2, 8]),
+        "pipeline_parallel": st.sampled_from([1, 4]),
+        "kv_cache_format": st.sampled_from(["bf16", "fp8"]),
+    }
+)
 
 
 def finite(model) -> bool:
@@ -46,8 +48,16 @@ def test_inference_block_is_finite_and_consistent(d):
 @FAST
 @given(scenarios, st.sampled_from(["full", "lora", "qlora"]), st.booleans(), st.floats(1e6, 1e13))
 def test_training_block_is_finite_and_consistent(d, method, recompute, tokens):
-    d = {**d, "weights_format": "bf16", "mode": "training", "method": method, "gradient_checkpointing": recompute,
-         "train_tokens": tokens, "zero_stage": 3 if d["tensor_parallel"] == 1 else 0, "data_parallel": 4}
+    d = {
+        **d,
+        "weights_format": "bf16",
+        "mode": "training",
+        "method": method,
+        "gradient_checkpointing": recompute,
+        "train_tokens": tokens,
+        "zero_stage": 3 if d["tensor_parallel"] == 1 else 0,
+        "data_parallel": 4,
+    }
     tr = estimate(Scenario(**d)).training
     assert tr is not None and finite(tr)
     assert math.isclose(tr.gpu_hours, tr.devices * tr.wall_hours)

@@ -15,8 +15,13 @@ RUNS = list(csv.DictReader((Path(__file__).resolve().parents[1] / "data" / "trai
 def scenario_of(run: dict, **extra) -> Scenario:
     model = {"params": float(run["model"])} if run["model"][0].isdigit() else run["model"]
     return Scenario(
-        model=model, mode="training", accelerator=run["accelerator"], train_tokens=float(run["tokens"]),
-        gradient_checkpointing=run["gradient_checkpointing"] == "true", mfu=float(run["mfu"]) if run["mfu"] else None, **extra,
+        model=model,
+        mode="training",
+        accelerator=run["accelerator"],
+        train_tokens=float(run["tokens"]),
+        gradient_checkpointing=run["gradient_checkpointing"] == "true",
+        mfu=float(run["mfu"]) if run["mfu"] else None,
+        **extra,
     )
 
 
