@@ -6,7 +6,7 @@ import difflib
 import json
 from functools import cache, cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -28,6 +28,16 @@ class Preset(BaseModel):
     published_params_source: str = Field(min_length=3)
     source: str = Field(min_length=3)
     as_of: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    # What the published count counts: "main-model" (what loads: total_params), "checkpoint" (every stored
+    # weight: total_params + multi-token-prediction layers), "checkpoint+stored-head" (a tied model whose checkpoint
+    # also stores lm_head), or "rounded" (a model-card figure such as "7B", good to its last digit).
+    published_params_basis: Literal["main-model", "checkpoint", "checkpoint+stored-head", "rounded"] = "checkpoint"
+    # Mixture of experts: the model card's active count, and whether it leaves out the embedding table (gpt-oss)
+    # or the embedding and the output head (GLM-4.5).
+    active_params_published: float | None = Field(default=None, gt=0)
+    active_params_basis: Literal["all", "without-embedding", "without-embedding-and-head"] = "all"
+    published_format: Literal["bf16", "fp16", "fp32", "fp8", "mxfp4"] | None = None
+    context_length: int | None = Field(default=None, ge=1)
     config: dict[str, Any] | None = None
     params: float | None = Field(default=None, gt=0)
     notes: str = ""

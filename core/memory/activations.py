@@ -51,11 +51,11 @@ def layer_activation_bytes(arch: Architecture, seq: int, batch: int, *, flash: b
     dense = sb * mlp_tensors * arch.intermediate_size * act_bytes
     moe = 0.0
     if arch.is_moe:
-        k, f = arch.experts_per_token, arch.moe_intermediate_size
+        k = arch.experts_per_token
         moe = sb * 4 * arch.num_experts  # fp32 router logits
         moe += sb * k * h * act_bytes  # each token's copy sent to k experts
-        moe += sb * 4 * (k + arch.num_shared_experts) * f * act_bytes
-    dense_layers = arch.num_layers - arch.moe_layers
+        moe += sb * 4 * arch.routed_width * act_bytes  # k experts' and the shared expert's intermediates
+    dense_layers = arch.dense_layers
     total = arch.num_layers * common + dense_layers * dense + arch.moe_layers * moe
     if dense_layers and arch.moe_layers:
         largest = common + np.maximum(dense, moe)

@@ -210,8 +210,7 @@ def _prefill_peak(sc: Scenario, arch: Architecture, tp: int, batch: int, seq: in
     h = arch.hidden_size
     f = arch.intermediate_size
     if arch.is_moe:
-        routed = (arch.experts_per_token + arch.num_shared_experts) * arch.moe_intermediate_size
-        f = max(f if arch.first_dense_layers else 0, routed)
+        f = max(f if arch.dense_layers else 0, arch.routed_width)
     if arch.is_mla:
         qkv = arch.num_heads * (2 * arch.qk_head_dim + arch.value_head_dim)
     else:

@@ -28,6 +28,7 @@ WeightFormatId = Literal[
     "gguf-q4_k_m",
     "gguf-q3_k_m",
     "gguf-q2_k",
+    "mxfp4",
 ]
 
 # GGML block types, bits per weight = block bytes * 8 / block weights
@@ -46,6 +47,7 @@ class WeightFormat(NamedTuple):
     # GGUF _M mixes: role -> (fraction of layers at `more_bits`, more_bits)
     mix: tuple[tuple[str, float, float], ...] = ()
     source: str = ""
+    experts_only: bool = False  # only routed-expert weights are quantized; the rest stays 16-bit (gpt-oss MXFP4)
 
     @property
     def is_quantized(self) -> bool:
@@ -53,12 +55,16 @@ class WeightFormat(NamedTuple):
 
     def bits(self, group: WeightGroup) -> float:
         role = group.role
+        if role == "vision":  # vision encoders ship and run in 16-bit next to quantized text weights
+            return 32.0 if self.id == "fp32" else _BF16
         if role == "embed":
             return self.embed_bits
         if role == "lm_head":
             return self.lm_head_bits
         if not group.is_linear:
             return self.other_bits
+        if self.experts_only and not group.expert:
+            return _BF16
         bits = self.linear_bits + self._per_row_bits(group)
         for mix_role, fraction, more_bits in self.mix:
             if role == mix_role:
@@ -119,6 +125,18 @@ FORMATS: dict[str, WeightFormat] = {
             source=_GGUF_SRC,
         ),
         WeightFormat("gguf-q2_k", "GGUF Q2_K", GGML_BITS["Q2_K"], GGML_BITS["Q2_K"], _Q6, 32, mix=(("attn_v", 1.0, 4.5), ("mlp_down", 1.0, 4.5)), source=_GGUF_SRC),
+        # OCP Microscaling (MX) v1.0: FP4 (E2M1) elements in blocks of 32 sharing one 8-bit (E8M0) scale = 4.25 bits;
+        # gpt-oss ships its MoE expert weights this way and everything else in BF16 (gpt-oss model card, 2025).
+        WeightFormat(
+            "mxfp4",
+            "MXFP4 experts + BF16",
+            4 + 8 / 32,
+            _BF16,
+            _BF16,
+            _BF16,
+            experts_only=True,
+            source="OCP Microscaling Formats (MX) Specification v1.0; OpenAI gpt-oss model card (2025)",
+        ),
     )
 }
 

@@ -34,8 +34,8 @@ def test_qwen2_has_qkv_bias_and_no_window_by_default():
 
 def test_gemma2_alternating_window_and_four_norms():
     arch = preset("gemma-2-9b").architecture
-    assert arch.sliding_window == 4096 and arch.sliding_window_layers == "alternate"
-    assert arch.windowed_layers == 21 and arch.norms_per_layer == 4
+    assert arch.sliding_window == 4096
+    assert arch.windowed_layers == 21 and arch.norms_per_layer == 4  # 42 layers, every other one local
     assert arch.tie_embeddings
 
 
@@ -47,7 +47,8 @@ def test_mixtral_moe_fields():
 def test_deepseek_mla_and_shared_experts():
     arch = preset("deepseek-v3").architecture
     assert arch.is_mla and arch.kv_lora_rank == 512 and arch.qk_rope_head_dim == 64
-    assert arch.num_shared_experts == 1 and arch.first_dense_layers == 3
+    assert arch.shared_expert_intermediate_size == arch.moe_intermediate_size  # n_shared_experts = 1
+    assert arch.num_moe_layers == 61 - 3  # first_k_dense_replace = 3
     assert any("multi-token" in a for a in arch.assumptions)
 
 

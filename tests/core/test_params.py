@@ -35,12 +35,85 @@ def test_total_params_within_half_percent_of_published(preset_id):
     assert total == pytest.approx(PUBLISHED[preset_id], rel=0.005)
 
 
+def counted(p) -> int:
+    """Our count on the basis the published figure uses (see Preset.published_params_basis)."""
+    a = p.architecture
+    stored_head = a.vocab_size * a.hidden_size if p.published_params_basis == "checkpoint+stored-head" else 0
+    return a.total_params + (a.mtp_params if p.published_params_basis.startswith("checkpoint") else 0) + stored_head
+
+
+def rounding_tolerance(published: float) -> float:
+    """A model-card figure such as "7B", "3.3B" or "132B" is good to half a unit of its last digit."""
+    scale = 1e9 if published >= 1e9 else 1e6
+    text = f"{published / scale:g}"
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return 0.5 * 10.0**-decimals * scale / published
+
+
 def test_every_preset_matches_its_published_count():
     presets = load_presets()
-    assert len(presets) >= 25
+    assert len(presets) >= 60
     for p in presets.values():
-        assert p.architecture.total_params == pytest.approx(p.published_params, rel=0.005), p.id
+        rel = rounding_tolerance(p.published_params) if p.published_params_basis == "rounded" else 0.005
+        assert counted(p) == pytest.approx(p.published_params, rel=rel), (p.id, counted(p), p.published_params)
         assert p.source and p.as_of
+
+
+def test_exact_counts_are_most_of_the_catalog():
+    rounded = [p.id for p in load_presets().values() if p.published_params_basis == "rounded"]
+    assert len(rounded) <= 6, rounded
+
+
+# One published config per model type the reader knows natively (issue #10): each sized within 0.5%.
+MODEL_TYPES = [
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "gemma3",
+    "gemma3_text",
+    "llama4",
+    "gpt_oss",
+    "phi",
+    "olmo2",
+    "olmoe",
+    "granite",
+    "granitemoe",
+    "cohere",
+    "starcoder2",
+    "gpt_neox",
+    "mistral3",
+    "dbrx",
+    "glm4_moe",
+    "deepseek_v3",
+    "kimi_k2",
+    "phi3",
+    "smollm3",
+]
+
+
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_a_published_config_of_every_model_type(model_type):
+    hits = [p for p in load_presets().values() if p.config and p.config.get("model_type") == model_type]
+    assert hits, f"no preset of type {model_type}"
+    for p in hits:
+        assert not any("not one we know" in a for a in p.architecture.assumptions), p.id
+        rel = 0.005 if p.published_params_basis != "rounded" else rounding_tolerance(p.published_params)
+        assert counted(p) == pytest.approx(p.published_params, rel=rel), p.id
+
+
+def active_counted(p) -> int:
+    a = p.architecture
+    embedding = a.vocab_size * a.hidden_size
+    drop = {"all": 0, "without-embedding": embedding, "without-embedding-and-head": embedding * (1 if a.tie_embeddings else 2)}
+    return a.active_params - drop[p.active_params_basis]
+
+
+def test_moe_active_counts_within_2_percent_of_the_model_cards():
+    moe = [p for p in load_presets().values() if p.active_params_published]
+    assert len(moe) >= 12
+    for p in moe:
+        assert p.architecture.is_moe, p.id
+        assert active_counted(p) == pytest.approx(p.active_params_published, rel=0.02), (p.id, active_counted(p))
 
 
 @pytest.mark.parametrize(
@@ -53,6 +126,14 @@ def test_every_preset_matches_its_published_count():
 )
 def test_moe_active_params(preset_id, active):
     assert preset(preset_id).architecture.active_params == pytest.approx(active, rel=0.02)
+
+
+def test_unknown_moe_configs_are_never_sized_as_dense():
+    """A Qwen1.5-MoE config under a type name the reader has never seen still has 14.3B parameters, not 1.9B."""
+    from core.model.hf_config import parse_hf_config
+
+    cfg = {**preset("qwen1.5-moe-a2.7b").config, "model_type": "qwen9_moe"}
+    assert parse_hf_config(cfg).total_params == pytest.approx(14.3e9, rel=0.01)
 
 
 def test_dense_active_equals_total():
