@@ -1,21 +1,30 @@
 """LLM GPU Planner: the entry point. The scenario sidebar is shared by every
-page; each input is a URL query parameter, so a link reproduces the view."""
+page; every input is a URL query parameter (app_pages/shared/fields.py), so a
+link reproduces the view."""
 
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 
-from app_pages.shared.context import set_context
-from app_pages.shared.sidebar import load_scenario_json, render_sidebar, request_widgets, scenario_to_widgets
-from app_pages.shared.specs import plain
+from app_pages.shared.context import PageContext, set_context
+from app_pages.shared.scenario_io import build_scenario, load_scenario_json, scenario_file, scenario_values
+from app_pages.shared.sidebar import render_sidebar
+from app_pages.shared.state import (
+    CFG_TEXT,
+    apply_requested_values,
+    keep_across_pages,
+    load_link_once,
+    request_values,
+    write_url,
+)
+from app_pages.shared.text import plain
 from app_pages.shared.workshop import load_workshop_presets
 
 st.set_page_config(page_title="LLM GPU Planner", page_icon=":material/memory:", layout="wide")
 
 PAGES = {
-    "memory": st.Page("app_pages/memory.py", title="Memory", icon=":material/memory:", url_path="memory", default=True),
+    "home": st.Page("app_pages/home.py", title="Home", url_path="home", default=True, visibility="hidden"),
+    "memory": st.Page("app_pages/memory.py", title="Memory", icon=":material/memory:", url_path="memory"),
     "training": st.Page("app_pages/training.py", title="Training", icon=":material/model_training:", url_path="training"),
     "inference": st.Page("app_pages/inference.py", title="Inference", icon=":material/bolt:", url_path="inference"),
     "train-vs-serve": st.Page("app_pages/train_vs_serve.py", title="Training vs inference", icon=":material/balance:", url_path="train-vs-serve"),
@@ -25,20 +34,25 @@ PAGES = {
 }
 page = st.navigation(list(PAGES.values()))
 
+keep_across_pages()
+if link_messages := load_link_once():
+    st.session_state["_link_messages"] = link_messages
+apply_requested_values()
+
 with st.sidebar.expander("Workshop presets", icon=":material/school:"):
     for preset in load_workshop_presets():
         if st.button(preset.label, key=f"ws-{preset.id}", width="stretch"):
-            request_widgets(scenario_to_widgets(preset.scenario))
+            request_values(scenario_values(preset.scenario))
             st.switch_page(PAGES[preset.page])
 
-scenario, values, messages = render_sidebar()
-set_context(scenario, values, messages)
+values = render_sidebar()
+scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))
 
 with st.sidebar.expander("Save or load this scenario", icon=":material/save:"):
     if scenario is not None:
         st.download_button(
             "Download scenario (JSON)",
-            data=lambda: json.dumps({"scenario": scenario.model_dump(mode="json", exclude_defaults=True)}, indent=2),
+            data=lambda: scenario_file(scenario),
             file_name="scenario.json",
             mime="application/json",
             icon=":material/download:",
@@ -47,13 +61,20 @@ with st.sidebar.expander("Save or load this scenario", icon=":material/save:"):
     upload = st.file_uploader("Load a scenario (JSON)", type=["json"], key="scenario_upload", max_upload_size=1)
     if upload is not None and st.session_state.get("scenario_upload_id") != upload.file_id:
         st.session_state["scenario_upload_id"] = upload.file_id
-        widgets, error = load_scenario_json(upload.getvalue())
+        loaded, error = load_scenario_json(upload.getvalue())
         if error:
             st.session_state["upload_error"] = error
         else:
-            request_widgets(widgets)
+            request_values(loaded or {})
         st.rerun()
     if err := st.session_state.pop("upload_error", None):
         st.error(plain(err))
 
-page.run()
+note = write_url()
+messages = [*st.session_state.get("_link_messages", []), *([problem] if problem else [])]
+set_context(PageContext(scenario, values, tuple(messages), (note,) if note else ()))
+st.session_state["_pages"] = {k: p.url_path for k, p in PAGES.items()}
+try:
+    page.run()
+finally:
+    write_url()  # the page's own inputs (traffic, prices...) too

@@ -5,35 +5,40 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.charts import layout_text
-from app_pages.shared.compare_state import MAX_SAVED, load_saved, save_saved
 from app_pages.shared.context import page_header
+from app_pages.shared.fields import fields
+from app_pages.shared.results import cached_estimate
+from app_pages.shared.scenario_io import saved_scenario
+from app_pages.shared.state import MAX_SAVED, saved_rows, set_saved_rows
 from app_pages.shared.style import COMPONENT_COLORS, COMPONENT_LABELS, PLOTLY_CONFIG, layout
-from core.estimate import estimate
+from app_pages.shared.text import chart_text, plain
 from core.memory.sweep import COMPONENTS
 from core.model.hf_config import safe_label
 
 sc, values, units = page_header("Compare", f"Save up to {MAX_SAVED} scenarios and compare them side by side. The saved set travels in the link.")
-saved = load_saved()
+rows = saved_rows()
 
 c1, c2, c3 = st.columns([2, 1, 1])
 label = c1.text_input("Name for the current scenario", value=f"{sc.architecture.name} - {sc.mode} - {sc.accelerator}", max_chars=60)
-if c2.button("Save current scenario", icon=":material/add:", disabled=len(saved) >= MAX_SAVED, width="stretch"):
-    saved.append((safe_label(label) or f"Scenario {len(saved) + 1}", sc))
-    save_saved(saved)
+if c2.button("Save current scenario", icon=":material/add:", disabled=len(rows) >= MAX_SAVED, width="stretch"):
+    set_saved_rows([*rows, (safe_label(label) or f"Scenario {len(rows) + 1}", sc.model_dump_json(exclude_defaults=True))])
     st.rerun()
-if c3.button("Clear all", icon=":material/delete:", disabled=not saved, width="stretch"):
-    save_saved([])
+if c3.button("Clear all", icon=":material/delete:", disabled=not rows, width="stretch"):
+    set_saved_rows([])
     st.rerun()
-if len(saved) >= MAX_SAVED:
+if len(rows) >= MAX_SAVED:
     st.caption(f"{MAX_SAVED} scenarios saved: remove one to save another.")
 
+saved = [(name, s) for name, text in rows if (s := saved_scenario(text)) is not None]
+if len(saved) < len(rows):
+    st.warning(f"{len(rows) - len(saved)} saved scenario(s) in the link could not be read (not a valid scenario) and are not shown.", icon=":material/warning:")
 if not saved:
     st.info("Nothing saved yet: set up a scenario in the sidebar and press **Save current scenario**.")
     st.stop()
 
-results = [(name, s, estimate(s)) for name, s in saved]
+results = [(name, s, cached_estimate(s.model_dump_json())) for name, s in saved]
+names = [f"{i + 1}. {chart_text(name)}" for i, (name, _, _) in enumerate(results)]
 fig = go.Figure()
-names = [f"{i + 1}. {name}" for i, (name, _, _) in enumerate(results)]
 for comp in COMPONENTS:
     ys = [units.value(getattr(r.memory_per_device_bytes, comp)) for _, _, r in results]
     if any(ys):
@@ -55,29 +60,41 @@ fig.add_scatter(
 fig.update_layout(barmode="stack", yaxis_title=f"Memory per device ({units.name})")
 st.plotly_chart(layout(fig, "Memory per device, by scenario (line = the device's usable memory)", height=460), config=PLOTLY_CONFIG)
 
-table = pd.DataFrame(
-    [
-        {
-            "#": i + 1,
-            "Scenario": name,
-            "Model": s.architecture.name,
-            "Workload": s.mode,
-            "Accelerator": r.accelerator,
-            "Format / method": s.weights_format if s.mode == "inference" else s.method,
-            "Batch x tokens": f"{s.batch_size} x {s.seq_len:,}",
-            f"Per device ({units.name})": round(units.value(r.memory_per_device_bytes.total), 2),
-            "Fits one device": "yes" if r.fits else "no",
-            "Smallest layout": layout_text(r.layout_needed),
-            "Max batch": r.max_batch_size,
-            "Max context": r.max_seq_len,
-        }
-        for i, (name, s, r) in enumerate(results)
-    ]
+st.dataframe(
+    pd.DataFrame(
+        [
+            {
+                "#": i + 1,
+                "Scenario": name,
+                "Model": s.architecture.name,
+                "Accelerator": r.accelerator,
+                f"Per device ({units.name})": round(units.value(r.memory_per_device_bytes.total), 2),
+                "Fits its layout": "yes" if r.fits else "no",
+                "Fewest devices": layout_text(r.layout_needed),
+                "Max batch": r.max_batch_size or None,
+                "Max context": r.max_seq_len or None,
+                "Training run (USD)": None if r.training is None or r.training.cost_usd is None else round(r.training.cost_usd),
+                "Training hours": None if r.training is None else round(r.training.wall_hours, 1),
+                "Tokens/s per user": None if r.inference is None else round(r.inference.decode_tokens_per_s, 1),
+                "Tokens/s, all users": None if r.inference is None else round(r.inference.aggregate_tokens_per_s),
+            }
+            for i, (name, s, r) in enumerate(results)
+        ]
+    ),
+    hide_index=True,
+    width="stretch",
 )
-st.dataframe(table, hide_index=True, width="stretch")
+
+st.markdown("**Every setting of the saved scenarios**")
+settings = {}
+for f in fields().values():
+    if f.scenario:
+        settings[f.label] = [f.fmt(f.from_scenario(getattr(s, f.scenario))) for _, s, _ in results]
+st.dataframe(pd.DataFrame(settings, index=names).T, width="stretch")
 
 remove = st.selectbox("Remove a saved scenario", ["—", *names], key="cmp_remove")
 if remove != "—" and st.button("Remove", icon=":material/remove:"):
-    del saved[names.index(remove)]
-    save_saved(saved)
+    kept = [row for i, row in enumerate(rows) if f"{i + 1}. {chart_text(row[0])}" != remove]
+    set_saved_rows(kept)
     st.rerun()
+st.caption(plain("Saved scenarios are kept in this page's link (parameter cmp): copy the address bar to share the comparison."))

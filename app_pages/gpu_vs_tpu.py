@@ -6,6 +6,7 @@ import streamlit as st
 
 from app_pages.shared.context import page_header
 from app_pages.shared.style import PLOTLY_CONFIG, layout
+from app_pages.shared.text import md
 from core.catalog.ecosystem import load_ecosystem
 from core.money.compare import compare_accelerators
 
@@ -95,4 +96,6 @@ grid = pd.DataFrame(
 st.table(grid)
 with st.expander("Sources"):
     for e in eco:
-        st.markdown(f"- {PLATFORM_LABELS.get(e.platform, e.platform)} · {e.aspect}: {e.source} (as of {e.as_of})")
+        st.markdown(
+            md("- {platform} · {aspect}: {source} (as of {date})", platform=PLATFORM_LABELS.get(e.platform, e.platform), aspect=e.aspect, source=e.source, date=e.as_of)
+        )

@@ -7,8 +7,8 @@ import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header
 from app_pages.shared.sidebar import page_widget, traffic_inputs
-from app_pages.shared.specs import plain
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, PLOTLY_CONFIG, layout, vmarker
+from app_pages.shared.text import md, plain
 from core.catalog.accelerators import get_accelerator
 from core.estimate import estimate
 from core.memory.sweep import sweep
@@ -20,7 +20,7 @@ if sc.mode != "inference":
     sc, err = as_mode(sc, "inference")
     st.info("The sidebar is set to training; this page shows the same model **served** (weights in the sidebar's format).", icon=":material/info:")
     if sc is None:
-        st.error(err)
+        st.error(plain(err))
         st.stop()
 acc = get_accelerator(sc.accelerator)
 result = estimate(sc)
@@ -37,11 +37,11 @@ c[4].metric(
     help=inf.price_instance or "no catalog price for this accelerator",
 )
 if result.layout_needed is None:
-    st.error(f"{sc.architecture.name} does not fit on any layout of {acc.name} at these settings: no speeds to show.")
+    st.error(md("{model} does not fit on any layout of {acc} at these settings: no speeds to show.", model=sc.architecture.name, acc=acc.name))
     st.stop()
 if not result.fits:
     st.warning(
-        f"At these settings one {acc.name} does not hold the model; speeds are for the smallest layout that fits ({inf.devices_per_replica} devices).",
+        md("At these settings one {acc} does not hold the model; speeds are for the smallest layout that fits ({n} devices).", acc=acc.name, n=inf.devices_per_replica),
         icon=":material/warning:",
     )
 
@@ -92,7 +92,7 @@ if traffic is None:
 try:
     plan = serving_plan(sc, traffic, max_utilisation=util / 100)
 except ValueError as exc:
-    st.info(f"No serving bill on {acc.name}: {plain(str(exc))}. The table below lists the accelerators that can be priced.", icon=":material/info:")
+    st.info(md("No serving bill on {acc}: {why}. The table below lists the accelerators that can be priced.", acc=acc.name, why=str(exc)), icon=":material/info:")
     plan = None
 m = st.columns(4) if plan else []
 if plan:
@@ -111,8 +111,8 @@ api_out = page_widget("api_out", a[1])
 if plan and (api_in or api_out):
     cmp = dedicated_vs_per_token(plan, traffic, api_in, api_out)
     st.markdown(
-        f"**Dedicated vs per-token API:** dedicated ${cmp.dedicated_usd_per_month:,.0f}/month vs per-token "
-        f"${cmp.per_token_usd_per_month:,.0f}/month — **{cmp.cheaper}** is cheaper"
+        f"**Dedicated vs per-token API:** dedicated \\${cmp.dedicated_usd_per_month:,.0f}/month vs per-token "
+        f"\\${cmp.per_token_usd_per_month:,.0f}/month — **{cmp.cheaper}** is cheaper"
         + (f"; dedicated breaks even above {cmp.break_even_requests_per_day:,.0f} requests/day." if cmp.break_even_requests_per_day else ".")
     )
 
@@ -139,4 +139,4 @@ if opts:
     st.dataframe(df, hide_index=True, width="stretch", height=360)
 with st.expander("How this is computed"):
     for line in inf.assumptions:
-        st.markdown(f"- {line}")
+        st.markdown("- " + plain(line))

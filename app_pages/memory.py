@@ -5,51 +5,68 @@ import streamlit as st
 
 from app_pages.shared.charts import breakdown_bar, fits_on_figure, layout_text, sweep_figure
 from app_pages.shared.context import page_header
-from app_pages.shared.memo import memo
 from app_pages.shared.report import report_downloads
+from app_pages.shared.results import cached_estimate, cached_explain, scenario_of
 from app_pages.shared.sidebar import page_widget
-from app_pages.shared.style import COMPONENT_LABELS, PLOTLY_CONFIG
+from app_pages.shared.style import COMPONENT_LABELS, PLOTLY_CONFIG, Units
+from app_pages.shared.text import plain, say
 from core.catalog.accelerators import get_accelerator
-from core.estimate import estimate
-from core.memory.explain import explain
 
 sc, values, units = page_header("Memory", "How much accelerator memory the scenario needs per device, and where it fits.")
-KEY = (sc.model_dump_json(), units.name)
-result = memo(("estimate", KEY[0]), lambda: estimate(sc))
+KEY = sc.model_dump_json()
+result = cached_estimate(KEY)
 acc = get_accelerator(sc.accelerator)
 m = result.memory_per_device_bytes
+own = f"{result.devices_in_layout} devices" if result.devices_in_layout > 1 else "one device"
 
 cols = st.columns(5)
 cols[0].metric("Memory per device", units(m.total), help="Sum of the components below")
 cols[1].metric(
-    "Fits one device?",
+    f"Fits {own}?",
     "Yes" if result.fits else "No",
     help=f"{acc.name}: {units(result.device_memory_bytes)} usable",
     delta=f"{units(result.device_memory_bytes - m.total)} headroom" if result.fits else f"{units(m.total - result.device_memory_bytes)} short",
     delta_color="normal" if result.fits else "inverse",
 )
-cols[2].metric("Devices needed", layout_text(result.layout_needed).split(" (")[0], help="Smallest layout that fits: " + layout_text(result.layout_needed))
-cols[3].metric("Largest batch that fits", f"{result.max_batch_size:,}")
-cols[4].metric("Longest context that fits", f"{result.max_seq_len:,}", help="tokens, at the chosen batch size")
+cols[2].metric("Fewest devices that fit", layout_text(result.layout_needed).split(" (")[0], help="Smallest layout that fits: " + layout_text(result.layout_needed))
+cols[3].metric("Largest batch that fits", f"{result.max_batch_size:,}" if result.max_batch_size else "none", help=f"at {sc.seq_len:,} tokens, on {own}")
+cols[4].metric("Longest context that fits", f"{result.max_seq_len:,}" if result.max_seq_len else "none", help=f"tokens, at batch {sc.batch_size}, on {own}")
+if result.layout_note is not None:
+    st.caption(say(result.layout_note, units.name))
 
-st.plotly_chart(memo(("breakdown", *KEY), lambda: breakdown_bar(result, units, acc.name)), config=PLOTLY_CONFIG, key="chart_breakdown")
 
-if result.advice:
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _breakdown(key: str, unit: str, device: str):
+    return breakdown_bar(cached_estimate(key), Units(unit), device)
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _fits_on(key: str, unit: str):
+    return fits_on_figure(scenario_of(key), Units(unit))
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _sweep(key: str, unit: str, axis: str):
+    return sweep_figure(scenario_of(key), cached_estimate(key), Units(unit), axis)
+
+
+st.plotly_chart(_breakdown(KEY, units.name, acc.name), config=PLOTLY_CONFIG, key="chart_breakdown")
+
+if result.advice_texts:
     with st.container(border=True):
         st.markdown("**Why it does not fit, and what would help**")
-        for line in result.advice:
-            st.markdown(f"- {line}")
+        for line in result.advice_texts:
+            st.markdown("- " + say(line, units.name))
 
 left, right = st.columns([1, 1])
 with left:
-    st.plotly_chart(memo(("fits_on", *KEY), lambda: fits_on_figure(sc, units)), config=PLOTLY_CONFIG, key="chart_fits_on")
+    st.plotly_chart(_fits_on(KEY, units.name), config=PLOTLY_CONFIG, key="chart_fits_on")
 with right:
     axis = page_widget("sweep")
-    fig = memo(("sweep", axis, *KEY), lambda: sweep_figure(sc, result, units, axis))
-    st.plotly_chart(fig, config=PLOTLY_CONFIG, key="chart_sweep")
+    st.plotly_chart(_sweep(KEY, units.name, axis), config=PLOTLY_CONFIG, key="chart_sweep")
 
 st.subheader("Explain: each number, its formula and its source")
-parts = memo(("explain", KEY[0]), lambda: explain(sc, result))
+parts = cached_explain(KEY)
 st.table(
     pd.DataFrame(
         [
@@ -57,7 +74,7 @@ st.table(
                 "Component": COMPONENT_LABELS.get(p.component, p.component),
                 units.name: f"{units.value(p.bytes):,.2f}",
                 "Formula": p.formula,
-                "With your numbers": p.numbers,
+                "With your numbers": p.numbers.render(units.name, digits=2),
                 "Source": p.source,
             }
             for p in parts
@@ -67,14 +84,14 @@ st.table(
 with st.expander("Parameters, assumptions and the model's shape"):
     arch = sc.architecture
     st.markdown(
-        f"**{arch.name}**: {result.params.total:,} parameters ({result.params.active:,} active per token"
+        f"**{plain(arch.name)}**: {result.params.total:,} parameters ({result.params.active:,} active per token"
         + (f", {result.params.trainable:,} trainable" if result.params.trainable else "")
         + "); "
         f"{arch.num_layers} layers, hidden {arch.hidden_size}, {arch.num_heads} heads / {arch.num_kv_heads} KV heads, "
         f"vocabulary {arch.vocab_size:,}; KV cache {result.kv_cache_bytes_per_token:,} bytes per token; "
-        f"checkpoint {units(result.weights_bytes_total)}."
+        f"checkpoint {plain(units(result.weights_bytes_total))}."
     )
-    for a in result.assumptions:
-        st.markdown(f"- {a}")
+    for a in result.assumption_texts:
+        st.markdown("- " + say(a, units.name))
 
 report_downloads(sc, result, units)

@@ -6,6 +6,7 @@ import streamlit as st
 from app_pages.shared.context import as_mode, page_header
 from app_pages.shared.sidebar import page_widget, traffic_inputs
 from app_pages.shared.style import PLOTLY_CONFIG, layout
+from app_pages.shared.text import md, plain
 from core.catalog.accelerators import get_accelerator
 from core.estimate import estimate
 from core.money.buy_rent import buy_vs_rent
@@ -16,7 +17,7 @@ acc = get_accelerator(sc.accelerator)
 train_sc, err = as_mode(sc, "training", train_tokens=sc.train_tokens or 1e9)
 serve_sc, err2 = as_mode(sc, "inference")
 if train_sc is None or serve_sc is None:
-    st.error(err or err2)
+    st.error(plain(err or err2 or ""))
     st.stop()
 if not sc.train_tokens:
     st.caption("No training-token count set: the training bill assumes **1 billion tokens** (sidebar: *Training run*).")
@@ -31,7 +32,7 @@ try:
 except ValueError:
     plan = None
 if training is None or training.cost_usd is None or plan is None or plan.usd_per_month is None:
-    st.warning(f"No catalog price for {acc.name}: pick a priced accelerator to compare bills.")
+    st.warning(md("No catalog price for {acc}: pick a priced accelerator to compare bills.", acc=acc.name))
     st.stop()
 a = st.columns(2)
 api_in = page_widget("api_in", a[0])
@@ -74,7 +75,7 @@ right.plotly_chart(layout(bars, f"Over {months} months", height=420), config=PLO
 if alternative is None:
     st.caption("Type per-token API prices above to see when training and hosting your own model beats paying per token.")
 
-st.subheader(f"Buy vs rent: {acc.name}")
+st.subheader(md("Buy vs rent: {acc}", acc=acc.name))
 b = st.columns(4)
 kwh = page_widget("kwh", b[0])
 busy = page_widget("busy", b[1])
@@ -85,7 +86,7 @@ try:
     bvr = buy_vs_rent(acc.id, usd_per_kwh=kwh, utilisation=busy / 100, devices=devices, purchase_usd_per_device=buy_usd or None)
 except ValueError:
     st.info(
-        f"The catalog has no purchase price (or power draw) for {acc.name}: type a purchase price per device above to compare owning with renting.",
+        md("The catalog has no purchase price (or power draw) for {acc}: type a purchase price per device above to compare owning with renting.", acc=acc.name),
         icon=":material/info:",
     )
     st.stop()

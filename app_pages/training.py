@@ -5,11 +5,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header
-from app_pages.shared.memo import memo
+from app_pages.shared.results import cached_estimate, scenario_of
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import PLOTLY_CONFIG, layout
+from app_pages.shared.text import md, plain
 from core.catalog.accelerators import get_accelerator
-from core.estimate import estimate
 from core.money.cost import training_curve, training_options
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
@@ -21,7 +21,7 @@ if sc.mode != "training":
         icon=":material/info:",
     )
     if sc is None:
-        st.error(err)
+        st.error(plain(err))
         st.stop()
 if not sc.train_tokens:
     sc = sc.model_copy(update={"train_tokens": DEFAULT_TOKENS})
@@ -30,9 +30,21 @@ if not sc.train_tokens:
 acc = get_accelerator(sc.accelerator)
 price_kind = page_widget("price")
 KEY = sc.model_dump_json()
-opts = memo(("train_options", KEY), lambda: training_options(sc))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _options(key: str):
+    return training_options(scenario_of(key))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _curve(key: str):
+    return training_curve(scenario_of(key))
+
+
+opts = _options(KEY)
 if not opts.options:
-    st.warning("No catalog price row can run this setup (it fits on no priced accelerator). " + ("; ".join(opts.skipped[:3]) if opts.skipped else ""))
+    st.warning("No catalog price row can run this setup (it fits on no priced accelerator). " + plain("; ".join(opts.skipped[:3])))
     st.stop()
 
 spot = price_kind == "spot"
@@ -50,7 +62,7 @@ cheapest = min(priced, key=cost)
 fastest = min(priced, key=lambda o: (o.wall_hours, cost(o)))
 mine = [o for o in priced if o.accelerator_id == acc.id]
 
-est = memo(("estimate", KEY), lambda: estimate(sc)).training
+est = cached_estimate(KEY).training
 c = st.columns(4)
 c[0].metric("Compute", f"{est.flops:.2e} FLOPs", help=f"{sc.train_tokens / 1e9:,.3g} B tokens x {est.flops_per_token:.3g} FLOPs per token")
 c[1].metric(f"Device-hours on {acc.name}", f"{est.gpu_hours:,.0f}", help=f"{est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%}")
@@ -107,11 +119,11 @@ def time_cost_figure() -> go.Figure:
     return layout(fig, "Time vs cost of the run, by accelerator and device count", height=480)
 
 
-st.plotly_chart(memo(("train_tc", KEY, spot), time_cost_figure), config=PLOTLY_CONFIG, key="chart_tc")
+st.plotly_chart(time_cost_figure(), config=PLOTLY_CONFIG, key="chart_tc")
 
 left, right = st.columns(2)
 with left:
-    curve = memo(("train_curve", KEY), lambda: training_curve(sc))
+    curve = _curve(KEY)
     if curve:
         cf = go.Figure()
         xs = [p.devices for p in curve]
@@ -125,7 +137,7 @@ with left:
         )
         st.plotly_chart(layout(cf, f"More {acc.name} devices: shorter, and what it costs", height=420), config=PLOTLY_CONFIG, key="chart_curve")
     else:
-        st.info(f"No price rows for {acc.name}: the curve needs a price.")
+        st.info(md("No price rows for {acc}: the curve needs a price.", acc=acc.name))
 with right:
     best = {}
     for o in priced:
@@ -161,4 +173,4 @@ with st.expander("How this is computed"):
         "Prices are the catalog's list prices (see Method for sources and dates)."
     )
     if opts.skipped:
-        st.markdown("Not shown: " + "; ".join(opts.skipped[:8]))
+        st.markdown("Not shown: " + plain("; ".join(opts.skipped[:8])))

@@ -65,3 +65,25 @@ class Text:
 
 def texts(items: list[Text] | tuple[Text, ...], units: str = "GiB", escape: Callable[[str], str] | None = None) -> list[str]:
     return [t.render(units, escape) for t in items]
+
+
+_MARK = "\x00"
+
+
+def bytes_mark(n_bytes: float) -> str:
+    """A byte quantity inside an f-string that `marked()` turns into a Text (for long composed sentences)."""
+    return f"{_MARK}{float(n_bytes)!r}{_MARK}"
+
+
+def marked(text: str) -> Text:
+    """A Text from a string with bytes_mark() quantities in it."""
+    parts = text.split(_MARK)
+    template, args = [], {}
+    for i, part in enumerate(parts):
+        if i % 2:
+            name = f"b{i // 2}"
+            template.append("{" + name + "}")
+            args[name] = Bytes(float(part))
+        else:
+            template.append(part.replace("{", "{{").replace("}", "}}"))
+    return Text("".join(template), args)

@@ -1,37 +1,57 @@
-"""What app.py hands to the page being shown (per session)."""
+"""What app.py hands to the page being shown: a frozen PageContext for this
+run of this session (kept per thread: each session's run has its own)."""
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
+from pydantic import ValidationError
 
-from app_pages.shared.specs import plain
 from app_pages.shared.style import Units
+from app_pages.shared.text import plain
 from core.scenario import Scenario
 
-
-def set_context(scenario: Scenario | None, values: dict[str, Any], messages: list[str]) -> None:
-    st.session_state["_ctx"] = (scenario, values, messages)
+_local = threading.local()
 
 
-def page_header(title: str, caption: str) -> tuple[Scenario | None, dict[str, Any], Units]:
-    """Title, the link's warnings, and the scenario (None: the page stops after
-    saying why)."""
-    scenario, values, messages = st.session_state["_ctx"]
+@dataclass(frozen=True)
+class PageContext:
+    scenario: Scenario | None
+    values: dict[str, Any]
+    messages: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def units(self) -> Units:
+        return Units(self.values.get("units", "GiB"))
+
+
+def set_context(ctx: PageContext) -> None:
+    _local.ctx = ctx
+
+
+def context() -> PageContext:
+    return getattr(_local, "ctx", PageContext(None, {}))
+
+
+def page_header(title: str, caption: str) -> tuple[Scenario, dict[str, Any], Units]:
+    """Title, the link's warnings, and the scenario (when there is none the page stops after saying why)."""
+    ctx = context()
     st.title(title)
     st.caption(caption)
-    show_messages(messages)
-    if scenario is None:
+    show_messages()
+    if ctx.scenario is None:
         st.info("Fix the input above (in the sidebar) to see results; everything you entered is kept.")
         st.stop()
-    return scenario, values, Units(values.get("units", "GiB"))
+    assert ctx.scenario is not None
+    return ctx.scenario, ctx.values, ctx.units
 
 
-def as_mode(sc: Scenario, mode: str, **update) -> tuple[Scenario | None, str | None]:
+def as_mode(sc: Scenario, mode: str, **update: Any) -> tuple[Scenario | None, str | None]:
     """The same model and accelerator as a training or serving scenario."""
-    from pydantic import ValidationError
-
     from core.cli import describe_validation_error
 
     fields = dict(sc) | {"mode": mode} | update
@@ -43,9 +63,11 @@ def as_mode(sc: Scenario, mode: str, **update) -> tuple[Scenario | None, str | N
         return None, describe_validation_error(exc)
 
 
-def show_messages(messages: list[str] | None = None) -> None:
+def show_messages() -> None:
     """The link's and the inputs' warnings, escaped: they can quote user input."""
-    if messages is None:
-        messages = st.session_state.get("_ctx", (None, None, []))[2]
-    for msg in messages:
+    ctx = context()
+    for msg in ctx.messages:
         st.warning(plain(msg), icon=":material/warning:")
+    st.session_state.pop("_link_messages", None)  # a link's warnings are shown once, on the first page shown
+    for note in ctx.notes:
+        st.info(plain(note), icon=":material/info:")

@@ -1,4 +1,6 @@
-"""Results as CSV and a one-page Markdown report a manager can forward."""
+"""Results as CSV and a one-page Markdown report a manager can forward. Every
+text that can come from the user (a model name, a config's fields) is escaped
+the same way as on the pages (app_pages/shared/text.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import streamlit as st
 
 from app_pages.shared.charts import layout_text
 from app_pages.shared.style import COMPONENT_LABELS, Units
+from app_pages.shared.text import plain, say
 from core.estimate import Result
 from core.memory.explain import explain
 from core.scenario import Scenario
@@ -38,19 +41,20 @@ def results_csv(sc: Scenario, result: Result, units: Units) -> str:
 
 
 def report_markdown(sc: Scenario, result: Result, units: Units, extra_sections: list[str] | None = None) -> str:
+    """The report. `extra_sections` are Markdown the pages composed (their dynamic parts escaped with plain())."""
     m = result.memory_per_device_bytes
     arch = sc.architecture
+    workload = f"training / fine-tuning ({sc.method})" if sc.mode == "training" else "serving (inference)"
     lines = [
-        f"# LLM GPU Planner report — {arch.name}",
+        f"# LLM GPU Planner report — {plain(arch.name)}",
         "",
         f"*{date.today().isoformat()}; every number below comes from `python -m core estimate` on the scenario at the end.*",
         "",
         "## Answer",
         "",
-        f"- **Workload:** {'training / fine-tuning (' + sc.method + ')' if sc.mode == 'training' else 'serving (inference)'}"
-        f" on **{result.accelerator}**, batch {sc.batch_size}, {sc.seq_len:,} tokens.",
-        f"- **Memory per device:** {units(m.total)} of {units(result.device_memory_bytes)} usable — **{'fits' if result.fits else 'does not fit'}**.",
-        f"- **Smallest layout that fits:** {layout_text(result.layout_needed)}.",
+        f"- **Workload:** {workload} on **{plain(result.accelerator)}**, batch {sc.batch_size}, {sc.seq_len:,} tokens.",
+        f"- **Memory per device:** {plain(units(m.total))} of {plain(units(result.device_memory_bytes))} usable — **{'fits' if result.fits else 'does not fit'}**.",
+        f"- **Smallest layout that fits:** {plain(layout_text(result.layout_needed))}.",
         f"- **Largest batch / longest context that fit:** {result.max_batch_size:,} / {result.max_seq_len:,} tokens.",
         "",
         "## Memory per device",
@@ -59,19 +63,19 @@ def report_markdown(sc: Scenario, result: Result, units: Units, extra_sections: 
         "|---|---:|---|---|",
     ]
     for p in explain(sc, result):
-        lines.append(f"| {COMPONENT_LABELS.get(p.component, p.component)} | {units.value(p.bytes):,.2f} | {p.numbers} | {p.source} |")
+        lines.append(f"| {COMPONENT_LABELS.get(p.component, p.component)} | {units.value(p.bytes):,.2f} | {say(p.numbers, units.name)} | {plain(p.source)} |")
     lines.append(f"| **Total** | **{units.value(m.total):,.2f}** | | |")
-    if result.advice:
-        lines += ["", "## What would help", ""] + [f"- {a}" for a in result.advice]
+    if result.advice_texts:
+        lines += ["", "## What would help", ""] + [f"- {say(a, units.name)}" for a in result.advice_texts]
     for section in extra_sections or []:
         lines += ["", section]
-    lines += ["", "## Assumptions", ""] + [f"- {a}" for a in result.assumptions]
+    lines += ["", "## Assumptions", ""] + [f"- {say(a, units.name)}" for a in result.assumption_texts]
     lines += [
         "",
         "## Scenario (re-upload it in the app, or run `python -m core estimate`)",
         "",
         "```json",
-        sc.model_dump_json(exclude_defaults=True, indent=2),
+        sc.model_dump_json(exclude_defaults=True, indent=2).replace("`", "'"),
         "```",
         "",
     ]

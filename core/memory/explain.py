@@ -17,7 +17,7 @@ from core.memory.components import (
 from core.memory.estimate import MemoryResult as Result
 from core.model.formats import FORMATS, KV_CACHE_BYTES
 from core.scenario import Scenario
-from core.units import bytes_to_gib
+from core.text import Text, bytes_mark, marked
 
 ZERO_SRC = "Rajbhandari et al. 2019, ZeRO (arXiv 1910.02054), Sec. 3.1 and Fig. 1"
 KORTHIKANTI_SRC = "Korthikanti et al. 2022 (arXiv 2205.05198), Sec. 4.1 and Table 2, adapted to the architecture"
@@ -26,10 +26,10 @@ OVERHEAD_SRC = "PyTorch CUDA semantics notes (CUDA context ~0.27 GiB with lazy l
 
 
 class Explanation(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
     component: str
     formula: str
-    numbers: str
+    numbers: Text  # the formula with this scenario's values; bytes render in the reader's units
     bytes: int
     source: str
 
@@ -44,15 +44,16 @@ def explain(sc: Scenario, result: Result) -> list[Explanation]:
     split = sc.tensor_parallel * sc.pipeline_parallel
     shard = f" / (TP {sc.tensor_parallel} x PP {sc.pipeline_parallel})" if split > 1 else ""
     out: list[Explanation] = []
-    gib = bytes_to_gib
     if sc.mode == "inference":
         fmt = FORMATS[sc.weights_format]
         out.append(
             Explanation(
                 component="weights",
                 formula="sum over tensors of parameters x bits per weight / 8" + (" / (TP x PP)" if split > 1 else ""),
-                numbers=f"{_n(arch.total_params)} params in {fmt.label} ({fmt.linear_bits:.3g} bits for linear layers, "
-                f"{fmt.embed_bits:g} for embeddings){shard} = {gib(m.weights):.2f} GiB",
+                numbers=marked(
+                    f"{_n(arch.total_params)} params in {fmt.label} ({fmt.linear_bits:.3g} bits for linear layers, "
+                    f"{fmt.embed_bits:g} for embeddings){shard} = {bytes_mark(m.weights)}"
+                ),
                 bytes=m.weights,
                 source=fmt.source,
             )
@@ -68,8 +69,10 @@ def explain(sc: Scenario, result: Result) -> list[Explanation]:
             Explanation(
                 component="kv_cache",
                 formula="2 x layers x KV heads x head dim x bytes x tokens x sequences",
-                numbers=f"{per} x {kvb} B = {_n(result.kv_cache_bytes_per_token)} B per token; x {sc.seq_len:,} tokens "
-                f"x {sc.batch_size} sequences{window}{shard} = {gib(m.kv_cache):.2f} GiB",
+                numbers=marked(
+                    f"{per} x {kvb} B = {_n(result.kv_cache_bytes_per_token)} B per token; x {sc.seq_len:,} tokens "
+                    f"x {sc.batch_size} sequences{window}{shard} = {bytes_mark(m.kv_cache)}"
+                ),
                 bytes=m.kv_cache,
                 source=KV_SRC,
             )
@@ -78,8 +81,10 @@ def explain(sc: Scenario, result: Result) -> list[Explanation]:
             Explanation(
                 component="activations",
                 formula="prefill step: tokens x (2h + (q+k+v widths + MLP widths) / TP) x 2 B + last-token fp32 logits",
-                numbers=f"min({sc.batch_size} x {sc.seq_len:,}, {PREFILL_CHUNK_TOKENS:,}) tokens, h = {arch.hidden_size}, "
-                f"vocabulary {arch.vocab_size:,} = {gib(m.activations):.2f} GiB",
+                numbers=marked(
+                    f"min({sc.batch_size} x {sc.seq_len:,}, {PREFILL_CHUNK_TOKENS:,}) tokens, h = {arch.hidden_size}, "
+                    f"vocabulary {arch.vocab_size:,} = {bytes_mark(m.activations)}"
+                ),
                 bytes=m.activations,
                 source="vLLM chunked prefill (max_num_batched_tokens); transient working set of one block",
             )
@@ -87,18 +92,18 @@ def explain(sc: Scenario, result: Result) -> list[Explanation]:
     else:
         out += _training(sc, result)
     distributed = sc.devices > 1 or (sc.mode == "training" and sc.zero_stage >= 1)
-    parts = [f"{gib(CUDA_CONTEXT_BYTES):.1f} GiB CUDA context"]
+    parts = [f"{bytes_mark(CUDA_CONTEXT_BYTES)} CUDA context"]
     rest = m.overhead - CUDA_CONTEXT_BYTES
     if distributed:
-        parts.append(f"{gib(COMM_BUFFER_BYTES):.1f} GiB NCCL buffers")
+        parts.append(f"{bytes_mark(COMM_BUFFER_BYTES)} NCCL buffers")
         rest -= COMM_BUFFER_BYTES
     if rest > 1:
-        parts.append(f"{gib(rest):.2f} GiB for two gathered blocks ({_n(arch.largest_layer_params)} params each) under ZeRO-3")
+        parts.append(f"{bytes_mark(rest)} for two gathered blocks ({_n(arch.largest_layer_params)} params each) under ZeRO-3")
     out.append(
         Explanation(
             component="overhead",
             formula="CUDA context + workspaces (+ NCCL buffers when distributed) (+ ZeRO-3 gather/prefetch of two blocks)",
-            numbers=" + ".join(parts) + f" = {gib(m.overhead):.2f} GiB",
+            numbers=marked(" + ".join(parts) + f" = {bytes_mark(m.overhead)}"),
             bytes=m.overhead,
             source=OVERHEAD_SRC,
         )
@@ -109,7 +114,6 @@ def explain(sc: Scenario, result: Result) -> list[Explanation]:
 def _training(sc: Scenario, result: Result) -> list[Explanation]:
     arch = sc.architecture
     m = result.memory_per_device_bytes
-    gib = bytes_to_gib
     dp = sc.data_parallel
     split = sc.tensor_parallel * sc.pipeline_parallel
     mixed = sc.precision != "fp32"
@@ -143,7 +147,7 @@ def _training(sc: Scenario, result: Result) -> list[Explanation]:
     suffix += f"; ZeRO stage {z} over N_d = {dp} ranks" if z else ""
     suffix += f"; offload: {sc.offload}" if sc.offload != "none" else ""
     for comp, formula, numbers, value in rows:
-        out.append(Explanation(component=comp, formula=formula, numbers=f"{numbers}{suffix} = {gib(value):.2f} GiB", bytes=value, source=ZERO_SRC))
+        out.append(Explanation(component=comp, formula=formula, numbers=marked(f"{numbers}{suffix} = {bytes_mark(value)}"), bytes=value, source=ZERO_SRC))
     act_bytes = 4 if sc.precision == "fp32" else 2
     total, largest = layer_activation_bytes(arch, sc.seq_len, sc.batch_size, flash=sc.flash_attention, act_bytes=act_bytes)
     sbh = sc.seq_len * sc.batch_size * arch.hidden_size
@@ -151,12 +155,14 @@ def _training(sc: Scenario, result: Result) -> list[Explanation]:
     logits = logits_bytes(sc.seq_len, sc.batch_size, arch.vocab_size)
     if sc.gradient_checkpointing:
         formula = "layers x 2sbh (kept block inputs) + one block recomputed + logits"
-        numbers = f"{arch.num_layers} x 2 x {_n(sbh)} + {gib(float(largest)):.2f} GiB + {gib(logits):.2f} GiB logits"
+        numbers = f"{arch.num_layers} x 2 x {_n(sbh)} + {bytes_mark(float(largest))} + {bytes_mark(logits)} logits"
     else:
         attn = "no s^2 terms (FlashAttention)" if sc.flash_attention else "includes the a x s^2 score tensors"
         formula = "layers x per-layer activations (s x b x h x coefficient) + logits (10 B x s x b x vocabulary)"
-        numbers = f"{arch.num_layers} x {gib(per_layer):.3f} GiB per layer ({per_layer / sbh:.1f} x sbh bytes, {attn}) + {gib(logits):.2f} GiB logits"
+        numbers = f"{arch.num_layers} x {bytes_mark(per_layer)} per layer ({per_layer / sbh:.1f} x sbh bytes, {attn}) + {bytes_mark(logits)} logits"
     if sc.tensor_parallel > 1 or sc.pipeline_parallel > 1:
         numbers += f", / TP {sc.tensor_parallel} (sequence parallel), 1F1B with PP {sc.pipeline_parallel}"
-    out.append(Explanation(component="activations", formula=formula, numbers=f"{numbers} = {gib(m.activations):.2f} GiB", bytes=m.activations, source=KORTHIKANTI_SRC))
+    out.append(
+        Explanation(component="activations", formula=formula, numbers=marked(f"{numbers} = {bytes_mark(m.activations)}"), bytes=m.activations, source=KORTHIKANTI_SRC)
+    )
     return out

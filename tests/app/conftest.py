@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["memory", "training", "inference", "train_vs_serve", "gpu_vs_tpu", "compare", "method"]
@@ -34,3 +35,17 @@ def metric(at: AppTest, label: str) -> str:
 
 def no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
+
+
+def open_link(page: str, query: dict[str, str]) -> AppTest:
+    """A shared link opened on `page`: the page is the session's first run, as for a browser opening /<url_path>?...
+    (conftest.run_app runs Memory first, which consumes the link's warnings). AppTest.switch_page() cannot target a
+    st.Page with a custom url_path before the first run, so this sets the page hash a browser's deep link sends:
+    calc_hash(url_path), url_path being the file name with '-' for '_' (app.py's convention).
+    test_deep_links_open_the_requested_page guards this use of a private attribute."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    if page != "memory":
+        at._page_hash = calc_hash(page.replace("_", "-"))
+    return at.run()

@@ -17,15 +17,14 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from streamlit import config
-from streamlit.testing.v1 import AppTest
-from streamlit.util import calc_hash
 
-from app_pages.shared.sidebar import load_scenario_json
-from app_pages.shared.specs import Spec, build_specs, url_problems
+from app_pages.shared.fields import Field as Spec
+from app_pages.shared.fields import fields, url_problems
+from app_pages.shared.scenario_io import load_scenario_json
 
-from .conftest import PAGES, ROOT, no_exception, run_app
+from .conftest import PAGES, ROOT, no_exception, open_link, run_app
 
-SPECS = build_specs()
+SPECS = fields()
 # A crash that a strict-xfail test already reproduces; the random tests skip an
 # example that hits it (hypothesis.assume) instead of failing on it again: (file, function) in the traceback.
 # example that hits it (hypothesis.assume) instead of failing on it again: (file, text in the traceback, text in the message).
@@ -206,20 +205,6 @@ def shows_link_problems(page: str) -> bool:
     return "page_header(" in (ROOT / "app_pages" / f"{page}.py").read_text()
 
 
-def open_link(page: str, query: dict[str, str]) -> AppTest:
-    """A shared link opened on `page`: the page is the session's first run, as for a browser opening /<url_path>?...
-    (conftest.run_app runs Memory first, which consumes the link's warnings). AppTest.switch_page() cannot target a
-    st.Page with a custom url_path before the first run, so this sets the page hash a browser's deep link sends:
-    calc_hash(url_path), url_path being the file name with '-' for '_' (app.py's convention).
-    test_deep_links_open_the_requested_page guards this use of a private attribute."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    for key, value in query.items():
-        at.query_params[key] = value
-    if page != "memory":
-        at._page_hash = calc_hash(page.replace("_", "-"))
-    return at.run()
-
-
 def check_link(at, query: dict[str, str], page: str = "memory") -> None:
     no_new_exception(at)
     shown = messages(at)
@@ -316,7 +301,7 @@ def _token(text: str) -> str:
     ],
 )
 def test_unreadable_shared_blobs_warn(page, param, value):
-    at = run_app(page, {"src": "config", param: value} if param == "cfg" else {param: value})
+    at = open_link(page, {"src": "config", param: value} if param == "cfg" else {param: value})
     no_exception(at)
     assert any("could not be read" in m or "not valid JSON" in m or "JSON object" in m for m in messages(at)), messages(at)
 
@@ -330,9 +315,9 @@ def test_unreadable_shared_blobs_warn(page, param, value):
 )
 def test_deeply_nested_shared_blob_warns(page, param):
     value = _token("[" * 5000 + "]" * 5000)
-    at = run_app(page, {"src": "config", param: value} if param == "cfg" else {param: value})
+    at = open_link(page, {"src": "config", param: value} if param == "cfg" else {param: value})
     no_exception(at)
-    assert any("could not be read" in m for m in messages(at)), messages(at)
+    assert any("could not be read" in m or "nested too deeply" in m for m in messages(at)), messages(at)
 
 
 @pytest.mark.parametrize(("key", "raw"), [("seq", "`[Sign in again](https://evil.example)`"), ("dp", "[Sign in again](https://evil.example)")])
@@ -367,11 +352,13 @@ def _bomb(inflated_bytes: int, prefix: bytes = b'{"a": "', suffix: bytes = b'"}'
 def test_a_compressed_link_parameter_is_not_inflated_past_its_limit(decoder):
     import tracemalloc
 
-    from app_pages.shared import compare_state
-    from app_pages.shared.sidebar import decode_config
+    from app_pages.shared.state import MAX_CONFIG_CHARS, MAX_SAVED_CHARS, decode_blob
 
     token = _bomb(40_000_000) if decoder == "cfg" else _bomb(40_000_000, b'[{"name": "', b'", "scenario": {}}]')
-    decode = decode_config if decoder == "cfg" else compare_state._decode
+
+    def decode(token):
+        return decode_blob(token, MAX_CONFIG_CHARS * 4 if decoder == "cfg" else MAX_SAVED_CHARS)
+
     tracemalloc.start()
     try:
         with pytest.raises(ValueError):

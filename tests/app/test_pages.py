@@ -10,7 +10,7 @@ from core.money.compare import compare_accelerators
 from core.money.serving import Traffic, serving_plan
 from core.scenario import Scenario
 
-from .conftest import PAGES, metric, no_exception, run_app
+from .conftest import PAGES, metric, no_exception, open_link, run_app
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -96,7 +96,7 @@ def test_compare_save_and_url_round_trip():
 
 
 def test_compare_bad_token_warns():
-    at = run_app("compare", params={"cmp": "not-a-real-token"})
+    at = open_link("compare", {"cmp": "not-a-real-token"})
     no_exception(at)
     assert any("could not be read" in w.value for w in at.warning)
 

@@ -1,0 +1,365 @@
+"""The one table of inputs. Each Field names its widget, its URL key (a
+contract: links written today keep working), the Scenario field it feeds and
+how (a scale such as billions or percent, "0 means unset"), and when the
+sidebar shows it. Loading a link, writing the URL, building the scenario,
+reading an uploaded scenario and the Compare page's settings table are loops
+over this table; adding an input is adding a row here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Literal
+
+from core.catalog.accelerators import load_accelerators
+from core.catalog.presets import load_presets
+from core.model.formats import FORMATS
+
+SEQ_OPTIONS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
+BATCH_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+RANK_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+Values = dict[str, Any]
+Kind = Literal["choice", "int", "float", "bool"]
+Widget = Literal["select", "segmented", "slider", "number", "toggle"]
+
+
+def _always(values: Values) -> bool:
+    return True
+
+
+def training(values: Values) -> bool:
+    return values.get("mode") == "training"
+
+
+def inference(values: Values) -> bool:
+    return values.get("mode") != "training"
+
+
+@dataclass(frozen=True)
+class Field:
+    key: str  # widget key = URL query parameter
+    label: str
+    kind: Kind
+    default: Any
+    options: tuple = ()
+    lo: float | None = None
+    hi: float | None = None
+    help: str = ""
+    labels: dict = field(default_factory=dict)
+    widget: Widget = "select"
+    section: str = "page"  # sidebar section, or "page" for inputs drawn by a page
+    scenario: str | None = None  # the Scenario field it feeds
+    scale: float = 1.0  # scenario value = widget value x scale
+    zero_is_unset: bool = False  # 0 in the widget = the scenario field left out (None)
+    applies: Callable[[Values], bool] = _always  # whether it shapes the scenario (and shows) for these values
+
+    def parse(self, raw: Any) -> Any:
+        """The value a URL string stands for, or raise ValueError."""
+        if not isinstance(raw, str):
+            raise ValueError("expected text")
+        if self.kind == "bool":
+            if raw.lower() in ("true", "1", "yes", "on"):
+                return True
+            if raw.lower() in ("false", "0", "no", "off"):
+                return False
+            raise ValueError("expected true or false")
+        if self.kind == "choice":
+            for opt in self.options:
+                if str(opt) == raw:
+                    return opt
+            raise ValueError("not one of the choices")
+        try:
+            value = float(raw)
+        except (ValueError, OverflowError):
+            raise ValueError("not a number") from None
+        if not math.isfinite(value):
+            raise ValueError("not a finite number")
+        if self.kind == "int":
+            if value != int(value):
+                raise ValueError("expected a whole number")
+            value = int(value)
+        if (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi):
+            raise ValueError(f"must be between {self.lo:g} and {self.hi:g}")
+        return value
+
+    def serialize(self, value: Any) -> str:
+        return str(value)
+
+    def fmt(self, value: Any) -> str:
+        return self.labels.get(value, str(value))
+
+    def to_scenario(self, value: Any) -> Any:
+        if self.zero_is_unset and not value:
+            return None
+        if self.scale != 1.0:
+            return value * self.scale
+        return value
+
+    def from_scenario(self, value: Any) -> Any:
+        """The widget value that shows a scenario value (nearest slider stop for sliders)."""
+        if value is None:
+            return self.default
+        if self.scale != 1.0:
+            value = value / self.scale
+        if self.widget == "slider" and self.options:
+            return min(self.options, key=lambda o: abs(o - value))
+        return value
+
+
+def _preset_labels() -> dict[str, str]:
+    """ "Family · Name (size, dense | MoE k-of-E experts)", in family then size order (the picker searches as you type)."""
+    rows = []
+    for p in load_presets().values():
+        a = p.architecture
+        size = f"{a.total_params / 1e9:,.3g}B"
+        kind = f"MoE {a.experts_per_token}-of-{a.num_experts} experts, {a.active_params / 1e9:,.3g}B active" if a.is_moe else "dense"
+        name = p.name if p.name.lower().startswith(p.family.lower()) else f"{p.family} · {p.name}"
+        rows.append((p.family.lower(), a.total_params, p.id, f"{name} ({size}, {kind})"))
+    return {pid: label for _, _, pid, label in sorted(rows)}
+
+
+def _accelerator_labels() -> dict[str, str]:
+    return {a.id: f"{a.name} ({a.memory_gib:g} GB)" for a in load_accelerators()}
+
+
+@cache
+def fields() -> dict[str, Field]:
+    presets = _preset_labels()
+    accs = _accelerator_labels()
+    rows = [
+        # --- the model (the sidebar's "Model" section; `model` is built from src + model / params / cfg) ------
+        Field(
+            "src",
+            "Model from",
+            "choice",
+            "preset",
+            ("preset", "params", "config"),
+            widget="segmented",
+            section="model",
+            labels={"preset": "Catalog", "params": "Parameter count", "config": "config.json"},
+        ),
+        Field(
+            "model",
+            "Model",
+            "choice",
+            "llama-3.1-8b",
+            tuple(sorted(presets, key=lambda k: presets[k].lower())),
+            labels=presets,
+            section="model",
+            help="Type to search: family, name, size or 'MoE'",
+            applies=lambda v: v.get("src", "preset") == "preset",
+        ),
+        Field(
+            "params",
+            "Parameters (billions)",
+            "float",
+            7.0,
+            lo=0.001,
+            hi=100_000.0,
+            widget="number",
+            section="model",
+            help="Taken as exact; a representative Llama-style shape is assumed for activations and KV cache",
+            applies=lambda v: v.get("src") == "params",
+        ),
+        # --- the workload -------------------------------------------------------------------------------------
+        Field(
+            "mode",
+            "Workload",
+            "choice",
+            "inference",
+            ("inference", "training"),
+            widget="segmented",
+            section="workload",
+            scenario="mode",
+            labels={"inference": "Serve (inference)", "training": "Train / fine-tune"},
+        ),
+        Field("acc", "Accelerator", "choice", "h100-sxm", tuple(accs), labels=accs, section="workload", scenario="accelerator", help="Type to search"),
+        Field("batch", "Batch (per device) / concurrent sequences", "choice", 1, BATCH_OPTIONS, widget="slider", section="workload", scenario="batch_size"),
+        Field(
+            "seq",
+            "Sequence length / context (tokens)",
+            "choice",
+            4096,
+            SEQ_OPTIONS,
+            widget="slider",
+            section="workload",
+            scenario="seq_len",
+            labels={v: f"{v:,}" for v in SEQ_OPTIONS},
+        ),
+        Field(
+            "method",
+            "Method",
+            "choice",
+            "full",
+            ("full", "lora", "qlora"),
+            widget="segmented",
+            section="workload",
+            scenario="method",
+            applies=training,
+            labels={"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA (4-bit base)"},
+        ),
+        Field(
+            "fmt",
+            "Weight format",
+            "choice",
+            "bf16",
+            tuple(FORMATS),
+            labels={k: f.label for k, f in FORMATS.items()},
+            section="workload",
+            scenario="weights_format",
+            applies=lambda v: inference(v) or v.get("method") == "lora",
+        ),
+        Field(
+            "opt",
+            "Optimizer",
+            "choice",
+            "adamw",
+            ("adamw", "adamw-8bit", "sgd", "adafactor"),
+            section="workload",
+            scenario="optimizer",
+            applies=training,
+            labels={"adamw": "AdamW", "adamw-8bit": "8-bit AdamW", "sgd": "SGD + momentum", "adafactor": "Adafactor"},
+        ),
+        Field(
+            "prec",
+            "Precision",
+            "choice",
+            "bf16",
+            ("bf16", "fp16", "fp32"),
+            widget="segmented",
+            section="workload",
+            scenario="precision",
+            applies=training,
+            labels={"bf16": "BF16 mixed", "fp16": "FP16 mixed", "fp32": "FP32"},
+        ),
+        Field("gc", "Gradient checkpointing", "bool", False, widget="toggle", section="workload", scenario="gradient_checkpointing", applies=training),
+        Field("flash", "FlashAttention", "bool", True, widget="toggle", section="workload", scenario="flash_attention"),
+        Field("kv", "KV cache format", "choice", "bf16", ("bf16", "fp16", "fp8", "int8"), section="workload", scenario="kv_cache_format", applies=inference),
+        Field(
+            "rank",
+            "LoRA rank",
+            "choice",
+            16,
+            RANK_OPTIONS,
+            widget="slider",
+            section="workload",
+            scenario="lora_rank",
+            applies=lambda v: training(v) and v.get("method") != "full",
+        ),
+        Field(
+            "targets",
+            "LoRA targets",
+            "choice",
+            "all-linear",
+            ("all-linear", "attention"),
+            widget="segmented",
+            section="workload",
+            scenario="lora_targets",
+            applies=lambda v: training(v) and v.get("method") != "full",
+            labels={"all-linear": "All linear layers", "attention": "Attention only"},
+        ),
+        # --- sharding and parallelism ---------------------------------------------------------------------------
+        Field(
+            "zero",
+            "ZeRO / FSDP stage",
+            "choice",
+            0,
+            (0, 1, 2, 3),
+            section="parallel",
+            scenario="zero_stage",
+            applies=training,
+            labels={0: "0 - none", 1: "1 - optimizer", 2: "2 - + gradients", 3: "3 - + weights (FSDP full shard)"},
+        ),
+        Field(
+            "offload",
+            "CPU offload",
+            "choice",
+            "none",
+            ("none", "optimizer", "optimizer+params"),
+            section="parallel",
+            scenario="offload",
+            applies=training,
+            labels={"none": "None", "optimizer": "Optimizer state", "optimizer+params": "Optimizer + parameters"},
+        ),
+        Field("dp", "Data parallel", "int", 1, lo=1, hi=4096, widget="number", section="parallel", scenario="data_parallel", applies=training),
+        Field("tp", "Tensor parallel", "choice", 1, (1, 2, 4, 8, 16), section="parallel", scenario="tensor_parallel"),
+        Field("pp", "Pipeline parallel", "int", 1, lo=1, hi=128, widget="number", section="parallel", scenario="pipeline_parallel"),
+        # --- the training run -----------------------------------------------------------------------------------
+        Field(
+            "tokens",
+            "Training tokens (billions, 0 = none)",
+            "float",
+            0.0,
+            lo=0.0,
+            hi=1_000_000.0,
+            widget="number",
+            section="run",
+            scenario="train_tokens",
+            scale=1e9,
+            zero_is_unset=True,
+            applies=training,
+        ),
+        Field(
+            "mfu",
+            "MFU % (0 = default for the setup)",
+            "float",
+            0.0,
+            lo=0.0,
+            hi=100.0,
+            widget="number",
+            section="run",
+            scenario="mfu",
+            scale=0.01,
+            zero_is_unset=True,
+            applies=training,
+        ),
+        # --- display ----------------------------------------------------------------------------------------------
+        Field(
+            "units",
+            "Memory units",
+            "choice",
+            "GiB",
+            ("GiB", "GB"),
+            widget="segmented",
+            section="display",
+            help="GiB = 2^30 bytes (what nvidia-smi and PyTorch show); GB = 10^9 bytes (datasheets, price pages)",
+        ),
+        # --- page inputs (drawn by the cost and serving pages; in the URL too) -----------------------------------
+        Field("sweep", "Sweep", "choice", "context", ("context", "batch"), widget="segmented", labels={"context": "Context length", "batch": "Batch size"}),
+        Field("price", "Price", "choice", "on-demand", ("on-demand", "spot"), widget="segmented", labels={"on-demand": "On-demand", "spot": "Spot / preemptible"}),
+        Field("rpd", "Requests per day", "int", 10_000, lo=1, hi=1_000_000_000, widget="number"),
+        Field("tin", "Input tokens per request", "int", 1_000, lo=1, hi=2_000_000, widget="number"),
+        Field("tout", "Output tokens per request", "int", 300, lo=1, hi=200_000, widget="number"),
+        Field("util", "Highest utilisation to plan for (%)", "float", 70.0, lo=1.0, hi=100.0, widget="number"),
+        Field("api_in", "Per-token API price, input (USD per million, 0 = skip)", "float", 0.0, lo=0.0, hi=1_000.0, widget="number"),
+        Field("api_out", "Per-token API price, output (USD per million)", "float", 0.0, lo=0.0, hi=1_000.0, widget="number"),
+        Field("months", "Horizon (months)", "int", 24, lo=1, hi=120, widget="number"),
+        Field("kwh", "Electricity (USD per kWh)", "float", 0.15, lo=0.0, hi=5.0, widget="number"),
+        Field("busy", "Utilisation of owned hardware (%)", "float", 60.0, lo=1.0, hi=100.0, widget="number"),
+        Field("buy_usd", "Purchase price per device (USD, 0 = catalog)", "float", 0.0, lo=0.0, hi=10_000_000.0, widget="number"),
+    ]
+    return {f.key: f for f in rows}
+
+
+def defaults() -> Values:
+    return {k: f.default for k, f in fields().items()}
+
+
+def url_problems(query: dict[str, Any], table: dict[str, Field] | None = None) -> list[str]:
+    """One message per query parameter that a shared link got wrong."""
+    table = table or fields()
+    problems = []
+    for key, raw in query.items():
+        f = table.get(key)
+        if f is None:
+            continue
+        try:
+            f.parse(raw)
+        except (ValueError, OverflowError) as exc:
+            text = raw if isinstance(raw, str) else str(raw)
+            shown = "".join(c if c.isprintable() else "?" for c in text[:40]) + ("..." if len(text) > 40 else "")
+            problems.append(f"URL parameter {key}={shown} was ignored ({exc}); using {f.fmt(f.default)!s}.")
+    return problems

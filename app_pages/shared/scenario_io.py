@@ -1,0 +1,140 @@
+"""Inputs <-> Scenario, as loops over the field table: the scenario the
+widgets describe, the widget values that reproduce a scenario (an upload, a
+workshop preset, a plan), and scenario files in and out."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import streamlit as st
+from pydantic import ValidationError
+
+from app_pages.shared.fields import Values, fields
+from app_pages.shared.state import CFG_TEXT, MAX_CONFIG_CHARS
+from core.cli import describe_validation_error
+from core.jsontext import JSONProblem, loads
+from core.model.hf_config import ConfigError, parse_hf_config
+from core.scenario import Scenario
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def parse_config_text(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """(config dict, None) or (None, the problem). Shared by all sessions, bounded: the same pasted or linked
+    config is parsed once."""
+    if not text.strip():
+        return None, "Paste or upload a config.json to size a model that is not in the catalog."
+    if len(text) > MAX_CONFIG_CHARS:
+        return None, f"That config.json is {len(text):,} characters; a config.json is a few thousand. Nothing was sized."
+    try:
+        cfg = loads(text)
+    except JSONProblem as exc:
+        return None, f"config.json {exc}."
+    if not isinstance(cfg, dict):
+        return None, "config.json must be a JSON object ({...})."
+    try:
+        parse_hf_config(cfg)
+    except (ConfigError, RecursionError) as exc:
+        return None, str(exc) if isinstance(exc, ConfigError) else "config.json is nested too deeply."
+    return cfg, None
+
+
+def model_spec(values: Values, config_text: str) -> tuple[Any, str | None]:
+    """The Scenario's `model` for the inputs: a preset id, {"params": n} or {"hf_config": {...}}."""
+    src = values.get("src", "preset")
+    if src == "preset":
+        return values["model"], None
+    if src == "params":
+        return {"params": values["params"] * 1e9}, None
+    cfg, problem = parse_config_text(config_text)
+    return ({"hf_config": cfg} if cfg is not None else None), problem
+
+
+def scenario_dict(values: Values, model: Any) -> dict[str, Any]:
+    """The Scenario fields the inputs set: every field that applies to these values, through its scale."""
+    out: dict[str, Any] = {"model": model}
+    for f in fields().values():
+        if f.scenario and f.applies(values):
+            value = f.to_scenario(values[f.key])
+            if value is not None:
+                out[f.scenario] = value
+    return out
+
+
+def build_scenario(values: Values, config_text: str) -> tuple[Scenario | None, str | None]:
+    model, problem = model_spec(values, config_text)
+    if model is None:
+        return None, problem or "Choose a model."
+    try:
+        return Scenario.model_validate(scenario_dict(values, model)), None
+    except ValidationError as exc:
+        return None, "This combination is not valid: " + describe_validation_error(exc)
+
+
+def scenario_values(sc: Scenario) -> Values:
+    """Input values (and the config text) that reproduce a scenario."""
+    out: Values = {}
+    for f in fields().values():
+        if f.scenario:
+            out[f.key] = f.from_scenario(getattr(sc, f.scenario))
+    if isinstance(sc.model, str):
+        out.update(src="preset", model=sc.model)
+    elif hasattr(sc.model, "params"):
+        out.update(src="params", params=sc.model.params / 1e9)
+    else:
+        out.update(src="config")
+        out[CFG_TEXT] = json.dumps(sc.model.hf_config, indent=2)
+    return out
+
+
+def unshowable(values: Values) -> list[str]:
+    """Values the widgets cannot show exactly (a number outside a widget's range, a choice it does not offer)."""
+    out = []
+    for key, value in values.items():
+        f = fields().get(key)
+        if f is None or f.widget == "slider":
+            continue
+        try:
+            f.parse(f.serialize(value))
+        except ValueError:
+            out.append(f"{f.label} = {value}")
+    return out
+
+
+def scenario_file(sc: Scenario) -> str:
+    return json.dumps({"scenario": sc.model_dump(mode="json", exclude_defaults=True)}, indent=2)
+
+
+def load_scenario_json(data: bytes) -> tuple[Values | None, str | None]:
+    """An uploaded scenario file as input values, or what is wrong with it (nothing is changed then)."""
+    if len(data) > 1_000_000:
+        return None, f"That file is {len(data) / 1e6:.1f} MB; a scenario is a few kB. Nothing was changed."
+    try:
+        obj = loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        return None, "That file is not UTF-8 text. Nothing was changed."
+    except JSONProblem as exc:
+        return None, f"That file {exc}. Nothing was changed."
+    if isinstance(obj, dict) and isinstance(obj.get("scenario"), dict):
+        obj = obj["scenario"]
+    if not isinstance(obj, dict):
+        return None, "A scenario file is a JSON object with at least a 'model'. Nothing was changed."
+    try:
+        sc = Scenario.model_validate(obj)
+    except ValidationError as exc:
+        return None, "That scenario is not valid: " + describe_validation_error(exc) + ". Nothing was changed."
+    except (ValueError, TypeError, RecursionError) as exc:
+        return None, f"That scenario is not valid: {str(exc)[:200]}. Nothing was changed."
+    values = scenario_values(sc)
+    if off := unshowable(values):
+        return None, ("The dashboard's inputs cannot show " + "; ".join(off) + ". Nothing was changed (python -m core estimate accepts the file as it is).")
+    return values, None
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def saved_scenario(text: str) -> Scenario | None:
+    """A saved (Compare) scenario from its JSON text; None when it is not valid."""
+    try:
+        return Scenario.model_validate(loads(text))
+    except (ValidationError, JSONProblem, ValueError, TypeError, RecursionError):
+        return None

@@ -1,0 +1,167 @@
+"""Scenario state: one value per field in st.session_state (the widgets' own
+keys), read from the link once per session, kept when a page hides a widget,
+and written back to the URL on every run, so the address bar always
+reproduces what the user sees.
+
+Two inputs do not fit in a query parameter as text and travel as compressed
+blobs: the pasted config.json (`cfg`, the user's own text) and the Compare
+set (`cmp`). Both are refused above a size budget after decompression, and
+both stay as text in the session (parsed on demand through a bounded,
+shared cache), so a hostile link cannot make a session large."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import zlib
+from typing import Any
+
+import streamlit as st
+
+from app_pages.shared.fields import Values, fields, url_problems
+
+CFG_PARAM = "cfg"
+CMP_PARAM = "cmp"
+CFG_TEXT = "cfg_text"  # the text area's key: the config.json exactly as the user gave it
+SAVED = "cmp_rows"  # the Compare set: [(name, scenario JSON)], at most MAX_SAVED
+MAX_SAVED = 4
+MAX_CONFIG_CHARS = 256_000  # real config.json files are 1-10 kB (Llama 4 under 20 kB); a paste is kept up to this size
+MAX_SAVED_CHARS = MAX_SAVED * (MAX_CONFIG_CHARS + 2_000)
+MAX_URL_TOKEN_CHARS = 32_000  # a blob longer than this is left out of the link (and the page says so)
+PERSISTENT = (CFG_TEXT,)  # non-field keys kept across pages
+
+
+class BlobError(ValueError):
+    """A link's compressed parameter cannot be read."""
+
+
+def encode_blob(text: str) -> str:
+    return base64.urlsafe_b64encode(zlib.compress(text.encode("utf-8"), 9)).decode()
+
+
+def decode_blob(token: str, limit: int) -> str:
+    """Inflate a link parameter, refusing output above `limit` bytes before producing it (a 1 kB token can inflate
+    to gigabytes) and anything that is not UTF-8 text."""
+    try:
+        raw_in = base64.urlsafe_b64decode(token.encode("ascii"))
+        d = zlib.decompressobj()
+        raw = d.decompress(raw_in, limit + 1)
+    except (ValueError, binascii.Error, zlib.error, UnicodeError):
+        raise BlobError("not a compressed blob") from None
+    if len(raw) > limit or d.unconsumed_tail:
+        raise BlobError(f"larger than {limit:,} bytes once inflated")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BlobError("not UTF-8 text") from None
+
+
+def keep_across_pages() -> None:
+    """Streamlit forgets a widget's value when a page that does not draw it runs; writing each value back as the
+    app's own state keeps it (Streamlit docs, "Widget behavior": interrupt the widget clean-up process)."""
+    for key in (*fields(), *PERSISTENT):
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+
+
+def load_link_once() -> list[str]:
+    """At a session's first run, take every input from the URL; return what the link got wrong."""
+    if st.session_state.get("_url_loaded"):
+        return []
+    st.session_state["_url_loaded"] = True
+    table = fields()
+    query = {k: st.query_params[k] for k in st.query_params}
+    for key, raw in query.items():
+        if key in table:
+            try:
+                st.session_state[key] = table[key].parse(raw)
+            except (ValueError, OverflowError):
+                pass
+    messages = url_problems(query, table)
+    if token := query.get(CFG_PARAM):
+        try:
+            text = decode_blob(token, MAX_CONFIG_CHARS * 4)  # UTF-8: at most 4 bytes a character
+            if len(text) > MAX_CONFIG_CHARS:
+                raise BlobError(f"longer than {MAX_CONFIG_CHARS:,} characters")
+            st.session_state[CFG_TEXT] = text
+        except BlobError as exc:
+            messages.append(f"The config.json in the link could not be read ({exc}) and was ignored.")
+    if token := query.get(CMP_PARAM):
+        try:
+            st.session_state[SAVED] = saved_rows_from_json(decode_blob(token, MAX_SAVED_CHARS))
+        except (BlobError, ValueError) as exc:
+            messages.append(f"The saved comparison in the link could not be read ({exc}) and was ignored.")
+    return messages
+
+
+def saved_rows_from_json(text: str) -> list[tuple[str, str]]:
+    """The Compare set from its link form: a JSON list of {name, scenario}; scenarios are kept as compact JSON
+    text and validated when shown."""
+    from core.jsontext import loads
+    from core.model.hf_config import safe_label
+
+    rows = loads(text)
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("scenario"), dict) for r in rows):
+        raise ValueError("expected a list of named scenarios")
+    return [(safe_label(r.get("name"))[:60] or f"Scenario {i + 1}", json.dumps(r["scenario"], separators=(",", ":"))) for i, r in enumerate(rows[:MAX_SAVED])]
+
+
+def saved_rows() -> list[tuple[str, str]]:
+    return list(st.session_state.get(SAVED, []))
+
+
+def set_saved_rows(rows: list[tuple[str, str]]) -> None:
+    st.session_state[SAVED] = rows[:MAX_SAVED]
+
+
+def request_values(values: Values) -> None:
+    """Ask the next run to set these inputs before any widget exists (workshop presets, uploads, plan clicks)."""
+    st.session_state["_pending"] = values
+
+
+def apply_requested_values() -> None:
+    pending = st.session_state.pop("_pending", None)
+    for key, value in (pending or {}).items():
+        st.session_state[key] = value
+
+
+def current_values() -> Values:
+    return {key: st.session_state.get(key, f.default) for key, f in fields().items()}
+
+
+def write_url() -> str | None:
+    """Every input that differs from its default, by its URL key, plus the blobs. Returns a note when a blob is too
+    long for a link."""
+    note = None
+    values = current_values()
+    wanted: dict[str, str] = {}
+    for key, f in fields().items():
+        if values[key] != f.default:
+            wanted[key] = f.serialize(values[key])
+    text = st.session_state.get(CFG_TEXT, "")
+    if values.get("src") == "config" and text.strip():
+        token = encode_blob(text)
+        if len(token) <= MAX_URL_TOKEN_CHARS:
+            wanted[CFG_PARAM] = token
+        else:
+            note = "This config.json is too long for a link; download the scenario (sidebar) to share it."
+    rows = saved_rows()
+    if rows:
+        token = encode_blob(json.dumps([{"name": n, "scenario": json.loads(s)} for n, s in rows], separators=(",", ":")))
+        if len(token) <= MAX_URL_TOKEN_CHARS:
+            wanted[CMP_PARAM] = token
+        else:
+            note = "The saved comparison is too long for a link; download each scenario to share it."
+    for key in list(st.query_params):
+        if key not in wanted and (key in fields() or key in (CFG_PARAM, CMP_PARAM)):
+            del st.query_params[key]
+    for key, value in wanted.items():
+        if st.query_params.get(key) != value:
+            st.query_params[key] = value
+    return note
+
+
+def link_query() -> dict[str, Any]:
+    """The query parameters of the current scenario (for st.switch_page)."""
+    return {k: st.query_params[k] for k in st.query_params}

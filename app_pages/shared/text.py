@@ -1,0 +1,47 @@
+"""The one way text that did not come from this code reaches the screen: a
+model name from a config.json, a value quoted from a link, a provider from an
+uploaded price list, a core sentence (core/text.py) with its quantities in the
+reader's units. Everything dynamic passes through `plain()` before Markdown
+sees it, so nothing a link carries can become a link, an image or HTML — on a
+page or in the downloaded report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.text import Text
+
+# The marks that make links, images, HTML, code, emphasis, headings, tables, math or autolinks in Streamlit's
+# Markdown (GitHub-flavoured, with bare-URL and www. autolinks: escaping ':' and '.' breaks those).
+# Underscores and "=" stay readable: they cannot make a link, an image or HTML.
+MD_SPECIAL = frozenset("\\`*[]()<>#+-.!|~$&:\"'")
+
+
+def plain(text: Any) -> str:
+    """Untrusted text made safe to show in Markdown: printable characters only, every Markdown mark escaped."""
+    out = []
+    for c in str(text):
+        if not c.isprintable():
+            out.append("?")
+        elif c in MD_SPECIAL:
+            out.append("\\" + c)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def say(item: Text | str, units: str = "GiB") -> str:
+    """A core sentence (or any string) rendered in the reader's units and escaped for Markdown."""
+    return plain(item.render(units) if isinstance(item, Text) else item)
+
+
+def chart_text(text: Any) -> str:
+    """Text for a Plotly title, label or hover: Plotly renders a few HTML tags (<b>, <a href>, <br>), so the
+    characters that make a tag or an entity are dropped."""
+    return "".join(c for c in str(text) if c not in "<>&" and c.isprintable())
+
+
+def md(template: str, **values: Any) -> str:
+    """A trusted Markdown template (this code's own text, bold and all) with every value escaped:
+    md("No price for **{acc}**: {why}", acc=name, why=reason)."""
+    return template.format(**{k: plain(v) for k, v in values.items()})
