@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages.shared import guard
 from app_pages.shared.context import PageContext, set_context
 from app_pages.shared.scenario_io import build_scenario, load_scenario_json, scenario_file, scenario_values
 from app_pages.shared.sidebar import render_sidebar
@@ -33,48 +34,50 @@ PAGES = {
     "method": st.Page("app_pages/method.py", title="Method", icon=":material/menu_book:", url_path="method"),
 }
 page = st.navigation(list(PAGES.values()))
-
-keep_across_pages()
-if link_messages := load_link_once():
-    st.session_state["_link_messages"] = link_messages
-apply_requested_values()
-
-with st.sidebar.expander("Workshop presets", icon=":material/school:"):
-    for preset in load_workshop_presets():
-        if st.button(preset.label, key=f"ws-{preset.id}", width="stretch"):
-            request_values(scenario_values(preset.scenario))
-            st.switch_page(PAGES[preset.page])
-
-values = render_sidebar()
-scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))
-
-with st.sidebar.expander("Save or load this scenario", icon=":material/save:"):
-    if scenario is not None:
-        st.download_button(
-            "Download scenario (JSON)",
-            data=lambda: scenario_file(scenario),
-            file_name="scenario.json",
-            mime="application/json",
-            icon=":material/download:",
-            width="stretch",
-        )
-    upload = st.file_uploader("Load a scenario (JSON)", type=["json"], key="scenario_upload", max_upload_size=1)
-    if upload is not None and st.session_state.get("scenario_upload_id") != upload.file_id:
-        st.session_state["scenario_upload_id"] = upload.file_id
-        loaded, error = load_scenario_json(upload.getvalue())
-        if error:
-            st.session_state["upload_error"] = error
-        else:
-            request_values(loaded or {})
-        st.rerun()
-    if err := st.session_state.pop("upload_error", None):
-        st.error(plain(err))
-
-note = write_url()
-messages = [*st.session_state.get("_link_messages", []), *([problem] if problem else [])]
-set_context(PageContext(scenario, values, tuple(messages), (note,) if note else ()))
-st.session_state["_pages"] = {k: p.url_path for k, p in PAGES.items()}
+cpu_at_start = guard.before_run()
 try:
+    keep_across_pages()
+    if link_messages := load_link_once():
+        st.session_state["_link_messages"] = link_messages
+    apply_requested_values()
+
+    with st.sidebar.expander("Workshop presets", icon=":material/school:"):
+        for preset in load_workshop_presets():
+            if st.button(preset.label, key=f"ws-{preset.id}", width="stretch"):
+                request_values(scenario_values(preset.scenario))
+                st.switch_page(PAGES[preset.page])
+
+    values = render_sidebar()
+    scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))
+
+    with st.sidebar.expander("Save or load this scenario", icon=":material/save:"):
+        if scenario is not None:
+            st.download_button(
+                "Download scenario (JSON)",
+                data=lambda: scenario_file(scenario),
+                file_name="scenario.json",
+                mime="application/json",
+                icon=":material/download:",
+                width="stretch",
+            )
+        upload = st.file_uploader("Load a scenario (JSON)", type=["json"], key="scenario_upload", max_upload_size=1)
+        if upload is not None and st.session_state.get("scenario_upload_id") != upload.file_id:
+            st.session_state["scenario_upload_id"] = upload.file_id
+            loaded, error = load_scenario_json(upload.getvalue())
+            if error:
+                st.session_state["upload_error"] = error
+            else:
+                request_values(loaded or {})
+            st.rerun()
+        if err := st.session_state.pop("upload_error", None):
+            st.error(plain(err))
+
+    note = write_url()
+    messages = [*st.session_state.get("_link_messages", []), *([problem] if problem else [])]
+    set_context(PageContext(scenario, values, tuple(messages), (note,) if note else ()))
     page.run()
 finally:
-    write_url()  # the page's own inputs (traffic, prices...) too
+    try:
+        write_url()  # the page's own inputs (traffic, prices...) too
+    finally:
+        guard.after_run(cpu_at_start)

@@ -8,7 +8,7 @@ from app_pages.shared.context import page_header
 from app_pages.shared.report import report_downloads
 from app_pages.shared.results import cached_estimate, cached_explain, scenario_of
 from app_pages.shared.sidebar import page_widget
-from app_pages.shared.style import COMPONENT_LABELS, PLOTLY_CONFIG, Units
+from app_pages.shared.style import COMPONENT_LABELS, PLOTLY_CONFIG, Units, frozen
 from app_pages.shared.text import plain, say
 from core.catalog.accelerators import get_accelerator
 
@@ -35,19 +35,19 @@ if result.layout_note is not None:
     st.caption(say(result.layout_note, units.name))
 
 
-@st.cache_resource(max_entries=128, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)
 def _breakdown(key: str, unit: str, device: str):
-    return breakdown_bar(cached_estimate(key), Units(unit), device)
+    return frozen(breakdown_bar(cached_estimate(key), Units(unit), device))
 
 
-@st.cache_resource(max_entries=128, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)
 def _fits_on(key: str, unit: str):
-    return fits_on_figure(scenario_of(key), Units(unit))
+    return frozen(fits_on_figure(scenario_of(key), Units(unit)))
 
 
-@st.cache_resource(max_entries=128, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)
 def _sweep(key: str, unit: str, axis: str):
-    return sweep_figure(scenario_of(key), cached_estimate(key), Units(unit), axis)
+    return frozen(sweep_figure(scenario_of(key), cached_estimate(key), Units(unit), axis))
 
 
 st.plotly_chart(_breakdown(KEY, units.name, acc.name), config=PLOTLY_CONFIG, key="chart_breakdown")

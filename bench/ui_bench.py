@@ -16,6 +16,7 @@ import argparse
 import base64
 import cProfile
 import json
+import os
 import pstats
 import statistics
 import sys
@@ -26,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("LLMGP_FAIR_SHARE", "0")  # AppTest reruns in this process: no CPU budget (app_pages/shared/guard.py)
 
 from serve import CHROMIUM, CHROMIUM_ARGS, READY, ROOT, Server, load_average
 

@@ -56,7 +56,7 @@ class Text:
             elif isinstance(value, str):
                 out.append(escape(value) if escape else value)
             else:
-                out.append(format(value, spec))
+                out.append(format(value, spec or ""))
         return "".join(out)
 
     def __str__(self) -> str:

@@ -56,22 +56,19 @@ def _config_input() -> None:
 
 
 def render_sidebar() -> Values:
-    """Draw every sidebar input that applies; return all input values (hidden ones keep theirs)."""
+    """Draw every sidebar input that applies; return all input values (hidden ones keep theirs). Widget changes are
+    in st.session_state before the run starts, so the values read once up front decide what shows."""
     table = fields()
     values = current_values()
     with st.sidebar:
-        for section, title in SECTIONS:
+        st.subheader("Model")
+        for f in table.values():
+            if f.section == "model" and f.applies(values):
+                widget(f)
+        if values["src"] == "config":
+            _config_input()
+        for section, title in SECTIONS[1:]:
             rows = [f for f in table.values() if f.section == section and f.applies(values)]
-            if section == "model":
-                st.subheader("Model")
-                widget(table["src"])
-                values = current_values()
-                for f in rows:
-                    if f.key != "src" and f.applies(values):
-                        widget(f)
-                if values["src"] == "config":
-                    _config_input()
-                continue
             if not rows:
                 continue
             if section == "parallel":
@@ -84,7 +81,6 @@ def render_sidebar() -> Values:
             with container:
                 for f in rows:
                     widget(f)
-                    values = current_values()  # later rows may depend on this one (mode, method)
     return current_values()
 
 

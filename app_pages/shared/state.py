@@ -27,7 +27,8 @@ CFG_TEXT = "cfg_text"  # the text area's key: the config.json exactly as the use
 SAVED = "cmp_rows"  # the Compare set: [(name, scenario JSON)], at most MAX_SAVED
 MAX_SAVED = 4
 MAX_CONFIG_CHARS = 256_000  # real config.json files are 1-10 kB (Llama 4 under 20 kB); a paste is kept up to this size
-MAX_SAVED_CHARS = MAX_SAVED * (MAX_CONFIG_CHARS + 2_000)
+MAX_LINK_CONFIG_CHARS = 64_000  # a config.json read from a link (the link's budget after inflation)
+MAX_SAVED_CHARS = 256_000  # the Compare set read from a link, after inflation
 MAX_URL_TOKEN_CHARS = 32_000  # a blob longer than this is left out of the link (and the page says so)
 PERSISTENT = (CFG_TEXT,)  # non-field keys kept across pages
 
@@ -81,9 +82,9 @@ def load_link_once() -> list[str]:
     messages = url_problems(query, table)
     if token := query.get(CFG_PARAM):
         try:
-            text = decode_blob(token, MAX_CONFIG_CHARS * 4)  # UTF-8: at most 4 bytes a character
-            if len(text) > MAX_CONFIG_CHARS:
-                raise BlobError(f"longer than {MAX_CONFIG_CHARS:,} characters")
+            text = decode_blob(token, MAX_LINK_CONFIG_CHARS * 4)  # UTF-8: at most 4 bytes a character
+            if len(text) > MAX_LINK_CONFIG_CHARS:
+                raise BlobError(f"longer than {MAX_LINK_CONFIG_CHARS:,} characters")
             st.session_state[CFG_TEXT] = text
         except BlobError as exc:
             messages.append(f"The config.json in the link could not be read ({exc}) and was ignored.")

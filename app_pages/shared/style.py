@@ -68,3 +68,21 @@ def vmarker(fig: go.Figure, x: float, y_low: float, y_high: float, text: str, co
         hoverinfo="skip",
         textfont={"color": color},
     )
+
+
+class FrozenFigure(go.Figure):
+    """A finished figure whose dict form is computed once: st.plotly_chart converts its figure to a dict on every
+    rerun (plotly's to_dict deep-copies it), which for a cached figure is the same dict every time. Only for figures
+    that are not changed after they are built (they are shared between sessions through st.cache_resource)."""
+
+    def to_dict(self) -> dict:
+        frozen = self.__dict__.get("_frozen_dict")
+        if frozen is None:
+            frozen = super().to_dict()
+            self.__dict__["_frozen_dict"] = frozen
+        return frozen
+
+
+def frozen(fig: go.Figure) -> FrozenFigure:
+    fig.__class__ = FrozenFigure  # same object and data, with the memoised to_dict
+    return fig  # type: ignore[return-value]

@@ -7,6 +7,7 @@ page or in the downloaded report."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from core.text import Text
@@ -17,10 +18,20 @@ from core.text import Text
 MD_SPECIAL = frozenset("\\`*[]()<>#+-.!|~$&:\"'")
 
 
+# GitHub-flavoured autolinks (www.x.y, scheme://x, user@host) are found in the text after escapes are removed, so
+# escaping does not stop them: a zero-width space after "www", inside "://" and after "@" does.
+_AUTOLINK = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?<=@)")
+ZWSP = "\u200b"
+
+
 def plain(text: Any) -> str:
-    """Untrusted text made safe to show in Markdown: printable characters only, every Markdown mark escaped."""
+    """Untrusted text made safe to show in Markdown: printable characters only, every Markdown mark escaped, and
+    nothing left that an autolink would pick up."""
     out = []
-    for c in str(text):
+    for c in _AUTOLINK.sub(ZWSP, str(text)):
+        if c == ZWSP:
+            out.append(c)
+            continue
         if not c.isprintable():
             out.append("?")
         elif c in MD_SPECIAL:

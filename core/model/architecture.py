@@ -31,7 +31,7 @@ class WeightGroup(NamedTuple):
     role: str
     in_features: int
     out_features: int
-    count: int
+    count: int  # type: ignore[assignment]  # a field named like tuple.count, kept for readability
     active: int
     expert: bool = False
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -93,7 +93,8 @@ def _shown(value: Any) -> str:
     if isinstance(value, (int, float)):
         text = repr(value)
         return text if len(text) <= 24 else text[:21] + "..."
-    return {str: "text", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    kinds: dict[type, str] = {str: "text", list: "a list", dict: "an object"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 _MISSING = object()
@@ -130,12 +131,12 @@ class _Cfg:
     def _fail(self, name: str, problem: str) -> ConfigError:
         return ConfigError(f"config.json field {self.where}{name!r} {problem}")
 
-    def int(self, *names: str, default: Any = _MISSING, lo: int = 1, hi: int = MAX_WIDTH) -> int:
+    def integer(self, *names: str, default: Any = _MISSING, lo: int = 1, hi: int = MAX_WIDTH) -> int:
         name, value = self.raw(*names)
         if value is _MISSING:
             if default is _MISSING:
                 raise ConfigError(f"config.json is missing {self.where}{names[0]!r}")
-            return default  # type: ignore[no-any-return]
+            return cast(int, default)
         if not _is_whole(value):
             raise self._fail(name, f"must be a whole number, got {_shown(value)}")
         if not lo <= value <= hi:
@@ -240,7 +241,7 @@ STRUCTURAL = (
     "num_nextn_predict_layers",
     "block_types",
 )
-_OFF = (None, 0, False, [], {}, "", 1.0)
+_OFF: tuple[Any, ...] = (None, 0, False, [], {}, "", 1.0)
 
 
 def parse_hf_config(cfg: Any, name: str | None = None) -> Architecture:
@@ -309,17 +310,17 @@ def _common(c: _Cfg, assumptions: list[str], family: str) -> dict[str, Any]:
     missing = [name for name, aliases in _REQUIRED.items() if not c.has(*aliases)]
     if missing:
         raise ConfigError(f"config.json is missing required fields: {', '.join(c.where + m for m in missing)}")
-    h = c.int("hidden_size", "n_embd", "d_model", "dim", hi=1_000_000)
-    layers = c.int("num_hidden_layers", "n_layer", "num_layers", "n_layers", hi=MAX_LAYERS)
-    heads = c.int("num_attention_heads", "n_head", "num_heads", "n_heads", hi=100_000)
-    vocab = c.int("vocab_size", "padded_vocab_size", hi=100_000_000)
-    context = c.int("max_position_embeddings", "n_positions", "seq_length", "max_seq_len", default=4096, hi=100_000_000)
+    h = c.integer("hidden_size", "n_embd", "d_model", "dim", hi=1_000_000)
+    layers = c.integer("num_hidden_layers", "n_layer", "num_layers", "n_layers", hi=MAX_LAYERS)
+    heads = c.integer("num_attention_heads", "n_head", "num_heads", "n_heads", hi=100_000)
+    vocab = c.integer("vocab_size", "padded_vocab_size", hi=100_000_000)
+    context = c.integer("max_position_embeddings", "n_positions", "seq_length", "max_seq_len", default=4096, hi=100_000_000)
     return {"hidden_size": h, "num_layers": layers, "num_heads": heads, "vocab_size": vocab, "max_context": context}
 
 
 def _intermediate(c: _Cfg, h: int, assumptions: list[str], default_mult: float) -> int:
     if c.has("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim"):
-        return c.int("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim")
+        return c.integer("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim")
     guess = max(1, int(default_mult * h))
     assumptions.append(f"no intermediate_size: assumed {guess} ({default_mult:g} x hidden)")
     return guess
@@ -327,15 +328,15 @@ def _intermediate(c: _Cfg, h: int, assumptions: list[str], default_mult: float) 
 
 def _heads(c: _Cfg, f: dict[str, Any]) -> dict[str, Any]:
     heads = f["num_heads"]
-    kv = c.int("num_key_value_heads", "num_kv_heads", "n_head_kv", default=heads, hi=100_000)
-    head_dim = c.int("head_dim", default=max(1, f["hidden_size"] // heads), hi=100_000)
+    kv = c.integer("num_key_value_heads", "num_kv_heads", "n_head_kv", default=heads, hi=100_000)
+    head_dim = c.integer("head_dim", default=max(1, f["hidden_size"] // heads), hi=100_000)
     return {"num_kv_heads": kv, "head_dim": head_dim}
 
 
 def _window(c: _Cfg, f: dict[str, Any], *, default_on: bool = True, pattern: int | None = None) -> dict[str, Any]:
     """Sliding-window layers from `layer_types` (transformers >= 4.53), a local:global pattern, or all layers."""
     uses = c.flag("use_sliding_window", default=default_on)
-    window = c.int("sliding_window", default=0, lo=0, hi=100_000_000) if c.has("sliding_window") else 0
+    window = c.integer("sliding_window", default=0, lo=0, hi=100_000_000) if c.has("sliding_window") else 0
     if not uses or not window:
         c.raw("sliding_window_pattern", "max_window_layers")
         return {}
@@ -344,7 +345,7 @@ def _window(c: _Cfg, f: dict[str, Any], *, default_on: bool = True, pattern: int
     if types:
         count = sum(t in ("sliding_attention", "chunked_attention") for t in types[:layers])
     elif pattern:
-        step = c.int("sliding_window_pattern", default=pattern, hi=MAX_LAYERS)
+        step = c.integer("sliding_window_pattern", default=pattern, hi=MAX_LAYERS)
         count = layers - layers // step  # every step-th layer is global (Gemma 3: 5 local then 1 global)
     else:
         count = layers
@@ -355,15 +356,15 @@ def _experts(c: _Cfg, f: dict[str, Any], assumptions: list[str], *, dense_width:
     """Mixture-of-experts fields under any of their names, and which layers have experts."""
     if not c.has("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"):
         return {}
-    e = c.int("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts", lo=0, hi=65_536)
+    e = c.integer("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts", lo=0, hi=65_536)
     if e == 0:
         return {}
-    k = c.int("num_experts_per_tok", "moe_topk", "moe_top_k", "experts_per_token", default=2, hi=65_536)
-    f_exp = c.int("moe_intermediate_size", default=dense_width)
+    k = c.integer("num_experts_per_tok", "moe_topk", "moe_top_k", "experts_per_token", default=2, hi=65_536)
+    f_exp = c.integer("moe_intermediate_size", default=dense_width)
     layers = f["num_layers"]
-    first_dense = c.int("first_k_dense_replace", default=0, lo=0, hi=MAX_LAYERS)
-    freq = c.int("moe_layer_freq", default=1, hi=MAX_LAYERS)
-    step = c.int("decoder_sparse_step", "interleave_moe_layer_step", default=1, hi=MAX_LAYERS)
+    first_dense = c.integer("first_k_dense_replace", default=0, lo=0, hi=MAX_LAYERS)
+    freq = c.integer("moe_layer_freq", default=1, hi=MAX_LAYERS)
+    step = c.integer("decoder_sparse_step", "interleave_moe_layer_step", default=1, hi=MAX_LAYERS)
     dense_only = set(c.ints("mlp_only_layers"))
     explicit = c.ints("moe_layers") if isinstance(c.cfg.get("moe_layers"), list) else []
     if explicit:
@@ -374,9 +375,9 @@ def _experts(c: _Cfg, f: dict[str, Any], assumptions: list[str], *, dense_width:
         raise ConfigError("config.json has experts but its layer fields leave no layer with experts")
     shared = 0
     if c.has("shared_expert_intermediate_size"):
-        shared = c.int("shared_expert_intermediate_size", lo=0)
+        shared = c.integer("shared_expert_intermediate_size", lo=0)
     elif c.has("n_shared_experts", "num_shared_experts"):
-        shared = c.int("n_shared_experts", "num_shared_experts", lo=0, hi=1_024) * f_exp
+        shared = c.integer("n_shared_experts", "num_shared_experts", lo=0, hi=1_024) * f_exp
     return {"num_experts": e, "experts_per_token": k, "moe_intermediate_size": f_exp, "num_moe_layers": moe, "shared_expert_intermediate_size": shared}
 
 
@@ -431,14 +432,14 @@ def _read_gpt2(c: _Cfg, f: dict[str, Any], assumptions: list[str]) -> dict[str, 
         # GPTBigCode (StarCoder) is GPT-2 with multi-query attention.
         "num_kv_heads": 1 if c.flag("multi_query", default=False) else heads,
         "head_dim": max(1, h // heads),
-        "intermediate_size": c.int("n_inner", default=4 * h),
+        "intermediate_size": c.integer("n_inner", default=4 * h),
         "tie_embeddings": c.flag("tie_word_embeddings", default=True),
         "gated_mlp": False,
         "qkv_bias": True,
         "o_bias": True,
         "mlp_bias": True,
         "norm": "layernorm",
-        "learned_positions": c.int("n_positions", default=1024, hi=100_000_000),
+        "learned_positions": c.integer("n_positions", default=1024, hi=100_000_000),
         "dropout": c.number("attn_pdrop", default=0.1, hi=1.0) > 0,
     }
 
@@ -448,7 +449,7 @@ def _read_gpt_neox(c: _Cfg, f: dict[str, Any], assumptions: list[str]) -> dict[s
     return {
         "num_kv_heads": f["num_heads"],
         "head_dim": max(1, h // f["num_heads"]),
-        "intermediate_size": c.int("intermediate_size", default=4 * h),
+        "intermediate_size": c.integer("intermediate_size", default=4 * h),
         "tie_embeddings": c.flag("tie_word_embeddings", default=False),
         "gated_mlp": False,
         "qkv_bias": c.flag("attention_bias", default=True),
@@ -465,7 +466,7 @@ def _read_phi(c: _Cfg, f: dict[str, Any], assumptions: list[str]) -> dict[str, A
     h = f["hidden_size"]
     out = _heads(c, f)
     out.update(
-        intermediate_size=c.int("intermediate_size", default=4 * h),
+        intermediate_size=c.integer("intermediate_size", default=4 * h),
         tie_embeddings=c.flag("tie_word_embeddings", default=False),
         gated_mlp=False,
         qkv_bias=True,
@@ -486,13 +487,13 @@ def _read_falcon(c: _Cfg, f: dict[str, Any], assumptions: list[str]) -> dict[str
     h, heads = f["hidden_size"], f["num_heads"]
     new_arch = c.flag("new_decoder_architecture", default=False)
     multi_query = c.flag("multi_query", default=True)
-    kv = c.int("num_kv_heads", default=heads, hi=100_000) if new_arch else (1 if multi_query else heads)
+    kv = c.integer("num_kv_heads", default=heads, hi=100_000) if new_arch else (1 if multi_query else heads)
     parallel = c.flag("parallel_attn", default=True)
     bias = c.flag("bias", default=False)
     return {
         "num_kv_heads": kv,
         "head_dim": max(1, h // heads),
-        "intermediate_size": c.int("ffn_hidden_size", default=4 * h),
+        "intermediate_size": c.integer("ffn_hidden_size", default=4 * h),
         "tie_embeddings": c.flag("tie_word_embeddings", default=True),  # FalconConfig default
         "gated_mlp": False,
         "qkv_bias": bias,
@@ -518,7 +519,7 @@ def _read_starcoder2(c: _Cfg, f: dict[str, Any], assumptions: list[str]) -> dict
     out = _heads(c, f)
     bias = c.flag("use_bias", default=True)
     out.update(
-        intermediate_size=c.int("intermediate_size", default=4 * f["hidden_size"]),
+        intermediate_size=c.integer("intermediate_size", default=4 * f["hidden_size"]),
         tie_embeddings=c.flag("tie_word_embeddings", default=True),
         gated_mlp=False,
         qkv_bias=bias,
@@ -544,17 +545,17 @@ def _read_dbrx(c: _Cfg, f: dict[str, Any], assumptions: list[str]) -> dict[str, 
     attn = c.sub("attn_config") or _Cfg({}, "attn_config.")
     ffn = c.sub("ffn_config") or _Cfg({}, "ffn_config.")
     heads = f["num_heads"]
-    width = ffn.int("ffn_hidden_size", default=4 * f["hidden_size"])
-    e = ffn.int("moe_num_experts", default=1, hi=65_536)
+    width = ffn.integer("ffn_hidden_size", default=4 * f["hidden_size"])
+    e = ffn.integer("moe_num_experts", default=1, hi=65_536)
     out: dict[str, Any] = {
-        "num_kv_heads": attn.int("kv_n_heads", default=heads, hi=100_000),
+        "num_kv_heads": attn.integer("kv_n_heads", default=heads, hi=100_000),
         "head_dim": max(1, f["hidden_size"] // heads),
         "intermediate_size": width,
         "tie_embeddings": c.flag("tie_word_embeddings", default=False),
         "norm": "layernorm_nobias",
     }
     if e > 1:
-        out.update(num_experts=e, experts_per_token=ffn.int("moe_top_k", default=1, hi=65_536), moe_intermediate_size=width, num_moe_layers=f["num_layers"])
+        out.update(num_experts=e, experts_per_token=ffn.integer("moe_top_k", default=1, hi=65_536), moe_intermediate_size=width, num_moe_layers=f["num_layers"])
     return out
 
 
@@ -563,8 +564,8 @@ def _read_llama4(c: _Cfg, f: dict[str, Any], assumptions: list[str]) -> dict[str
     `interleave_moe_layer_step`-th layer, dense layers of intermediate_size_mlp, chunked local attention
     (attention_chunk_size) in the layers that use RoPE (3 of 4; no_rope_layers marks them)."""
     out = _heads(c, f)
-    f_exp = c.int("intermediate_size")
-    dense = c.int("intermediate_size_mlp", default=f_exp)
+    f_exp = c.integer("intermediate_size")
+    dense = c.integer("intermediate_size_mlp", default=f_exp)
     out.update(
         intermediate_size=dense,
         tie_embeddings=c.flag("tie_word_embeddings", default=False),
@@ -575,7 +576,7 @@ def _read_llama4(c: _Cfg, f: dict[str, Any], assumptions: list[str]) -> dict[str
     if moe:
         moe.update(moe_intermediate_size=f_exp, shared_expert_intermediate_size=f_exp)
         out.update(moe)
-    chunk = c.int("attention_chunk_size", default=0, lo=0, hi=100_000_000)
+    chunk = c.integer("attention_chunk_size", default=0, lo=0, hi=100_000_000)
     rope_flags = c.ints("no_rope_layers", hi=1)
     if chunk:
         local = sum(rope_flags) if rope_flags else f["num_layers"] - f["num_layers"] // 4
@@ -588,7 +589,7 @@ def _read_gpt_oss(c: _Cfg, f: dict[str, Any], assumptions: list[str]) -> dict[st
     """gpt-oss: every layer has experts (with biases) and a biased router; attention with biases and one learned
     sink per head; sliding-window (128) and full attention alternate (OpenAI gpt-oss model card)."""
     out = _heads(c, f)
-    width = c.int("intermediate_size")
+    width = c.integer("intermediate_size")
     out.update(
         intermediate_size=width,
         tie_embeddings=c.flag("tie_word_embeddings", default=False),
@@ -609,7 +610,7 @@ def _read_deepseek(c: _Cfg, f: dict[str, Any], assumptions: list[str]) -> dict[s
     """DeepSeek-V2/V3, Kimi K2 and GLM-4.5: dense first layers, routed + shared experts, and (DeepSeek, Kimi)
     multi-head latent attention."""
     out = _read_llama_like(c, f, assumptions)
-    mtp = c.int("num_nextn_predict_layers", default=0, lo=0, hi=16)
+    mtp = c.integer("num_nextn_predict_layers", default=0, lo=0, hi=16)
     if mtp:
         out["mtp_layers"] = mtp
         assumptions.append(
@@ -617,15 +618,15 @@ def _read_deepseek(c: _Cfg, f: dict[str, Any], assumptions: list[str]) -> dict[s
             "report: 671B main model + MTP module, used only for speculative decoding)"
         )
     if c.has("index_n_heads"):
-        out.update(indexer_heads=c.int("index_n_heads", hi=100_000), indexer_head_dim=c.int("index_head_dim", default=128, hi=100_000))
+        out.update(indexer_heads=c.integer("index_n_heads", hi=100_000), indexer_head_dim=c.integer("index_head_dim", default=128, hi=100_000))
         c.raw("index_topk")
     if c.has("kv_lora_rank"):
         out.update(
-            q_lora_rank=c.int("q_lora_rank", default=None) if c.has("q_lora_rank") else None,
-            kv_lora_rank=c.int("kv_lora_rank"),
-            qk_rope_head_dim=c.int("qk_rope_head_dim", default=64),
-            qk_nope_head_dim=c.int("qk_nope_head_dim", default=128),
-            v_head_dim=c.int("v_head_dim", default=128),
+            q_lora_rank=c.integer("q_lora_rank", default=None) if c.has("q_lora_rank") else None,
+            kv_lora_rank=c.integer("kv_lora_rank"),
+            qk_rope_head_dim=c.integer("qk_rope_head_dim", default=64),
+            qk_nope_head_dim=c.integer("qk_nope_head_dim", default=128),
+            v_head_dim=c.integer("v_head_dim", default=128),
             num_kv_heads=f["num_heads"],
         )
     if out.get("num_experts"):
@@ -674,12 +675,12 @@ def _vision_params(v: _Cfg, text_hidden: int, assumptions: list[str]) -> int:
     layer Q/K/V/O with biases, a two-matrix MLP with biases and two LayerNorms, a final LayerNorm, and a linear
     projector into the text width. Pixtral (Mistral 3): bias-free attention, a gated MLP, RMSNorms, no position
     table (RoPE), and a patch merger plus a two-layer projector."""
-    h = v.int("hidden_size", default=1152, hi=1_000_000)
-    layers = v.int("num_hidden_layers", "depth", default=27, hi=MAX_LAYERS)
-    f = v.int("intermediate_size", default=4 * h)
-    patch = v.int("patch_size", default=14, hi=10_000)
-    image = v.int("image_size", default=896, hi=100_000)
-    channels = v.int("num_channels", default=3, hi=16)
+    h = v.integer("hidden_size", default=1152, hi=1_000_000)
+    layers = v.integer("num_hidden_layers", "depth", default=27, hi=MAX_LAYERS)
+    f = v.integer("intermediate_size", default=4 * h)
+    patch = v.integer("patch_size", default=14, hi=10_000)
+    image = v.integer("image_size", default=896, hi=100_000)
+    channels = v.integer("num_channels", default=3, hi=16)
     if v.text("model_type", default="") == "pixtral":
         per_layer = 4 * h * h + 3 * h * f + 2 * h
         merge = 2  # spatial_merge_size of Mistral 3

@@ -1,0 +1,168 @@
+"""Sharing one server fairly (hosting): a session that keeps the CPU busy
+waits its turn, and one client cannot open an unbounded number of sessions.
+
+- Turns: scripts run one at a time (RUN_SLOTS; Python's GIL runs one at a
+  time anyway, and sharing it by time slices makes every run as slow as the
+  sum of all), and the waiting session that used the least CPU lately goes
+  first. A person moving a slider waits at most for the one run in progress,
+  not for every run a busy client queued.
+- CPU: each session has a token bucket of CPU seconds (refill FAIR_SHARE
+  core-seconds per second, up to BURST). A run spends the CPU time its
+  script took; a session whose bucket is empty sleeps before its next run
+  (sleeping releases the GIL, so everybody else runs meanwhile). A person
+  moving sliders stays far inside the budget; a script looping expensive
+  scenarios gets FAIR_SHARE of a core.
+- Sessions: a client (its address, or the first X-Forwarded-For hop when
+  LLMGP_TRUST_PROXY=1 behind the reverse proxy of docs/DEPLOY.md) may have
+  at most MAX_SESSIONS_PER_CLIENT sessions active in the last
+  ACTIVE_WINDOW_S seconds; a session beyond that gets one line and no work.
+
+Settings come from the environment so that a deployment can tune them:
+LLMGP_FAIR_SHARE, LLMGP_BURST_S (0 = no CPU budget), LLMGP_RUN_SLOTS
+(0 = no turns), LLMGP_MAX_SESSIONS_PER_CLIENT (0 = no cap).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+import streamlit as st
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
+FAIR_SHARE = _env_float("LLMGP_FAIR_SHARE", 0.1)  # core-seconds per second a busy session may use (0 = off)
+BURST_S = _env_float("LLMGP_BURST_S", 3.0)  # core-seconds a session may spend at once (a minute of slider moving)
+RUN_SLOTS = int(_env_float("LLMGP_RUN_SLOTS", 1))  # scripts running at once (0 = no turns)
+MAX_TURN_WAIT_S = 20.0  # a run waits at most this long for its turn
+MAX_WAIT_S = 3.0  # longest wait before one run
+MAX_SESSIONS_PER_CLIENT = int(_env_float("LLMGP_MAX_SESSIONS_PER_CLIENT", 32))
+ACTIVE_WINDOW_S = 120.0
+TRUST_PROXY = os.environ.get("LLMGP_TRUST_PROXY") == "1"
+_MAX_TRACKED = 10_000
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+    client: str
+    last_run: float
+
+
+_lock = threading.Lock()
+_buckets: dict[str, _Bucket] = {}
+_turns = threading.Condition()
+_running = 0
+_queue: list[tuple[float, int]] = []  # (priority, ticket): lower goes first
+_tickets = itertools.count()
+_holders: set[int] = set()  # thread ids holding a slot
+
+
+def _take_turn(priority: float) -> None:
+    """Wait until no more than RUN_SLOTS - 1 scripts run and no waiting session has a better priority."""
+    global _running
+    if not RUN_SLOTS:
+        return
+    ticket = next(_tickets)
+    entry = (priority, ticket)
+    deadline = time.monotonic() + MAX_TURN_WAIT_S
+    with _turns:
+        heapq.heappush(_queue, entry)
+        while (_running >= RUN_SLOTS or _queue[0] != entry) and time.monotonic() < deadline:
+            _turns.wait(timeout=0.25)
+        _queue.remove(entry)
+        heapq.heapify(_queue)
+        _running += 1
+        _holders.add(threading.get_ident())
+        _turns.notify_all()
+
+
+def _end_turn() -> None:
+    global _running
+    with _turns:
+        if threading.get_ident() in _holders:
+            _holders.discard(threading.get_ident())
+            _running -= 1
+            _turns.notify_all()
+
+
+def _session_id() -> str | None:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else None
+
+
+def client_key() -> str:
+    """Who is asking: the first X-Forwarded-For hop behind a trusted proxy, else the peer address."""
+    try:
+        if TRUST_PROXY:
+            forwarded = st.context.headers.get("X-Forwarded-For", "")
+            if forwarded:
+                return forwarded.split(",")[0].strip()[:64]
+        return str(st.context.ip_address or "unknown")[:64]
+    except Exception:  # no request context (AppTest, bare mode)
+        return "unknown"
+
+
+def _prune(now: float) -> None:
+    if len(_buckets) > _MAX_TRACKED:
+        for sid in [s for s, b in _buckets.items() if now - b.last_run > ACTIVE_WINDOW_S]:
+            del _buckets[sid]
+
+
+def before_run() -> float:
+    """Call at the top of every run: stops a session over the client cap, waits when the session is over its CPU
+    budget. Returns the thread CPU clock to hand to after_run()."""
+    sid = _session_id()
+    now = time.monotonic()
+    priority = 0.0
+    if sid is not None:
+        client = _buckets[sid].client if sid in _buckets else client_key()
+        with _lock:
+            _prune(now)
+            bucket = _buckets.get(sid)
+            if bucket is None:
+                active = sum(1 for b in _buckets.values() if b.client == client and now - b.last_run < ACTIVE_WINDOW_S)
+                if MAX_SESSIONS_PER_CLIENT and active >= MAX_SESSIONS_PER_CLIENT:
+                    bucket = None
+                else:
+                    bucket = _buckets[sid] = _Bucket(BURST_S, now, client, now)
+            if bucket is not None:
+                bucket.tokens = min(BURST_S, bucket.tokens + (now - bucket.updated) * FAIR_SHARE)
+                bucket.updated = now
+                bucket.last_run = now
+                wait = min(MAX_WAIT_S, -bucket.tokens / FAIR_SHARE) if FAIR_SHARE and bucket.tokens < 0 else 0.0
+        if bucket is None:
+            st.error(f"Too many open sessions from your address (more than {MAX_SESSIONS_PER_CLIENT}). Close some tabs and reload.")
+            st.stop()
+        if wait > 0:
+            time.sleep(wait)
+        priority = -bucket.tokens  # the session with the most budget left goes first
+    _take_turn(priority)
+    return time.thread_time()
+
+
+def after_run(started_cpu: float) -> None:
+    """Call when the run ends (also after st.stop / st.rerun): charge the session for the CPU it used."""
+    _end_turn()
+    sid = _session_id()
+    if sid is None or not FAIR_SHARE:
+        return
+    used = max(0.0, time.thread_time() - started_cpu)
+    with _lock:
+        bucket = _buckets.get(sid)
+        if bucket is not None:
+            bucket.tokens -= used

@@ -1,0 +1,192 @@
+"""A hostile client against one `streamlit run app.py` on 127.0.0.1 (issue #8).
+
+adversarial  One victim session moves the context slider on Memory about once a second, first alone (its quiet
+             latency), then while 4 attacker sessions loop, with no pause, the most expensive page (GPU vs TPU) on a
+             different uncached model and context every time. Reported: the victim's p50/p95 quiet and under attack,
+             and how many reruns the attackers got.
+memory       One client opens N sessions (default 130) on the worst link we can build: a config.json blob at the link
+             budget (unique per session, so no cache shares it) plus a Compare set of four scenarios with configs,
+             on the Compare page. Then the sessions stop; the server's resident memory is sampled every second until
+             a minute after they expired (agent sessions expire `--ttl` seconds after their last call, like a closed
+             tab after server.disconnectedSessionTTL).
+
+Both drive real server sessions through Streamlit 1.67's agent API (one POST = one rerun). Server settings for a
+run come from the environment (LLMGP_FAIR_SHARE, LLMGP_MAX_SESSIONS_PER_CLIENT; app_pages/shared/guard.py), so a
+run with the defence off is the "before" number:
+
+    python3 bench/abuse.py adversarial --seconds 45                  # defaults (fair share on)
+    LLMGP_FAIR_SHARE=0 python3 bench/abuse.py adversarial --seconds 45
+    python3 bench/abuse.py memory --sessions 130
+    LLMGP_MAX_SESSIONS_PER_CLIENT=0 python3 bench/abuse.py memory --sessions 130
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import random
+import sys
+import threading
+import time
+import zlib
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from load import AgentSession, pct
+from serve import Server
+
+from app_pages.shared.fields import fields
+from app_pages.shared.state import MAX_LINK_CONFIG_CHARS
+from core.catalog.presets import load_presets
+
+
+def token(text: str) -> str:
+    return base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).decode()
+
+
+def worst_config(i: int) -> str:
+    """A config.json at the link budget: a real model's fields plus unique junk (defeats every cache)."""
+    base = dict(load_presets()["deepseek-v3"].config or {})
+    rng = random.Random(i)
+    junk = {f"x{k}_{rng.random()}": "y" * 40 for k in range(600)}
+    text = json.dumps({**base, "junk": junk})
+    return text[: MAX_LINK_CONFIG_CHARS - 10] if len(text) > MAX_LINK_CONFIG_CHARS else text
+
+
+def worst_link(i: int) -> dict[str, list[str]]:
+    """The worst link: a config.json at its budget and a Compare set of four scenarios, each with a config."""
+    base = load_presets()["deepseek-v3"].config or {}
+    saved = [{"name": f"s{k}", "scenario": {"model": {"hf_config": {**base, "pad": "z" * 50_000 + str(i)}}, "seq_len": 2048 * (k + 1)}} for k in range(4)]
+    return {"src": ["config"], "cfg": [token(worst_config(i))], "cmp": [token(json.dumps(saved, separators=(",", ":")))]}
+
+
+def victim(port: int, seconds: float, out: list[float], stop: threading.Event) -> None:
+    sess = AgentSession(port, timeout=120)
+    sess.interact({})
+    seq = fields()["seq"]
+    values = [seq.fmt(4096), seq.fmt(8192)]
+    i, deadline = 0, time.perf_counter() + seconds
+    while time.perf_counter() < deadline and not stop.is_set():
+        elapsed, _ = sess.interact({"widget_state": {"seq": values[i % 2]}})
+        out.append(elapsed)
+        i += 1
+        time.sleep(random.uniform(0.5, 1.5))
+
+
+def attacker(port: int, stop: threading.Event, counter: list[int], k: int) -> None:
+    sess = AgentSession(port, timeout=300)
+    sess.interact({"page": "gpu-vs-tpu"})
+    model, seq = fields()["model"], fields()["seq"]
+    rng = random.Random(k)
+    while not stop.is_set():
+        widget_state = {"model": model.fmt(rng.choice(model.options)), "seq": seq.fmt(rng.choice(seq.options))}
+        try:
+            sess.interact({"widget_state": widget_state})
+            counter[0] += 1
+        except Exception as exc:
+            print("attacker:", str(exc)[:120], flush=True)
+            time.sleep(0.5)
+
+
+def adversarial(args: argparse.Namespace) -> dict:
+    with Server("--server.enableAgentApi=true", "--server.agentMaxSessions=200") as srv:
+        warm = AgentSession(srv.port, timeout=120)
+        warm.interact({})
+        quiet: list[float] = []
+        victim(srv.port, args.seconds, quiet, threading.Event())
+        attacked: list[float] = []
+        stop, counter = threading.Event(), [0]
+        threads = [threading.Thread(target=attacker, args=(srv.port, stop, counter, k), daemon=True) for k in range(args.attackers)]
+        for t in threads:
+            t.start()
+        time.sleep(3)  # attackers past their first run
+        cpu0 = srv.cpu_seconds()
+        victim(srv.port, args.seconds, attacked, threading.Event())
+        cpu = srv.cpu_seconds() - cpu0
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+    return {
+        "fair_share": os.environ.get("LLMGP_FAIR_SHARE", "default (0.1)"),
+        "attackers": args.attackers,
+        "seconds": args.seconds,
+        "quiet_p50_ms": pct(quiet, 0.5) * 1e3,
+        "quiet_p95_ms": pct(quiet, 0.95) * 1e3,
+        "attack_p50_ms": pct(attacked, 0.5) * 1e3,
+        "attack_p95_ms": pct(attacked, 0.95) * 1e3,
+        "p95_ratio": pct(attacked, 0.95) / pct(quiet, 0.95),
+        "attacker_reruns": counter[0],
+        "server_cpu_s": cpu,
+    }
+
+
+def memory(args: argparse.Namespace) -> dict:
+    ttl = args.ttl
+    with Server("--server.enableAgentApi=true", f"--server.agentMaxSessions={args.sessions + 20}", f"--server.agentSessionTTL={ttl}") as srv:
+        warm = AgentSession(srv.port, timeout=120)
+        warm.interact({})
+        idle = srv.rss_bytes()
+        samples: list[tuple[float, float]] = []
+        stop = threading.Event()
+        t0 = time.perf_counter()
+
+        def sample() -> None:
+            while not stop.wait(1.0):
+                samples.append((time.perf_counter() - t0, srv.rss_bytes() / 2**20))
+
+        threading.Thread(target=sample, daemon=True).start()
+        refused = errors = 0
+        for i in range(args.sessions):
+            try:
+                _, data = AgentSession(srv.port, timeout=120).interact({"page": "compare", "query_params": worst_link(i)})
+                if "Too many open sessions" in json.dumps(data.get("tree"))[:100_000]:
+                    refused += 1
+            except Exception as exc:
+                errors += 1
+                print("open:", str(exc)[:160], flush=True)
+            time.sleep(args.open_seconds / args.sessions)
+        opened_at = time.perf_counter() - t0
+        peak_open = max(m for _, m in samples) if samples else srv.rss_bytes() / 2**20
+        time.sleep(ttl + 60)
+        stop.set()
+        end = srv.rss_bytes()
+    return {
+        "sessions": args.sessions,
+        "cap": os.environ.get("LLMGP_MAX_SESSIONS_PER_CLIENT", "default (32)"),
+        "refused": refused,
+        "errors": errors,
+        "idle_mb": idle / 2**20,
+        "peak_mb": max(m for _, m in samples),
+        "peak_while_opening_mb": peak_open,
+        "opened_in_s": opened_at,
+        "mb_one_minute_after_expiry": end / 2**20,
+        "expiry_ttl_s": ttl,
+        "samples": samples[:: max(1, len(samples) // 40)],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="mode", required=True)
+    a = sub.add_parser("adversarial")
+    a.add_argument("--seconds", type=float, default=45)
+    a.add_argument("--attackers", type=int, default=4)
+    m = sub.add_parser("memory")
+    m.add_argument("--sessions", type=int, default=130)
+    m.add_argument("--open-seconds", type=float, default=40)
+    m.add_argument("--ttl", type=float, default=30)
+    for p in (a, m):
+        p.add_argument("--json", metavar="FILE")
+    args = ap.parse_args()
+    result = adversarial(args) if args.mode == "adversarial" else memory(args)
+    print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""The hosting recipe, for real: deploy/nginx.conf in front of `streamlit run app.py`, both on loopback (issue #8).
+Checks what a hostile page or client would try: framing, MIME sniffing, the private metrics endpoint, the agent API,
+too many sessions from one address, and (without the proxy) a Host header the deployment does not serve."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPE = ROOT / "deploy" / "nginx.conf"
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+
+pytestmark = pytest.mark.server
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(url: str, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(url, timeout=2).read() == b"ok":
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(url)
+
+
+def _streamlit(port: int, env: dict[str, str] | None = None) -> subprocess.Popen:
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    _wait(f"http://127.0.0.1:{port}/_stcore/health")
+    return proc
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def app_port():
+    port = _free_port()
+    proc = _streamlit(port)
+    yield port
+    _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def proxy(app_port, tmp_path_factory):
+    if not Path(NGINX).exists():
+        if os.environ.get("CI"):
+            pytest.fail("nginx is missing: .ci/run installs Debian's nginx")
+        pytest.skip("nginx not installed (apt-get install nginx)")
+    tmp = tmp_path_factory.mktemp("nginx")
+    port = _free_port()
+    site = RECIPE.read_text().replace("server 127.0.0.1:8501;", f"server 127.0.0.1:{app_port};").replace("listen 80;", f"listen 127.0.0.1:{port};")
+    assert site != RECIPE.read_text()
+    (tmp / "planner.conf").write_text(site)
+    for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (tmp / d).mkdir()
+    (tmp / "nginx.conf").write_text(f"""
+worker_processes 1;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    include {tmp}/planner.conf;
+}}
+""")
+    check = subprocess.run([NGINX, "-t", "-p", str(tmp), "-c", str(tmp / "nginx.conf")], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    proc = subprocess.Popen([NGINX, "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-g", "daemon off;"], stderr=subprocess.PIPE)
+    _wait(f"http://127.0.0.1:{port}/_stcore/health")
+    yield port
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def get(port: int, path: str, host: str = "127.0.0.1") -> tuple[int, dict[str, str], bytes]:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Host": host})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, {k.lower(): v for k, v in err.headers.items()}, err.read()
+
+
+def websocket(port: int, host: str = "127.0.0.1") -> tuple[str, socket.socket]:
+    """Open a WebSocket handshake on /_stcore/stream; the status line and the open socket."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    origin = f"http://{host}:{port}"
+    sock.sendall(
+        (
+            f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: streamlit\r\nOrigin: {origin}\r\n\r\n"
+        ).encode()
+    )
+    data = b""
+    while b"\r\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\r\n", 1)[0].decode(errors="replace"), sock
+
+
+def test_pages_carry_the_anti_framing_headers(proxy):
+    status, headers, body = get(proxy, "/")
+    assert status == 200 and b"<html" in body.lower()
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+    assert headers["x-frame-options"] == "DENY"
+    assert headers["x-content-type-options"] == "nosniff"
+
+
+def test_health_passes_and_metrics_and_agent_api_do_not(proxy, app_port):
+    assert get(proxy, "/_stcore/health")[2] == b"ok"
+    assert get(app_port, "/_stcore/metrics")[0] == 200, "the app itself serves metrics (hence the proxy rule)"
+    status, headers, _ = get(proxy, "/_stcore/metrics")
+    assert status == 404 and headers["x-frame-options"] == "DENY"
+    assert get(proxy, "/_stcore/agent/openapi.json")[0] == 404
+
+
+def test_websocket_sessions_pass_the_proxy_up_to_the_per_client_limit(proxy):
+    sockets = []
+    try:
+        statuses = []
+        for _ in range(34):
+            line, sock = websocket(proxy)
+            statuses.append(line)
+            sockets.append(sock)
+        assert all(" 101 " in s for s in statuses[:32]), statuses[:32]
+        assert any(" 503 " in s for s in statuses[32:]), statuses[32:]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def test_allowed_hosts_come_from_the_environment():
+    port = _free_port()
+    proc = _streamlit(port, {"STREAMLIT_SERVER_ALLOWED_HOSTS": "planner.example.com localhost"})
+    try:
+        good, sock = websocket(port, host="planner.example.com")
+        sock.close()
+        bad, sock = websocket(port, host="evil.example")
+        sock.close()
+    finally:
+        _stop(proc)
+    assert " 101 " in good, good
+    assert " 101 " not in bad, bad
