@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
+from core.memory.engines import EngineId
+from core.memory.stacks import StackId
 from core.model.architecture import Architecture
 from core.model.formats import FORMATS, WeightFormatId
 from core.model.hf_config import ConfigError, parse_hf_config
@@ -100,7 +102,9 @@ MODEL_SPEC_TAGS = ("preset", "count", "config")
 Mode = Literal["training", "inference"]
 Method = Literal["full", "lora", "qlora"]
 Optimizer = Literal["adamw", "adamw-8bit", "sgd", "adafactor"]
-Precision = Literal["bf16", "fp16", "fp32"]
+# "bf16"/"fp16": mixed precision (fp32 kept for the update); "-true": everything in the 16-bit type, optimizer
+# states included (LitGPT bf16-true, a Trainer run on a model loaded in bf16, torchtune's default).
+Precision = Literal["bf16", "fp16", "fp32", "bf16-true", "fp16-true"]
 LoraTargets = Literal["attention", "all-linear"]
 Offload = Literal["none", "optimizer", "optimizer+params"]
 KvFormat = Literal["bf16", "fp16", "fp8", "int8"]
@@ -127,6 +131,13 @@ class Scenario(BaseModel):
     tensor_parallel: int = Field(default=1, ge=1, le=512)
     pipeline_parallel: int = Field(default=1, ge=1, le=512)
     kv_cache_format: KvFormat = "bf16"
+    training_stack: StackId = Field(default="hf", description="the training software (core/memory/stacks.py)")
+    serving_engine: EngineId = Field(default="vllm", description="the serving software (core/memory/engines.py)")
+    output_tokens: int | None = Field(default=None, ge=1, le=2_097_151, description="generated tokens per sequence (inference); default: the last quarter of seq_len")
+    gradient_accumulation_steps: int = Field(default=1, ge=1, le=100_000, description="micro-batches per optimizer step (gradients stay allocated between them)")
+    gpu_memory_utilization: float | None = Field(
+        default=None, gt=0, le=1, description="fraction of device memory the serving engine reserves (vLLM); default: the engine's"
+    )
     accelerator: str = Field(default="h100-sxm", max_length=64)
     train_tokens: float | None = Field(default=None, ge=1, le=1e16)
     mfu: float | None = Field(default=None, ge=0.001, le=1)
@@ -152,6 +163,8 @@ class Scenario(BaseModel):
 
     @model_validator(mode="after")
     def _coherent(self) -> Scenario:
+        if self.output_tokens is not None and self.output_tokens >= self.seq_len:
+            raise ValueError(f"output_tokens ({self.output_tokens:,}) must be less than seq_len ({self.seq_len:,}): seq_len is prompt + output")
         if self.mode == "training":
             if self.method == "full" and FORMATS[self.weights_format].is_quantized:
                 raise ValueError(

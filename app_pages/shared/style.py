@@ -15,6 +15,7 @@ COMPONENT_COLORS = {
     "activations": "#72B7B2",
     "kv_cache": "#54A24B",
     "overhead": "#B279A2",
+    "allocator": "#BAB0AC",
 }
 COMPONENT_LABELS = {
     "weights": "Weights",
@@ -22,7 +23,8 @@ COMPONENT_LABELS = {
     "optimizer": "Optimizer states",
     "activations": "Activations",
     "kv_cache": "KV cache",
-    "overhead": "Runtime overhead",
+    "overhead": "Runtime (CUDA context, NCCL)",
+    "allocator": "Allocator reserve",
 }
 CAPACITY_COLOR = "#7F7F7F"
 FIT_COLORS = {"fits on 1": "#54A24B", "needs several": "#EECA3B", "does not fit": "#E45756"}

@@ -6,60 +6,87 @@ gradients and K = 12 of optimizer state (fp32 master copy, momentum and
 variance) per parameter; ZeRO stage 1/2/3 shards the optimizer state, then the
 gradients, then the weights across the N_d data-parallel ranks. Tensor and
 pipeline parallelism split the weights Megatron-style (Shoeybi et al. 2019;
-Narayanan et al. 2021).
+Narayanan et al. 2021). What the training software adds on top (autocast
+copies, fp32 losses, PEFT's fp32 adapters, QLoRA's fp32 upcast) comes from its
+profile in core/memory/stacks.py; what a serving engine allocates, from
+core/memory/engines.py.
+
+The components of a training step are taken at its peak: either at the loss
+(weights, optimizer states, every kept activation and the loss's own
+buffers; gradients only where the stack keeps them allocated) or at the
+optimizer step (weights, all gradients, optimizer states), whichever is
+larger. PyTorch's caching allocator then holds more than the live tensors
+(the `allocator` component): freed blocks of the loss step's large buffers
+are kept and split. Finally the CUDA context and communication buffers sit
+outside PyTorch (`overhead`). The sum is what nvidia-smi shows, and what
+decides whether it fits.
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from core.layout import Layout
-from core.memory.activations import layer_activation_bytes, logits_bytes
-from core.model.architecture import ATTENTION_ROLES, MLP_ROLES, Architecture
-from core.model.formats import FORMATS, KV_CACHE_BYTES, weight_bytes
+from core.memory.activations import LayerCosts, layer_activation_bytes, logits_bytes
+from core.memory.engines import ENGINES
+from core.memory.stacks import STACKS, TrainingStack
+from core.model.architecture import ATTENTION_ROLES, MLP_ROLES, Architecture, WeightGroup
+from core.model.formats import FORMATS, KV_CACHE_BYTES, WeightFormat, weight_bytes
 from core.scenario import Scenario
 from core.units import BYTES_PER_GIB
 
-# Runtime overhead per device. The CUDA context alone measured 287,047,680 B
-# with lazy module loading (PyTorch CUDA semantics notes; 666,632,192 B
-# without), 426 MiB in nvidia-smi on a recent stack; cuBLAS/cuDNN workspaces
-# come on top. We budget 0.5 GiB, plus 0.5 GiB of NCCL communicator buffers
-# once a device talks to others (vLLM issue threads report 0.25 GiB non-torch
-# memory on one GPU and up to ~2 GiB with tensor parallelism and CUDA graphs).
-CUDA_CONTEXT_BYTES = 0.5 * BYTES_PER_GIB
+# Outside PyTorch's allocator, per device: the CUDA context and library handles. Measured on an H100 with
+# PyTorch 2.11 / CUDA 13: nvidia-smi's used memory minus torch.cuda.max_memory_reserved() = 0.75 GiB in every
+# run (data/measurements/h100-2026-11-23.jsonl). NCCL communicators add about 0.5 GiB once a device talks to others
+# (vLLM issue reports: ~0.25 GiB non-torch memory on one GPU, up to ~2 GiB with tensor parallelism).
+CUDA_CONTEXT_BYTES = 0.75 * BYTES_PER_GIB
 COMM_BUFFER_BYTES = 0.5 * BYTES_PER_GIB
 
-# Bytes of optimizer state per trainable parameter, excluding a master copy.
-# AdamW: fp32 m and v (Loshchilov & Hutter 2019); 8-bit AdamW: two uint8
-# states with block-wise fp32 scales (Dettmers et al. 2022, arXiv 2110.02861);
-# SGD with momentum: one fp32 buffer. Adafactor is factored (computed below).
+# Bytes of optimizer state per trainable parameter, excluding a master copy, in fp32 states.
+# AdamW: m and v (Loshchilov & Hutter 2019); 8-bit AdamW: two uint8 states with block-wise scales
+# (Dettmers et al. 2022, arXiv 2110.02861); SGD with momentum: one buffer. Adafactor is factored (below).
+# States follow the parameters' dtype: half of these in a "-true" 16-bit run (8-bit AdamW stays 2).
 OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw-8bit": 2.0, "sgd": 4.0}
 MASTER_COPY_BYTES = 4.0  # fp32 master weights in mixed precision (Micikevicius et al. 2018)
 
-# Serving engines prefill long prompts in chunks: vLLM's chunked prefill
-# schedules at most `max_num_batched_tokens` tokens per step (8,192 for its
-# OpenAI-compatible server on large GPUs). We size the prefill working set for
-# one such step.
+# PyTorch's caching allocator keeps freed blocks for reuse: with the large, short-lived buffers of the loss step
+# the reserved pool exceeds the allocated peak. Calibrated on the Llama 3.2 1B full fine-tuning rows of
+# data/measurements/h100-2026-11-23.jsonl (reserved - allocated = 0.06-13 GiB, about 0.75 of the largest fp32 loss
+# buffer, 4 x tokens x vocabulary bytes), checked on the Llama 3.1 8B LoRA rows.
+FRAGMENTATION_OF_LOSS_BUFFER = 0.75
+FRAGMENTATION_FLOOR_BYTES = 0.25 * BYTES_PER_GIB
+PREFILL_FRAGMENTATION = 0.3
+
+# Serving engines prefill long prompts in chunks (core/memory/engines.py): kept for callers that name it.
 PREFILL_CHUNK_TOKENS = 8192
+
+COMPONENT_NAMES = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead", "allocator")
 
 
 class Components(NamedTuple):
-    weights: float
-    gradients: float
-    optimizer: float
-    activations: float
-    kv_cache: float
-    overhead: float
+    weights: Any
+    gradients: Any
+    optimizer: Any
+    activations: Any
+    kv_cache: Any
+    overhead: Any  # outside PyTorch: CUDA context, NCCL buffers, CUDA graphs (and ZeRO-3's gathered blocks)
+    allocator: Any = 0.0  # reserved by PyTorch's caching allocator beyond the live tensors
 
     @property
-    def total(self) -> float:
+    def total(self) -> Any:
+        """What nvidia-smi shows: every component."""
         return sum(self)
 
+    @property
+    def allocated(self) -> Any:
+        """torch.cuda.max_memory_allocated(): the live tensors at the peak."""
+        return self.weights + self.gradients + self.optimizer + self.activations + self.kv_cache
 
-def lora_targets(arch: Architecture, targets: str) -> list:
+
+def lora_targets(arch: Architecture, targets: str) -> list[WeightGroup]:
     roles = set(ATTENTION_ROLES) | {"mla_q_a", "mla_q_b", "mla_kv_a", "mla_kv_b"}
     if targets == "all-linear":  # PEFT "all-linear": every linear layer but the output layer
         roles |= set(MLP_ROLES) | {"router"}
@@ -84,52 +111,156 @@ def adafactor_state_bytes(arch: Architecture, lora_rank: int | None, targets: st
     return total
 
 
+def stack_of(sc: Scenario) -> TrainingStack:
+    return STACKS[sc.training_stack]
+
+
+def mixed(sc: Scenario) -> bool:
+    return sc.precision in ("bf16", "fp16")
+
+
+def master_layout(sc: Scenario) -> bool:
+    """Mixed precision with bf16 parameters and an fp32 master copy in the optimizer (DeepSpeed, Megatron, and any
+    ZeRO stage), rather than fp32 parameters under autocast."""
+    return mixed(sc) and (stack_of(sc).mixed_layout == "master" or sc.zero_stage >= 1)
+
+
+def qlora_upcast(sc: Scenario) -> bool:
+    return sc.method == "qlora" and stack_of(sc).qlora_upcast
+
+
+def act_bytes(sc: Scenario) -> float:
+    """Bytes per activation value: 4 in fp32 (and under QLoRA's fp32 upcast), else 2."""
+    return 4.0 if sc.precision == "fp32" or qlora_upcast(sc) else 2.0
+
+
+def residual_bytes(sc: Scenario) -> float:
+    """The residual stream: fp32 under autocast (fp32 embeddings and parameters), else the activation dtype."""
+    if mixed(sc) and not master_layout(sc) and sc.method == "full":
+        return 4.0
+    return act_bytes(sc)
+
+
+def checkpointing(sc: Scenario) -> bool:
+    """Gradient checkpointing as it will run: QLoRA through prepare_model_for_kbit_training turns it on."""
+    return sc.gradient_checkpointing or qlora_upcast(sc)
+
+
 class TrainingStates(NamedTuple):
     """Unsharded model-state bytes for the whole model."""
 
-    weights: float
+    weights: float  # parameter storage
+    weight_copies: float  # autocast's 16-bit copies of the weights, alive during forward and backward
     gradients: float
     optimizer: float
     trainable: int
     layer_bytes_per_param: float  # storage of a transformer block's linear weights
+    largest_gradient: float  # one parameter tensor's gradient (what an optimizer fused into backward keeps)
+    head_gradient: float  # the output head's gradient, made first in the backward pass
+
+
+def _state_bytes_per_param(sc: Scenario, precision_bytes: float) -> float:
+    k = OPTIMIZER_STATE_BYTES[sc.optimizer]
+    if sc.optimizer == "adamw-8bit":
+        return k
+    return k * precision_bytes / 4.0
 
 
 def training_states(sc: Scenario, arch: Architecture) -> TrainingStates:
-    mixed = sc.precision != "fp32"
-    half = 2.0 if mixed else 4.0
+    stack = stack_of(sc)
     if sc.method == "full":
         n = arch.total_params
+        head = arch.vocab_size * arch.hidden_size
+        if sc.precision == "fp32":
+            param, grad, state_scale, master = 4.0, 4.0, 4.0, 0.0
+        elif not mixed(sc):  # bf16-true / fp16-true: states in the training dtype, no master copy
+            param, grad, state_scale, master = 2.0, 2.0, 2.0, 0.0
+        elif master_layout(sc):  # ZeRO Sec. 3.1: 2 + 2 + (4 master + states)
+            param, grad, state_scale, master = 2.0, 2.0, 4.0, MASTER_COPY_BYTES
+        else:  # autocast: fp32 parameters, gradients and states, bf16 copies of the weights while computing
+            param, grad, state_scale, master = 4.0, 4.0, 4.0, 0.0
         if sc.optimizer == "adafactor":
-            opt = adafactor_state_bytes(arch, None, sc.lora_targets)
+            opt = adafactor_state_bytes(arch, None, sc.lora_targets) * state_scale / 4.0
         else:
-            opt = OPTIMIZER_STATE_BYTES[sc.optimizer] * n
-        opt += MASTER_COPY_BYTES * n if mixed else 0.0
-        return TrainingStates(half * n, half * n, opt, n, half)
-    base_fmt = FORMATS["nf4"] if sc.method == "qlora" else FORMATS[sc.weights_format]
+            opt = _state_bytes_per_param(sc, state_scale) * n
+        opt += master * n
+        copies = 2.0 * n if mixed(sc) and not master_layout(sc) else 0.0
+        largest = max(g.in_features * g.out_features for g in arch.weight_groups) * arch.param_scale
+        return TrainingStates(param * n, copies, grad * n, opt, n, param, grad * largest, grad * head)
+    base = FORMATS["nf4"] if sc.method == "qlora" else FORMATS[sc.weights_format]
+    if sc.method == "lora" and sc.precision == "fp32":
+        base = FORMATS["fp32"]
+    if qlora_upcast(sc):  # prepare_model_for_kbit_training: every non-quantized parameter in fp32
+        base = base._replace(embed_bits=32.0, lm_head_bits=32.0, other_bits=32.0)
     n_adapter = lora_params(arch, sc.lora_rank, sc.lora_targets)
-    # PEFT keeps adapter weights in fp32 even on a 16-bit base
-    # (LoraConfig autocast_adapter_dtype=True), so there is no separate master copy.
+    adapter_bytes = 4.0 if sc.precision == "fp32" else stack.lora_adapter_bytes
     if sc.optimizer == "adafactor":
-        opt = adafactor_state_bytes(arch, sc.lora_rank, sc.lora_targets)
+        opt = adafactor_state_bytes(arch, sc.lora_rank, sc.lora_targets) * adapter_bytes / 4.0
     else:
-        opt = OPTIMIZER_STATE_BYTES[sc.optimizer] * n_adapter
-    weights = weight_bytes(arch, base_fmt) + 4.0 * n_adapter
-    return TrainingStates(weights, 4.0 * n_adapter, opt, n_adapter, base_fmt.linear_bits / 8)
+        opt = _state_bytes_per_param(sc, adapter_bytes) * n_adapter
+    weights = _base_weight_bytes(arch, base) + adapter_bytes * n_adapter
+    adapter_grad = adapter_bytes * n_adapter
+    largest = max((adapter_bytes * sc.lora_rank * max(g.in_features, g.out_features) for g in lora_targets(arch, sc.lora_targets)), default=0.0)
+    return TrainingStates(weights, 0.0, adapter_grad, opt, n_adapter, base.linear_bits / 8, largest, 0.0)
 
 
-def training_components(
-    sc: Scenario,
-    arch: Architecture,
-    layout: Layout,
-    batch: int,
-    seq: int,
-    states: TrainingStates | None = None,
-) -> tuple[Components, float]:
-    """Per-device components and the CPU bytes per device that offload moves off."""
+def _base_weight_bytes(arch: Architecture, fmt: WeightFormat) -> float:
+    return weight_bytes(arch, fmt)
+
+
+def layer_costs(sc: Scenario, arch: Architecture) -> LayerCosts:
+    """What the stack's implementation keeps per block beyond the textbook tensors (core/memory/activations.py)."""
+    stack = stack_of(sc)
+    a = act_bytes(sc)
+    if sc.training_stack == "megatron":
+        return LayerCosts(act_bytes=a, norm_bytes=2 * a)
+    r = residual_bytes(sc)
+    if not stack.norm_fp32_copy:
+        norm = r + a  # the norm's input (the residual) and its output
+    elif a >= 4:
+        norm = 12.0 if stack.norm_fp32_copy else 8.0  # input (already fp32), normalized, scaled
+    else:
+        norm = 4.0 + r + 2.0  # the fp32 copy (or the fp32 residual itself), the normalized value, the 16-bit projection input
+    extra = 0.0
+    if sc.method != "full":
+        groups = lora_targets(arch, sc.lora_targets)
+        modules = sum(g.count for g in groups) / arch.num_layers
+        adapter = 4.0 if sc.precision == "fp32" else stack.lora_adapter_bytes
+        extra += modules * sc.lora_rank * adapter  # x @ A of each adapted matrix
+        if stack.lora_fp32_inputs and a < 4:
+            # PEFT runs each adapter on an fp32 copy of its input: one copy per distinct input width of the block
+            roles = {g.role for g in groups}
+            widths = 0
+            if roles & {"attn_q", "attn_k", "attn_v", "mla_q_a", "mla_kv_a"}:
+                widths += arch.hidden_size
+            if "attn_o" in roles:
+                widths += arch.num_heads * arch.value_head_dim
+            if roles & {"mlp_gate", "mlp_up"}:
+                widths += arch.hidden_size
+            if "mlp_down" in roles:
+                widths += arch.routed_width if arch.is_moe and not arch.dense_layers else arch.intermediate_size
+            extra += 4.0 * widths
+    # Eager attention keeps the fp32 softmax and its 16-bit copy (transformers eager_attention_forward).
+    return LayerCosts(act_bytes=a, norm_bytes=norm, softmax_bytes=4.0 + a, extra_per_token=extra)
+
+
+class TrainingPeak(NamedTuple):
+    """The pieces of a training step's peak on one device (already sharded)."""
+
+    components: Components
+    cpu_bytes: float
+    phase: str  # "loss" or "optimizer step"
+    logits: Any
+    kept: Any  # activations kept for the backward pass (or checkpoints)
+
+
+def training_peak(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, seq: Any, states: TrainingStates | None = None) -> TrainingPeak:
     st = states or training_states(sc, arch)
+    stack = stack_of(sc)
     dp, tp, pp = layout
     split = tp * pp
     weights = st.weights / split
+    copies = st.weight_copies / split
     grads = st.gradients / split
     opt = st.optimizer / split
     if sc.zero_stage >= 1:
@@ -138,6 +269,7 @@ def training_components(
         grads /= dp
     if sc.zero_stage >= 3:
         weights /= dp
+        copies /= dp
     cpu = 0.0
     if sc.offload != "none":
         cpu += opt
@@ -145,37 +277,89 @@ def training_components(
     if sc.offload == "optimizer+params":
         cpu += weights
         weights = 0.0
-    act_bytes = 4 if sc.precision == "fp32" else 2
-    activations = _training_activations(sc, arch, pp, tp, batch, seq, act_bytes)
-    # A distributed run (any ZeRO stage, or several devices) sets up NCCL; at
-    # one rank ZeRO shards nothing and only adds these buffers.
+    fused_step = stack.grads_freed_in_backward and sc.method == "full" and sc.gradient_accumulation_steps == 1
+    if fused_step:
+        grads = min(grads, st.largest_gradient / split)
+    resident = stack.grads_resident or sc.gradient_accumulation_steps > 1
+    kept, logits = _training_activations(sc, arch, pp, tp, batch, seq)
+    if checkpointing(sc) and stack.checkpoints_offloaded:
+        cpu = cpu + kept.offloaded
+    grads_early = grads if resident else min(grads, st.head_gradient / split)
+    at_loss = weights + copies + opt + grads_early + kept.on_device + logits
+    # With checkpointing, each block is rebuilt during the backward pass, after the loss buffers are gone.
+    at_recompute = weights + copies + opt + grads_early + kept.on_device + kept.recompute
+    tied_extra = st.head_gradient / split if sc.method == "full" and arch.tie_embeddings and not fused_step else 0.0
+    at_step = weights + grads + opt + tied_extra
+    forward = np.maximum(at_loss, at_recompute)
+    loss_wins = np.asarray(forward >= at_step)
+    # A distributed run (any ZeRO stage, or several devices) sets up NCCL; at one rank ZeRO shards nothing and only
+    # adds these buffers.
     distributed = layout.devices > 1 or sc.zero_stage >= 1
     overhead = CUDA_CONTEXT_BYTES + (COMM_BUFFER_BYTES if distributed else 0.0)
     if sc.zero_stage == 3:
-        # ZeRO-3 / FSDP gather one block's full weights, and prefetch the next,
-        # in the base weights' own storage (NF4 stays NF4 under FSDP + QLoRA).
+        # ZeRO-3 / FSDP gather one block's full weights, and prefetch the next, in the base weights' own storage.
         overhead += 2 * arch.largest_layer_params / split * st.layer_bytes_per_param
-    return Components(weights, grads, opt, activations, 0.0, overhead), cpu
+    # The largest short-lived buffer: the fp32 copy of the logits for a loss that upcasts them whole, else the
+    # 16-bit logits.
+    loss_buffer = (4.0 if stack.logits_bytes >= 8 else 2.0) * seq * batch * arch.vocab_size / tp
+    allocator = FRAGMENTATION_FLOOR_BYTES + FRAGMENTATION_OF_LOSS_BUFFER * loss_buffer
+    comps = Components(
+        weights=np.where(loss_wins, weights + copies, weights),
+        gradients=np.where(loss_wins, grads_early, grads + tied_extra),
+        optimizer=opt,
+        activations=np.where(loss_wins, kept.on_device + np.maximum(logits, kept.recompute), 0.0),
+        kv_cache=0.0,
+        overhead=overhead,
+        allocator=allocator,
+    )
+    if np.ndim(loss_wins) == 0:
+        comps = Components(*(float(x) for x in comps))
+    if not bool(np.all(loss_wins)):
+        phase = "optimizer step"
+    else:
+        phase = "loss" if bool(np.all(at_loss >= at_recompute)) else "recomputation of a checkpointed block"
+    return TrainingPeak(comps, cpu, phase, logits, kept.on_device)
 
 
-def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, batch: int, seq: int, act_bytes: int) -> float:
-    all_layers, largest = layer_activation_bytes(arch, seq, batch, flash=sc.flash_attention, act_bytes=act_bytes)
-    if sc.method != "full":  # the low-rank intermediate x @ A of each adapted matrix
-        per_layer_adapters = sum(g.count for g in lora_targets(arch, sc.lora_targets)) / arch.num_layers
-        all_layers += arch.num_layers * per_layer_adapters * seq * batch * sc.lora_rank * act_bytes
-    if sc.gradient_checkpointing:
-        # Full recomputation keeps each block's input, 2sbh bytes (Korthikanti
-        # Table 2), and rebuilds one block at a time during the backward pass.
-        kept = arch.num_layers * seq * batch * arch.hidden_size * act_bytes + largest
+def training_components(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, seq: Any, states: TrainingStates | None = None) -> tuple[Components, float]:
+    """Per-device components and the CPU bytes per device that offload moves off."""
+    peak = training_peak(sc, arch, layout, batch, seq, states)
+    return peak.components, peak.cpu_bytes
+
+
+class _Kept(NamedTuple):
+    on_device: Any  # kept for the backward pass on the device (all activations, or the checkpoints)
+    recompute: Any  # with checkpointing: one block rebuilt during the backward pass
+    offloaded: Any  # checkpoints kept in CPU memory
+
+
+def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, batch: Any, seq: Any) -> tuple[_Kept, Any]:
+    costs = layer_costs(sc, arch)
+    stack = stack_of(sc)
+    all_layers, largest = layer_activation_bytes(arch, seq, batch, flash=sc.flash_attention, costs=costs)
+    offloaded: Any = 0.0
+    recompute: Any = 0.0
+    if checkpointing(sc):
+        # Full recomputation keeps each block's input (2sbh bytes in 16-bit; Korthikanti Table 2) and rebuilds one
+        # block at a time during the backward pass.
+        inputs = arch.num_layers * seq * batch * arch.hidden_size * residual_bytes(sc)
+        if stack.checkpoints_offloaded:
+            offloaded, inputs = inputs, 2 * seq * batch * arch.hidden_size * residual_bytes(sc)  # a block in flight
+        kept, recompute = inputs, largest
     else:
         kept = all_layers
-    # Sequence parallelism splits every activation over the TP group
-    # (Korthikanti Sec. 4.2.2). Under 1F1B the first pipeline stage holds
-    # L/p layers for p micro-batches in flight, i.e. L layers' worth (Sec. 4.2.3).
-    logits = logits_bytes(seq, batch, arch.vocab_size) / tp  # vocab-parallel loss
+    # Sequence parallelism splits every activation over the TP group (Korthikanti Sec. 4.2.2); the loss is
+    # vocabulary-parallel. Under 1F1B the first pipeline stage holds L/p layers for p micro-batches in flight, i.e.
+    # L layers' worth (Sec. 4.2.3); the last stage holds the loss.
+    loss = logits_bytes(seq, batch, arch.vocab_size, stack.logits_bytes) / tp
     if pp == 1:
-        return kept / tp + logits
-    return np.maximum(kept / tp, kept / tp / pp + logits)  # first stage vs last stage
+        return _Kept(kept / tp, recompute / tp, offloaded / tp), loss
+    first, last_kept = kept / tp, kept / tp / pp  # the first stage holds every micro-batch in flight; the last, the loss
+    last_wins = last_kept + loss > first
+    return _Kept(np.where(last_wins, last_kept, first), recompute / tp, offloaded / tp), np.where(last_wins, loss, 0.0)
+
+
+# ------------------------------------------------------------------------------------------------------ serving
 
 
 def kv_cache_bytes_per_token(arch: Architecture, kv_format: str) -> int:
@@ -183,30 +367,50 @@ def kv_cache_bytes_per_token(arch: Architecture, kv_format: str) -> int:
     return (full + windowed) * KV_CACHE_BYTES[kv_format]
 
 
-def inference_components(sc: Scenario, arch: Architecture, layout: Layout, batch: int, seq: int) -> Components:
-    _, tp, pp = layout
-    fmt = FORMATS[sc.weights_format]
-    weights = weight_bytes(arch, fmt) / (tp * pp)
+def kv_bytes_per_sequence(arch: Architecture, kv_format: str, context: Any) -> Any:
+    """KV cache of one sequence of `context` tokens: sliding-window layers keep at most the window."""
     full, windowed = arch.kv_cache_elements_per_token()
-    window_tokens = np.minimum(seq, arch.sliding_window) if arch.sliding_window else seq
-    kv = batch * KV_CACHE_BYTES[sc.kv_cache_format] * (full * seq + windowed * window_tokens)
-    # GQA heads are split over TP ranks (replicated when fewer than ranks); the
-    # MLA latent is replicated on every rank (vLLM MLA backend).
-    if not arch.is_mla:
-        kv *= math.ceil(arch.num_kv_heads / tp) / arch.num_kv_heads
-    kv /= pp
-    act_bytes = 4 if sc.weights_format == "fp32" else 2
-    activations = _prefill_peak(sc, arch, tp, batch, seq, act_bytes)
-    overhead = CUDA_CONTEXT_BYTES + (COMM_BUFFER_BYTES if tp * pp > 1 else 0.0)
-    return Components(weights, 0.0, 0.0, activations, kv, overhead)
+    window_tokens = np.minimum(context, arch.sliding_window) if arch.sliding_window else context
+    return KV_CACHE_BYTES[kv_format] * (full * context + windowed * window_tokens)
 
 
-def _prefill_peak(sc: Scenario, arch: Architecture, tp: int, batch: int, seq: int, act_bytes: int) -> float:
-    """Transient working set of one block during prefill: residual stream and
-    normed input, Q/K/V and the MLP intermediates for the tokens of one
-    prefill step, (without FlashAttention) their score matrix against the whole
-    context, plus fp32 logits for the last token of each sequence."""
-    tokens = np.minimum(seq * batch, PREFILL_CHUNK_TOKENS)
+def kv_share(arch: Architecture, tp: int) -> float:
+    """Fraction of the KV cache one tensor-parallel rank holds: GQA heads are split over the ranks (replicated when
+    fewer heads than ranks); the MLA latent is replicated on every rank (vLLM MLA backend)."""
+    return 1.0 if arch.is_mla else math.ceil(arch.num_kv_heads / tp) / arch.num_kv_heads
+
+
+def inference_components(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, seq: Any, weights_total: float | None = None) -> Components:
+    """What serving `batch` sequences of `seq` tokens needs per device with the scenario's engine (the engine's
+    pre-allocation is not included: see engine_reservation())."""
+    engine = ENGINES[sc.serving_engine]
+    _, tp, pp = layout
+    weights = (weight_bytes(arch, FORMATS[sc.weights_format]) if weights_total is None else weights_total) / (tp * pp)
+    sequences = 1 if engine.kv_whole_context and sc.serving_engine == "llama.cpp" else batch
+    kv = sequences * kv_bytes_per_sequence(arch, sc.kv_cache_format, seq) * kv_share(arch, tp) / pp
+    a_bytes = 4 if sc.weights_format == "fp32" else 2
+    activations = _prefill_peak(sc, arch, tp, batch, seq, a_bytes)
+    overhead = CUDA_CONTEXT_BYTES + engine.graphs_bytes + (COMM_BUFFER_BYTES if tp * pp > 1 else 0.0)
+    # Engines that pre-allocate manage their own pool; generate() leaves PyTorch's allocator to split the prefill's
+    # buffers (reserved - allocated grew to about 0.3 of the prefill working set on our H100 runs).
+    allocator = FRAGMENTATION_FLOOR_BYTES + (PREFILL_FRAGMENTATION * activations if engine.preallocate_fraction is None else 0.0)
+    return Components(weights, 0.0, 0.0, activations, kv, overhead, allocator)
+
+
+def engine_reservation(sc: Scenario, capacity: float) -> float | None:
+    """Bytes the engine takes at start whatever the model needs (vLLM gpu_memory_utilization), or None."""
+    engine = ENGINES[sc.serving_engine]
+    fraction = sc.gpu_memory_utilization or engine.preallocate_fraction
+    return None if fraction is None else fraction * capacity
+
+
+def _prefill_peak(sc: Scenario, arch: Architecture, tp: int, batch: Any, seq: Any, act_bytes: int) -> Any:
+    """Transient working set of one block during prefill: the hidden state and residual, the normed input, Q/K/V,
+    and the MLP's gate, up and activated values for the tokens of one prefill step (the engine's chunk, or every
+    prompt token of the batch for generate()), without FlashAttention their score matrix against the whole context,
+    plus fp32 logits for the last token of each sequence."""
+    engine = ENGINES[sc.serving_engine]
+    tokens = seq * batch if engine.prefill_chunk_tokens is None else np.minimum(seq * batch, engine.prefill_chunk_tokens)
     h = arch.hidden_size
     f = arch.intermediate_size
     if arch.is_moe:
@@ -215,14 +419,14 @@ def _prefill_peak(sc: Scenario, arch: Architecture, tp: int, batch: int, seq: in
         qkv = arch.num_heads * (2 * arch.qk_head_dim + arch.value_head_dim)
     else:
         qkv = (arch.num_heads + 2 * arch.num_kv_heads) * arch.head_dim
-    per_tp = qkv + (2 if arch.gated_mlp else 1) * f
+    per_tp = qkv + (3 if arch.gated_mlp else 2) * f
     peak = tokens * (2 * h + per_tp / tp) * act_bytes
     if not sc.flash_attention:
         peak = peak + math.ceil(arch.num_heads / tp) * tokens * seq * act_bytes
     return peak + 4.0 * batch * arch.vocab_size
 
 
-def components(sc: Scenario, arch: Architecture, layout: Layout, batch: int, seq: int) -> tuple[Components, float]:
+def components(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, seq: Any) -> tuple[Components, float]:
     if sc.mode == "training":
         return training_components(sc, arch, layout, batch, seq)
     return inference_components(sc, arch, layout, batch, seq), 0.0

@@ -14,22 +14,24 @@ from core.catalog.accelerators import get_accelerator
 from core.layout import Layout
 from core.memory.components import (
     COMM_BUFFER_BYTES,
+    COMPONENT_NAMES,
     CUDA_CONTEXT_BYTES,
-    PREFILL_CHUNK_TOKENS,
     Components,
+    engine_reservation,
     inference_components,
     kv_cache_bytes_per_token,
-    training_components,
+    training_peak,
     training_states,
 )
+from core.memory.engines import ENGINES
 from core.memory.fit import MAX_DEVICES, max_batch, max_seq, smallest_count
+from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.model.formats import FORMATS, weight_bytes
 from core.scenario import Scenario
 from core.text import Bytes, Text, texts
 
 _OUT = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-COMPONENT_NAMES = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")
 # Tensor-parallel sizes tried when looking for the smallest layout: one NVLink
 # domain of an 8-GPU HGX/DGX baseboard (Megatron-LM keeps TP inside a node).
 TP_CANDIDATES = (1, 2, 4, 8)
@@ -51,6 +53,7 @@ class MemoryBreakdown(BaseModel):
     kv_cache: int
     overhead: int
     total: int
+    allocator: int = 0  # reserved by PyTorch's caching allocator beyond the live tensors (counted in total)
 
     @classmethod
     def of(cls, c: Components) -> MemoryBreakdown:
@@ -62,6 +65,7 @@ class MemoryBreakdown(BaseModel):
             activations=parts[3],
             kv_cache=parts[4],
             overhead=parts[5],
+            allocator=parts[6],
             total=sum(parts),
         )
 
@@ -92,6 +96,11 @@ class MemoryResult(BaseModel):
     layout_needed: LayoutResult | None
     max_batch_size: int
     max_seq_len: int
+    allocated_peak_bytes: int = 0  # torch.cuda.max_memory_allocated(): the live tensors at the peak
+    reserved_peak_bytes: int = 0  # torch.cuda.max_memory_reserved(): with the allocator's reserve
+    engine_reserved_bytes: int | None = None  # what the serving engine takes at start (vLLM gpu_memory_utilization)
+    fit_capacity_bytes: int = 0  # what the scenario must fit in: usable memory, or the engine's reservation
+    peak_phase: str = ""  # training: when the peak happens, "loss" or "optimizer step"
     # Sentences with their quantities unformatted (core/text.py): pages render them in the reader's units;
     # the CLI's `advice` and `assumptions` are the same sentences in GiB.
     advice_texts: tuple[Text, ...] = Field(default=(), exclude=True)
@@ -116,36 +125,48 @@ class Evaluator:
         self.sc = sc
         self.arch = arch
         self.states = training_states(sc, arch) if sc.mode == "training" else None
+        self.weights_total = weight_bytes(arch, FORMATS[sc.weights_format]) if sc.mode == "inference" else 0.0
+        self._zero: dict[int, Any] = {}
 
     def components(self, layout: Layout, batch: Any, seq: Any, zero_stage: int | None = None) -> tuple[Components, float]:
-        sc = self.sc
+        sc, states = self.sc, self.states
         if sc.mode == "inference":
-            return inference_components(sc, self.arch, layout, batch, seq), 0.0
+            return inference_components(sc, self.arch, layout, batch, seq, self.weights_total), 0.0
         if zero_stage is not None and zero_stage != sc.zero_stage:
-            sc = sc.model_copy(update={"zero_stage": zero_stage})
-        return training_components(sc, self.arch, layout, batch, seq, self.states)
+            if zero_stage not in self._zero:
+                other = sc.model_copy(update={"zero_stage": zero_stage})
+                self._zero[zero_stage] = (other, training_states(other, self.arch))
+            sc, states = self._zero[zero_stage]
+        peak = training_peak(sc, self.arch, layout, batch, seq, states)
+        return peak.components, peak.cpu_bytes
 
     def total(self, layout: Layout, batch: int, seq: int) -> float:
         return float(self.components(layout, batch, seq)[0].total)
-
-    def total_at_zero(self, zero_stage: int) -> Any:
-        def total(layout: Layout, batch: int, seq: int) -> float:
-            return float(self.components(layout, batch, seq, zero_stage=zero_stage)[0].total)
-
-        return total
 
 
 def own_layout(sc: Scenario) -> Layout:
     return Layout(sc.data_parallel, sc.tensor_parallel, sc.pipeline_parallel)
 
 
+def fit_capacity(sc: Scenario, usable_bytes: float) -> float:
+    """What a scenario must fit in on a device: its usable memory, or in serving with an engine that reserves a
+    fraction of it at start (vLLM gpu_memory_utilization), that fraction."""
+    if sc.mode == "inference":
+        reserved = engine_reservation(sc, usable_bytes)
+        if reserved is not None:
+            return reserved
+    return usable_bytes
+
+
 def estimate_memory(sc: Scenario) -> MemoryResult:
     arch = sc.architecture
     acc = get_accelerator(sc.accelerator)
-    capacity = float(acc.usable_memory_bytes)
+    usable = float(acc.usable_memory_bytes)
+    capacity = fit_capacity(sc, usable)
     ev = Evaluator(sc, arch)
     layout = own_layout(sc)
     comps, cpu = ev.components(layout, sc.batch_size, sc.seq_len)
+    phase = training_peak(sc, arch, layout, sc.batch_size, sc.seq_len, ev.states).phase if sc.mode == "training" else ""
     fits = bool(comps.total <= capacity)
     needed = devices_needed(sc, ev, capacity)
     seq_limit = max(arch.max_context, sc.seq_len)
@@ -165,7 +186,7 @@ def estimate_memory(sc: Scenario) -> MemoryResult:
         cpu_memory_per_device_bytes=round(float(cpu)),
         weights_bytes_total=round(weight_bytes(arch, fmt)),
         kv_cache_bytes_per_token=kv_cache_bytes_per_token(arch, sc.kv_cache_format),
-        device_memory_bytes=round(capacity),
+        device_memory_bytes=round(usable),
         devices_in_layout=layout.devices,
         fits=fits,
         devices_needed=needed.devices if needed else None,
@@ -175,6 +196,11 @@ def estimate_memory(sc: Scenario) -> MemoryResult:
         advice_texts=() if fits else tuple(advise(sc, ev, capacity, needed)),
         assumption_texts=tuple(_assumptions(sc, arch)),
         layout_note=_layout_note(sc, ev, comps),
+        allocated_peak_bytes=round(float(comps.allocated)),
+        reserved_peak_bytes=round(float(comps.allocated + comps.allocator)),
+        engine_reserved_bytes=None if capacity == usable else round(capacity),
+        fit_capacity_bytes=round(capacity),
+        peak_phase=phase,
     )
 
 
@@ -182,7 +208,7 @@ def devices_needed_by_accelerator(sc: Scenario, accelerator_ids: list[str]) -> d
     """Smallest fitting layout on each accelerator. Per-device memory does not
     depend on the device, so one evaluator serves them all."""
     ev = Evaluator(sc, sc.architecture)
-    return {a: devices_needed(sc, ev, float(get_accelerator(a).usable_memory_bytes)) for a in accelerator_ids}
+    return {a: devices_needed(sc, ev, fit_capacity(sc, float(get_accelerator(a).usable_memory_bytes))) for a in accelerator_ids}
 
 
 def _tp_sizes(sc: Scenario, arch: Architecture) -> list[int]:
@@ -205,15 +231,22 @@ def devices_needed(sc: Scenario, ev: Evaluator, capacity: float) -> LayoutResult
     if ev.total(own, b, s) <= capacity:
         options.append((own.devices, 0, own, sc.zero_stage))
     for tp in _tp_sizes(sc, arch):
-        pp = smallest_count(lambda p, t=tp: ev.total(Layout(1, t, p), b, s) <= capacity, min(arch.num_layers, MAX_DEVICES // tp))
+
+        def stages_fit(p: int, t: int = tp) -> bool:
+            return ev.total(Layout(1, t, p), b, s) <= capacity
+
+        pp = smallest_count(stages_fit, min(arch.num_layers, MAX_DEVICES // tp))
         if pp:
             options.append((tp * pp, 1 + pp, Layout(1, tp, pp), sc.zero_stage))
     if sc.mode == "training":
         group = sc.tensor_parallel * sc.pipeline_parallel
         stages = {sc.zero_stage, 3} if sc.zero_stage >= 1 else {3}
         for zero in sorted(stages):
-            total = ev.total_at_zero(zero)
-            dp = smallest_count(lambda d, z=total: z(Layout(d, sc.tensor_parallel, sc.pipeline_parallel), b, s) <= capacity, MAX_DEVICES // group)
+
+            def ranks_fit(d: int, z: int = zero) -> bool:
+                return float(ev.components(Layout(d, sc.tensor_parallel, sc.pipeline_parallel), b, s, zero_stage=z)[0].total) <= capacity
+
+            dp = smallest_count(ranks_fit, MAX_DEVICES // group)
             if dp:
                 options.append((dp * group, 1 if zero == sc.zero_stage else 2, Layout(dp, sc.tensor_parallel, sc.pipeline_parallel), zero))
     if not options:
@@ -250,6 +283,7 @@ def _layout_note(sc: Scenario, ev: Evaluator, comps: Components) -> Text | None:
 
 
 def _alternatives(sc: Scenario) -> list[tuple[str, dict[str, Any]]]:
+    alts: list[tuple[str, dict[str, Any]]]
     if sc.mode == "inference":
         alts = [(f"weights in {FORMATS[f].label}", {"weights_format": f}) for f in ("fp8", "int8", "awq-4bit", "gguf-q4_k_m") if f != sc.weights_format]
         if sc.kv_cache_format in ("bf16", "fp16"):
@@ -257,7 +291,7 @@ def _alternatives(sc: Scenario) -> list[tuple[str, dict[str, Any]]]:
         if not sc.flash_attention:
             alts.append(("FlashAttention", {"flash_attention": True}))
         return alts
-    alts: list[tuple[str, dict[str, Any]]] = []
+    alts = []
     if sc.method == "full":
         alts += [("LoRA instead of full fine-tuning", {"method": "lora"}), ("QLoRA (4-bit base + LoRA)", {"method": "qlora"})]
     elif sc.method == "lora":
@@ -333,7 +367,7 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
     out = [Text.of("{a}", a=a) for a in arch.assumptions]
     out.append(
         Text.of(
-            "runtime overhead: {ctx} CUDA context and workspaces per device, +{buf} communication buffers when devices cooperate",
+            "outside PyTorch: {ctx} CUDA context and libraries per device (measured on an H100), +{buf} NCCL buffers when devices cooperate",
             ctx=Bytes(CUDA_CONTEXT_BYTES),
             buf=Bytes(COMM_BUFFER_BYTES),
         )
@@ -341,22 +375,30 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
     if sc.seq_len > arch.max_context:
         out.append(Text.of("seq_len {s:,} exceeds the model's trained context of {c:,} tokens", s=sc.seq_len, c=arch.max_context))
     if sc.mode == "training":
+        stack = STACKS[sc.training_stack]
+        out.append(Text.of("training stack: {label} ({source})", label=stack.label, source=stack.source))
+        out += [Text.of("{note}", note=note) for note in stack.notes]
         if sc.method == "qlora" and sc.weights_format != "nf4":
             out.append(Text.of("QLoRA keeps the frozen base in NF4 with double quantization; weights_format is not used"))
-        if sc.method != "full":
-            out.append(Text.of("LoRA adapters are kept in fp32 (PEFT default), so no separate master copy"))
+        if sc.method == "qlora" and stack.qlora_upcast and not sc.gradient_checkpointing:
+            out.append(Text.of("gradient checkpointing counted on: prepare_model_for_kbit_training enables it"))
         if sc.tensor_parallel > 1:
             out.append(Text.of("tensor parallelism with sequence parallelism: activations split over the TP group"))
         if sc.pipeline_parallel > 1:
             out.append(Text.of("1F1B pipeline schedule: the first stage holds as many micro-batches as there are stages"))
-        out.append(Text.of("loss: bf16 logits + fp32 upcast + fp32 log-softmax (10 bytes per token x vocabulary entry)"))
-    else:
+        if sc.gradient_accumulation_steps > 1:
+            out.append(Text.of("gradient accumulation: gradients stay allocated through every micro-batch's forward pass"))
         out.append(
             Text.of(
-                "prefill in chunks of {c:,} tokens (serving-engine chunked prefill); logits for the last token only",
-                c=PREFILL_CHUNK_TOKENS,
+                "the peak is taken at the loss step or at the optimizer step, whichever is larger; PyTorch's caching "
+                "allocator keeps part of the loss step's large buffers reserved (the allocator reserve)"
             )
         )
+    else:
+        engine = ENGINES[sc.serving_engine]
+        out.append(Text.of("serving engine: {label} ({source})", label=engine.label, source=engine.source))
+        out += [Text.of("{note}", note=note) for note in engine.notes]
+        out.append(Text.of("logits for the last token of each sequence only"))
         if arch.is_mla and sc.tensor_parallel > 1:
             out.append(Text.of("the MLA latent KV cache is replicated on every tensor-parallel rank"))
     return out

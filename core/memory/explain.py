@@ -1,20 +1,33 @@
 """Each memory component's formula with this scenario's numbers plugged in,
-and its source: the dashboard's "explain" panel and the report."""
+and its source: the dashboard's "explain" panel and the report. Quantities
+stay unformatted (core/text.py) so that they show in the reader's units."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from core.memory.activations import layer_activation_bytes, logits_bytes
+from core.memory.activations import layer_activation_bytes
 from core.memory.components import (
     COMM_BUFFER_BYTES,
     CUDA_CONTEXT_BYTES,
+    FRAGMENTATION_FLOOR_BYTES,
+    FRAGMENTATION_OF_LOSS_BUFFER,
     MASTER_COPY_BYTES,
     OPTIMIZER_STATE_BYTES,
-    PREFILL_CHUNK_TOKENS,
+    act_bytes,
+    checkpointing,
+    engine_reservation,
+    kv_share,
+    layer_costs,
     lora_params,
+    master_layout,
+    mixed,
+    qlora_upcast,
+    residual_bytes,
+    stack_of,
 )
-from core.memory.estimate import MemoryResult as Result
+from core.memory.engines import ENGINES
+from core.memory.estimate import MemoryResult
 from core.model.formats import FORMATS, KV_CACHE_BYTES
 from core.scenario import Scenario
 from core.text import Text, bytes_mark, marked
@@ -22,7 +35,8 @@ from core.text import Text, bytes_mark, marked
 ZERO_SRC = "Rajbhandari et al. 2019, ZeRO (arXiv 1910.02054), Sec. 3.1 and Fig. 1"
 KORTHIKANTI_SRC = "Korthikanti et al. 2022 (arXiv 2205.05198), Sec. 4.1 and Table 2, adapted to the architecture"
 KV_SRC = "Pope et al. 2022, Efficiently Scaling Transformer Inference (arXiv 2211.05102), Sec. 2; Ainslie et al. 2023 (GQA)"
-OVERHEAD_SRC = "PyTorch CUDA semantics notes (CUDA context ~0.27 GiB with lazy loading); vLLM issue reports on NCCL buffers"
+OVERHEAD_SRC = "measured on an H100 (data/measurements/h100-2026-11-23.jsonl: nvidia-smi minus PyTorch's reserved pool); vLLM issue reports on NCCL buffers"
+ALLOCATOR_SRC = "PyTorch CUDA caching allocator; calibrated on data/measurements/h100-2026-11-23.jsonl (max_memory_reserved - max_memory_allocated)"
 
 
 class Explanation(BaseModel):
@@ -38,131 +52,195 @@ def _n(x: float) -> str:
     return f"{x:,.0f}"
 
 
-def explain(sc: Scenario, result: Result) -> list[Explanation]:
-    arch = sc.architecture
+def explain(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     m = result.memory_per_device_bytes
-    split = sc.tensor_parallel * sc.pipeline_parallel
-    shard = f" / (TP {sc.tensor_parallel} x PP {sc.pipeline_parallel})" if split > 1 else ""
-    out: list[Explanation] = []
-    if sc.mode == "inference":
-        fmt = FORMATS[sc.weights_format]
-        out.append(
-            Explanation(
-                component="weights",
-                formula="sum over tensors of parameters x bits per weight / 8" + (" / (TP x PP)" if split > 1 else ""),
-                numbers=marked(
-                    f"{_n(arch.total_params)} params in {fmt.label} ({fmt.linear_bits:.3g} bits for linear layers, "
-                    f"{fmt.embed_bits:g} for embeddings){shard} = {bytes_mark(m.weights)}"
-                ),
-                bytes=m.weights,
-                source=fmt.source,
-            )
-        )
-        _, windowed = arch.kv_cache_elements_per_token()
-        kvb = KV_CACHE_BYTES[sc.kv_cache_format]
-        if arch.is_mla:
-            per = f"(kv_lora_rank {arch.kv_lora_rank} + rope dim {arch.qk_rope_head_dim}) x {arch.num_layers} layers"
-        else:
-            per = f"2 (K,V) x {arch.num_layers} layers x {arch.num_kv_heads} KV heads x {arch.head_dim} head dim"
-        window = f"; {arch.windowed_layers} sliding-window layers keep at most {arch.sliding_window:,} tokens" if windowed else ""
-        out.append(
-            Explanation(
-                component="kv_cache",
-                formula="2 x layers x KV heads x head dim x bytes x tokens x sequences",
-                numbers=marked(
-                    f"{per} x {kvb} B = {_n(result.kv_cache_bytes_per_token)} B per token; x {sc.seq_len:,} tokens "
-                    f"x {sc.batch_size} sequences{window}{shard} = {bytes_mark(m.kv_cache)}"
-                ),
-                bytes=m.kv_cache,
-                source=KV_SRC,
-            )
-        )
-        out.append(
-            Explanation(
-                component="activations",
-                formula="prefill step: tokens x (2h + (q+k+v widths + MLP widths) / TP) x 2 B + last-token fp32 logits",
-                numbers=marked(
-                    f"min({sc.batch_size} x {sc.seq_len:,}, {PREFILL_CHUNK_TOKENS:,}) tokens, h = {arch.hidden_size}, "
-                    f"vocabulary {arch.vocab_size:,} = {bytes_mark(m.activations)}"
-                ),
-                bytes=m.activations,
-                source="vLLM chunked prefill (max_num_batched_tokens); transient working set of one block",
-            )
-        )
-    else:
-        out += _training(sc, result)
+    out = _inference(sc, result) if sc.mode == "inference" else _training(sc, result)
     distributed = sc.devices > 1 or (sc.mode == "training" and sc.zero_stage >= 1)
-    parts = [f"{bytes_mark(CUDA_CONTEXT_BYTES)} CUDA context"]
+    parts = [f"{bytes_mark(CUDA_CONTEXT_BYTES)} CUDA context and libraries"]
     rest = m.overhead - CUDA_CONTEXT_BYTES
+    if sc.mode == "inference" and ENGINES[sc.serving_engine].graphs_bytes:
+        parts.append(f"{bytes_mark(ENGINES[sc.serving_engine].graphs_bytes)} CUDA graphs")
+        rest -= ENGINES[sc.serving_engine].graphs_bytes
     if distributed:
         parts.append(f"{bytes_mark(COMM_BUFFER_BYTES)} NCCL buffers")
         rest -= COMM_BUFFER_BYTES
     if rest > 1:
-        parts.append(f"{bytes_mark(rest)} for two gathered blocks ({_n(arch.largest_layer_params)} params each) under ZeRO-3")
+        parts.append(f"{bytes_mark(rest)} for two gathered blocks ({_n(sc.architecture.largest_layer_params)} params each) under ZeRO-3")
     out.append(
         Explanation(
             component="overhead",
-            formula="CUDA context + workspaces (+ NCCL buffers when distributed) (+ ZeRO-3 gather/prefetch of two blocks)",
+            formula="CUDA context (+ CUDA graphs of the serving engine) (+ NCCL buffers when distributed) (+ ZeRO-3 gather/prefetch of two blocks)",
             numbers=marked(" + ".join(parts) + f" = {bytes_mark(m.overhead)}"),
             bytes=m.overhead,
             source=OVERHEAD_SRC,
         )
     )
+    if sc.mode == "training":
+        formula = f"{FRAGMENTATION_FLOOR_BYTES / 2**30:.2f} GiB + {FRAGMENTATION_OF_LOSS_BUFFER:g} x the loss step's largest buffer"
+    else:
+        formula = "freed blocks the allocator keeps (engines that pre-allocate manage their own pool)"
+    out.append(
+        Explanation(
+            component="allocator",
+            formula=formula,
+            numbers=marked(f"reserved beyond the live tensors = {bytes_mark(m.allocator)}"),
+            bytes=m.allocator,
+            source=ALLOCATOR_SRC,
+        )
+    )
     return out
 
 
-def _training(sc: Scenario, result: Result) -> list[Explanation]:
+def _inference(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     arch = sc.architecture
     m = result.memory_per_device_bytes
+    engine = ENGINES[sc.serving_engine]
+    split = sc.tensor_parallel * sc.pipeline_parallel
+    shard = f" / (TP {sc.tensor_parallel} x PP {sc.pipeline_parallel})" if split > 1 else ""
+    fmt = FORMATS[sc.weights_format]
+    out = [
+        Explanation(
+            component="weights",
+            formula="sum over tensors of parameters x bits per weight / 8" + (" / (TP x PP)" if split > 1 else ""),
+            numbers=marked(
+                f"{_n(arch.total_params)} params in {fmt.label} ({fmt.linear_bits:.3g} bits for linear layers, "
+                f"{fmt.embed_bits:g} for embeddings){shard} = {bytes_mark(m.weights)}"
+            ),
+            bytes=m.weights,
+            source=fmt.source,
+        )
+    ]
+    kvb = KV_CACHE_BYTES[sc.kv_cache_format]
+    if arch.is_mla:
+        per = f"(kv_lora_rank {arch.kv_lora_rank} + rope dim {arch.qk_rope_head_dim}) x {arch.num_layers} layers"
+    else:
+        per = f"2 (K,V) x {arch.num_layers} layers x {arch.num_kv_heads} KV heads x {arch.head_dim} head dim"
+    window = f"; {arch.windowed_layers} sliding-window layers keep at most {arch.sliding_window:,} tokens" if arch.windowed_layers else ""
+    sequences = "1 context (llama.cpp allocates n_ctx)" if sc.serving_engine == "llama.cpp" else f"{sc.batch_size} sequences"
+    share = kv_share(arch, sc.tensor_parallel)
+    out.append(
+        Explanation(
+            component="kv_cache",
+            formula="2 x layers x KV heads x head dim x bytes x tokens x sequences",
+            numbers=marked(
+                f"{per} x {kvb} B = {_n(result.kv_cache_bytes_per_token)} B per token; x {sc.seq_len:,} tokens x {sequences}{window}"
+                + (f" x {share:.3g} (this rank's share of the heads)" if share < 1 else "")
+                + (f" / PP {sc.pipeline_parallel}" if sc.pipeline_parallel > 1 else "")
+                + f" = {bytes_mark(m.kv_cache)}"
+            ),
+            bytes=m.kv_cache,
+            source=KV_SRC,
+        )
+    )
+    chunk = (
+        f"min({sc.batch_size} x {sc.seq_len:,}, {engine.prefill_chunk_tokens:,})" if engine.prefill_chunk_tokens else f"{sc.batch_size} x {sc.seq_len:,} (whole prompts)"
+    )
+    out.append(
+        Explanation(
+            component="activations",
+            formula="prefill step: tokens x (2h + (q+k+v widths + MLP gate, up and activated widths) / TP) x 2 B + last-token fp32 logits",
+            numbers=marked(f"{chunk} tokens, h = {arch.hidden_size}, vocabulary {arch.vocab_size:,} = {bytes_mark(m.activations)}"),
+            bytes=m.activations,
+            source=f"{engine.label}: {engine.source}",
+        )
+    )
+    reserved = engine_reservation(sc, float(result.device_memory_bytes))
+    if reserved is not None:
+        out.append(
+            Explanation(
+                component="engine reservation",
+                formula="gpu_memory_utilization x device memory, taken at start; what the model does not need becomes KV-cache blocks",
+                numbers=marked(f"{sc.gpu_memory_utilization or engine.preallocate_fraction:g} x {bytes_mark(result.device_memory_bytes)} = {bytes_mark(reserved)}"),
+                bytes=round(reserved),
+                source=engine.source,
+            )
+        )
+    return out
+
+
+def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
+    arch = sc.architecture
+    m = result.memory_per_device_bytes
+    stack = stack_of(sc)
     dp = sc.data_parallel
     split = sc.tensor_parallel * sc.pipeline_parallel
-    mixed = sc.precision != "fp32"
-    half = 2 if mixed else 4
     z = sc.zero_stage
+    phase = f" (at the {result.peak_phase})" if result.peak_phase else ""
     out: list[Explanation] = []
     if sc.method == "full":
         n = arch.total_params
+        if sc.precision == "fp32":
+            w, g, layout_txt = 4, 4, "fp32"
+        elif not mixed(sc):
+            w, g, layout_txt = 2, 2, f"{sc.precision}: weights, gradients and optimizer states in 16-bit"
+        elif master_layout(sc):
+            w, g, layout_txt = 2, 2, "mixed precision, fp32 master copy in the optimizer"
+        else:
+            w, g, layout_txt = 4, 4, "mixed precision under autocast: fp32 parameters + bf16 copies while computing"
         k = OPTIMIZER_STATE_BYTES.get(sc.optimizer)
-        k_txt = f"{k:g} B {sc.optimizer} state" if k is not None else "factored Adafactor state"
-        k_txt += f" + {MASTER_COPY_BYTES:g} B fp32 master copy" if mixed else ""
+        k_txt = f"{sc.optimizer} states" if k is not None else "factored Adafactor states"
+        if mixed(sc) and master_layout(sc):
+            k_txt += f" + {MASTER_COPY_BYTES:g} B fp32 master copy"
         rows = [
-            ("weights", f"Psi x {half} B / (TP x PP){' / N_d' if z >= 3 else ''}", f"{_n(n)} x {half} B", m.weights),
-            ("gradients", f"Psi x {half} B / (TP x PP){' / N_d' if z >= 2 else ''}", f"{_n(n)} x {half} B", m.gradients),
+            (
+                "weights",
+                f"Psi x {w} B / (TP x PP){' / N_d' if z >= 3 else ''}" + (" + bf16 autocast copies (2 B per parameter)" if w == 4 and mixed(sc) else ""),
+                f"{_n(n)} x {w} B ({layout_txt})",
+                m.weights,
+            ),
+            (
+                "gradients",
+                f"Psi x {g} B / (TP x PP){' / N_d' if z >= 2 else ''}" + (" (fused into backward: one tensor's gradient)" if stack.grads_freed_in_backward else ""),
+                f"{_n(n)} x {g} B{phase}",
+                m.gradients,
+            ),
             ("optimizer", f"Psi x K / (TP x PP){' / N_d' if z >= 1 else ''}", f"{_n(n)} x ({k_txt})", m.optimizer),
         ]
     else:
         n_ad = lora_params(arch, sc.lora_rank, sc.lora_targets)
         base = "NF4" if sc.method == "qlora" else FORMATS[sc.weights_format].label
+        upcast = " (embeddings, norms and head upcast to fp32)" if qlora_upcast(sc) else ""
+        ab = 4.0 if sc.precision == "fp32" else stack.lora_adapter_bytes
         rows = [
             (
                 "weights",
-                f"frozen base in {base} + LoRA adapters in fp32",
+                f"frozen base in {base}{upcast} + LoRA adapters ({ab:g} B each)",
                 f"{_n(arch.total_params)} base params + {_n(n_ad)} adapter params (rank {sc.lora_rank} x (in + out) of each {sc.lora_targets} matrix)",
                 m.weights,
             ),
-            ("gradients", "adapter params x 4 B", f"{_n(n_ad)} x 4 B", m.gradients),
-            ("optimizer", "adapter params x optimizer bytes", f"{_n(n_ad)} x {OPTIMIZER_STATE_BYTES.get(sc.optimizer, 0):g} B ({sc.optimizer})", m.optimizer),
+            ("gradients", f"adapter params x {ab:g} B", f"{_n(n_ad)} x {ab:g} B{phase}", m.gradients),
+            ("optimizer", "adapter params x optimizer bytes", f"{_n(n_ad)} x ({sc.optimizer} states)", m.optimizer),
         ]
     suffix = f"; TP x PP = {split}" if split > 1 else ""
     suffix += f"; ZeRO stage {z} over N_d = {dp} ranks" if z else ""
     suffix += f"; offload: {sc.offload}" if sc.offload != "none" else ""
     for comp, formula, numbers, value in rows:
         out.append(Explanation(component=comp, formula=formula, numbers=marked(f"{numbers}{suffix} = {bytes_mark(value)}"), bytes=value, source=ZERO_SRC))
-    act_bytes = 4 if sc.precision == "fp32" else 2
-    total, largest = layer_activation_bytes(arch, sc.seq_len, sc.batch_size, flash=sc.flash_attention, act_bytes=act_bytes)
-    sbh = sc.seq_len * sc.batch_size * arch.hidden_size
-    per_layer = float(total) / arch.num_layers
-    logits = logits_bytes(sc.seq_len, sc.batch_size, arch.vocab_size)
-    if sc.gradient_checkpointing:
-        formula = "layers x 2sbh (kept block inputs) + one block recomputed + logits"
-        numbers = f"{arch.num_layers} x 2 x {_n(sbh)} + {bytes_mark(float(largest))} + {bytes_mark(logits)} logits"
+    costs = layer_costs(sc, arch)
+    total, largest = layer_activation_bytes(arch, sc.seq_len, sc.batch_size, flash=sc.flash_attention, costs=costs)
+    tokens = sc.seq_len * sc.batch_size
+    per_layer_token = float(total) / arch.num_layers / tokens
+    logits = stack.logits_bytes * tokens * arch.vocab_size
+    loss = f"{bytes_mark(logits)} loss step ({stack.logits_bytes:g} B x {tokens:,} tokens x {arch.vocab_size:,} vocabulary)"
+    if checkpointing(sc):
+        where = "in CPU memory" if stack.checkpoints_offloaded else "on the device"
+        formula = "layers x the block input (kept " + where + ") + one block recomputed + the loss step"
+        numbers = f"{arch.num_layers} x {residual_bytes(sc):g} B x {tokens:,} tokens x h {arch.hidden_size} + {bytes_mark(float(largest))} + {loss}"
     else:
-        attn = "no s^2 terms (FlashAttention)" if sc.flash_attention else "includes the a x s^2 score tensors"
-        formula = "layers x per-layer activations (s x b x h x coefficient) + logits (10 B x s x b x vocabulary)"
-        numbers = f"{arch.num_layers} x {bytes_mark(per_layer)} per layer ({per_layer / sbh:.1f} x sbh bytes, {attn}) + {bytes_mark(logits)} logits"
+        attn = "FlashAttention: no s^2 terms" if sc.flash_attention else "eager attention keeps the s^2 scores"
+        formula = "layers x per-layer activations + the loss step (stack's bytes x tokens x vocabulary)"
+        numbers = f"{arch.num_layers} x {per_layer_token:,.0f} B per token per layer ({attn}; {act_bytes(sc):g}-byte activations) x {tokens:,} tokens + {loss}"
     if sc.tensor_parallel > 1 or sc.pipeline_parallel > 1:
         numbers += f", / TP {sc.tensor_parallel} (sequence parallel), 1F1B with PP {sc.pipeline_parallel}"
+    if result.peak_phase == "optimizer step":
+        numbers = "at the optimizer step activations are freed; at the loss step: " + numbers
     out.append(
-        Explanation(component="activations", formula=formula, numbers=marked(f"{numbers} = {bytes_mark(m.activations)}"), bytes=m.activations, source=KORTHIKANTI_SRC)
+        Explanation(
+            component="activations",
+            formula=formula,
+            numbers=marked(f"{numbers} = {bytes_mark(m.activations)}"),
+            bytes=m.activations,
+            source=f"{KORTHIKANTI_SRC}; {stack.label}: {stack.source}",
+        )
     )
     return out

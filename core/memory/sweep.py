@@ -7,10 +7,11 @@ import numpy as np
 
 from core.catalog.accelerators import get_accelerator
 from core.layout import Layout
-from core.memory.components import components
+from core.memory.components import COMPONENT_NAMES, components
+from core.memory.estimate import fit_capacity
 from core.scenario import Scenario
 
-COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")
+COMPONENTS = COMPONENT_NAMES
 
 
 def sweep(sc: Scenario, batch: np.ndarray | int, seq: np.ndarray | int) -> dict[str, np.ndarray]:
@@ -23,6 +24,9 @@ def sweep(sc: Scenario, batch: np.ndarray | int, seq: np.ndarray | int) -> dict[
     b, s = np.broadcast_arrays(b, s)
     comps, _ = components(sc, arch, layout, b, s)
     out = {name: np.broadcast_to(np.asarray(value, dtype=np.float64), b.shape) for name, value in zip(COMPONENTS, comps, strict=True)}
-    out["total"] = sum(out[name] for name in COMPONENTS)
-    out["fits"] = out["total"] <= get_accelerator(sc.accelerator).usable_memory_bytes
+    total = np.zeros(b.shape)
+    for name in COMPONENTS:
+        total = total + out[name]
+    out["total"] = total
+    out["fits"] = np.asarray(total <= fit_capacity(sc, float(get_accelerator(sc.accelerator).usable_memory_bytes)), dtype=np.float64)
     return out

@@ -9,7 +9,6 @@ from functools import cache
 from pydantic import BaseModel, ConfigDict
 
 from core.catalog.presets import DATA_DIR
-from core.memory.components import CUDA_CONTEXT_BYTES
 from core.memory.estimate import estimate_memory
 from core.scenario import Scenario
 
@@ -26,9 +25,10 @@ class ValidationCase(BaseModel):
     known_miss: str | None = None
 
     def estimated_bytes(self) -> float:
-        """Our total without the CUDA context, which torch.cuda.max_memory_allocated does not see."""
+        """Our estimate of what was measured: the allocated peak (torch.cuda.max_memory_allocated sees neither the
+        CUDA context nor the allocator's reserve)."""
         r = estimate_memory(Scenario.model_validate(self.scenario))
-        return r.memory_per_device_bytes.total - CUDA_CONTEXT_BYTES
+        return float(r.allocated_peak_bytes)
 
     def error(self) -> float:
         return self.estimated_bytes() / self.measured_bytes - 1

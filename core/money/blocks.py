@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.layout import Layout
-from core.memory.estimate import Evaluator, MemoryResult, estimate_memory
+from core.memory.estimate import Evaluator, MemoryResult, estimate_memory, fit_capacity
 from core.memory.fit import max_batch
 from core.money.pricing import (
     cheapest_replica_row,
@@ -152,7 +152,7 @@ def inference_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, memory: Ca
     layout = Layout(1, layout.tensor_parallel, layout.pipeline_parallel)  # one replica
     own = Layout(*info.layout)
     same = (own.tensor_parallel, own.pipeline_parallel) == (layout.tensor_parallel, layout.pipeline_parallel)
-    concurrency = max_batch_here if same else max_batch(memory, layout, sc.seq_len, float(acc.usable_memory_bytes))
+    concurrency = max_batch_here if same else max_batch(memory, layout, sc.seq_len, fit_capacity(sc, float(acc.usable_memory_bytes)))
     s = inference_speed(sc, accelerator=acc, layout=layout)
     devices = layout.tensor_parallel * layout.pipeline_parallel
     row = cheapest_replica_row(acc.id, devices, tensor_parallel=layout.tensor_parallel)

@@ -25,25 +25,26 @@ from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.layout import Layout
-from core.memory.components import inference_components
+from core.memory.components import inference_components, kv_bytes_per_sequence, kv_share
+from core.memory.engines import ENGINES
+from core.memory.estimate import fit_capacity
 from core.model.architecture import MLP_ROLES, Architecture
-from core.model.formats import FORMATS, KV_CACHE_BYTES, weight_bytes
+from core.model.formats import FORMATS, weight_bytes
 from core.scenario import Scenario
 from core.speed.comm import decode_tp_s
 from core.speed.timing import inference_peak_tflops
 
 _OUT = ConfigDict(frozen=True)
 
-# Fraction of datasheet bandwidth a decode step achieves. Checked against
-# llama.cpp batch-1 decode (XiongjieDai/GPU-Benchmarks-on-LLM-Inference README):
-# 16-bit weights reach 75-87% (RTX 4090 Llama 2 7B f16 60.78 t/s = 81%, RTX 3090
-# 51.85 t/s = 75%; Llama 3 8B F16 87% / 81%) -> 0.80. Integer-quantized
-# weights are dequantized inside the matmul kernel and reach 49-64% (q4_0
-# 57% / 49%, Q4_K_M 64% / 61%) -> 0.55. Marlin-style GPTQ/AWQ kernels in vLLM
-# do better, so 4-bit serving estimates there are conservative.
-BW_EFF_NATIVE = 0.80
-BW_EFF_DEQUANT = 0.55
-NATIVE_FORMATS = frozenset({"fp32", "bf16", "fp16", "fp8"})
+# The fraction of datasheet bandwidth a decode step achieves is the serving engine's (core/memory/engines.py).
+# For vLLM and llama.cpp it was checked against llama.cpp batch-1 decode (XiongjieDai/GPU-Benchmarks-on-LLM-
+# Inference README): 16-bit weights reach 75-87% (RTX 4090 Llama 2 7B f16 60.78 t/s = 81%, RTX 3090 51.85 t/s =
+# 75%; Llama 3 8B F16 87% / 81%) -> 0.80. Integer-quantized weights are dequantized inside the matmul kernel and
+# reach 49-64% (q4_0 57% / 49%, Q4_K_M 64% / 61%) -> 0.55. Marlin-style GPTQ/AWQ kernels in vLLM do better, so
+# 4-bit serving estimates there are conservative.
+BW_EFF_NATIVE = ENGINES["vllm"].bandwidth_efficiency
+BW_EFF_DEQUANT = ENGINES["vllm"].dequant_efficiency
+NATIVE_FORMATS = frozenset({"fp32", "bf16", "fp16", "fp8", "mxfp4"})
 # Fraction of dense peak reached by prefill and compute-bound decode. Large
 # BF16 matmuls alone reach 80-87% (A100 271 of 312, H100 795 of 989 TFLOP/s,
 # stas00/ml-engineering MAMF finder); attention, norms and launches lower it.
@@ -54,8 +55,9 @@ COMPUTE_EFF = 0.60
 OUTPUT_FRACTION = 0.25
 
 
-def bandwidth_efficiency(weights_format: str) -> float:
-    return BW_EFF_NATIVE if weights_format in NATIVE_FORMATS else BW_EFF_DEQUANT
+def bandwidth_efficiency(weights_format: str, engine: str = "vllm") -> float:
+    e = ENGINES[engine]
+    return e.bandwidth_efficiency if weights_format in NATIVE_FORMATS else e.dequant_efficiency
 
 
 def memory_bound_tokens_per_s(read_bytes: float, acc: Accelerator, weights_format: str) -> float:
@@ -95,12 +97,6 @@ def attention_flops_per_token(arch: Architecture, context: float) -> float:
     return 2.0 * width * (full_layers * context + arch.windowed_layers * windowed_ctx)
 
 
-def kv_bytes_per_sequence(arch: Architecture, kv_format: str, context: float) -> float:
-    full, windowed = arch.kv_cache_elements_per_token()
-    windowed_ctx = min(context, arch.sliding_window) if arch.sliding_window else context
-    return KV_CACHE_BYTES[kv_format] * (full * context + windowed * windowed_ctx)
-
-
 class _Roof:
     """One scenario on one device type and layout: the roofline pieces."""
 
@@ -110,20 +106,25 @@ class _Roof:
         peak = inference_peak_tflops(acc, sc.weights_format)
         self.peak = peak
         self.flops_per_s = peak.tflops * 1e12 * COMPUTE_EFF
-        self.bw_eff = bandwidth_efficiency(sc.weights_format)
+        self.engine = ENGINES[sc.serving_engine]
+        self.bw_eff = bandwidth_efficiency(sc.weights_format, sc.serving_engine)
         self.bytes_per_s = acc.memory_bandwidth_bytes_per_s * self.bw_eff
-        a = self.arch
-        # GQA heads split over TP ranks (replicated when fewer); the MLA latent is replicated (as core/memory.py).
-        self.kv_share = 1.0 if a.is_mla else math.ceil(a.num_kv_heads / self.tp) / a.num_kv_heads
+        self.kv_share = kv_share(self.arch, self.tp)
+        # Kernel launches and framework time per step: per layer of this device's pipeline stage.
+        self.step_overhead_s = self.engine.layer_overhead_s * math.ceil(self.arch.num_layers / self.pp) + self.engine.step_overhead_s
+        # transformers' repeat_kv copies grouped-query K/V out to every query head each step: the cache is read, its
+        # expanded copy written and read again.
+        groups = 1 if self.arch.is_mla else self.arch.num_heads / self.arch.num_kv_heads
+        self.kv_traffic = 1.0 + 2.0 * groups if self.engine.kv_expanded and groups > 1 else 1.0
 
     def decode_step(self, batch: float, context: float) -> tuple[float, float, bool]:
         """(step seconds, bytes read per device, compute-bound?)."""
         a, split = self.arch, self.tp * self.pp
         read = weight_read_bytes(a, self.sc.weights_format, batch) / split
-        read += batch * kv_bytes_per_sequence(a, self.sc.kv_cache_format, context) * self.kv_share / self.pp
+        read += batch * kv_bytes_per_sequence(a, self.sc.kv_cache_format, context) * self.kv_share / self.pp * self.kv_traffic
         flops = batch * (2.0 * a.active_params + attention_flops_per_token(a, context)) / split
         t_mem, t_cmp = read / self.bytes_per_s, flops / self.flops_per_s
-        stage = max(t_mem, t_cmp) + decode_tp_s(a, self.acc, self.tp, self.pp, batch)
+        stage = max(t_mem, t_cmp) + decode_tp_s(a, self.acc, self.tp, self.pp, batch) + self.step_overhead_s
         return self.pp * stage, read, t_cmp > t_mem
 
     def prefill(self, sequences: float, prompt: float) -> float:
@@ -172,7 +173,7 @@ def inference_speed(
     acc = accelerator or get_accelerator(sc.accelerator)
     layout = layout or Layout(1, sc.tensor_parallel, sc.pipeline_parallel)
     b = batch or sc.batch_size
-    prompt, out = split_context(sc.seq_len, prompt_tokens, output_tokens)
+    prompt, out = split_context(sc.seq_len, prompt_tokens, output_tokens if output_tokens is not None else sc.output_tokens)
     roof = _Roof(sc, acc, layout)
     ttft = roof.prefill(1, prompt)
     step, read, compute_bound = roof.decode_step(b, prompt + out / 2.0)
@@ -223,9 +224,9 @@ def decode_curve(
     that many sequences of seq_len tokens fit in memory."""
     acc = accelerator or get_accelerator(sc.accelerator)
     layout = layout or Layout(1, sc.tensor_parallel, sc.pipeline_parallel)
-    prompt, out = split_context(sc.seq_len, prompt_tokens, output_tokens)
+    prompt, out = split_context(sc.seq_len, prompt_tokens, output_tokens if output_tokens is not None else sc.output_tokens)
     roof = _Roof(sc, acc, layout)
-    capacity = acc.usable_memory_bytes
+    capacity = fit_capacity(sc, float(acc.usable_memory_bytes))
     points = []
     for b in batches:
         step, _, compute_bound = roof.decode_step(b, prompt + out / 2.0)

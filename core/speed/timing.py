@@ -46,11 +46,9 @@ MFU_DEFAULTS: dict[str, tuple[float, str]] = {
     # 8,210 tokens/s (34% of 4N, compiled, packed); PEFT Llama 3.2 3B LoRA on
     # L40S about 6,750 tokens/s (24% of 4N, eager, short sequences).
     "lora": (0.35, "LoRA: 0.35 (assumed; thin rank-r adapter matmuls and extra launches; measured 24-34% on one GPU)"),
-    # QLoRA dequantizes every NF4 base weight to BF16 in the forward and again
-    # in the backward pass (Dettmers et al. 2023, arXiv 2305.14314, Sec. 3), on
-    # top of LoRA's overheads; torchtune's compiled QLoRA is 2% slower than its
-    # LoRA, eager bitsandbytes much more.
-    "qlora": (0.30, "QLoRA: 0.30 (assumed; LoRA overheads plus NF4 dequantization in forward and backward)"),
+    # QLoRA runs the same matmuls as LoRA; dequantizing the NF4 base weights before each of them is time of its
+    # own, per micro-batch (dequant_seconds_per_token below), not a lower MFU.
+    "qlora": (0.35, "QLoRA: 0.35 for the matmuls (as LoRA) + the time to dequantize the NF4 base before each of them"),
 }
 
 
@@ -102,6 +100,29 @@ def training_flops_per_token(sc: Scenario, arch: Architecture) -> float:
     return per_token
 
 
+# QLoRA dequantizes every NF4 base weight to 16-bit before each matmul: in the forward pass, in the backward pass
+# (gradient with respect to the input) and, with checkpointing, in the recomputed forward (Dettmers et al. 2023,
+# arXiv 2305.14314, Sec. 3). The time is per step, so it is paid per micro-batch: seconds per quantized parameter
+# and pass. bitsandbytes (Hugging Face, LitGPT): calibrated on issue #10's H100 measurement, Llama 3.1 8B, batch
+# 4 x 2,048 with checkpointing: QLoRA 2,630 tokens/s against LoRA 5,936 (1.73 s more per step over 3 passes of
+# 6.98e9 quantized parameters). torchao NF4 under torch.compile (torchtune; Unsloth's fused kernels assumed alike):
+# torchtune's Llama 3.2 3B table, QLoRA 8,035 against LoRA 8,210 tokens/s (README 'Optimization flags').
+DEQUANT_S_PER_PARAM = {"bnb": 1.735 / (3 * 6.98e9), "compiled": (8192 / 8035 - 8192 / 8210) / (3 * 2.82e9)}
+DEQUANT_KIND = {"hf": "bnb", "litgpt": "bnb", "deepspeed": "bnb", "megatron": "bnb", "torchtune": "compiled", "unsloth": "compiled"}
+
+
+def dequant_seconds_per_token(sc: Scenario, arch: Architecture) -> float:
+    """QLoRA's dequantization time per token on one device (0 for other methods)."""
+    if sc.method != "qlora":
+        return 0.0
+    from core.memory.components import checkpointing
+
+    quantized = sum(g.params for g in arch.weight_groups if g.is_linear) * arch.param_scale / (sc.tensor_parallel * sc.pipeline_parallel)
+    passes = 3 if checkpointing(sc) else 2
+    per_step = passes * quantized * DEQUANT_S_PER_PARAM[DEQUANT_KIND[sc.training_stack]]
+    return per_step / (sc.batch_size * sc.seq_len)
+
+
 class TrainingTime(BaseModel):
     model_config = _OUT
     tokens: float
@@ -115,6 +136,7 @@ class TrainingTime(BaseModel):
     tokens_per_s: float
     wall_hours: float
     gpu_hours: float
+    dequant_fraction: float = 0.0  # share of the time QLoRA spends dequantizing weights
 
 
 def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | None = None) -> TrainingTime:
@@ -132,7 +154,9 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
         raise ValueError(f"{acc.id} has no throughput figure in the catalog")
     flops = per_token * tokens
     rate = devices * peak.tflops * 1e12 * mfu  # FLOP/s achieved by all devices
-    seconds = flops / rate
+    compute_s = flops / rate
+    dequant_s = tokens / devices * dequant_seconds_per_token(sc, arch)
+    seconds = compute_s + dequant_s
     return TrainingTime.model_construct(
         tokens=tokens,
         flops_per_token=per_token,
@@ -142,7 +166,8 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
         peak_basis=peak.basis,
         mfu=mfu,
         mfu_source=why,
-        tokens_per_s=rate / per_token,
+        tokens_per_s=tokens / seconds,
         wall_hours=seconds / SECONDS_PER_HOUR,
         gpu_hours=devices * seconds / SECONDS_PER_HOUR,
+        dequant_fraction=dequant_s / seconds,
     )

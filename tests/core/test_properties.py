@@ -51,7 +51,7 @@ def mem(d, **update):
 def test_total_is_sum_and_nothing_negative_or_nan(d):
     r = estimate(build(d))
     m = r.memory_per_device_bytes
-    parts = [m.weights, m.gradients, m.optimizer, m.activations, m.kv_cache, m.overhead]
+    parts = [m.weights, m.gradients, m.optimizer, m.activations, m.kv_cache, m.overhead, m.allocator]
     assert m.total == sum(parts)
     assert all(p >= 0 and not math.isnan(p) for p in parts)
     assert r.params.total >= r.params.active > 0

@@ -40,7 +40,7 @@ def test_more_traffic_never_costs_less_and_headroom_costs_more():
 
 def test_model_that_needs_several_devices():
     plan = serving_plan(Scenario(model="llama-3.1-70b", accelerator="h100-sxm", batch_size=16), TRAFFIC)
-    assert plan.tensor_parallel >= 2 and plan.devices_per_replica == plan.tensor_parallel * plan.pipeline_parallel
+    assert plan.devices_per_replica >= 2 and plan.devices_per_replica == plan.tensor_parallel * plan.pipeline_parallel
 
 
 def test_options_across_accelerators():

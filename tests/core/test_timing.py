@@ -72,7 +72,7 @@ def test_mfu_defaults_and_override():
     sc = Scenario(model="llama-3.1-8b", mode="training", train_tokens=1e9)
     assert default_mfu(sc)[0] == MFU_DEFAULTS["full"][0] == 0.40
     assert default_mfu(sc.model_copy(update={"method": "lora"}))[0] == 0.35
-    assert default_mfu(sc.model_copy(update={"method": "qlora"}))[0] == 0.30
+    assert default_mfu(sc.model_copy(update={"method": "qlora"}))[0] == 0.35  # QLoRA's dequantization is time of its own
     assert default_mfu(sc.model_copy(update={"mfu": 0.5}))[0] == 0.5
     assert all(src for _, src in MFU_DEFAULTS.values())
 

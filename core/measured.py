@@ -1,0 +1,136 @@
+"""Our estimates next to GPU measurements (data/measurements/*.jsonl, written
+by bench/gpu/harness.py): what the Method page tabulates and what the tests pin.
+
+A row is a training step, a `generate()` call or a decode step of the Hugging
+Face stack, with its peak allocated / reserved memory and what nvidia-smi
+showed (`device_used_bytes`), or the out-of-memory it ran into."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from core.catalog.presets import DATA_DIR
+from core.memory.estimate import MemoryResult, estimate_memory
+from core.scenario import Scenario
+
+MEASURED = DATA_DIR / "measurements" / "h100-2026-11-23.jsonl"
+GPU = {"NVIDIA H100 80GB HBM3": "h100-sxm"}
+
+
+class Measured(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    kind: str
+    model: str
+    ok: bool
+    batch_size: int
+    peak_allocated_bytes: float = 0.0
+    peak_reserved_bytes: float = 0.0
+    device_used_bytes: float = 0.0
+    row: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        r = self.row
+        if self.kind == "train":
+            lora = r.get("lora") or {}
+            targets = lora.get("targets")
+            what = f"LoRA r{lora.get('r')} {'all-linear' if targets == 'all-linear' else 'attention'}" if lora else r["precision"]
+            gc = " +GC" if r.get("gradient_checkpointing") else ""
+            attn = " eager" if r.get("attn") == "eager" else ""
+            return f"train {self.model} {what} b{self.batch_size} x {r['seq_len']:,}{gc}{attn}"
+        if self.kind == "infer":
+            return f"generate {self.model} b{self.batch_size} x {r['prompt_len']:,} + {r['new_tokens']}"
+        return f"decode {self.model} b{self.batch_size} ctx {r['context']:,} {'compiled' if r.get('compiled') else 'eager'}"
+
+    @property
+    def measured_used_bytes(self) -> float:
+        return self.device_used_bytes
+
+    @property
+    def measured_tokens_per_s(self) -> float | None:
+        return self.row.get("tokens_per_second") or self.row.get("tokens_per_second_per_seq") or self.row.get("decode_tokens_per_second_per_seq")
+
+    def scenario(self) -> Scenario | None:
+        r = self.row
+        base: dict[str, Any] = {"model": self.model, "accelerator": "h100-sxm", "batch_size": self.batch_size}
+        if self.kind == "train":
+            base.update(
+                mode="training",
+                seq_len=r["seq_len"],
+                gradient_checkpointing=bool(r.get("gradient_checkpointing")),
+                flash_attention=r.get("attn", "sdpa") != "eager",
+                training_stack="hf",
+            )
+            if r["precision"] == "lora":
+                lora = r["lora"]
+                base.update(method="lora", precision="bf16-true", lora_rank=lora["r"], lora_targets="all-linear" if lora["targets"] == "all-linear" else "attention")
+            else:
+                base.update(method="full", precision="bf16-true" if r["precision"] == "bf16-true" else "bf16")
+            return Scenario.model_validate(base)
+        if self.kind == "infer":
+            base.update(mode="inference", seq_len=r["prompt_len"] + r["new_tokens"], output_tokens=r["new_tokens"], serving_engine="hf-transformers")
+            return Scenario.model_validate(base)
+        if self.kind == "decode":
+            base.update(
+                mode="inference", seq_len=r["context"] + 1, output_tokens=1, serving_engine="hf-transformers-compiled" if r.get("compiled") else "hf-transformers"
+            )
+            return Scenario.model_validate(base)
+        return None
+
+    def result(self) -> MemoryResult | None:
+        sc = self.scenario()
+        return None if sc is None else estimate_memory(sc)
+
+    def estimate(self) -> float | None:
+        """Our estimate of what nvidia-smi showed (every component)."""
+        res = self.result()
+        return None if res is None or self.kind == "decode" else float(res.memory_per_device_bytes.total)
+
+    def predicted_fits(self) -> bool | None:
+        res = self.result()
+        return None if res is None else res.fits
+
+    def estimated_tokens_per_s(self) -> float | None:
+        sc = self.scenario()
+        if sc is None:
+            return None
+        if self.kind == "train":
+            from core.catalog.accelerators import get_accelerator
+            from core.speed.timing import training_time
+
+            return training_time(sc.model_copy(update={"train_tokens": 1e9}), get_accelerator("h100-sxm"), 1).tokens_per_s
+        from core.memory.engines import ENGINES
+        from core.speed.roofline import inference_speed
+
+        r = self.row
+        context = r.get("context") or r.get("prompt_len")
+        speed = inference_speed(sc, prompt_tokens=context, output_tokens=1 if self.kind == "decode" else r.get("new_tokens"))
+        if self.kind == "decode":  # one decode step timed on its own: no generate() loop around it
+            return 1.0 / (speed.decode_step_s - ENGINES[sc.serving_engine].step_overhead_s)
+        return speed.decode_tokens_per_s
+
+
+@cache
+def load_measured(path: Path | None = None) -> tuple[Measured, ...]:
+    out = []
+    for line in (path or MEASURED).read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            out.append(
+                Measured(
+                    kind=r["kind"],
+                    model=r["model"],
+                    ok=r["ok"],
+                    batch_size=r["batch_size"],
+                    peak_allocated_bytes=r.get("peak_allocated_bytes", 0.0),
+                    peak_reserved_bytes=r.get("peak_reserved_bytes", 0.0),
+                    device_used_bytes=r.get("device_used_bytes", 0.0),
+                    row=r,
+                )
+            )
+    return tuple(out)

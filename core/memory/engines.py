@@ -1,0 +1,166 @@
+"""Serving engines: how each one uses memory and how fast one decode step is.
+
+Memory: what the engine allocates besides the weights (its KV cache policy,
+the prefill working set, CUDA graphs, pre-allocation). Speed: a decode step
+takes the roofline time at the engine's bandwidth efficiency plus a fixed
+per-layer overhead (kernel launches and framework time, which dominate small
+batches when there are no CUDA graphs). Each constant is calibrated on one
+measurement, named below, and checked against others in
+tests/core/test_engines.py (tests/data/engine_speeds.csv).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from core.units import BYTES_PER_GIB
+
+# Calibrations on our H100 measurements (data/measurements/h100-2026-11-23.jsonl), Llama-3.1-8B bf16 at batch 1:
+# eager static-cache decode 40.6 ms, compiled 8.6 ms, generate() 61.9 ms per token; the roofline part at 80% of
+# 3.35 TB/s is 6.0 ms. vLLM: 6.44 ms per token at batch 1 on an H100 (vLLM blog ITL fit; tests/data/engine_speeds.csv).
+EAGER_LAYER_OVERHEAD_S = (40.6e-3 - 6.0e-3) / 32
+COMPILED_LAYER_OVERHEAD_S = (8.6e-3 - 6.0e-3) / 32
+GENERATE_LOOP_S = 61.9e-3 - 40.6e-3
+VLLM_LAYER_OVERHEAD_S = (6.44e-3 - 6.0e-3) / 32
+
+EngineId = Literal["vllm", "sglang", "tensorrt-llm", "llama.cpp", "hf-transformers", "hf-transformers-compiled"]
+
+
+class ServingEngine(NamedTuple):
+    id: str
+    label: str
+    prefill_chunk_tokens: int | None  # tokens prefilled per step; None: the whole batch of prompts at once
+    kv_whole_context: bool  # the KV cache is allocated for the whole context up front (llama.cpp n_ctx, static caches)
+    preallocate_fraction: float | None  # the engine reserves this fraction of device memory at start (vLLM, SGLang)
+    graphs_bytes: float  # CUDA graphs captured at start
+    bandwidth_efficiency: float  # fraction of datasheet bandwidth a decode step reaches (16-bit weights)
+    dequant_efficiency: float  # the same for integer-quantized weights (dequantized in the kernel)
+    layer_overhead_s: float  # per layer and decode step: kernel launches and framework time
+    step_overhead_s: float  # per decode step, whatever the model: the generation loop's own time
+    kv_expanded: bool  # grouped-query K/V are copied out to every query head each step (transformers repeat_kv)
+    source: str
+    notes: tuple[str, ...]
+
+
+ENGINES: dict[str, ServingEngine] = {
+    e.id: e
+    for e in (
+        ServingEngine(
+            "vllm",
+            "vLLM",
+            8192,
+            False,
+            0.9,
+            0.5 * BYTES_PER_GIB,
+            0.80,
+            0.55,
+            VLLM_LAYER_OVERHEAD_S,
+            0.0,
+            False,
+            "vLLM docs (gpu_memory_utilization=0.9, chunked prefill max_num_batched_tokens=8192, CUDA graphs); decode step "
+            "calibrated on vLLM Llama-3.1-8B bf16 on H100, batch 1: 6.44 ms per token (tests/data/engine_speeds.csv)",
+            (
+                "vLLM reserves gpu_memory_utilization (90%) of device memory at start and fills what the model does not use with KV-cache blocks",
+                "prefill in chunks of 8,192 tokens (max_num_batched_tokens)",
+                "CUDA graphs for decode: about 0.5 GiB, no per-token launch overhead",
+            ),
+        ),
+        ServingEngine(
+            "sglang",
+            "SGLang",
+            8192,
+            False,
+            0.88,
+            0.5 * BYTES_PER_GIB,
+            0.80,
+            0.55,
+            VLLM_LAYER_OVERHEAD_S,
+            0.0,
+            False,
+            "SGLang server arguments (mem_fraction_static about 0.88 on 80 GB GPUs, chunked_prefill_size 8192, CUDA graphs); speed as vLLM",
+            (
+                "SGLang reserves mem_fraction_static (about 88%) of device memory for weights and the KV pool",
+                "prefill in chunks of 8,192 tokens",
+            ),
+        ),
+        ServingEngine(
+            "tensorrt-llm",
+            "TensorRT-LLM",
+            8192,
+            False,
+            0.9,
+            0.5 * BYTES_PER_GIB,
+            0.85,
+            0.60,
+            10e-6,
+            0.0,
+            False,
+            "TensorRT-LLM docs (kv_cache_free_gpu_mem_fraction 0.9 of the memory left after the weights, max_num_tokens 8192, "
+            "CUDA graphs); fused kernels: slightly more of the bandwidth than vLLM",
+            ("TensorRT-LLM gives 90% of the memory left after the weights to the KV cache", "prefill in chunks of 8,192 tokens"),
+        ),
+        ServingEngine(
+            "llama.cpp",
+            "llama.cpp",
+            512,
+            True,
+            None,
+            0.0,
+            0.80,
+            0.55,
+            60e-6,
+            0.0,
+            False,
+            "llama.cpp (n_ctx KV cache allocated at start, n_ubatch 512 micro-batches); XiongjieDai/GPU-Benchmarks-on-LLM-Inference "
+            "(decode of 16-bit and Q4 weights on RTX 4090/3090); launch overhead calibrated on Llama-3-8B Q4_K_M on H100 PCIe, "
+            "145.6 tokens/s",
+            (
+                "llama.cpp allocates the KV cache for the whole context (n_ctx) when the model loads",
+                "prompts are processed in micro-batches of 512 tokens (n_ubatch)",
+            ),
+        ),
+        ServingEngine(
+            "hf-transformers",
+            "Hugging Face transformers generate()",
+            None,
+            False,
+            None,
+            0.0,
+            0.80,
+            0.55,
+            EAGER_LAYER_OVERHEAD_S,
+            GENERATE_LOOP_S,
+            True,
+            "transformers generate() (whole-prompt prefill, dynamic KV cache, eager kernels); per-layer launch time "
+            "calibrated on our H100 eager decode step of Llama-3.1-8B bf16 at batch 1 (40.6 ms), generate()'s own loop "
+            "time on its batch-1 generate() run (61.9 ms per token) (data/measurements/h100-2026-11-23.jsonl)",
+            (
+                "generate() prefills every prompt of the batch at once: its working set grows with batch x prompt",
+                "eager PyTorch: one step is bound by kernel launches at small batches (about 1 ms per layer), plus "
+                "generate()'s own loop (logits processing, cache bookkeeping: about 21 ms a step)",
+                "grouped-query K and V are copied out to every query head each step (repeat_kv)",
+            ),
+        ),
+        ServingEngine(
+            "hf-transformers-compiled",
+            "transformers generate() with a static cache and torch.compile",
+            None,
+            True,
+            None,
+            0.3 * BYTES_PER_GIB,
+            0.80,
+            0.55,
+            COMPILED_LAYER_OVERHEAD_S,
+            0.0,
+            True,
+            "transformers static cache + torch.compile(mode='reduce-overhead') (CUDA graphs); the per-layer time "
+            "calibrated on our H100 measurement of Llama-3.1-8B bf16, batch 1: 8.6 ms per step "
+            "(data/measurements/h100-2026-11-23.jsonl), checked at batch 32",
+            (
+                "the static cache is allocated for the whole context at start",
+                "CUDA graphs remove most launch overhead (about 80 microseconds per layer remain)",
+                "grouped-query K and V are copied out to every query head each step (repeat_kv): the KV cache is read once and its expanded copy written and read again",
+            ),
+        ),
+    )
+}

@@ -1,0 +1,175 @@
+"""Training stacks: what the software people actually run does to memory.
+
+The textbook model (ZeRO's 16 bytes per parameter, Korthikanti's activation
+count) is what Megatron-LM does. The stacks most people fine-tune with differ,
+measurably (../data/measurements/h100-2026-11-23.jsonl, torchtune's and Unsloth's
+published tables):
+
+- where mixed precision keeps its fp32 copy: PyTorch autocast (Hugging Face
+  Trainer `bf16=True`, LitGPT `bf16-mixed`) keeps fp32 parameters and caches a
+  bf16 copy of every weight during forward and backward; DeepSpeed and
+  Megatron keep bf16 parameters and an fp32 master copy in the optimizer;
+- how large the loss step is: the Hugging Face causal-LM loss upcasts the full
+  logits to fp32 (bf16 logits + fp32 copy + fp32 log-softmax + its gradient:
+  ~14 bytes per token and vocabulary entry at its peak), chunked losses
+  (torchtune, LitGPT, Unsloth, Megatron's fused vocab-parallel loss) do not;
+- whether norms keep an fp32 copy of their input (eager RMSNorm does; fused
+  kernels do not);
+- PEFT casts each adapted layer's input to the adapters' fp32 dtype;
+- `peft.prepare_model_for_kbit_training` (the usual QLoRA recipe) upcasts the
+  embeddings, norms and output head to fp32, so activations are fp32 too, and
+  turns gradient checkpointing on;
+- torchtune can fuse the optimizer step into the backward pass (each gradient
+  is freed as soon as it is used); Unsloth keeps checkpointed activations in
+  CPU memory.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+StackId = Literal["hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron"]
+
+
+class TrainingStack(NamedTuple):
+    id: str
+    label: str
+    mixed_layout: Literal["autocast", "master"]  # where mixed precision keeps fp32: the parameters, or the optimizer
+    logits_bytes: float  # bytes per (token x vocabulary entry) at the loss step's peak
+    norm_fp32_copy: bool  # each norm keeps an fp32 copy of its input (eager RMSNorm upcast)
+    lora_fp32_inputs: bool  # adapters run in fp32 on an fp32 copy of each adapted input (PEFT)
+    lora_adapter_bytes: float  # bytes per adapter parameter (PEFT keeps fp32 adapters)
+    qlora_upcast: bool  # prepare_model_for_kbit_training: fp32 embeddings, norms, head and activations; checkpointing on
+    grads_freed_in_backward: bool  # optimizer step fused into the backward pass (full fine-tuning)
+    checkpoints_offloaded: bool  # with gradient checkpointing, the kept layer inputs live in CPU memory
+    grads_resident: bool  # gradient buffers exist for the whole step (contiguous buffers), not only after backward
+    source: str
+    notes: tuple[str, ...]
+
+
+STACKS: dict[str, TrainingStack] = {
+    s.id: s
+    for s in (
+        TrainingStack(
+            "hf",
+            "Hugging Face Trainer + PEFT + bitsandbytes",
+            "autocast",
+            14.0,
+            True,
+            True,
+            4.0,
+            True,
+            False,
+            False,
+            False,
+            "transformers LlamaForCausalLM / ForCausalLMLoss (logits.float()), LlamaRMSNorm (hidden_states.to(float32)); "
+            "PEFT LoraLayer (autocast_adapter_dtype=True, input cast to the adapter dtype); "
+            "peft.prepare_model_for_kbit_training (fp32 upcast of non-quantized parameters, gradient checkpointing on); "
+            "measured on an H100, data/measurements/h100-2026-11-23.jsonl",
+            (
+                "mixed precision keeps fp32 parameters and a bf16 autocast copy of each weight during forward and backward",
+                "the loss upcasts all logits to fp32: about 14 bytes per token and vocabulary entry at the loss step",
+                "each RMSNorm keeps an fp32 copy of its input",
+                "LoRA adapters are fp32 and run on an fp32 copy of each adapted input (PEFT)",
+                "QLoRA (prepare_model_for_kbit_training): embeddings, norms and the output head in fp32, fp32 activations, gradient checkpointing on",
+            ),
+        ),
+        TrainingStack(
+            "torchtune",
+            "torchtune",
+            "autocast",
+            3.5,
+            True,
+            False,
+            2.0,
+            False,
+            True,
+            False,
+            False,
+            "torchtune docs, 'Memory optimization overview' (chunked cross-entropy in 8 chunks, optimizer_in_bwd, "
+            "activation checkpointing/offloading); torchtune README 'Optimization flags' table",
+            (
+                "chunked cross-entropy: bf16 logits plus an fp32 copy of one of 8 chunks at a time",
+                "optimizer step fused into the backward pass: each gradient is freed as soon as it is applied (full fine-tuning)",
+                "LoRA adapters in the model's dtype",
+            ),
+        ),
+        TrainingStack(
+            "unsloth",
+            "Unsloth",
+            "autocast",
+            2.0,
+            False,
+            False,
+            2.0,
+            False,
+            False,
+            True,
+            False,
+            "Unsloth README and blog (fused chunked cross-entropy, use_gradient_checkpointing='unsloth' offloads the "
+            "checkpointed activations to system RAM, fused RMSNorm/RoPE/SwiGLU kernels)",
+            (
+                "fused chunked cross-entropy: the fp32 logits are never materialised whole",
+                "fused Triton kernels for RMSNorm, RoPE and SwiGLU: no fp32 copies of norm inputs",
+                "gradient checkpointing keeps each layer's input in CPU memory, not on the GPU",
+            ),
+        ),
+        TrainingStack(
+            "litgpt",
+            "LitGPT",
+            "autocast",
+            4.0,
+            True,
+            False,
+            2.0,
+            False,
+            False,
+            False,
+            False,
+            "LitGPT finetune scripts (lm_head_chunk_size=128, chunked_cross_entropy), litgpt/model.py RMSNorm (x.float())",
+            (
+                "chunked cross-entropy over 128-token chunks: bf16 logits and their gradients, fp32 only per chunk",
+                "each RMSNorm keeps an fp32 copy of its input",
+                "LoRA adapters in the model's dtype (bf16-true by default)",
+            ),
+        ),
+        TrainingStack(
+            "deepspeed",
+            "DeepSpeed (ZeRO) with a Hugging Face model",
+            "master",
+            14.0,
+            True,
+            True,
+            4.0,
+            True,
+            False,
+            False,
+            True,
+            "Rajbhandari et al. 2019, ZeRO (arXiv 1910.02054), Sec. 3.1; DeepSpeed contiguous gradient buffers; transformers causal-LM loss",
+            (
+                "mixed precision keeps bf16 parameters and gradients and an fp32 master copy in the optimizer (ZeRO Sec. 3.1)",
+                "gradient buffers are allocated for the whole step",
+                "the Hugging Face model's loss upcasts all logits to fp32",
+            ),
+        ),
+        TrainingStack(
+            "megatron",
+            "Megatron-LM / Megatron Core",
+            "master",
+            6.0,
+            False,
+            False,
+            2.0,
+            False,
+            False,
+            False,
+            True,
+            "Shoeybi et al. 2019 (Megatron-LM); Korthikanti et al. 2022 (arXiv 2205.05198); Megatron fused vocab-parallel cross-entropy and fused layer norm",
+            (
+                "mixed precision keeps bf16 parameters and an fp32 master copy in the optimizer",
+                "fused vocabulary-parallel cross-entropy: bf16 logits and one fp32 copy",
+                "fused layer norms keep no fp32 copies",
+            ),
+        ),
+    )
+}
