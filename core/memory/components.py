@@ -299,9 +299,9 @@ def training_peak(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, 
     if sc.zero_stage == 3:
         # ZeRO-3 / FSDP gather one block's full weights, and prefetch the next, in the base weights' own storage.
         overhead += 2 * arch.largest_layer_params / split * st.layer_bytes_per_param
-    # The largest short-lived buffer: the fp32 copy of the logits for a loss that upcasts them whole, else the
-    # 16-bit logits.
-    loss_buffer = (4.0 if stack.logits_bytes >= 8 else 2.0) * seq * batch * arch.vocab_size / tp
+    # The largest short-lived buffer: the fp32 copy of the logits for a loss that upcasts them whole, else what the
+    # chunked loss holds at a time.
+    loss_buffer = min(4.0, stack.logits_bytes) * seq * batch * arch.vocab_size / tp
     allocator = FRAGMENTATION_FLOOR_BYTES + FRAGMENTATION_OF_LOSS_BUFFER * loss_buffer
     comps = Components(
         weights=np.where(loss_wins, weights + copies, weights),

@@ -16,12 +16,21 @@ from typing import Literal, NamedTuple
 from core.units import BYTES_PER_GIB
 
 # Calibrations on our H100 measurements (data/measurements/h100-2026-11-23.jsonl), Llama-3.1-8B bf16 at batch 1:
-# eager static-cache decode 40.6 ms, compiled 8.6 ms, generate() 61.9 ms per token; the roofline part at 80% of
-# 3.35 TB/s is 6.0 ms. vLLM: 6.44 ms per token at batch 1 on an H100 (vLLM blog ITL fit; tests/data/engine_speeds.csv).
-EAGER_LAYER_OVERHEAD_S = (40.6e-3 - 6.0e-3) / 32
-COMPILED_LAYER_OVERHEAD_S = (8.6e-3 - 6.0e-3) / 32
+# eager static-cache decode 40.6 ms, compiled 8.6 ms, generate() 61.9 ms per token; vLLM: 6.44 ms per token at
+# zero context on an H100 (vLLM blog ITL fit; tests/data/engine_speeds.csv). The roofline part: a decode step reads
+# 15.01 GB of weights (all but the embedding table) at 80% of 3.35 TB/s = 5.60 ms, and with transformers'
+# repeat_kv a 1,024-token cache three times over for 4 query heads per KV head (1 + 2 x 4 = 9 x 134 MB) = 0.45 ms.
+_ROOF_8B_S = 15.01e9 / (3.35e12 * 0.80)
+_KV_1K_EXPANDED_S = 9 * 1024 * 131_072 / (3.35e12 * 0.80)
+EAGER_LAYER_OVERHEAD_S = (40.6e-3 - _ROOF_8B_S - _KV_1K_EXPANDED_S) / 32
+COMPILED_LAYER_OVERHEAD_S = (8.6e-3 - _ROOF_8B_S - _KV_1K_EXPANDED_S) / 32
 GENERATE_LOOP_S = 61.9e-3 - 40.6e-3
-VLLM_LAYER_OVERHEAD_S = (6.44e-3 - 6.0e-3) / 32
+VLLM_LAYER_OVERHEAD_S = (6.44e-3 - _ROOF_8B_S) / 32
+# llama.cpp: 16-bit weights run at about 80% of the bandwidth with no measurable per-layer time (RTX 4090/3090 and
+# L40S, XiongjieDai/GPU-Benchmarks-on-LLM-Inference); k-quant dequantization kernels reach 75% on the 70B models'
+# large matrices but cost time per layer: calibrated on Llama-3-8B Q4_K_M on an H100 PCIe, 145.55 tokens/s
+# (4.62 GB read per token at 75% of 2.0 TB/s = 3.08 ms; the rest over 32 layers).
+LLAMACPP_QUANT_LAYER_OVERHEAD_S = (1 / 145.55 - 4.6174e9 / (2000e9 * 0.75)) / 32
 
 EngineId = Literal["vllm", "sglang", "tensorrt-llm", "llama.cpp", "hf-transformers", "hf-transformers-compiled"]
 
@@ -36,6 +45,7 @@ class ServingEngine(NamedTuple):
     bandwidth_efficiency: float  # fraction of datasheet bandwidth a decode step reaches (16-bit weights)
     dequant_efficiency: float  # the same for integer-quantized weights (dequantized in the kernel)
     layer_overhead_s: float  # per layer and decode step: kernel launches and framework time
+    quant_layer_overhead_s: float  # more per layer for integer-quantized weights (dequantization kernels)
     step_overhead_s: float  # per decode step, whatever the model: the generation loop's own time
     kv_expanded: bool  # grouped-query K/V are copied out to every query head each step (transformers repeat_kv)
     source: str
@@ -55,6 +65,7 @@ ENGINES: dict[str, ServingEngine] = {
             0.80,
             0.55,
             VLLM_LAYER_OVERHEAD_S,
+            0.0,
             0.0,
             False,
             "vLLM docs (gpu_memory_utilization=0.9, chunked prefill max_num_batched_tokens=8192, CUDA graphs); decode step "
@@ -76,6 +87,7 @@ ENGINES: dict[str, ServingEngine] = {
             0.55,
             VLLM_LAYER_OVERHEAD_S,
             0.0,
+            0.0,
             False,
             "SGLang server arguments (mem_fraction_static about 0.88 on 80 GB GPUs, chunked_prefill_size 8192, CUDA graphs); speed as vLLM",
             (
@@ -94,6 +106,7 @@ ENGINES: dict[str, ServingEngine] = {
             0.60,
             10e-6,
             0.0,
+            0.0,
             False,
             "TensorRT-LLM docs (kv_cache_free_gpu_mem_fraction 0.9 of the memory left after the weights, max_num_tokens 8192, "
             "CUDA graphs); fused kernels: slightly more of the bandwidth than vLLM",
@@ -107,12 +120,13 @@ ENGINES: dict[str, ServingEngine] = {
             None,
             0.0,
             0.80,
-            0.55,
-            60e-6,
+            0.75,
+            0.0,
+            LLAMACPP_QUANT_LAYER_OVERHEAD_S,
             0.0,
             False,
             "llama.cpp (n_ctx KV cache allocated at start, n_ubatch 512 micro-batches); XiongjieDai/GPU-Benchmarks-on-LLM-Inference "
-            "(decode of 16-bit and Q4 weights on RTX 4090/3090); launch overhead calibrated on Llama-3-8B Q4_K_M on H100 PCIe, "
+            "(decode of 16-bit and Q4 weights on RTX 4090/3090); k-quant per-layer time calibrated on Llama-3-8B Q4_K_M on H100 PCIe, "
             "145.6 tokens/s",
             (
                 "llama.cpp allocates the KV cache for the whole context (n_ctx) when the model loads",
@@ -129,6 +143,7 @@ ENGINES: dict[str, ServingEngine] = {
             0.80,
             0.55,
             EAGER_LAYER_OVERHEAD_S,
+            0.0,
             GENERATE_LOOP_S,
             True,
             "transformers generate() (whole-prompt prefill, dynamic KV cache, eager kernels); per-layer launch time "
@@ -151,6 +166,7 @@ ENGINES: dict[str, ServingEngine] = {
             0.80,
             0.55,
             COMPILED_LAYER_OVERHEAD_S,
+            0.0,
             0.0,
             True,
             "transformers static cache + torch.compile(mode='reduce-overhead') (CUDA graphs); the per-layer time "

@@ -101,6 +101,8 @@ class MemoryResult(BaseModel):
     engine_reserved_bytes: int | None = None  # what the serving engine takes at start (vLLM gpu_memory_utilization)
     fit_capacity_bytes: int = 0  # what the scenario must fit in: usable memory, or the engine's reservation
     peak_phase: str = ""  # training: when the peak happens, "loss" or "optimizer step"
+    kv_pool_bytes: int | None = None  # engines that pre-allocate: the KV-cache pool per device (vLLM "KV cache size")
+    kv_pool_sequences: float | None = None  # the pool in sequences of seq_len tokens (vLLM "Maximum concurrency")
     # Sentences with their quantities unformatted (core/text.py): pages render them in the reader's units;
     # the CLI's `advice` and `assumptions` are the same sentences in GiB.
     advice_texts: tuple[Text, ...] = Field(default=(), exclude=True)
@@ -201,7 +203,18 @@ def estimate_memory(sc: Scenario) -> MemoryResult:
         engine_reserved_bytes=None if capacity == usable else round(capacity),
         fit_capacity_bytes=round(capacity),
         peak_phase=phase,
+        **_kv_pool(sc, comps, capacity, usable),
     )
+
+
+def _kv_pool(sc: Scenario, comps: Components, capacity: float, usable: float) -> dict[str, Any]:
+    """What an engine that reserves `capacity` at start has left for KV-cache blocks once the weights, the profiled
+    prefill working set and the runtime are in, per device; and how many sequences of seq_len tokens that holds."""
+    if sc.mode != "inference" or capacity == usable:
+        return {}
+    pool = max(0.0, capacity - float(comps.weights + comps.activations + comps.overhead))
+    per_sequence = float(comps.kv_cache) / sc.batch_size
+    return {"kv_pool_bytes": round(pool), "kv_pool_sequences": pool / per_sequence if per_sequence > 0 else None}
 
 
 def devices_needed_by_accelerator(sc: Scenario, accelerator_ids: list[str]) -> dict[str, LayoutResult | None]:

@@ -98,7 +98,7 @@ STACKS: dict[str, TrainingStack] = {
             "unsloth",
             "Unsloth",
             "autocast",
-            2.0,
+            0.25,
             False,
             False,
             2.0,
@@ -109,7 +109,8 @@ STACKS: dict[str, TrainingStack] = {
             "Unsloth README and blog (fused chunked cross-entropy, use_gradient_checkpointing='unsloth' offloads the "
             "checkpointed activations to system RAM, fused RMSNorm/RoPE/SwiGLU kernels)",
             (
-                "fused chunked cross-entropy: the fp32 logits are never materialised whole",
+                "fused linear cross-entropy: the logits are computed and consumed in chunks, never materialised whole "
+                "(about 0.25 bytes per token and vocabulary entry at a time)",
                 "fused Triton kernels for RMSNorm, RoPE and SwiGLU: no fp32 copies of norm inputs",
                 "gradient checkpointing keeps each layer's input in CPU memory, not on the GPU",
             ),

@@ -60,9 +60,12 @@ def bandwidth_efficiency(weights_format: str, engine: str = "vllm") -> float:
     return e.bandwidth_efficiency if weights_format in NATIVE_FORMATS else e.dequant_efficiency
 
 
-def memory_bound_tokens_per_s(read_bytes: float, acc: Accelerator, weights_format: str) -> float:
-    """Batch-1 decode ceiling when a step reads `read_bytes` (e.g. a published file size)."""
-    return acc.memory_bandwidth_bytes_per_s * bandwidth_efficiency(weights_format) / read_bytes
+def memory_bound_tokens_per_s(read_bytes: float, acc: Accelerator, weights_format: str, engine: str = "vllm", layers: int = 0) -> float:
+    """Batch-1 decode speed when a step reads `read_bytes` (e.g. a published file size): the bandwidth time at the
+    engine's efficiency plus its per-layer time."""
+    e = ENGINES[engine]
+    per_layer = e.layer_overhead_s + (0.0 if weights_format in NATIVE_FORMATS else e.quant_layer_overhead_s)
+    return 1.0 / (read_bytes / (acc.memory_bandwidth_bytes_per_s * bandwidth_efficiency(weights_format, engine)) + layers * per_layer + e.step_overhead_s)
 
 
 def split_context(seq_len: int, prompt_tokens: int | None = None, output_tokens: int | None = None) -> tuple[int, int]:
@@ -111,7 +114,8 @@ class _Roof:
         self.bytes_per_s = acc.memory_bandwidth_bytes_per_s * self.bw_eff
         self.kv_share = kv_share(self.arch, self.tp)
         # Kernel launches and framework time per step: per layer of this device's pipeline stage.
-        self.step_overhead_s = self.engine.layer_overhead_s * math.ceil(self.arch.num_layers / self.pp) + self.engine.step_overhead_s
+        per_layer = self.engine.layer_overhead_s + (0.0 if sc.weights_format in NATIVE_FORMATS else self.engine.quant_layer_overhead_s)
+        self.step_overhead_s = per_layer * math.ceil(self.arch.num_layers / self.pp) + self.engine.step_overhead_s
         # transformers' repeat_kv copies grouped-query K/V out to every query head each step: the cache is read, its
         # expanded copy written and read again.
         groups = 1 if self.arch.is_mla else self.arch.num_heads / self.arch.num_kv_heads
