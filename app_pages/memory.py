@@ -11,6 +11,8 @@ from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import COMPONENT_LABELS, PLOTLY_CONFIG, Units, frozen
 from app_pages.shared.text import plain, say
 from core.catalog.accelerators import get_accelerator
+from core.memory.engines import ENGINES
+from core.memory.stacks import STACKS
 
 sc, values, units = page_header("Memory", "How much accelerator memory the scenario needs per device, and where it fits.")
 KEY = sc.model_dump_json()
@@ -33,6 +35,27 @@ cols[3].metric("Largest batch that fits", f"{result.max_batch_size:,}" if result
 cols[4].metric("Longest context that fits", f"{result.max_seq_len:,}" if result.max_seq_len else "none", help=f"tokens, at batch {sc.batch_size}, on {own}")
 if result.layout_note is not None:
     st.caption(say(result.layout_note, units.name))
+
+# What decides the fit: PyTorch's live tensors, the pool its allocator keeps, and what nvidia-smi shows (or the
+# engine's start-up reservation), with the software that shapes them.
+software = STACKS[sc.training_stack] if sc.mode == "training" else ENGINES[sc.serving_engine]
+with st.container(border=True):
+    fit_cols = st.columns(4)
+    if sc.mode == "training" or software.preallocate_fraction is None:  # type: ignore[union-attr]
+        fit_cols[0].metric("Live tensors at the peak", units(result.allocated_peak_bytes), help="torch.cuda.max_memory_allocated()")
+        fit_cols[1].metric("PyTorch's reserved pool", units(result.reserved_peak_bytes), help="torch.cuda.max_memory_reserved(): live tensors + freed blocks kept")
+        fit_cols[2].metric("What nvidia-smi shows", units(m.total), help="the reserved pool + CUDA context and libraries: the number a fit is decided on")
+        phases = {"loss": "the loss step", "recomputation of a checkpointed block": "a recomputed block", "optimizer step": "the optimizer step"}
+        phase = phases.get(result.peak_phase, "the forward pass")
+        fit_cols[3].metric("Peak happens at", phase if sc.mode == "training" else "the prefill")
+    else:
+        fit_cols[0].metric("Engine reserves at start", units(result.engine_reserved_bytes or 0), help="gpu_memory_utilization x device memory: taken whatever the load")
+        fit_cols[1].metric("Of it, KV-cache pool", units(result.kv_pool_bytes or 0), help="what is left for KV blocks after weights, runtime and the profiled prefill")
+        fit_cols[2].metric("Sequences the pool holds", f"{result.kv_pool_sequences or 0:,.2f}", help=f"of {sc.seq_len:,} tokens each (vLLM's 'Maximum concurrency')")
+        fit_cols[3].metric("Needed for this batch", units(m.total), help="weights + KV cache + working memory + runtime")
+    label = "Training stack" if sc.mode == "training" else "Serving engine"
+    st.markdown(f"**{label}: {plain(software.label)}** (change it in the sidebar). " + " · ".join(plain(n) for n in software.notes[:3]))
+    st.caption("Source: " + plain(software.source))
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -81,6 +104,11 @@ st.table(
         ]
     ).set_index("Component")
 )
+with st.expander(f"What the {label.lower()} changes, and where each effect comes from", expanded=False):
+    st.markdown(f"**{plain(software.label)}**")
+    for note in software.notes:
+        st.markdown("- " + plain(note))
+    st.caption("Source: " + plain(software.source))
 with st.expander("Parameters, assumptions and the model's shape"):
     arch = sc.architecture
     st.markdown(

@@ -123,3 +123,37 @@ def test_invalid_combination_is_explained():
     at = run_app(params={"mode": "training", "offload": "optimizer"})  # offload without ZeRO
     no_exception(at)
     assert any("zero_stage" in w.value for w in at.warning)
+
+
+@pytest.mark.parametrize(
+    ("params", "scenario", "label"),
+    [
+        (
+            {"mode": "training", "method": "qlora", "stack": "unsloth", "prec": "bf16-true", "gc": "true"},
+            {"mode": "training", "method": "qlora", "training_stack": "unsloth", "precision": "bf16-true", "gradient_checkpointing": True},
+            "Training stack: Unsloth",
+        ),
+        (
+            {"mode": "training", "stack": "torchtune", "ga": "8"},
+            {"mode": "training", "training_stack": "torchtune", "gradient_accumulation_steps": 8},
+            "Training stack: torchtune",
+        ),
+        (
+            {"engine": "llama.cpp", "fmt": "gguf-q4_k_m", "out": "256"},
+            {"serving_engine": "llama.cpp", "weights_format": "gguf-q4_k_m", "output_tokens": 256},
+            "Serving engine: llama.cpp",
+        ),
+        ({"engine": "vllm", "gmu": "70"}, {"serving_engine": "vllm", "gpu_memory_utilization": 0.7}, "Serving engine: vLLM"),
+    ],
+)
+def test_stack_and_engine_are_shown_and_drive_the_numbers(params, scenario, label):
+    """Issue #10: the Memory page shows the software choice, its effects and source, and the numbers follow it."""
+    at = run_app(params=params)
+    no_exception(at)
+    assert shown_total(at) == core_total(model="llama-3.1-8b", seq_len=4096, **scenario)
+    text = " ".join(m.value for m in at.markdown).replace("\\", "")  # escaped for Markdown: llama\\.cpp
+    assert label in text
+    assert any(c.value.startswith("Source:") for c in at.caption)
+    if "gmu" in params:
+        res = estimate(Scenario(model="llama-3.1-8b", seq_len=4096, **scenario))
+        assert metric(at, "Of it, KV-cache pool") == Units("GiB")(res.kv_pool_bytes)
