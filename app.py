@@ -25,6 +25,7 @@ st.set_page_config(page_title="LLM GPU Planner", page_icon=":material/memory:", 
 
 PAGES = {
     "home": st.Page("app_pages/home.py", title="Home", url_path="home", default=True, visibility="hidden"),
+    "plan": st.Page("app_pages/plan.py", title="Plan", icon=":material/route:", url_path="plan"),
     "memory": st.Page("app_pages/memory.py", title="Memory", icon=":material/memory:", url_path="memory"),
     "training": st.Page("app_pages/training.py", title="Training", icon=":material/model_training:", url_path="training"),
     "inference": st.Page("app_pages/inference.py", title="Inference", icon=":material/bolt:", url_path="inference"),

@@ -77,6 +77,9 @@ st.dataframe(
                 "Training hours": None if r.training is None else round(r.training.wall_hours, 1),
                 "Tokens/s per user": None if r.inference is None else round(r.inference.decode_tokens_per_s, 1),
                 "Tokens/s, all users": None if r.inference is None else round(r.inference.aggregate_tokens_per_s),
+                "Serving USD / M output tokens (full load)": None
+                if r.inference is None or r.inference.usd_per_million_tokens is None
+                else round(r.inference.usd_per_million_tokens, 3),
             }
             for i, (name, s, r) in enumerate(results)
         ]

@@ -1,8 +1,11 @@
-"""The bare root: a link with scenario parameters is a Memory link (links shared before the Plan page opened at the
-root), so it opens Memory with every parameter kept."""
+"""The bare root opens the Plan page. A root link with parameters is a Memory link (links shared before the Plan page
+existed opened Memory at the root), so it opens Memory with every parameter kept, even ones the link got wrong
+(their warnings show there)."""
 
 import streamlit as st
 
-from app_pages.shared.state import link_query
+from app_pages.shared.state import OPENED_WITH_PARAMS, link_query
 
-st.switch_page("app_pages/memory.py", query_params=link_query())
+query = link_query()
+memory = bool(query) or st.session_state.get(OPENED_WITH_PARAMS, False)
+st.switch_page("app_pages/memory.py" if memory else "app_pages/plan.py", query_params=query)

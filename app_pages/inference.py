@@ -32,9 +32,10 @@ c[1].metric("Tokens/s per user", f"{inf.decode_tokens_per_s:,.1f}", help=f"decod
 c[2].metric("Tokens/s, all users", f"{inf.aggregate_tokens_per_s:,.0f}", help="decode tokens per second summed over the batch")
 c[3].metric("Most concurrent sequences", f"{inf.max_concurrent_sequences:,}", help=f"at {sc.seq_len:,} tokens each, on {inf.devices_per_replica} device(s)")
 c[4].metric(
-    "USD per million output tokens",
+    f"USD / M output tokens, busy at batch {inf.batch_size}",
     "—" if inf.usd_per_million_tokens is None else f"${inf.usd_per_million_tokens:,.2f}",
-    help=inf.price_instance or "no catalog price for this accelerator",
+    help=(inf.price_instance or "no catalog price for this accelerator")
+    + f": the replica kept 100% busy at batch {inf.batch_size}, every hour of the month (a floor; the traffic bill is below)",
 )
 if result.layout_needed is None:
     st.error(md("{model} does not fit on any layout of {acc} at these settings: no speeds to show.", model=sc.architecture.name, acc=acc.name))
@@ -103,7 +104,11 @@ if plan:
         help=f"{plan.provider} {plan.instance_type}, {plan.instances} instance(s), 730 h per month",
     )
     m[2].metric("Utilisation", f"{plan.utilisation:.0%}", help="average load on the fleet for this traffic")
-    m[3].metric("USD per million output tokens", "—" if plan.usd_per_million_output_tokens is None else f"${plan.usd_per_million_output_tokens:,.2f}")
+    m[3].metric(
+        f"USD / M output tokens at {plan.utilisation:.0%} load",
+        "—" if plan.usd_per_million_output_tokens is None else f"${plan.usd_per_million_output_tokens:,.2f}",
+        help=f"the monthly bill over this traffic's output tokens: batch {plan.batch_size}, {plan.utilisation:.0%} average utilisation, idle capacity included",
+    )
 
 a = st.columns(2)
 api_in = page_widget("api_in", a[0])

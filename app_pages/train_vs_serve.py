@@ -22,94 +22,104 @@ if train_sc is None or serve_sc is None:
 if not sc.train_tokens:
     st.caption("No training-token count set: the training bill assumes **1 billion tokens** (sidebar: *Training run*).")
 
-st.subheader("One-off training bill vs monthly serving bill")
-traffic, months = traffic_inputs("months")
-if traffic is None:
-    st.stop()
-training = estimate(train_sc).training
-try:
-    plan = serving_plan(serve_sc, traffic, max_utilisation=values.get("util", 70.0) / 100)
-except ValueError:
-    plan = None
-if training is None or training.cost_usd is None or plan is None or plan.usd_per_month is None:
-    st.warning(md("No catalog price for {acc}: pick a priced accelerator to compare bills.", acc=acc.name))
-    st.stop()
-a = st.columns(2)
-api_in = page_widget("api_in", a[0])
-api_out = page_widget("api_out", a[1])
-alternative = None
-if api_in or api_out:
-    alternative = dedicated_vs_per_token(plan, traffic, api_in, api_out).per_token_usd_per_month
-be = train_vs_serve(training.cost_usd, plan.usd_per_month, alternative, months=months)
 
-m = st.columns(4)
-m[0].metric("Training run (one-off)", f"${training.cost_usd:,.0f}", help=f"{training.devices} x {acc.name}, {training.wall_hours:,.1f} h; {training.price_instance}")
-m[1].metric("Serving (per month)", f"${plan.usd_per_month:,.0f}", help=f"{plan.replicas} replica(s) on {plan.provider} {plan.instance_type}")
-m[2].metric("Training = months of serving", f"{be.months_of_serving_per_one_off:,.1f}")
-m[3].metric(
-    "Break-even vs per-token API",
-    "—" if be.break_even_month is None else f"month {be.break_even_month}",
-    help="set API prices on the Inference page to compare" if alternative is None else "when owning the model beats paying per token",
-)
+def bills() -> int:
+    """The training bill next to the serving bill; returns the training layout's device count (0 when unpriced)."""
+    st.subheader("One-off training bill vs monthly serving bill")
+    traffic, months = traffic_inputs("months")
+    if traffic is None:
+        return 1
+    training = estimate(train_sc).training
+    try:
+        plan = serving_plan(serve_sc, traffic, max_utilisation=values.get("util", 70.0) / 100)
+    except ValueError:
+        plan = None
+    if training is None or training.cost_usd is None or plan is None or plan.usd_per_month is None:
+        st.warning(md("No catalog price for {acc}: pick a priced accelerator to compare bills.", acc=acc.name))
+        return training.devices if training is not None else 1
+    a = st.columns(2)
+    api_in = page_widget("api_in", a[0])
+    api_out = page_widget("api_out", a[1])
+    alternative = None
+    if api_in or api_out:
+        alternative = dedicated_vs_per_token(plan, traffic, api_in, api_out).per_token_usd_per_month
+    be = train_vs_serve(training.cost_usd, plan.usd_per_month, alternative, months=months)
 
-fig = go.Figure()
-xs = list(range(len(be.cumulative_usd)))
-fig.add_scatter(x=xs, y=be.cumulative_usd, name="Train once + serve on own instances", mode="lines", line={"width": 3})
-if be.cumulative_alternative_usd:
-    fig.add_scatter(x=xs, y=be.cumulative_alternative_usd, name="Per-token API", mode="lines", line={"dash": "dash", "width": 3})
-if be.break_even_month is not None:
-    fig.add_vline(x=be.break_even_month, line={"color": "#54A24B"}, annotation_text=f"break-even: month {be.break_even_month}")
-fig.update_layout(xaxis_title="Months", yaxis_title="Cumulative cost (USD)")
-left, right = st.columns([2, 1])
-left.plotly_chart(layout(fig, "Cumulative cost: the training bill is paid once, serving every month", height=420), config=PLOTLY_CONFIG, key="chart_be")
-bars = go.Figure()
-bars.add_bar(
-    x=["Training (one-off)", f"Serving ({months} months)"],
-    y=[training.cost_usd, plan.usd_per_month * months],
-    marker_color=["#F58518", "#4C78A8"],
-    text=[f"${training.cost_usd:,.0f}", f"${plan.usd_per_month * months:,.0f}"],
-    textposition="outside",
-)
-bars.update_layout(yaxis_title="USD", showlegend=False)
-right.plotly_chart(layout(bars, f"Over {months} months", height=420), config=PLOTLY_CONFIG, key="chart_bills")
-if alternative is None:
-    st.caption("Type per-token API prices above to see when training and hosting your own model beats paying per token.")
+    m = st.columns(4)
+    m[0].metric("Training run (one-off)", f"${training.cost_usd:,.0f}", help=f"{training.devices} x {acc.name}, {training.wall_hours:,.1f} h; {training.price_instance}")
+    m[1].metric("Serving (per month)", f"${plan.usd_per_month:,.0f}", help=f"{plan.replicas} replica(s) on {plan.provider} {plan.instance_type}")
+    m[2].metric("Training = months of serving", f"{be.months_of_serving_per_one_off:,.1f}")
+    m[3].metric(
+        "Break-even vs per-token API",
+        "—" if be.break_even_month is None else f"month {be.break_even_month}",
+        help="set API prices on the Inference page to compare" if alternative is None else "when owning the model beats paying per token",
+    )
 
+    fig = go.Figure()
+    xs = list(range(len(be.cumulative_usd)))
+    fig.add_scatter(x=xs, y=be.cumulative_usd, name="Train once + serve on own instances", mode="lines", line={"width": 3})
+    if be.cumulative_alternative_usd:
+        fig.add_scatter(x=xs, y=be.cumulative_alternative_usd, name="Per-token API", mode="lines", line={"dash": "dash", "width": 3})
+    if be.break_even_month is not None:
+        fig.add_vline(x=be.break_even_month, line={"color": "#54A24B"}, annotation_text=f"break-even: month {be.break_even_month}")
+    fig.update_layout(xaxis_title="Months", yaxis_title="Cumulative cost (USD)")
+    left, right = st.columns([2, 1])
+    left.plotly_chart(layout(fig, "Cumulative cost: the training bill is paid once, serving every month", height=420), config=PLOTLY_CONFIG, key="chart_be")
+    bars = go.Figure()
+    bars.add_bar(
+        x=["Training (one-off)", f"Serving ({months} months)"],
+        y=[training.cost_usd, plan.usd_per_month * months],
+        marker_color=["#F58518", "#4C78A8"],
+        text=[f"${training.cost_usd:,.0f}", f"${plan.usd_per_month * months:,.0f}"],
+        textposition="outside",
+    )
+    bars.update_layout(yaxis_title="USD", showlegend=False)
+    right.plotly_chart(layout(bars, f"Over {months} months", height=420), config=PLOTLY_CONFIG, key="chart_bills")
+    if alternative is None:
+        st.caption("Type per-token API prices above to see when training and hosting your own model beats paying per token.")
+    return training.devices
+
+
+training_devices = bills()
 st.subheader(md("Buy vs rent: {acc}", acc=acc.name))
-b = st.columns(4)
+b = st.columns(5)
 kwh = page_widget("kwh", b[0])
 busy = page_widget("busy", b[1])
-buy_usd = page_widget("buy_usd", b[2])
-devices = max(1, training.devices)
-b[3].metric("Devices", f"{devices}", help="the training layout's device count")
+pue = page_widget("pue", b[2])
+buy_usd = page_widget("buy_usd", b[3])
+devices = max(1, training_devices)
+b[4].metric("Devices", f"{devices}", help="the training layout's device count")
 try:
-    bvr = buy_vs_rent(acc.id, usd_per_kwh=kwh, utilisation=busy / 100, devices=devices, purchase_usd_per_device=buy_usd or None)
-except ValueError:
-    st.info(
-        md("The catalog has no purchase price (or power draw) for {acc}: type a purchase price per device above to compare owning with renting.", acc=acc.name),
-        icon=":material/info:",
+    bvr = buy_vs_rent(acc.id, usd_per_kwh=kwh, utilisation=busy / 100, devices=devices, purchase_usd_per_device=buy_usd or None, pue=pue)
+except ValueError as exc:
+    st.info(md("No buy-vs-rent answer for {acc} yet: {why}. Type a purchase price per device above.", acc=acc.name, why=str(exc)), icon=":material/info:")
+    bvr = None
+if bvr is not None:
+    r = st.columns(4)
+    r[0].metric("Own: per year", f"${bvr.own_usd_per_year:,.0f}", help=f"purchase ${bvr.purchase_usd:,.0f} over {bvr.amortisation_years:g} years + power")
+    r[1].metric("Rent: per year", f"${bvr.rent_usd_per_year:,.0f}", help=f"at {busy:g}% utilisation")
+    r[2].metric(
+        "Break-even utilisation",
+        "—" if bvr.break_even_utilisation is None else f"{bvr.break_even_utilisation:.0%}",
+        help="above this share of hours in use, owning is cheaper",
     )
-    st.stop()
-r = st.columns(4)
-r[0].metric(
-    "Own: per year", f"${bvr.own_usd_per_year:,.0f}", help=f"purchase ${bvr.purchase_usd:,.0f} over {bvr.amortisation_years:g} years + power ({bvr.purchase_basis})"
-)
-r[1].metric("Rent: per year", f"${bvr.rent_usd_per_year:,.0f}", help=f"at {busy:g}% utilisation; {bvr.rent_basis}")
-r[2].metric("Cheaper", bvr.cheaper.capitalize())
-r[3].metric(
-    "Break-even utilisation",
-    "—" if bvr.break_even_utilisation is None else f"{bvr.break_even_utilisation:.0%}",
-    help="above this share of hours in use, owning is cheaper",
-)
-us = [u / 100 for u in range(5, 101, 5)]
-own = [bvr.own_usd_per_year] * len(us)
-rent = [bvr.rent_usd_per_year / (busy / 100) * u for u in us]
-bf = go.Figure()
-bf.add_scatter(x=[u * 100 for u in us], y=own, name="Own (amortised purchase + power)", mode="lines")
-bf.add_scatter(x=[u * 100 for u in us], y=rent, name="Rent (cloud hours)", mode="lines")
-bf.update_layout(xaxis_title="Utilisation (% of hours in use)", yaxis_title="USD per year")
-st.plotly_chart(layout(bf, "Owning vs renting as utilisation grows", height=380), config=PLOTLY_CONFIG, key="chart_bvr")
-st.caption(
-    "Owning: the purchase price spread over the amortisation period plus electricity at TDP while busy (PUE 1.0). "
-    "Renting: the catalog's cheapest on-demand price per device-hour, paid only while busy."
-)
+    r[3].metric(
+        "Pays for itself after",
+        "never" if bvr.payback_months is None else f"{bvr.payback_months:,.0f} months",
+        help="the purchase / what each month of renting at this utilisation would cost beyond the electricity",
+    )
+    st.caption(md("Bought: {p}. Rented: {r}. {c} is cheaper at {u}% utilisation.", p=bvr.purchase_basis, r=bvr.rent_basis, c=bvr.cheaper.capitalize(), u=f"{busy:g}"))
+if bvr is not None:
+    us = [u / 100 for u in range(5, 101, 5)]
+    own = [bvr.own_usd_per_year] * len(us)
+    rent = [bvr.rent_usd_per_year / (busy / 100) * u for u in us]
+    bf = go.Figure()
+    bf.add_scatter(x=[u * 100 for u in us], y=own, name="Own (amortised purchase + power)", mode="lines")
+    bf.add_scatter(x=[u * 100 for u in us], y=rent, name="Rent (cloud hours)", mode="lines")
+    bf.update_layout(xaxis_title="Utilisation (% of hours in use)", yaxis_title="USD per year")
+    st.plotly_chart(layout(bf, "Owning vs renting as utilisation grows", height=380), config=PLOTLY_CONFIG, key="chart_bvr")
+    st.caption(
+        f"Owning: the purchase price spread over {bvr.amortisation_years:g} years plus electricity at the rated power while busy, "
+        f"times the PUE ({pue:g}: cooling and power delivery). Renting: cloud device-hours, paid only while busy. "
+        "Purchase prices: data/purchase_prices.csv (dated, sourced); idle power, space, staff and resale are left out."
+    )

@@ -1,4 +1,4 @@
-"""python -m core estimate FILE | models | accelerators | prices | schema
+"""python -m core estimate FILE | plan FILE | models | accelerators | prices | schema
 
 A contract: scenarios written today keep working. Bad input exits 2 with one
 line naming the field and the problem, never a traceback."""
@@ -22,11 +22,11 @@ class InputError(Exception):
     pass
 
 
-def describe_validation_error(exc: ValidationError, prefix: str = "") -> str:
+def describe_validation_error(exc: ValidationError, prefix: str = "", what: str = "scenario") -> str:
     """One line: the field and the problem of the first error."""
     err = exc.errors()[0]
     loc = [str(p) for p in err["loc"] if str(p) not in MODEL_SPEC_TAGS]
-    field = ".".join(loc) or "scenario"
+    field = ".".join(loc) or what
     msg = err["msg"].removeprefix("Value error, ")
     count = len(exc.errors())
     more = f" (and {count - 1} more problem{'s' * (count > 2)})" if count > 1 else ""
@@ -56,21 +56,34 @@ def _estimate(path: str) -> Any:
     from core.estimate import estimate
 
     data = _read_json(path)
+    results = [estimate(sc).model_dump(mode="json") for _, sc in _validated(data, Scenario, "scenario")]
+    return results if isinstance(data, list) else results[0]
+
+
+def _validated(data: Any, model: Any, what: str) -> list[tuple[str, Any]]:
+    """(prefix, validated object) for one JSON object or each of a list; InputError names the item and field."""
     items = data if isinstance(data, list) else [data]
     if not items:
-        raise InputError("the scenario list is empty")
-    results = []
+        raise InputError(f"the {what} list is empty")
+    out = []
     for i, item in enumerate(items):
-        prefix = f"scenario {i}: " if isinstance(data, list) else ""
+        prefix = f"{what} {i}: " if isinstance(data, list) else ""
         if not isinstance(item, dict):
-            raise InputError(f"{prefix}a scenario must be a JSON object")
+            raise InputError(f"{prefix}a {what} must be a JSON object")
         try:
-            sc = Scenario.model_validate(item)
+            out.append((prefix, model.model_validate(item)))
         except ValidationError as exc:
-            raise InputError(describe_validation_error(exc, prefix)) from None
+            raise InputError(describe_validation_error(exc, prefix, what)) from None
         except (ValueError, TypeError, RecursionError) as exc:
             raise InputError(f"{prefix}{exc}") from None
-        results.append(estimate(sc).model_dump(mode="json"))
+    return out
+
+
+def _plan(path: str) -> Any:
+    from core.plan import Goal, plan
+
+    data = _read_json(path)
+    results = [plan(goal).model_dump(mode="json") for _, goal in _validated(data, Goal, "goal")]
     return results if isinstance(data, list) else results[0]
 
 
@@ -109,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     est = sub.add_parser("estimate", help="estimate one scenario or a list (JSON file, - for stdin)")
     est.add_argument("file")
+    pl = sub.add_parser("plan", help="the cheapest and fastest plans for a goal or a list of goals (JSON file, - for stdin)")
+    pl.add_argument("file")
     for name in ("models", "accelerators", "prices", "schema"):
         sub.add_parser(name)
     try:
@@ -118,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "estimate":
             out = _estimate(args.file)
+        elif args.command == "plan":
+            out = _plan(args.file)
         elif args.command == "models":
             out = _models()
         elif args.command == "accelerators":

@@ -51,7 +51,7 @@ class Field:
     hi: float | None = None
     help: str = ""
     labels: dict = field(default_factory=dict)
-    widget: Widget = "select"
+    widget: Widget = "select"  # an "int" field with options and widget "slider": stops, any whole number in [lo, hi]
     section: str = "page"  # sidebar section, or "page" for inputs drawn by a page
     scenario: str | None = None  # the Scenario field it feeds
     scale: float = 1.0  # scenario value = widget value x scale
@@ -91,7 +91,15 @@ class Field:
         return str(value)
 
     def fmt(self, value: Any) -> str:
-        return self.labels.get(value, str(value))
+        if value in self.labels:
+            return self.labels[value]
+        return f"{value:,}" if self.kind == "int" and isinstance(value, int) else str(value)
+
+    def stops(self, value: Any) -> list[Any]:
+        """A slider's stops: its options, plus the current value when a whole-number field holds one between them."""
+        if self.kind == "int" and value not in self.options:
+            return sorted({*self.options, value})
+        return list(self.options)
 
     def to_scenario(self, value: Any) -> Any:
         if self.zero_is_unset and not value:
@@ -106,7 +114,7 @@ class Field:
             return self.default
         if self.scale != 1.0:
             value = value / self.scale
-        if self.widget == "slider" and self.options:
+        if self.widget == "slider" and self.options and self.kind == "choice":
             return min(self.options, key=lambda o: abs(o - value))
         return value
 
@@ -183,13 +191,15 @@ def fields() -> dict[str, Field]:
         Field(
             "seq",
             "Sequence length / context (tokens)",
-            "choice",
+            "int",
             4096,
             SEQ_OPTIONS,
+            lo=1,
+            hi=2_097_152,
             widget="slider",
             section="workload",
             scenario="seq_len",
-            labels={v: f"{v:,}" for v in SEQ_OPTIONS},
+            help="Slide between powers of two; a link or a loaded plan can set any length (e.g. 1,300 = 1,000 in + 300 out)",
         ),
         Field(
             "method",
@@ -407,6 +417,34 @@ def fields() -> dict[str, Field]:
         Field("kwh", "Electricity (USD per kWh)", "float", 0.15, lo=0.0, hi=5.0, widget="number"),
         Field("busy", "Utilisation of owned hardware (%)", "float", 60.0, lo=1.0, hi=100.0, widget="number"),
         Field("buy_usd", "Purchase price per device (USD, 0 = catalog)", "float", 0.0, lo=0.0, hi=10_000_000.0, widget="number"),
+        Field(
+            "pue",
+            "PUE (facility power / IT power)",
+            "float",
+            1.58,
+            lo=1.0,
+            hi=5.0,
+            widget="number",
+            help="cooling and power delivery on top of the servers: 1.58 is the industry average (Uptime Institute, 2023), 1.1 a hyperscaler",
+        ),
+        # --- the Plan page's goal (core/plan/goal.py) ------------------------------------------------------------
+        Field(
+            "goal",
+            "Goal",
+            "choice",
+            "fine-tune",
+            ("fine-tune", "pretrain", "serve"),
+            widget="segmented",
+            labels={"fine-tune": "Fine-tune", "pretrain": "Pretrain", "serve": "Serve"},
+        ),
+        Field("ptok", "Dataset (million tokens per epoch)", "float", 20.0, lo=0.001, hi=1e10, widget="number", help="examples x tokens per example"),
+        Field("epochs", "Epochs", "float", 1.0, lo=0.01, hi=1_000.0, widget="number"),
+        Field("pseq", "Tokens per example", "choice", 2048, SEQ_OPTIONS[:10], labels={v: f"{v:,}" for v in SEQ_OPTIONS}, help="the packed sequence length"),
+        Field("peak", "Busiest hour / average", "float", 2.0, lo=1.0, hi=100.0, widget="number", help="replicas are sized for the busiest hour"),
+        Field("ttft", "Time to first token at most (s)", "float", 2.0, lo=0.01, hi=600.0, widget="number"),
+        Field("tps", "Tokens/s each user sees at least", "float", 20.0, lo=0.1, hi=10_000.0, widget="number"),
+        Field("deadline", "Deadline (hours, 0 = none)", "float", 0.0, lo=0.0, hi=1e6, widget="number"),
+        Field("budget", "Budget (USD, 0 = none; serving: per month)", "float", 0.0, lo=0.0, hi=1e12, widget="number"),
     ]
     return {f.key: f for f in rows}
 

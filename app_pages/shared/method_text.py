@@ -63,4 +63,30 @@ use about 75% of unified memory by default).
 up to 8 then pipeline stages, or ZeRO-3 — whichever needs the fewest devices.
 """,
     ),
+    (
+        "The planner (Plan page, python -m core plan)",
+        r"""
+The planner searches, for a goal, every **method** (full fine-tune in mixed bf16, LoRA and QLoRA at rank 16 on all linear
+layers), **gradient checkpointing** on and off, **one device, data parallelism, ZeRO-3/FSDP** over 2-1,024 ranks and
+tensor parallelism inside an instance with pipeline stages across (only as much model parallelism as memory needs), the
+**largest micro-batch that fits**, every **accelerator** and **instance size** in the price catalog, on-demand or spot.
+Serving: bf16, FP8 (where the part supports it) and 4-bit AWQ weights (GGUF for llama.cpp), tensor parallel 1-8, and the
+largest batch that keeps the time to first token and each user's tokens/s within the targets.
+
+- **Only plans that fit**, sized with the same memory model as the Memory page.
+- **A plan pays for what it rents**: whole instances, 730 hours a month for serving; devices a rented instance leaves
+  unused become data-parallel ranks or replicas where the global batch or the traffic has work for them, else they are
+  shown as idle. A job spans several instances only when they are whole nodes (8 GPUs) with a cluster network.
+- **Communication-aware time**: tensor-parallel all-reduces, the pipeline bubble, the exposed data-parallel gradient
+  all-reduce and ZeRO-3's weight all-gathers over the part's interconnect; each plan shows its scaling efficiency and a
+  plan below 50% is never called cheapest or fastest while another is not. Each instance is also billed for a
+  start-up time (15 minutes by default: start, load, last checkpoint).
+- **Global batch**: 64 sequences for fine-tuning; for pretraining by model size as GPT-3 (Brown et al. 2020, Table 2.1)
+  and Llama (4M tokens); more data-parallel ranks than it has sequences cannot help.
+- **Fastest** is the cheapest of the plans within 5% of the shortest time. **Serving replicas** are sized for the
+  busiest hour (peak-to-average factor); the bill in USD per million tokens counts the month's real tokens at that
+  traffic, idle capacity included.
+- CPU offload is not planned (its time cost is not modelled); set it on the Memory page.
+""",
+    ),
 ]

@@ -28,7 +28,7 @@ def widget(f: Field, container: Any = st) -> Any:
         step = {"step": 1} if f.kind == "int" else {}
         return container.number_input(f.label, min_value=cast(f.lo), max_value=cast(f.hi), **step, **common)
     if f.widget == "slider":
-        return container.select_slider(f.label, options=list(f.options), format_func=f.fmt, **common)
+        return container.select_slider(f.label, options=f.stops(st.session_state[f.key]), format_func=f.fmt, **common)
     if f.widget == "segmented":
         return container.segmented_control(f.label, options=list(f.options), format_func=f.fmt, required=True, **common)
     return container.selectbox(f.label, options=list(f.options), format_func=f.fmt, **common)

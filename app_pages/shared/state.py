@@ -66,6 +66,9 @@ def keep_across_pages() -> None:
             st.session_state[key] = st.session_state[key]
 
 
+OPENED_WITH_PARAMS = "_opened_with_params"
+
+
 def load_link_once() -> list[str]:
     """At a session's first run, take every input from the URL; return what the link got wrong."""
     if st.session_state.get("_url_loaded"):
@@ -73,6 +76,7 @@ def load_link_once() -> list[str]:
     st.session_state["_url_loaded"] = True
     table = fields()
     query = {k: st.query_params[k] for k in st.query_params}
+    st.session_state[OPENED_WITH_PARAMS] = bool(query)  # the root router's choice (app_pages/home.py)
     for key, raw in query.items():
         if key in table:
             try:

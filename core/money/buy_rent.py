@@ -15,7 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import get_accelerator
-from core.catalog.prices import PriceRow
+from core.catalog.prices import PriceRow, load_prices
+from core.catalog.purchases import default_purchase
 from core.money.pricing import rows_for
 
 _OUT = ConfigDict(frozen=True)
@@ -45,6 +46,26 @@ class BuyVsRent(BaseModel):
     payback_months: float | None  # at this utilisation: purchase / monthly (rent - electricity)
 
 
+def _cheapest_rental(accelerator_id: str, rows: tuple[PriceRow, ...] | None) -> tuple[PriceRow | None, str]:
+    """The cheapest on-demand device-hour of this part; for a part no cloud rents (a consumer card), of the cheapest
+    GPU with at least as much memory and bandwidth."""
+    own = rows_for(accelerator_id, rows)
+    if own:
+        return min(own, key=lambda r: r.on_demand_usd_per_device_hour), accelerator_id
+    acc = get_accelerator(accelerator_id)
+    pool = [
+        r
+        for r in (rows if rows is not None else load_prices())
+        if (a := get_accelerator(r.accelerator_id)).kind == "gpu"
+        and a.usable_memory_gib >= acc.usable_memory_gib
+        and a.memory_bandwidth_gbps >= acc.memory_bandwidth_gbps
+    ]
+    if not pool:
+        return None, accelerator_id
+    best = min(pool, key=lambda r: r.on_demand_usd_per_device_hour)
+    return best, best.accelerator_id
+
+
 def buy_vs_rent(
     accelerator_id: str,
     *,
@@ -58,30 +79,40 @@ def buy_vs_rent(
     amortisation_years: float = DEFAULT_AMORTISATION_YEARS,
     rows: tuple[PriceRow, ...] | None = None,
 ) -> BuyVsRent:
-    """Defaults come from the catalogs: purchase = the accelerator's listed
-    price (launch MSRP for consumer cards), power = its TDP, rent = the cheapest
-    on-demand price per device among its cloud rows. Raises ValueError when a
-    needed figure is neither given nor in the catalog."""
+    """Defaults come from the catalogs: purchase = the part's newest whole-server price per accelerator
+    (data/purchase_prices.csv), else its card price; power = that server's rated power per accelerator, else the
+    card's TDP; rent = the cheapest on-demand device-hour of the part, or, for a part no cloud rents, of the cheapest
+    GPU with as much memory and bandwidth. Raises ValueError when a needed figure is neither given nor found."""
     acc = get_accelerator(accelerator_id)
     if not 0 < utilisation <= 1:
         raise ValueError("utilisation must be in (0, 1]")
     if usd_per_kwh < 0 or pue < 1 or amortisation_years <= 0 or devices < 1:
         raise ValueError("need usd_per_kwh >= 0, pue >= 1, amortisation_years > 0 and devices >= 1")
     purchase, purchase_basis = purchase_usd_per_device, "given"
+    bought = default_purchase(acc.id)
     if purchase is None:
-        if acc.purchase_usd is None:
-            raise ValueError(f"{acc.id} has no purchase price in the catalog: give purchase_usd_per_device")
-        purchase, purchase_basis = acc.purchase_usd, f"catalog ({acc.source.split(';')[0]})"
-    watts = watts_per_device if watts_per_device is not None else acc.tdp_w
+        if bought is not None:
+            purchase = bought.usd_per_accelerator
+            host = "a whole server per accelerator" if bought.whole_system else "the card alone"
+            purchase_basis = f"{bought.item}, {bought.kind} price {bought.as_of} ({host})"
+        elif acc.purchase_usd is not None:
+            purchase, purchase_basis = acc.purchase_usd, f"catalog ({acc.source.split(';')[0]})"
+        else:
+            raise ValueError(f"{acc.id} has no purchase price in the catalogs: give purchase_usd_per_device")
+    watts = watts_per_device
     if watts is None:
-        raise ValueError(f"{acc.id} has no TDP in the catalog: give watts_per_device")
+        watts = bought.watts_per_accelerator if bought is not None and bought.watts_per_accelerator else acc.tdp_w
+    if watts is None:
+        raise ValueError(f"{acc.id} has no power figure in the catalogs: give watts_per_device")
     rent, rent_basis = rent_usd_per_device_hour, "given"
     if rent is None:
-        own_rows = rows_for(acc.id, rows)
-        if not own_rows:
-            raise ValueError(f"{acc.id} has no cloud price in the catalog: give rent_usd_per_device_hour")
-        best = min(own_rows, key=lambda r: r.on_demand_usd_per_device_hour)
-        rent, rent_basis = best.on_demand_usd_per_device_hour, f"{best.provider} {best.instance_type} on-demand"
+        best, like = _cheapest_rental(acc.id, rows)
+        if best is None:
+            raise ValueError(f"no cloud part with {acc.usable_memory_gib:g} GiB or more has a price: give rent_usd_per_device_hour")
+        rent = best.on_demand_usd_per_device_hour
+        rent_basis = f"{best.provider} {best.instance_type} on-demand"
+        if like != acc.id:
+            rent_basis += f" (no cloud rents a {acc.name}: the cheapest part with as much memory, {like})"
     if purchase <= 0 or rent <= 0 or watts < 0:
         raise ValueError("purchase and rent must be > 0 and watts >= 0")
     kw = devices * watts * pue / 1000.0

@@ -14,8 +14,10 @@
   arXiv 2104.04473, Sec. 2.2.1).
 - Data parallelism: one all-reduce of the gradients per step, overlapped with
   the backward pass of the last micro-batch (PyTorch DDP bucketing, Li et al.
-  2020, "PyTorch Distributed", VLDB); ZeRO-3 moves 1.5x the bytes (Rajbhandari
-  et al. 2019, arXiv 1910.02054, Sec. 7.2).
+  2020, "PyTorch Distributed", VLDB); ZeRO-3 reduce-scatters the gradients and
+  all-gathers the weights for every pass of every micro-batch, prefetched under
+  its compute: 1.5x the bytes for a full fine-tune (Rajbhandari et al. 2019,
+  arXiv 1910.02054, Sec. 7.2).
 
 The MFU defaults come from runs that already paid these costs, so the time
 "with communication" is a pessimistic bound, useful to compare layouts (e.g.
@@ -87,19 +89,32 @@ class TrainingComm(BaseModel):
     compute_s_per_step: float  # ideal: m micro-batches at the MFU rate
     tensor_parallel_s_per_step: float
     pipeline_bubble_fraction: float  # (p-1)/m of the ideal step
-    data_parallel_s_per_step: float  # the gradient all-reduce
-    data_parallel_exposed_s_per_step: float
+    data_parallel_s_per_step: float  # the gradient all-reduce (ZeRO-3: reduce-scatter)
+    data_parallel_exposed_s_per_step: float  # of it and of ZeRO-3's weight gathers, what compute does not hide
     step_s: float
     overhead_fraction: float  # step_s / compute_s_per_step - 1
 
 
-def training_comm(sc: Scenario, arch: Architecture, acc: Accelerator, layout: Layout, flops_per_token: float, achieved_tflops: float) -> TrainingComm:
+def training_comm(
+    sc: Scenario,
+    arch: Architecture,
+    acc: Accelerator,
+    layout: Layout,
+    flops_per_token: float,
+    achieved_tflops: float,
+    *,
+    batch: int | None = None,
+    accumulation: int | None = None,
+) -> TrainingComm:
     """Per optimizer step of one data-parallel replica. `achieved_tflops` is
-    peak x MFU of one device."""
+    peak x MFU of one device. A step runs `accumulation` micro-batches of
+    `batch` sequences (default: the scenario's) before the gradient all-reduce,
+    at least 4 per pipeline stage when pipelined; only the last micro-batch's
+    backward pass hides that all-reduce."""
     dp, tp, pp = layout
     act_bytes = 4 if sc.precision == "fp32" else 2
-    tokens_mb = sc.batch_size * sc.seq_len
-    m = MICROBATCHES_PER_STAGE * pp if pp > 1 else 1
+    tokens_mb = (batch or sc.batch_size) * sc.seq_len
+    m = max(accumulation or sc.gradient_accumulation_steps, MICROBATCHES_PER_STAGE * pp if pp > 1 else 1)
     stage_compute = flops_per_token * tokens_mb / (tp * pp) / (achieved_tflops * 1e12)
     per_layer = tp_allreduces_per_layer(True, sc.gradient_checkpointing)
     tp_msg = tokens_mb * arch.hidden_size * act_bytes
@@ -108,11 +123,21 @@ def training_comm(sc: Scenario, arch: Architecture, acc: Accelerator, layout: La
     # Every parameter (all experts of an MoE) has a gradient; LoRA only the adapters (fp32 in PEFT).
     trainable = arch.total_params if sc.method == "full" else lora_params(arch, sc.lora_rank, sc.lora_targets)
     grad_bytes = (act_bytes if sc.method == "full" else 4) * trainable / (tp * pp)
-    if sc.zero_stage == 3:
-        grad_bytes *= 1.5
-    dp_s = allreduce_s(grad_bytes, dp, link_gbps(acc, dp * tp * pp))
+    link = link_gbps(acc, dp * tp * pp)
+    gather_s = 0.0
+    if sc.zero_stage == 3 and dp > 1:
+        # ZeRO-3 / FSDP: the gradients are reduce-scattered (half an all-reduce's volume) and every 16-bit weight
+        # (the frozen base of LoRA too) is all-gathered before each forward and backward pass of every micro-batch,
+        # and again for a recomputed forward: with a full fine-tune, 1.5x the bytes of plain data parallelism
+        # (Rajbhandari et al. 2019, Sec. 7.2.3). The gathers are prefetched under the micro-batch's compute.
+        dp_s = ALLREDUCE_LATENCY_S + (allreduce_s(grad_bytes, dp, link) - ALLREDUCE_LATENCY_S) / 2.0
+        passes = 3 if sc.gradient_checkpointing else 2
+        weight_bytes_per_rank_group = act_bytes * arch.total_params / (tp * pp)
+        gather_s = passes * (ALLREDUCE_LATENCY_S + (dp - 1) / dp * weight_bytes_per_rank_group / (link * 1e9))
+    else:
+        dp_s = allreduce_s(grad_bytes, dp, link)
     # Backward ~ 2/3 of a micro-batch's compute (4N of 6N) overlaps the gradient all-reduce.
-    exposed = max(0.0, dp_s - 2.0 / 3.0 * stage_compute)
+    exposed = max(0.0, dp_s - 2.0 / 3.0 * stage_compute) + m * max(0.0, gather_s - stage_compute)
     ideal = m * stage_compute
     step = (m + pp - 1) * (stage_compute + stage_tp) + exposed
     return TrainingComm.model_construct(

@@ -19,8 +19,9 @@ bandwidth-bound until the batch is large enough to be compute-bound.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator, get_accelerator
@@ -79,8 +80,8 @@ def split_context(seq_len: int, prompt_tokens: int | None = None, output_tokens:
     return prompt_tokens, output_tokens
 
 
-def weight_read_bytes(arch: Architecture, weights_format: str, tokens: float) -> float:
-    """Bytes of weights one forward pass over `tokens` tokens reads (all devices)."""
+def weight_read_bytes(arch: Architecture, weights_format: str, tokens: Any) -> Any:
+    """Bytes of weights one forward pass over `tokens` tokens reads (all devices); `tokens` may be an array."""
     fmt = FORMATS[weights_format]
     total = weight_bytes(arch, fmt)
     skipped = 0.0
@@ -88,7 +89,7 @@ def weight_read_bytes(arch: Architecture, weights_format: str, tokens: float) ->
     for g in arch.weight_groups:
         if g.role == "embed" and not arch.tie_embeddings:
             skipped += g.params * fmt.bits(g) / 8
-        elif untouched and g.role in MLP_ROLES and g.count > g.active:
+        elif arch.is_moe and g.role in MLP_ROLES and g.count > g.active:
             skipped += g.params * fmt.bits(g) / 8 * untouched
     return total - skipped * arch.param_scale
 
@@ -121,23 +122,23 @@ class _Roof:
         groups = 1 if self.arch.is_mla else self.arch.num_heads / self.arch.num_kv_heads
         self.kv_traffic = 1.0 + 2.0 * groups if self.engine.kv_expanded and groups > 1 else 1.0
 
-    def decode_step(self, batch: float, context: float) -> tuple[float, float, bool]:
-        """(step seconds, bytes read per device, compute-bound?)."""
+    def decode_step(self, batch: Any, context: float) -> tuple[Any, Any, Any]:
+        """(step seconds, bytes read per device, compute-bound?); `batch` may be an array."""
         a, split = self.arch, self.tp * self.pp
         read = weight_read_bytes(a, self.sc.weights_format, batch) / split
         read += batch * kv_bytes_per_sequence(a, self.sc.kv_cache_format, context) * self.kv_share / self.pp * self.kv_traffic
         flops = batch * (2.0 * a.active_params + attention_flops_per_token(a, context)) / split
         t_mem, t_cmp = read / self.bytes_per_s, flops / self.flops_per_s
-        stage = max(t_mem, t_cmp) + decode_tp_s(a, self.acc, self.tp, self.pp, batch) + self.step_overhead_s
+        stage = np.maximum(t_mem, t_cmp) + decode_tp_s(a, self.acc, self.tp, self.pp, batch) + self.step_overhead_s
         return self.pp * stage, read, t_cmp > t_mem
 
-    def prefill(self, sequences: float, prompt: float) -> float:
+    def prefill(self, sequences: Any, prompt: float) -> Any:
         a = self.arch
         tokens = sequences * prompt
         flops = tokens * (2.0 * a.active_params + attention_flops_per_token(a, prompt / 2.0))
         t_cmp = flops / self.tp / self.flops_per_s
         t_mem = weight_read_bytes(a, self.sc.weights_format, tokens) / self.tp / self.bytes_per_s
-        return max(t_cmp, t_mem) + self.pp * decode_tp_s(a, self.acc, self.tp, self.pp, tokens)
+        return np.maximum(t_cmp, t_mem) + self.pp * decode_tp_s(a, self.acc, self.tp, self.pp, tokens)
 
 
 class InferenceSpeed(BaseModel):
@@ -203,6 +204,21 @@ def inference_speed(
         bandwidth_efficiency=roof.bw_eff,
         compute_efficiency=COMPUTE_EFF,
     )
+
+
+def serving_curve(sc: Scenario, acc: Accelerator, layout: Layout, batches: np.ndarray, prompt_tokens: int, output_tokens: int) -> dict[str, np.ndarray]:
+    """inference_speed() for many batch sizes at once (the planner's search): time to first token, decode speed
+    per user, and output tokens/s of one replica with each batch's prefill amortised (the cost basis)."""
+    roof = _Roof(sc, acc, layout)
+    b = np.asarray(batches, dtype=np.float64)
+    step, _, _ = roof.decode_step(b, prompt_tokens + output_tokens / 2.0)
+    cycle = roof.prefill(b, prompt_tokens) + output_tokens * step
+    ttft = float(roof.prefill(1, prompt_tokens))
+    return {
+        "time_to_first_token_s": np.full(b.shape, ttft),
+        "decode_tokens_per_s": 1.0 / step,
+        "output_tokens_per_s": b * output_tokens / cycle,
+    }
 
 
 class DecodePoint(BaseModel):

@@ -6,7 +6,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.util import calc_hash
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = ["memory", "training", "inference", "train_vs_serve", "gpu_vs_tpu", "compare", "method"]
+PAGES = ["plan", "memory", "training", "inference", "train_vs_serve", "gpu_vs_tpu", "compare", "method"]
 
 
 @pytest.fixture(autouse=True)
@@ -20,8 +20,8 @@ def run_app(page: str = "memory", params: dict | None = None, timeout: float = 6
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     for key, value in (params or {}).items():
         at.query_params[key] = value
-    at.run()
-    if page != "memory":
+    at.run()  # the root: a link with parameters opens Memory, a bare one the Plan page (app_pages/home.py)
+    if page != "memory" or not params:
         at.switch_page(str(ROOT / "app_pages" / f"{page}.py")).run()
     return at
 
@@ -46,6 +46,5 @@ def open_link(page: str, query: dict[str, str]) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     for key, value in query.items():
         at.query_params[key] = value
-    if page != "memory":
-        at._page_hash = calc_hash(page.replace("_", "-"))
+    at._page_hash = calc_hash(page.replace("_", "-"))
     return at.run()

@@ -70,9 +70,18 @@ def test_buy_vs_rent_with_typed_price():
     no_exception(at)
     sc = Scenario(model="llama-3.1-8b", mode="training", train_tokens=1e9, seq_len=4096)
     devices = estimate(sc).training.devices
-    expected = buy_vs_rent("h100-sxm", usd_per_kwh=0.15, utilisation=0.6, devices=devices, purchase_usd_per_device=30000)
-    assert metric(at, "Cheaper") == expected.cheaper.capitalize()
+    expected = buy_vs_rent("h100-sxm", usd_per_kwh=0.15, utilisation=0.6, devices=devices, purchase_usd_per_device=30000, pue=1.58)
     assert metric(at, "Own: per year") == f"${expected.own_usd_per_year:,.0f}"
+    assert metric(at, "Rent: per year") == f"${expected.rent_usd_per_year:,.0f}"
+    assert metric(at, "Pays for itself after") == f"{expected.payback_months:,.0f} months"
+
+
+def test_buy_vs_rent_answers_by_default_even_for_a_consumer_card():
+    """Issue #11: no purchase price typed, an RTX 4090 that no cloud rents: still an answer, never a stopped page."""
+    at = run_app("train_vs_serve", params={"acc": "rtx-4090", "model": "llama-3.2-1b"})
+    no_exception(at)
+    assert metric(at, "Own: per year").startswith("$")
+    assert any("no cloud rents" in c.value for c in at.caption)
 
 
 def test_gpu_vs_tpu_table_covers_every_accelerator():
@@ -105,3 +114,15 @@ def test_method_page_lists_every_validation_case():
     at = run_app("method")
     no_exception(at)
     assert len(at.dataframe[0].value) == len(load_cases())
+
+
+def test_inference_prices_say_what_they_assume_and_no_label_repeats():
+    """Issue #11: each per-token price names its batch and utilisation; no two figures share a label."""
+    from .conftest import open_link
+
+    at = open_link("inference", {"batch": "64", "rpd": "2000"})
+    labels = [m.label for m in at.metric]
+    assert len(labels) == len(set(labels)), labels
+    per_token = [label for label in labels if "/ M" in label or "per million" in label]
+    assert len(per_token) == 2
+    assert any("batch 64" in label for label in per_token) and any("load" in label for label in per_token)

@@ -35,7 +35,7 @@ def _chart_title(page) -> str:
 
 
 def test_moving_a_slider_changes_chart_and_url(open_page):
-    page = open_page("/")
+    page = open_page("/memory")
     before_title, before_metrics = _chart_title(page), metrics(page)
     seq = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"]').nth(1).get_by_role("slider")
     seq.focus()

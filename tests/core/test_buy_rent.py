@@ -24,7 +24,10 @@ def test_user_inputs_and_scaling():
     eight = buy_vs_rent("h100-sxm", usd_per_kwh=0.1, utilisation=0.8, purchase_usd_per_device=30_000, pue=1.3, devices=8)
     assert eight.own_usd_per_year == pytest.approx(8 * one.own_usd_per_year)
     assert eight.break_even_utilisation == pytest.approx(one.break_even_utilisation)
-    assert one.power_kw == pytest.approx(0.7 * 1.3)
+    # power: the DGX H100's 10.2 kW rated input over its 8 GPUs (host included), times the PUE
+    assert one.power_kw == pytest.approx(10_200 / 8 / 1000 * 1.3)
+    card = buy_vs_rent("h100-sxm", usd_per_kwh=0.1, utilisation=0.8, purchase_usd_per_device=30_000, pue=1.3, watts_per_device=700)
+    assert card.power_kw == pytest.approx(0.7 * 1.3)
 
 
 def test_never_pays_when_power_costs_more_than_rent():
@@ -32,13 +35,26 @@ def test_never_pays_when_power_costs_more_than_rent():
     assert r.break_even_utilisation is None and r.payback_months is None and r.cheaper == "rent"
 
 
+def test_defaults_work_for_datacenter_parts_and_consumer_cards():
+    """Issue #11: buy vs rent answers by default. An H100 is priced as a whole DGX/HGX server per GPU (the newest
+    dated listing in data/purchase_prices.csv); an RTX 4090, which no cloud in the catalog rents, is compared with the
+    cheapest rentable GPU that has as much memory and bandwidth."""
+    from core.catalog.purchases import default_purchase
+
+    h100 = buy_vs_rent("h100-sxm", usd_per_kwh=0.1, utilisation=0.5)
+    dgx = default_purchase("h100-sxm")
+    assert dgx is not None and dgx.whole_system
+    assert h100.purchase_usd == pytest.approx(dgx.usd / dgx.accelerators) and "server" in h100.purchase_basis
+    assert h100.break_even_utilisation is not None and h100.payback_months is not None
+    card = buy_vs_rent("rtx-4090", usd_per_kwh=0.1, utilisation=0.5)
+    assert card.purchase_usd == 1599 and "no cloud rents" in card.rent_basis
+    assert buy_vs_rent("rtx-4090", usd_per_kwh=0.1, utilisation=0.5, rent_usd_per_device_hour=0.4).rent_basis == "given"
+
+
 def test_missing_figures_raise():
-    with pytest.raises(ValueError, match="purchase"):
-        buy_vs_rent("h100-sxm", usd_per_kwh=0.1, utilisation=0.5)  # no list price for data-center parts
-    with pytest.raises(ValueError, match="cloud price"):
-        buy_vs_rent("rtx-4090", usd_per_kwh=0.1, utilisation=0.5)  # no cloud row
-    assert buy_vs_rent("rtx-4090", usd_per_kwh=0.1, utilisation=0.5, rent_usd_per_device_hour=0.4).purchase_usd == 1599
-    with pytest.raises(ValueError, match="TDP"):
+    with pytest.raises(ValueError, match="power"):
         buy_vs_rent("tpu-v5e", usd_per_kwh=0.1, utilisation=0.5, purchase_usd_per_device=1)
+    with pytest.raises(ValueError, match="purchase"):
+        buy_vs_rent("tpu-v5e", usd_per_kwh=0.1, utilisation=0.5)
     with pytest.raises(ValueError, match="utilisation"):
         buy_vs_rent("rtx-a6000", usd_per_kwh=0.1, utilisation=0)

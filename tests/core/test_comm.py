@@ -51,6 +51,18 @@ def test_data_parallel_overlap_and_zero3_volume():
     c = comm(sc, Layout(16, 1, 1))
     assert c.data_parallel_exposed_s_per_step == 0.0  # hidden behind the backward pass
     z3 = comm(sc.model_copy(update={"zero_stage": 3}), Layout(16, 1, 1))
-    assert z3.data_parallel_s_per_step == pytest.approx(1.5 * (c.data_parallel_s_per_step - ALLREDUCE_LATENCY_S) + ALLREDUCE_LATENCY_S)
+    # ZeRO-3: the gradients are reduce-scattered (half the all-reduce volume) ...
+    assert z3.data_parallel_s_per_step == pytest.approx(0.5 * (c.data_parallel_s_per_step - ALLREDUCE_LATENCY_S) + ALLREDUCE_LATENCY_S)
+    # ... and the weights all-gathered twice per micro-batch: 1.5x DDP's bytes in all (ZeRO paper, Sec. 7.2.3).
+    assert z3.step_s >= c.step_s
     lora = comm(sc.model_copy(update={"method": "lora"}), Layout(16, 1, 1))
     assert lora.data_parallel_s_per_step < c.data_parallel_s_per_step / 50  # adapters only
+
+
+def test_zero3_weight_gathers_are_exposed_when_compute_is_short():
+    """A 70B LoRA step of one short sequence per rank cannot hide the 2 x 140 GB of bf16 weights it gathers."""
+    sc = Scenario(model="llama-3.1-70b", mode="training", method="lora", train_tokens=1e9, batch_size=1, seq_len=512, zero_stage=3, precision="bf16-true")
+    small = comm(sc, Layout(8, 1, 1))
+    assert small.data_parallel_exposed_s_per_step > 0.25 * small.compute_s_per_step
+    long = comm(sc.model_copy(update={"seq_len": 16384, "batch_size": 4}), Layout(8, 1, 1))
+    assert long.overhead_fraction < small.overhead_fraction

@@ -1,0 +1,170 @@
+"""Plan: what to run, on what, for how much. A goal in, the cheapest sensible plan out, with the fastest plan, the
+time-vs-cost frontier, per-token APIs, memory by strategy and the quality trade-offs."""
+
+import pandas as pd
+import streamlit as st
+from pydantic import ValidationError
+
+from app_pages.shared.context import page_header
+from app_pages.shared.planning import faster_for_users, frontier_figure, goal_dict, headline, plan_table, strategies_figure
+from app_pages.shared.scenario_io import scenario_values
+from app_pages.shared.sidebar import page_widget
+from app_pages.shared.state import request_values
+from app_pages.shared.style import PLOTLY_CONFIG, Units, frozen
+from app_pages.shared.text import md, plain
+from core.catalog.accelerators import get_accelerator
+from core.catalog.quality import caveats
+from core.cli import describe_validation_error
+from core.plan import Goal, PlanResult, plan
+from core.scenario import Scenario
+
+sc, values, units = page_header(
+    "Plan", "Say what you want to do; the planner searches methods, formats, layouts, accelerators and instances for the cheapest plan that works."
+)
+
+goal_kind = page_widget("goal")
+cols = st.columns(4)
+if goal_kind == "serve":
+    for key, col in zip(("rpd", "tin", "tout", "peak"), cols, strict=True):
+        page_widget(key, col)
+    cols = st.columns(4)
+    for key, col in zip(("ttft", "tps", "budget"), cols, strict=False):
+        page_widget(key, col)
+    page_widget("price", cols[3])
+else:
+    for key, col in zip(("ptok", "epochs", "pseq"), cols, strict=False):
+        page_widget(key, col)
+    cols = st.columns(4)
+    for key, col in zip(("deadline", "budget", "price"), cols, strict=False):
+        page_widget(key, col)
+values = {
+    **values,
+    **{
+        k: st.session_state[k]
+        for k in ("goal", "rpd", "tin", "tout", "peak", "ttft", "tps", "ptok", "epochs", "pseq", "deadline", "budget", "price")
+        if k in st.session_state
+    },
+}
+st.caption(md("Model: **{name}** (from the sidebar). The plan's other settings are the planner's own; load a plan to see it on every page.", name=sc.architecture.name))
+
+try:
+    goal = Goal.model_validate(goal_dict(values, sc.model))
+except ValidationError as exc:
+    st.warning(plain("This goal is not valid: " + describe_validation_error(exc, what="goal")), icon=":material/warning:")
+    st.stop()
+KEY = goal.model_dump_json()
+
+
+@st.cache_resource(max_entries=64, show_spinner="Searching plans...")
+def _plan(key: str) -> PlanResult:
+    return plan(Goal.model_validate_json(key))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _frontier(key: str):
+    g = Goal.model_validate_json(key)
+    return frozen(frontier_figure(_plan(key).plans, g.goal == "serve", g.deadline_hours, g.budget_usd))
+
+
+result = _plan(KEY)
+serving = goal.goal == "serve"
+
+
+def load(plan_index: int) -> None:
+    chosen = result.plans[plan_index]
+    request_values(scenario_values(Scenario.model_validate(chosen.scenario)))
+    st.switch_page("app_pages/memory.py")
+
+
+if result.cheapest is None:
+    st.error("No plan fits: " + plain("; ".join(result.skipped[:4])))
+    st.stop()
+
+with st.container(border=True):
+    st.markdown("**Cheapest plan that works**")
+    st.markdown("### " + plain(headline(result.cheapest, goal.pricing)))
+    for note in result.cheapest.notes:
+        st.caption(plain(note))
+    if not result.cheapest.within_bounds:
+        st.warning("No plan meets the deadline and budget: this is the cheapest one regardless.", icon=":material/warning:")
+    fastest = faster_for_users(result.plans, result.cheapest) if serving else result.fastest
+    if fastest is not None and fastest is not result.cheapest and fastest.cost > result.cheapest.cost:
+        st.markdown(("**Faster for each user, for at most twice the bill:** " if serving else "**Fastest:** ") + plain(headline(fastest, goal.pricing)))
+    b1, b2, _ = st.columns([1, 1, 2])
+    if b1.button("Load the cheapest plan", icon=":material/download:", width="stretch"):
+        load(result.plans.index(result.cheapest))
+    if fastest is not None and fastest is not result.cheapest and b2.button("Load the faster plan" if serving else "Load the fastest plan", width="stretch"):
+        load(result.plans.index(fastest))
+
+if serving:
+    c = result.cheapest
+    m = st.columns(4)
+    m[0].metric("Monthly bill", f"${c.usd_per_month:,.0f}", help="whole instances, 730 hours a month")
+    m[1].metric("USD / M tokens (in + out)", f"${c.usd_per_million_tokens:,.3f}", help="the bill / the month's tokens at this traffic, idle capacity included")
+    m[2].metric("USD / M output tokens", f"${c.usd_per_million_output_tokens:,.3f}", help="the same bill over output tokens only")
+    m[3].metric("Average load of the fleet", f"{100 * c.utilisation:.0f}%", help=f"{c.data_parallel} replica(s), batch up to {c.micro_batch}")
+
+selected = st.plotly_chart(_frontier(KEY), config=PLOTLY_CONFIG, key="chart_frontier", on_select="rerun", selection_mode="points")
+points = (selected or {}).get("selection", {}).get("points", []) if isinstance(selected, dict) else getattr(getattr(selected, "selection", None), "points", [])
+if points:
+    picked = points[0].get("customdata") if isinstance(points[0], dict) else None
+    if picked:
+        load(int(picked[0]))
+st.caption(
+    f"Click a point to load that plan into the sidebar and every page. {result.considered:,} priced plans weighed; "
+    f"{len(result.plans)} shown (the frontier, the cheapest per accelerator and method)."
+)
+
+with st.expander("All shown plans", expanded=False):
+    st.dataframe(pd.DataFrame(plan_table(result.plans, serving)), hide_index=True, width="stretch")
+
+if serving and result.api_quotes:
+    st.subheader("The same traffic through a per-token API")
+    same = result.api_quotes[0].same_model
+    st.caption(
+        md(
+            "{what}, for {rpd} requests a day; prices from the dated API catalog (data/api_prices.csv).",
+            what="The same open model" if same else "Comparable models (about the same size)",
+            rpd=f"{goal.requests_per_day:,.0f}",
+        )
+    )
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "Provider": q.provider,
+                    "Model": q.model,
+                    "USD per month": round(q.usd_per_month, 2),
+                    "Input USD per M": q.input_usd_per_million,
+                    "Output USD per M": q.output_usd_per_million,
+                    "As of": q.as_of,
+                }
+                for q in result.api_quotes
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+
+if not serving:
+    st.subheader("Strategies side by side")
+    acc = get_accelerator(sc.accelerator)
+
+    @st.cache_resource(max_entries=32, show_spinner=False)
+    def _strategies(key: str, unit: str, device: str):
+        return frozen(strategies_figure(Scenario.model_validate_json(key), Units(unit), device))
+
+    st.plotly_chart(_strategies(sc.model_copy(update={"seq_len": goal.seq_len}).model_dump_json(), units.name, acc.name), config=PLOTLY_CONFIG, key="chart_strategies")
+    st.caption(md("For the sidebar's accelerator (**{acc}**), one sequence of {n} tokens per device; ZeRO-3 over 8 devices.", acc=acc.name, n=f"{goal.seq_len:,}"))
+
+notes = caveats(result.cheapest.weights_format, None, None)
+if notes:
+    st.subheader("What the cheapest plan trades for its price")
+    for n in notes:
+        st.markdown("- " + plain(n.caveat) + " *(" + plain(n.source) + ")*")
+
+with st.expander("How the planner searches"):
+    for a in result.assumptions:
+        st.markdown("- " + plain(a))
+    if result.skipped:
+        st.markdown("Left out: " + plain("; ".join(result.skipped[:12])))

@@ -1,0 +1,201 @@
+"""The Plan page's pieces without Streamlit: the goal the inputs describe, the headline sentence of a plan, the
+time-vs-cost frontier figure and the memory-per-strategy figure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_LABELS, Units, layout
+from app_pages.shared.text import chart_text
+from core.memory.estimate import estimate_memory
+from core.memory.sweep import COMPONENTS
+from core.plan import Plan
+from core.scenario import Scenario
+
+METHOD_WORDS = {"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA"}
+FORMAT_WORDS = {"bf16": "16-bit", "fp16": "16-bit", "fp8": "FP8", "awq-4bit": "4-bit AWQ", "gguf-q4_k_m": "GGUF Q4_K_M", "gguf-q8_0": "GGUF Q8_0"}
+
+
+def goal_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:
+    """The Goal the Plan page's inputs describe (validated by the caller)."""
+    out: dict[str, Any] = {"goal": values["goal"], "model": model, "pricing": values["price"]}
+    if values["goal"] == "serve":
+        out |= {
+            "requests_per_day": values["rpd"],
+            "input_tokens": values["tin"],
+            "output_tokens": values["tout"],
+            "peak_to_average": values["peak"],
+            "ttft_s": values["ttft"],
+            "tokens_per_s_per_user": values["tps"],
+        }
+    else:
+        out |= {"tokens": values["ptok"] * 1e6, "epochs": values["epochs"], "seq_len": values["pseq"]}
+        out["deadline_hours"] = values["deadline"] or None
+    out["budget_usd"] = values["budget"] or None
+    return out
+
+
+def _money(usd: float) -> str:
+    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
+
+
+def _hours(h: float) -> str:
+    if h < 1:
+        return f"{h * 60:.0f} min"
+    if h < 72:
+        return f"{h:,.1f} h"
+    return f"{h / 24:,.1f} days"
+
+
+def where(p: Plan) -> str:
+    inst = f"{p.provider} {p.instance}" + (f" x {p.instances}" if p.instances > 1 else "")
+    return f"{p.devices} x {p.accelerator_name} ({inst})"
+
+
+def headline(p: Plan, pricing: str) -> str:
+    """The plan as a sentence a manager can repeat: hardware, instance, count, idle devices, time, cost."""
+    idle = f"; {p.idle_devices} rented device{'s' * (p.idle_devices > 1)} idle" if p.idle_devices else ""
+    price = "spot" if pricing == "spot" else "on demand"
+    if p.usd is not None and p.hours is not None:
+        what = METHOD_WORDS.get(p.method, p.method) + (" with gradient checkpointing" if p.gradient_checkpointing else "")
+        shard = f", ZeRO-3 over {p.data_parallel}" if p.zero_stage == 3 else ""
+        mp = f", tensor parallel {p.tensor_parallel}" if p.tensor_parallel > 1 else ""
+        mp += f", {p.pipeline_parallel} pipeline stages" if p.pipeline_parallel > 1 else ""
+        return f"{what} on {where(p)}{shard}{mp}: {_hours(p.hours)}, {_money(p.usd)} {price}{idle}."
+    replicas = f"{p.data_parallel} replica{'s' * (p.data_parallel > 1)}"
+    return (
+        f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights on {where(p)}, up to {p.micro_batch} "
+        f"concurrent request{'s' * (p.micro_batch > 1)} each: {_money(p.usd_per_month or 0)} a month {price}, {_money(p.usd_per_million_tokens or 0)} per million "
+        f"tokens (input + output) at {100 * (p.utilisation or 0):.0f}% average load{idle}."
+    )
+
+
+def frontier_figure(plans: tuple[Plan, ...], serving: bool, deadline: float | None, budget: float | None) -> go.Figure:
+    """Each shown plan a point (time or speed vs cost), the frontier joined, bounds shaded; customdata = plan index."""
+    fig = go.Figure()
+    x_of = (lambda p: p.tokens_per_s_per_user) if serving else (lambda p: p.hours)
+    y_of = (lambda p: p.usd_per_month) if serving else (lambda p: p.usd)
+    by_acc: dict[str, list[int]] = {}
+    for i, p in enumerate(plans):
+        by_acc.setdefault(p.accelerator_name, []).append(i)
+    for name, idx in by_acc.items():
+        fig.add_scatter(
+            x=[x_of(plans[i]) for i in idx],
+            y=[y_of(plans[i]) for i in idx],
+            mode="markers",
+            name=chart_text(name),
+            marker={"size": [13 if plans[i].pareto else 8 for i in idx], "opacity": 0.85, "line": {"width": [2 if plans[i].pareto else 0 for i in idx]}},
+            customdata=[[i, chart_text(where(plans[i])), chart_text(METHOD_WORDS.get(plans[i].method, plans[i].weights_format))] for i in idx],
+            hovertemplate=(
+                "%{customdata[1]}<br>%{customdata[2]}<br>"
+                + ("%{x:,.0f} tokens/s per user, $%{y:,.0f} a month" if serving else "%{x:,.1f} h, $%{y:,.2f}")
+                + "<extra></extra>"
+            ),
+        )
+    front = sorted((p for p in plans if p.pareto), key=lambda p: x_of(p) or 0)
+    if front:
+        fig.add_scatter(
+            x=[x_of(p) for p in front],
+            y=[y_of(p) for p in front],
+            mode="lines",
+            name="Frontier (nothing is both cheaper and faster)",
+            line={"color": "#444", "dash": "dot"},
+            hoverinfo="skip",
+        )
+    if deadline and not serving:
+        fig.add_vrect(x0=deadline, x1=max(x_of(p) or 0 for p in plans) * 2, fillcolor="#E45756", opacity=0.08, line_width=0, annotation_text="past the deadline")
+    if budget:
+        fig.add_hrect(y0=budget, y1=max(y_of(p) or 0 for p in plans) * 2, fillcolor="#E45756", opacity=0.08, line_width=0, annotation_text="over the budget")
+    fig.update_layout(
+        xaxis={"type": "log", "dtick": 1, "title": "Generation speed each user sees (tokens/s, log scale)" if serving else "Wall-clock time (hours, log scale)"},
+        yaxis={"type": "log", "dtick": 1, "tickprefix": "$", "title": "Monthly bill (USD, log scale)" if serving else "Cost of the run (USD, log scale)"},
+    )
+    title = "Speed vs monthly bill of each plan" if serving else "Time vs cost of each plan"
+    fig = layout(fig, title, height=520)
+    fig.update_layout(legend={"y": -0.3})
+    return fig
+
+
+STRATEGIES = (
+    ("Full fine-tune", {"method": "full", "precision": "bf16", "gradient_checkpointing": False}),
+    ("Full + checkpointing", {"method": "full", "precision": "bf16", "gradient_checkpointing": True}),
+    ("Full, ZeRO-3 over 8", {"method": "full", "precision": "bf16", "gradient_checkpointing": True, "zero_stage": 3, "data_parallel": 8}),
+    ("Full + optimizer offload", {"method": "full", "precision": "bf16", "gradient_checkpointing": True, "zero_stage": 2, "offload": "optimizer"}),
+    ("LoRA", {"method": "lora", "precision": "bf16-true", "gradient_checkpointing": True}),
+    ("QLoRA", {"method": "qlora", "precision": "bf16-true", "gradient_checkpointing": True}),
+)
+
+
+def strategy_scenarios(sc: Scenario) -> list[tuple[str, Scenario]]:
+    base = {k: v for k, v in dict(sc).items() if k not in ("data_parallel", "tensor_parallel", "pipeline_parallel", "zero_stage", "offload")}
+    base |= {"mode": "training", "weights_format": "bf16", "batch_size": 1}
+    return [(name, Scenario.model_validate(base | update)) for name, update in STRATEGIES]
+
+
+def strategies_figure(sc: Scenario, units: Units, device_name: str) -> go.Figure:
+    """Per-device memory of each fine-tuning strategy for the sidebar's model and accelerator, by component."""
+    rows = [(name, estimate_memory(s)) for name, s in strategy_scenarios(sc)]
+    names = [f"{name}: {'fits' if r.fits else '<b>does not fit</b>'}" for name, r in rows]  # our own labels
+    fig = go.Figure()
+    for comp in COMPONENTS:
+        values = [units.value(getattr(r.memory_per_device_bytes, comp)) for _, r in rows]
+        if not any(values):
+            continue
+        fig.add_bar(
+            y=names,
+            x=values,
+            orientation="h",
+            name=COMPONENT_LABELS[comp],
+            marker_color=COMPONENT_COLORS[comp],
+            hovertemplate=f"%{{y}}<br>{COMPONENT_LABELS[comp]}: %{{x:,.1f}} {units.name}<extra></extra>",
+        )
+    cap = units.value(rows[0][1].device_memory_bytes)
+    fig.add_vline(x=cap, line={"color": CAPACITY_COLOR, "dash": "dash", "width": 3}, annotation_text=chart_text(f"{device_name}: {cap:,.1f} {units.name}"))
+    fig.update_layout(barmode="stack", xaxis_title=f"Memory per device ({units.name})", yaxis={"title": None, "autorange": "reversed"})
+    model = chart_text(sc.architecture.name)
+    return layout(fig, f"Memory per device by strategy: {model}", height=420)
+
+
+def faster_for_users(plans: tuple[Plan, ...], cheapest: Plan, price_factor: float = 2.0) -> Plan | None:
+    """The serving plan that gives each user the most tokens/s for at most `price_factor` x the cheapest bill."""
+    pool = [
+        p for p in plans if p.within_bounds and p.cost <= price_factor * cheapest.cost and (p.tokens_per_s_per_user or 0) > (cheapest.tokens_per_s_per_user or 0) * 1.1
+    ]
+    return max(pool, key=lambda p: (p.tokens_per_s_per_user or 0, -p.cost)) if pool else None
+
+
+def plan_table(plans: tuple[Plan, ...], serving: bool) -> list[dict[str, Any]]:
+    rows = []
+    for p in plans:
+        row: dict[str, Any] = {
+            "Frontier": "yes" if p.pareto else "",
+            "Accelerator": p.accelerator_name,
+            "Where": f"{p.provider} {p.instance}" + (f" x {p.instances}" if p.instances > 1 else ""),
+            "Devices used": p.devices,
+            "Idle": p.idle_devices,
+        }
+        if serving:
+            row |= {
+                "Weights": FORMAT_WORDS.get(p.weights_format, p.weights_format),
+                "Replicas x TP": f"{p.data_parallel} x {p.tensor_parallel}",
+                "Batch": p.micro_batch,
+                "Tokens/s per user": round(p.tokens_per_s_per_user or 0, 1),
+                "USD per month": round(p.usd_per_month or 0),
+                "USD per M tokens (in + out)": round(p.usd_per_million_tokens or 0, 3),
+                "Average load": f"{100 * (p.utilisation or 0):.0f}%",
+            }
+        else:
+            row |= {
+                "Method": METHOD_WORDS.get(p.method, p.method) + (" + GC" if p.gradient_checkpointing else ""),
+                "Layout": f"DP {p.data_parallel} x TP {p.tensor_parallel} x PP {p.pipeline_parallel}" + (", ZeRO-3" if p.zero_stage == 3 else ""),
+                "Micro-batch x accumulation": f"{p.micro_batch} x {p.gradient_accumulation_steps}",
+                "Hours": round(p.hours or 0, 2),
+                "USD": round(p.usd or 0, 2),
+                "Scaling efficiency": f"{100 * p.scaling_efficiency:.0f}%",
+            }
+        row["Within bounds"] = "yes" if p.within_bounds else "no"
+        row["Price as of"] = p.price_as_of + (" (estimate)" if p.price_is_estimate else "")
+        rows.append(row)
+    return rows

@@ -1,0 +1,57 @@
+"""Per-token API prices (data/api_prices.csv): what the same or a comparable model costs through a hosted API.
+
+Each row: provider, model, the catalog preset it serves (blank for closed models), USD per million input and output
+tokens, whether the provider still offers it on the as-of date, the as-of date and the source."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import functools
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from core.catalog.accelerators import DATA_DIR, CatalogError, validation_problems
+
+API_PRICES_CSV = DATA_DIR / "api_prices.csv"
+
+
+class ApiPrice(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    provider: str = Field(min_length=1, max_length=64)
+    model: str = Field(min_length=1, max_length=200)
+    model_id: str = ""
+    open_weights: bool
+    preset: str = ""
+    input_usd_per_million: float = Field(ge=0, allow_inf_nan=False)
+    output_usd_per_million: float = Field(ge=0, allow_inf_nan=False)
+    cached_input_usd_per_million: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    context_tokens: int | None = Field(default=None, ge=1)
+    available: bool
+    as_of: dt.date
+    source: str = Field(min_length=3)
+    notes: str = ""
+
+
+@functools.lru_cache(maxsize=1)
+def load_api_prices() -> tuple[ApiPrice, ...]:
+    from core.catalog.presets import preset_ids
+
+    rows = []
+    with API_PRICES_CSV.open(encoding="utf-8", newline="") as fh:
+        for i, record in enumerate(csv.DictReader(fh), start=1):
+            try:
+                row = ApiPrice(**{k: v for k, v in record.items() if v != ""})
+            except ValidationError as exc:
+                field, problem = validation_problems(exc)[0]
+                raise CatalogError(problem, file=API_PRICES_CSV.name, row=i, field=field) from None
+            if row.preset and row.preset not in preset_ids():
+                raise CatalogError(f"unknown preset {row.preset!r}", file=API_PRICES_CSV.name, row=i, field="preset")
+            rows.append(row)
+    if not rows:
+        raise CatalogError("no rows", file=API_PRICES_CSV.name)
+    return tuple(rows)
+
+
+def monthly_usd(row: ApiPrice, input_tokens_per_month: float, output_tokens_per_month: float) -> float:
+    return (input_tokens_per_month * row.input_usd_per_million + output_tokens_per_month * row.output_usd_per_million) / 1e6

@@ -1,0 +1,106 @@
+"""What buying hardware costs (data/purchase_prices.csv) and what running it in a data center adds
+(data/facility.csv: PUE, electricity prices), each row dated and sourced.
+
+A purchase row prices a system (a DGX/HGX server: `includes_host_server` true) or a single card, with the total power
+it is rated for where known. The buy-vs-rent default for a part is its newest whole-system price per accelerator
+(host server, networking slot and power supply included), else its newest single-card price."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from core.catalog.accelerators import DATA_DIR, ID_PATTERN, CatalogError, validation_problems
+
+PURCHASES_CSV = DATA_DIR / "purchase_prices.csv"
+FACILITY_CSV = DATA_DIR / "facility.csv"
+
+
+class Purchase(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    item: str = Field(min_length=1)
+    accelerator_id: str = Field(pattern=ID_PATTERN, max_length=64)  # may name a part the accelerator catalog lacks
+    accelerators: int = Field(ge=1, le=1_000)
+    usd: float = Field(gt=0, allow_inf_nan=False)
+    usd_per_accelerator: float = Field(gt=0, allow_inf_nan=False)
+    includes_host_server: Literal["true", "false", "unknown"]
+    kind: Literal["list", "street", "estimate", "msrp"]
+    power_w_total: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    as_of: str = Field(min_length=4)  # a year, a month or a day
+    source: str = Field(min_length=3)
+    notes: str = ""
+
+    @field_validator("as_of")
+    @classmethod
+    def _date(cls, value: str) -> str:
+        if not re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", value):
+            raise ValueError("as_of must be YYYY, YYYY-MM or YYYY-MM-DD")
+        return value
+
+    @property
+    def whole_system(self) -> bool:
+        return self.includes_host_server == "true"
+
+    @property
+    def watts_per_accelerator(self) -> float | None:
+        return None if self.power_w_total is None else self.power_w_total / self.accelerators
+
+
+class FacilityFigure(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    item: str
+    value: float = Field(gt=0, allow_inf_nan=False)
+    unit: str
+    as_of: str
+    source: str = Field(min_length=3)
+    notes: str = ""
+
+
+def _rows(path, model):
+    out = []
+    with path.open(encoding="utf-8", newline="") as fh:
+        for i, record in enumerate(csv.DictReader(fh), start=1):
+            try:
+                out.append(model(**{k: v for k, v in record.items() if v != ""}))
+            except ValidationError as exc:
+                field, problem = validation_problems(exc)[0]
+                raise CatalogError(problem, file=path.name, row=i, field=field) from None
+    if not out:
+        raise CatalogError("no rows", file=path.name)
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1)
+def load_purchases() -> tuple[Purchase, ...]:
+    return _rows(PURCHASES_CSV, Purchase)
+
+
+@functools.lru_cache(maxsize=1)
+def load_facility() -> dict[str, FacilityFigure]:
+    return {f.item: f for f in _rows(FACILITY_CSV, FacilityFigure)}
+
+
+def default_purchase(accelerator_id: str) -> Purchase | None:
+    """The newest whole-system price per accelerator for a part, else its newest single-card price."""
+    rows = [p for p in load_purchases() if p.accelerator_id == accelerator_id]
+    if not rows:
+        return None
+    return max(rows, key=lambda p: (p.whole_system, p.as_of))
+
+
+# Industry-average PUE (Uptime Institute survey, 2023) and the US commercial electricity price (EIA): the defaults a
+# buy-vs-rent answer starts from; both are page inputs.
+DEFAULT_PUE_ITEM = "pue_industry_average_uptime_2023"
+DEFAULT_KWH_ITEM = "electricity_commercial_avg_US"
+
+
+def default_pue() -> FacilityFigure:
+    return load_facility()[DEFAULT_PUE_ITEM]
+
+
+def default_usd_per_kwh() -> FacilityFigure:
+    return load_facility()[DEFAULT_KWH_ITEM]

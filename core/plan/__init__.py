@@ -1,0 +1,145 @@
+"""The planner: from a goal ("fine-tune this model on these tokens", "serve it to this traffic") to the plans worth
+running, cheapest first, with the time-vs-cost frontier. It sits on top of the core: memory decides what fits,
+speed and communication decide how long, prices decide what it costs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.catalog.api_prices import load_api_prices, monthly_usd
+from core.catalog.presets import preset
+from core.money.pricing import DAYS_PER_MONTH
+from core.plan import frontier as fr
+from core.plan.goal import Goal
+from core.plan.result import ApiQuote, Plan, PlanResult
+from core.plan.serve import plan_serving, serving_plan
+from core.plan.train import FINE_TUNE_GLOBAL_SEQUENCES, INFERENCE_ONLY, plan_training, training_plan
+
+__all__ = ["Goal", "Plan", "PlanResult", "plan"]
+
+PLANS_SHOWN = 60
+COMPARABLE_SIZE = 0.35  # an API model counts as comparable within +-35% of the goal model's total parameters
+
+
+def plan(goal: Goal) -> PlanResult:
+    if goal.goal == "serve":
+        s_options, skipped, considered = plan_serving(goal)
+        options: list[Any] = list(s_options)
+        build: Any = serving_plan
+    else:
+        t_options, skipped, considered = plan_training(goal)
+        options, build = list(t_options), training_plan
+    bounded = [o for o in options if o.within_bounds]
+    for i in fr.frontier(bounded):
+        bounded[i].pareto = True
+    cheapest, fastest = fr.cheapest(options), fr.fastest(options)
+    made: dict[int, Plan] = {}
+
+    def plan_of(o: Any) -> Plan:
+        if id(o) not in made:
+            made[id(o)] = build(goal, o)
+        return made[id(o)]
+
+    return PlanResult.model_construct(
+        goal=goal.goal,
+        plans=tuple(plan_of(o) for o in _shown(options, cheapest, fastest)),
+        cheapest=None if cheapest is None else plan_of(cheapest),
+        fastest=None if fastest is None else plan_of(fastest),
+        api_quotes=tuple(api_quotes(goal)) if goal.goal == "serve" else (),
+        considered=considered,
+        assumptions=tuple(assumptions(goal)),
+        skipped=tuple(skipped),
+    )
+
+
+def _key(o: Any) -> tuple[Any, ...]:
+    return (o.accelerator.id, o.row.provider, o.row.instance_type, o.instances, _variant(o))
+
+
+def _variant(o: Any) -> str:
+    if hasattr(o, "candidate"):
+        s = o.candidate.shape
+        return f"{s.method}/{s.gradient_checkpointing}/{s.zero_stage}/{s.tensor_parallel}/{s.pipeline_parallel}"
+    return f"{o.weights_format}/{o.tensor_parallel}"
+
+
+def _shown(options: list[Any], cheapest: Any, fastest: Any) -> list[Any]:
+    """The two picks, the frontier, and the cheapest option of each accelerator and variant, cheapest first."""
+    keep: dict[tuple[Any, ...], Any] = {}
+    for o in (cheapest, fastest):
+        if o is not None:
+            keep.setdefault(_key(o), o)
+    for o in sorted((o for o in options if o.pareto), key=lambda o: o.cost):
+        keep.setdefault(_key(o), o)
+    best: dict[tuple[str, str], Any] = {}
+    for o in options:
+        k = (o.accelerator.id, _variant(o).split("/")[0])
+        if o.within_bounds and (k not in best or (o.cost, o.duration) < (best[k].cost, best[k].duration)):
+            best[k] = o
+    for o in sorted(best.values(), key=lambda o: o.cost):
+        if len(keep) >= PLANS_SHOWN:
+            break
+        keep.setdefault(_key(o), o)
+    return sorted(keep.values(), key=lambda o: (o.cost, o.duration))
+
+
+def api_quotes(goal: Goal) -> list[ApiQuote]:
+    """The goal's traffic through per-token APIs: the same open model where it is hosted, else models of about its
+    size (providers still offering it on the catalog's date)."""
+    if not isinstance(goal.model, str):
+        total = goal.model.architecture.total_params
+        same_id = None
+    else:
+        same_id = goal.model
+        total = preset(goal.model).architecture.total_params
+    month_in = (goal.requests_per_day or 0.0) * DAYS_PER_MONTH * goal.input_tokens
+    month_out = (goal.requests_per_day or 0.0) * DAYS_PER_MONTH * goal.output_tokens
+    rows = [r for r in load_api_prices() if r.available and r.preset]
+    same = [r for r in rows if r.preset == same_id]
+    pool = same or [r for r in rows if abs(preset(r.preset).architecture.total_params / total - 1) <= COMPARABLE_SIZE]
+    quotes = [
+        ApiQuote.model_construct(
+            provider=r.provider,
+            model=r.model,
+            usd_per_month=monthly_usd(r, month_in, month_out),
+            input_usd_per_million=r.input_usd_per_million,
+            output_usd_per_million=r.output_usd_per_million,
+            same_model=bool(same),
+            as_of=r.as_of.isoformat(),
+            source=r.source,
+        )
+        for r in pool
+    ]
+    return sorted(quotes, key=lambda q: q.usd_per_month)[:12]
+
+
+def assumptions(goal: Goal) -> list[str]:
+    out = [
+        "Only plans that fit, sized with the same memory model as the Memory page, on the catalog's price rows (whole "
+        "instances billed, 730 hours a month); idle devices on a rented instance are shown.",
+        f"A plan that spends more than half its time communicating is never called cheapest or fastest while one that "
+        f"does not exists (scaling efficiency below {fr.MIN_SCALING_EFFICIENCY:.0%}).",
+    ]
+    if goal.training:
+        out += [
+            "Training time = FLOPs / (devices x peak x MFU) plus the communication the core models (tensor-parallel "
+            "all-reduces, pipeline bubble, the exposed data-parallel gradient all-reduce over the part's interconnect).",
+            f"Global batch: {FINE_TUNE_GLOBAL_SEQUENCES} sequences for fine-tuning; for pretraining by model size as "
+            "GPT-3 (Brown et al. 2020, Table 2.1) and Llama (4M tokens): more data-parallel ranks than the batch has "
+            "sequences cannot help, so extra devices on an instance stay idle.",
+            "Searched: full fine-tuning (mixed bf16, AdamW), LoRA and QLoRA (rank 16, all linear layers, bf16 base), "
+            "with and without gradient checkpointing, one device, DDP, ZeRO-3/FSDP over 2-1,024 ranks, tensor parallel "
+            "inside an instance, pipeline stages across; the largest micro-batch that fits. CPU offload is not planned: "
+            "its time cost is not modelled (set it on the Memory page).",
+            f"Accelerators for inference only are left out ({', '.join(sorted(INFERENCE_ONLY))}).",
+        ]
+    else:
+        out += [
+            f"Replicas are sized for the busiest hour: {goal.peak_to_average:g} x the day's average output tokens per "
+            "second; each replica serves the largest batch that keeps time to first token and each user's generation "
+            f"speed within the targets ({goal.ttft_s:g} s, {goal.tokens_per_s_per_user:g} tokens/s).",
+            "USD per million tokens = the monthly bill / the month's tokens at this traffic (idle capacity included): "
+            "input + output tokens, and output tokens alone, are shown under different labels.",
+            f"Searched: bf16, FP8 and 4-bit AWQ weights (GGUF for llama.cpp), tensor parallel 1-8, bf16 KV cache; the serving engine is {goal.serving_engine}.",
+        ]
+    return out

@@ -1,0 +1,83 @@
+"""What a planner user asks for: a goal (fine-tune, pretrain or serve), the model, the work, and optional bounds.
+
+A contract (`python -m core plan`): fields are added, never renamed or dropped."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from core.memory.engines import EngineId
+from core.memory.stacks import StackId
+from core.scenario import Method, ModelSpec, Scenario
+
+GoalKind = Literal["fine-tune", "pretrain", "serve"]
+Pricing = Literal["on-demand", "spot"]
+
+
+class Goal(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    goal: GoalKind
+    model: ModelSpec = Field(description="as in `estimate`: a preset id, {'params': N} or {'hf_config': {...}}")
+    # training goals: tokens per epoch (a dataset's examples x tokens per example) and epochs
+    tokens: float | None = Field(default=None, ge=1e3, le=1e16, description="training tokens per epoch")
+    epochs: float = Field(default=1.0, gt=0, le=1_000)
+    seq_len: int = Field(default=2048, ge=16, le=1_048_576, description="tokens per training example (packed sequence length)")
+    setup_hours: float = Field(
+        default=0.25, ge=0, le=100, description="time each rented instance is billed beyond the computation: start-up, loading the model and data, the last checkpoint"
+    )
+    # serving goals: the traffic and the latency a user must see
+    requests_per_day: float | None = Field(default=None, gt=0, le=1e12)
+    input_tokens: int = Field(default=1_000, ge=1, le=1_048_576)
+    output_tokens: int = Field(default=300, ge=1, le=1_048_576)
+    peak_to_average: float = Field(default=2.0, ge=1.0, le=100.0, description="busiest hour's traffic over the day's average")
+    ttft_s: float = Field(default=2.0, gt=0, le=600, description="time to first token a user waits at most (seconds)")
+    tokens_per_s_per_user: float = Field(default=20.0, gt=0, le=10_000, description="generation speed each user sees at least")
+    # bounds and restrictions
+    deadline_hours: float | None = Field(default=None, gt=0, le=1e6)
+    budget_usd: float | None = Field(default=None, gt=0, le=1e12, description="training: the run's cost; serving: the monthly bill")
+    pricing: Pricing = "on-demand"
+    accelerators: tuple[str, ...] | None = Field(default=None, max_length=200)
+    methods: tuple[Method, ...] | None = Field(default=None, min_length=1, max_length=3)
+    training_stack: StackId = "hf"
+    serving_engine: EngineId = "vllm"
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model(cls, value: Any) -> Any:
+        return Scenario.model_validate({"model": value}).model if isinstance(value, str) else value
+
+    @field_validator("accelerators")
+    @classmethod
+    def _known(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        from core.catalog.presets import accelerator_ids, suggest
+
+        for a in value:
+            if a not in accelerator_ids():
+                raise ValueError(f"unknown accelerator {a!r}{suggest(a, accelerator_ids())}")
+        if not value:
+            raise ValueError("name at least one accelerator, or leave the field out")
+        return value
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Goal:
+        if self.goal == "serve":
+            if self.requests_per_day is None:
+                raise ValueError("a serve goal needs requests_per_day")
+        elif self.tokens is None:
+            raise ValueError(f"a {self.goal} goal needs tokens (the dataset's tokens per epoch)")
+        if self.goal == "pretrain" and self.methods not in (None, ("full",)):
+            raise ValueError("pretraining trains every weight: methods can only be ['full']")
+        return self
+
+    @property
+    def training(self) -> bool:
+        return self.goal != "serve"
+
+    @property
+    def train_tokens(self) -> float:
+        return (self.tokens or 0.0) * self.epochs

@@ -1,0 +1,103 @@
+"""A plan and the planner's answer. A contract (`python -m core plan`): fields are added, never renamed or dropped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+_OUT = ConfigDict(frozen=True)
+
+
+class Plan(BaseModel):
+    model_config = _OUT
+    accelerator: str
+    accelerator_name: str
+    provider: str
+    instance: str
+    region: str
+    instances: int
+    devices: int  # devices the plan uses
+    idle_devices: int  # rented with the instances and left unused
+    method: str  # full | lora | qlora (training); "serve" for serving plans
+    precision: str
+    weights_format: str
+    gradient_checkpointing: bool
+    zero_stage: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    data_parallel: int  # training: data-parallel ranks; serving: replicas
+    micro_batch: int  # training: sequences per device per micro-batch; serving: concurrent sequences per replica
+    gradient_accumulation_steps: int
+    scaling_efficiency: float  # ideal time / time with communication (1.0 on one device)
+    usd_per_hour: float  # what the rented instances cost per hour
+    price_is_estimate: bool
+    price_source: str
+    price_as_of: str
+    # training goals
+    hours: float | None = None
+    usd: float | None = None
+    # serving goals
+    usd_per_month: float | None = None
+    usd_per_million_tokens: float | None = None  # input + output tokens, at the goal's traffic
+    usd_per_million_output_tokens: float | None = None
+    utilisation: float | None = None  # average load of the serving fleet
+    time_to_first_token_s: float | None = None
+    tokens_per_s_per_user: float | None = None
+    output_tokens_per_s_capacity: float | None = None  # what the whole fleet can generate
+    pareto: bool = False  # on the time-vs-cost frontier
+    within_bounds: bool = True  # meets the goal's deadline and budget
+    notes: tuple[str, ...] = ()
+    scenario: dict[str, Any]  # reproduces the plan through `python -m core estimate`
+
+    @property
+    def cost(self) -> float:
+        """What the planner minimises: the run's cost, or the monthly bill."""
+        return self.usd if self.usd is not None else (self.usd_per_month or 0.0)
+
+    @property
+    def duration(self) -> float:
+        """What 'fastest' minimises: the run's hours, or the seconds per generated token a user sees."""
+        if self.hours is not None:
+            return self.hours
+        return 1.0 / (self.tokens_per_s_per_user or 1e-9)
+
+
+def rental_fields(accelerator_id: str, accelerator_name: str, row: Any, instances: int, price: float) -> dict[str, Any]:
+    """The Plan fields that say what is rented (a price row of core/catalog/prices.py) and what it costs per hour."""
+    return {
+        "accelerator": accelerator_id,
+        "accelerator_name": accelerator_name,
+        "provider": row.provider,
+        "instance": row.instance_type,
+        "region": row.region,
+        "instances": instances,
+        "usd_per_hour": instances * price,
+        "price_is_estimate": row.estimate,
+        "price_source": row.source,
+        "price_as_of": row.as_of.isoformat(),
+    }
+
+
+class ApiQuote(BaseModel):
+    model_config = _OUT
+    provider: str
+    model: str
+    usd_per_month: float
+    input_usd_per_million: float
+    output_usd_per_million: float
+    same_model: bool  # the same open weights; otherwise a comparable model
+    as_of: str
+    source: str
+
+
+class PlanResult(BaseModel):
+    model_config = _OUT
+    goal: str
+    plans: tuple[Plan, ...]  # the frontier first, then the best plan per accelerator; cheapest first
+    cheapest: Plan | None
+    fastest: Plan | None
+    api_quotes: tuple[ApiQuote, ...] = ()
+    considered: int = 0  # plans priced before filtering
+    assumptions: tuple[str, ...]
+    skipped: tuple[str, ...] = ()  # accelerators left out, with why

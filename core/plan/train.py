@@ -1,0 +1,325 @@
+"""The training planner: every method, checkpointing choice, sharding and layout, micro-batch, accelerator, instance
+type and instance count that fits, timed with communication and priced by whole instances.
+
+Memory per device does not depend on the device, so each (method, checkpointing, layout) is sized once for all
+micro-batches (NumPy) and compared with every accelerator's capacity. Devices on a rented instance are used as
+data-parallel ranks when that fits the global batch, else shown as idle."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core.catalog.accelerators import Accelerator, get_accelerator
+from core.catalog.prices import PriceRow, load_prices
+from core.layout import Layout
+from core.memory.components import qlora_upcast
+from core.memory.estimate import Evaluator
+from core.memory.fit import MAX_DEVICES
+from core.plan.goal import Goal
+from core.plan.result import Plan, rental_fields
+from core.scenario import Scenario
+from core.speed.comm import DEVICES_PER_NODE, training_comm
+from core.speed.timing import training_time
+
+MICRO_BATCHES = np.array([1, 2, 4, 8, 16, 32], dtype=np.float64)
+ZERO3_RANKS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+# Fine-tuning recipes step on tens to a few hundred sequences (Alpaca: 128; torchtune and TRL examples: 8-64 per
+# device x accumulation). We hold the global batch at 64 sequences: data parallelism beyond 64 ranks cannot help.
+FINE_TUNE_GLOBAL_SEQUENCES = 64
+# Pretraining batch in tokens by model size: GPT-3 (Brown et al. 2020, Table 2.1: 0.5M tokens at 125M-350M
+# parameters, 1M at 760M-2.7B, 2M at 6.7B-13B, 3.2M at 175B); Llama 2 and 3 pretrained at 4M tokens.
+PRETRAIN_BATCH_TOKENS = ((0.5e9, 0.5e6), (3e9, 1e6), (15e9, 2e6), (float("inf"), 4e6))
+# AWS documents Inferentia for inference only (Trainium for training).
+INFERENCE_ONLY = frozenset({"inferentia2"})
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A way to lay one training job out in memory, sized for every micro-batch."""
+
+    method: str
+    precision: str
+    gradient_checkpointing: bool
+    zero_stage: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    min_ranks: int  # data-parallel ranks this memory figure was sized at (ZeRO-3 shards over them)
+    single: bool  # sized for one device alone (no communication buffers)
+    bytes_per_device: np.ndarray  # over MICRO_BATCHES
+
+
+def global_sequences(goal: Goal, total_params: float) -> int:
+    if goal.goal == "fine-tune":
+        return FINE_TUNE_GLOBAL_SEQUENCES
+    tokens = next(t for limit, t in PRETRAIN_BATCH_TOKENS if total_params <= limit)
+    return max(1, round(tokens / goal.seq_len))
+
+
+def base_scenario(goal: Goal, method: str, gc: bool, **update: Any) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "model": goal.model,
+            "mode": "training",
+            "method": method,
+            "precision": "bf16" if method == "full" else "bf16-true",
+            "gradient_checkpointing": gc,
+            "flash_attention": True,
+            "seq_len": goal.seq_len,
+            "train_tokens": goal.train_tokens,
+            "training_stack": goal.training_stack,
+            **update,
+        }
+    )
+
+
+def _methods(goal: Goal) -> tuple[str, ...]:
+    return goal.methods or (("full", "lora", "qlora") if goal.goal == "fine-tune" else ("full",))
+
+
+def _shapes(goal: Goal) -> list[_Shape]:
+    out = []
+    for method in _methods(goal):
+        for gc in (False, True):
+            # Sized with gradient accumulation on (gradients stay allocated between micro-batches): the global batch
+            # is reached by accumulating, except on the largest layouts, where this errs on the safe side.
+            sc = base_scenario(goal, method, gc, gradient_accumulation_steps=2)
+            if not gc and qlora_upcast(sc):  # the usual QLoRA recipe turns checkpointing on itself
+                continue
+            arch = sc.architecture
+            ev = Evaluator(sc, arch)
+            tps = [t for t in (1, 2, 4, 8) if arch.num_heads % t == 0]
+            layouts = [(0, 1, 1, 1, True), (0, 1, 1, 2, False)]
+            layouts += [(0, t, 1, 1, False) for t in tps if t > 1]
+            layouts += [(0, tps[-1], p, 1, False) for p in (2, 4, 8, 16) if p <= arch.num_layers]
+            layouts += [(3, 1, 1, d, False) for d in ZERO3_RANKS]
+            for zero, tp, pp, dp, single in layouts:
+                comps = ev.components(Layout(dp, tp, pp), MICRO_BATCHES, goal.seq_len, zero_stage=zero)[0]
+                total = np.broadcast_to(np.asarray(comps.total, dtype=np.float64), MICRO_BATCHES.shape)
+                out.append(_Shape(method, sc.precision, gc, zero, tp, pp, dp, single, total))
+    return out
+
+
+def _largest_batch(shape: _Shape, capacity: float) -> int:
+    fits = shape.bytes_per_device <= capacity
+    return int(MICRO_BATCHES[fits].max()) if fits.any() else 0
+
+
+def _fitting_shapes(shapes: list[_Shape], capacity: float) -> list[_Shape]:
+    """The shapes worth renting for on a device of this capacity: one device, data parallelism, ZeRO-3 (walked by
+    rank count later), and of the tensor/pipeline-parallel shapes only the smallest group that fits (model
+    parallelism is for memory; it never makes a step cheaper)."""
+    out = [s for s in shapes if s.zero_stage == 3 or s.tensor_parallel * s.pipeline_parallel == 1]
+    for method, gc in dict.fromkeys((s.method, s.gradient_checkpointing) for s in shapes):
+        mp = [
+            s
+            for s in shapes
+            if s.zero_stage == 0 and s.tensor_parallel * s.pipeline_parallel > 1 and (s.method, s.gradient_checkpointing) == (method, gc) and _largest_batch(s, capacity)
+        ]
+        if mp:
+            out.append(min(mp, key=lambda s: (s.tensor_parallel * s.pipeline_parallel, s.pipeline_parallel)))
+    return out
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    shape: _Shape
+    data_parallel: int
+    micro_batch: int
+
+
+def _candidates(shapes: list[_Shape], acc: Accelerator, row: PriceRow, global_seqs: int) -> list[tuple[_Candidate, int]]:
+    """(layout, instances) pairs for one price row: each shape on 1, 2, 4, ... instances, every device used as a
+    data-parallel rank while the global batch allows. A job spans several instances only when they are whole nodes
+    (8 GPUs, 16 Trainium chips; TPU chips of one pod), which clouds sell with a cluster network (InfiniBand, EFA,
+    ICI): smaller instances, e.g. one-GPU rentals, have ordinary networking and run one at a time."""
+    k = row.accelerators_per_instance
+    cap = float(acc.usable_memory_bytes)
+    tpu = acc.kind == "tpu"
+    out = []
+    zero3 = [s for s in shapes if s.zero_stage == 3]
+    for s in _fitting_shapes(shapes, cap):
+        if s.zero_stage == 3 and s.min_ranks != ZERO3_RANKS[0]:
+            continue  # ZeRO-3 is walked below from its smallest fitting rank count
+        group = s.tensor_parallel * s.pipeline_parallel
+        if s.tensor_parallel > k and not tpu:
+            continue  # a tensor-parallel group stays inside one instance
+        n = 1
+        while n * k <= MAX_DEVICES and (n == 1 or k >= DEVICES_PER_NODE[acc.kind]):
+            dp = min((n * k) // group, global_seqs)
+            if s.single and (n * k != 1):
+                break
+            if dp < 1 or (not s.single and s.zero_stage == 0 and group == 1 and dp < 2) or (s.zero_stage == 3 and dp < 2):
+                n *= 2
+                continue
+            sized = s
+            if s.zero_stage == 3:
+                same = [z for z in zero3 if (z.method, z.gradient_checkpointing) == (s.method, s.gradient_checkpointing) and z.min_ranks <= dp]
+                sized = max(same, key=lambda z: z.min_ranks)
+            b = _largest_batch(sized, cap)
+            if b:
+                b = min(b, 1 << int(math.log2(max(1, global_seqs // dp))))
+                out.append((_Candidate(sized, dp, b), n))
+            if dp >= global_seqs:
+                break
+            n *= 2
+    return out
+
+
+def cheapest_rows(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -> list[tuple[PriceRow, float]]:
+    """The cheapest row of each instance size of one accelerator (a dearer row of the same size never wins)."""
+    best: dict[int, tuple[PriceRow, float]] = {}
+    for r in rows:
+        price = r.spot_usd_per_hour if spot else r.on_demand_usd_per_hour
+        if r.accelerator_id != accelerator_id or price is None:
+            continue
+        k = r.accelerators_per_instance
+        if k not in best or (price, r.provider, r.instance_type) < (best[k][1], best[k][0].provider, best[k][0].instance_type):
+            best[k] = (r, price)
+    return sorted(best.values(), key=lambda t: t[0].accelerators_per_instance)
+
+
+@dataclass
+class TrainingOption:
+    """A priced plan before it is written out (the search makes thousands; only the ones shown become Plans)."""
+
+    accelerator: Accelerator
+    row: PriceRow
+    price: float
+    instances: int
+    candidate: _Candidate
+    devices: int
+    accumulation: int
+    hours: float
+    scaling_efficiency: float
+    cost: float
+    within_bounds: bool
+    pareto: bool = False
+
+    @property
+    def duration(self) -> float:
+        return self.hours
+
+
+def plan_training(goal: Goal) -> tuple[list[TrainingOption], list[str], int]:
+    """Every priced plan that fits, and the accelerators left out with why."""
+    shapes = _shapes(goal)
+    total_params = float(base_scenario(goal, "full", False).architecture.total_params)
+    global_seqs = global_sequences(goal, total_params)
+    rows = load_prices()
+    wanted = set(goal.accelerators) if goal.accelerators else None
+    options: list[TrainingOption] = []
+    skipped: list[str] = []
+    scenarios: dict[tuple[str, bool, int, int], Scenario] = {}
+    timed: dict[tuple[Any, ...], tuple[float, float]] = {}
+    for aid in dict.fromkeys(r.accelerator_id for r in rows):
+        if wanted is not None and aid not in wanted:
+            continue
+        acc = get_accelerator(aid)
+        if aid in INFERENCE_ONLY:
+            skipped.append(f"{aid}: an inference-only part")
+            continue
+        found = False
+        for row, price in cheapest_rows(rows, aid, goal.pricing == "spot"):
+            for cand, n in _candidates(shapes, acc, row, global_seqs):
+                s, dp, b = cand.shape, cand.data_parallel, cand.micro_batch
+                used = dp * s.tensor_parallel * s.pipeline_parallel
+                accumulation = max(1, math.ceil(global_seqs / (dp * b)))
+                key = (aid, s.method, s.gradient_checkpointing, s.zero_stage, s.tensor_parallel, s.pipeline_parallel, dp, b)
+                if key not in timed:
+                    skey = (s.method, s.gradient_checkpointing, b, s.zero_stage)
+                    if skey not in scenarios:
+                        scenarios[skey] = base_scenario(goal, s.method, s.gradient_checkpointing, batch_size=b, zero_stage=s.zero_stage)
+                    sc = scenarios[skey]
+                    t = training_time(sc, acc, used)
+                    layout = Layout(dp, s.tensor_parallel, s.pipeline_parallel)
+                    comm = training_comm(sc, sc.architecture, acc, layout, t.flops_per_token, t.peak_tflops_per_device * t.mfu, batch=b, accumulation=accumulation)
+                    timed[key] = (t.wall_hours * (1.0 + comm.overhead_fraction), 1.0 / (1.0 + comm.overhead_fraction))
+                compute_hours, efficiency = timed[key]
+                hours = goal.setup_hours + compute_hours
+                cost = n * price * hours
+                within = (goal.deadline_hours is None or hours <= goal.deadline_hours) and (goal.budget_usd is None or cost <= goal.budget_usd)
+                options.append(TrainingOption(acc, row, price, n, cand, used, accumulation, hours, efficiency, cost, within))
+                found = True
+        if not found:
+            skipped.append(f"{aid}: no layout of up to {MAX_DEVICES:,} devices fits, or no price for it")
+    return options, skipped, len(options)
+
+
+def training_plan(goal: Goal, o: TrainingOption) -> Plan:
+    s, dp, b = o.candidate.shape, o.candidate.data_parallel, o.candidate.micro_batch
+    k = o.row.accelerators_per_instance
+    idle = o.instances * k - o.devices
+    notes = []
+    if idle:
+        notes.append(f"{idle} of the {o.instances * k} rented devices stay idle: the global batch of {dp * b * o.accumulation} sequences has no work for them")
+    if o.scaling_efficiency < 0.5:
+        notes.append(f"only {o.scaling_efficiency:.0%} of the time is computation: communication dominates at this scale")
+    if goal.pricing == "spot":
+        notes.append("spot capacity can be reclaimed: checkpoint often")
+    model = goal.model if isinstance(goal.model, str) else goal.model.model_dump(exclude_none=True)
+    scenario = {
+        "model": model,
+        "mode": "training",
+        "method": s.method,
+        "precision": s.precision,
+        "gradient_checkpointing": s.gradient_checkpointing,
+        "flash_attention": True,
+        "zero_stage": s.zero_stage,
+        "data_parallel": dp,
+        "tensor_parallel": s.tensor_parallel,
+        "pipeline_parallel": s.pipeline_parallel,
+        "batch_size": b,
+        "gradient_accumulation_steps": o.accumulation,
+        "seq_len": goal.seq_len,
+        "train_tokens": goal.train_tokens,
+        "accelerator": o.accelerator.id,
+        "training_stack": goal.training_stack,
+    }
+    return Plan.model_construct(
+        **rental_fields(o.accelerator.id, o.accelerator.name, o.row, o.instances, o.price),
+        devices=o.devices,
+        idle_devices=idle,
+        method=s.method,
+        precision=s.precision,
+        weights_format="nf4" if s.method == "qlora" else "bf16",
+        gradient_checkpointing=s.gradient_checkpointing,
+        zero_stage=s.zero_stage,
+        tensor_parallel=s.tensor_parallel,
+        pipeline_parallel=s.pipeline_parallel,
+        data_parallel=dp,
+        micro_batch=b,
+        gradient_accumulation_steps=o.accumulation,
+        scaling_efficiency=o.scaling_efficiency,
+        hours=o.hours,
+        usd=o.cost,
+        pareto=o.pareto,
+        within_bounds=o.within_bounds,
+        notes=tuple(notes),
+        scenario=scenario,
+    )
+
+
+def price_training_scenario(goal: Goal, sc: Scenario) -> tuple[PriceRow, int, float, float] | None:
+    """A configuration as it stands (the sidebar's), priced by the planner's rules: (row, instances, hours, USD) on
+    the cheapest row of its accelerator that holds its tensor-parallel group (several instances only when they are
+    whole nodes), or None when no row does."""
+    acc = get_accelerator(sc.accelerator)
+    devices = sc.devices
+    priced = [
+        (math.ceil(devices / r.accelerators_per_instance) * p, r)
+        for r, p in cheapest_rows(load_prices(), acc.id, goal.pricing == "spot")
+        if (acc.kind == "tpu" or r.accelerators_per_instance >= sc.tensor_parallel)
+        and (devices <= r.accelerators_per_instance or r.accelerators_per_instance >= DEVICES_PER_NODE[acc.kind])
+    ]
+    if not priced:
+        return None
+    hourly, row = min(priced, key=lambda t: t[0])
+    t = training_time(sc, acc, devices, goal.train_tokens)
+    layout = Layout(sc.data_parallel, sc.tensor_parallel, sc.pipeline_parallel)
+    comm = training_comm(sc, sc.architecture, acc, layout, t.flops_per_token, t.peak_tflops_per_device * t.mfu)
+    hours = goal.setup_hours + t.wall_hours * (1.0 + comm.overhead_fraction)
+    return row, math.ceil(devices / row.accelerators_per_instance), hours, hourly * hours

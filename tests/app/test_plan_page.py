@@ -1,0 +1,65 @@
+"""The Plan page through AppTest: the root opens it, the headline is core's cheapest plan, serving metrics are core's,
+and loading a plan puts its scenario into the sidebar and every page."""
+
+from app_pages.shared.planning import headline
+from app_pages.shared.style import Units
+from core.estimate import estimate
+from core.plan import Goal, plan
+from core.scenario import Scenario
+
+from .conftest import metric, no_exception, open_link
+
+
+def _markdown(at) -> str:
+    return " ".join(m.value for m in at.markdown).replace("\\", "")
+
+
+def test_bare_root_opens_plan_and_a_root_link_opens_memory():
+    at = open_link("home", {})
+    no_exception(at)
+    assert at.title[0].value == "Plan"
+    at = open_link("home", {"model": "llama-3.1-70b", "seq": "8192"})
+    no_exception(at)
+    assert at.title[0].value == "Memory"
+    want = Units("GiB")(estimate(Scenario(model="llama-3.1-70b", seq_len=8192)).memory_per_device_bytes.total)
+    assert metric(at, "Memory per device") == want
+
+
+def test_fine_tune_headline_is_cores_cheapest_plan():
+    at = open_link("plan", {"model": "llama-3.1-70b", "goal": "fine-tune", "ptok": "20"})
+    no_exception(at)
+    best = plan(Goal(goal="fine-tune", model="llama-3.1-70b", tokens=20e6)).cheapest
+    assert best is not None
+    assert headline(best, "on-demand") in _markdown(at)
+    assert at.get("plotly_chart"), "the frontier and the strategies are drawn"
+
+
+def test_serving_metrics_are_cores():
+    at = open_link("plan", {"goal": "serve", "rpd": "2000", "tin": "1000", "tout": "300"})
+    no_exception(at)
+    best = plan(Goal(goal="serve", model="llama-3.1-8b", requests_per_day=2000, input_tokens=1000, output_tokens=300)).cheapest
+    assert best is not None
+    assert metric(at, "Monthly bill") == f"${best.usd_per_month:,.0f}"
+    assert metric(at, "USD / M tokens (in + out)") == f"${best.usd_per_million_tokens:,.3f}"
+    assert metric(at, "USD / M output tokens") == f"${best.usd_per_million_output_tokens:,.3f}"
+    assert "per-token API" in _markdown(at) or any("per-token API" in h.value for h in at.subheader)
+
+
+def test_loading_the_cheapest_plan_sets_every_page():
+    at = open_link("plan", {"model": "llama-3.1-8b", "goal": "fine-tune", "ptok": "50"})
+    no_exception(at)
+    best = plan(Goal(goal="fine-tune", model="llama-3.1-8b", tokens=50e6)).cheapest
+    assert best is not None
+    next(b for b in at.button if b.label == "Load the cheapest plan").click().run()
+    no_exception(at)
+    assert at.title[0].value == "Memory"
+    want = Units("GiB")(estimate(Scenario.model_validate(best.scenario)).memory_per_device_bytes.total)
+    assert metric(at, "Memory per device") == want
+    assert at.session_state["acc"] == best.accelerator and at.session_state["mode"] == "training"
+
+
+def test_an_invalid_goal_warns_and_keeps_the_inputs():
+    at = open_link("plan", {"goal": "serve", "tin": "2000000", "tout": "200000"})
+    no_exception(at)
+    assert any("not valid" in w.value for w in at.warning)
+    assert at.session_state["tin"] == 2_000_000

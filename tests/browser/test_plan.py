@@ -1,0 +1,42 @@
+"""The Plan page in a real browser: the root opens it, a goal gives a headline, and clicking a plan on the frontier
+loads it into the sidebar and the Memory page."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from app_pages.shared.style import Units
+from core.estimate import estimate
+from core.plan import Goal, plan
+from core.scenario import Scenario
+
+from .conftest import SHOTS, metrics, wait_ready
+
+pytestmark = pytest.mark.browser
+
+
+def test_goal_headline_frontier_click_memory(open_page):
+    page = open_page("/?")  # the bare root
+    page.wait_for_selector("text=Cheapest plan that works", timeout=60_000)
+    assert "/plan" in page.url
+    page.get_by_text("Serve", exact=True).click()
+    time.sleep(0.5)
+    wait_ready(page)
+    page.wait_for_selector("text=Monthly bill", timeout=60_000)
+    headline = page.locator('[data-testid="stMain"] h3').first.inner_text()
+    assert "a month" in headline and "per million tokens" in headline
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "plan-serve.png"), full_page=True)
+    point = page.locator('[data-testid="stPlotlyChart"] .scatterlayer .trace .points path').first
+    point.click(force=True)
+    page.wait_for_url("**/memory**", timeout=60_000)
+    wait_ready(page)
+    # The first point of the first trace is the cheapest plan (plans come cheapest first, traces by accelerator in
+    # that order): the Memory page now shows its scenario.
+    best = plan(Goal(goal="serve", model="llama-3.1-8b", requests_per_day=10_000)).cheapest
+    assert best is not None
+    assert f"acc={best.accelerator}" in page.url and f"fmt={best.weights_format}" in page.url
+    want = Units("GiB")(estimate(Scenario.model_validate(best.scenario)).memory_per_device_bytes.total)
+    assert metrics(page)[0] == want

@@ -1,0 +1,219 @@
+"""The planner (core/plan): worked cases with their arithmetic, and properties of every search."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.catalog.accelerators import get_accelerator
+from core.catalog.prices import load_prices
+from core.estimate import estimate
+from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH
+from core.plan import Goal, plan
+from core.plan.frontier import MIN_SCALING_EFFICIENCY
+from core.plan.train import price_training_scenario
+from core.scenario import Scenario
+from core.speed.timing import training_flops_per_token
+
+SERVE_8B = {"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 2000, "input_tokens": 1000, "output_tokens": 300}
+
+
+def _row(p):
+    return next(r for r in load_prices() if (r.provider, r.instance_type, r.accelerator_id) == (p.provider, p.instance, p.accelerator))
+
+
+def test_serving_8b_at_2000_requests_a_day_is_one_small_gpu():
+    """2,000 requests x 300 output tokens / 86,400 s = 6.9 tokens/s on average, 13.9 in the busiest hour (2x):
+    a single 8B replica generating >= 20 tokens/s for one user carries it, so one device, the cheapest that can."""
+    r = plan(Goal.model_validate(SERVE_8B))
+    p = r.cheapest
+    assert p is not None and p.devices == 1 and p.instances == 1 and p.idle_devices == 0
+    assert get_accelerator(p.accelerator).memory_gib <= 48
+    row = _row(p)
+    assert p.usd_per_month == pytest.approx(row.on_demand_usd_per_hour * HOURS_PER_MONTH)
+    tokens_per_month = 2000 * DAYS_PER_MONTH * (1000 + 300)
+    assert p.usd_per_million_tokens == pytest.approx(p.usd_per_month / (tokens_per_month / 1e6))
+    assert p.usd_per_million_output_tokens == pytest.approx(p.usd_per_month / (2000 * DAYS_PER_MONTH * 300 / 1e6))
+    assert p.utilisation == pytest.approx(2000 * 300 / 86_400 / p.output_tokens_per_s_capacity)
+    assert p.tokens_per_s_per_user >= 20 and p.time_to_first_token_s <= 2
+    # the API catalog quotes the same open model at this traffic
+    assert r.api_quotes and all(q.same_model for q in r.api_quotes)
+    q = r.api_quotes[0]
+    assert q.usd_per_month == pytest.approx(2000 * DAYS_PER_MONTH * (1000 * q.input_usd_per_million + 300 * q.output_usd_per_million) / 1e6)
+
+
+def test_serving_70b_at_the_same_traffic_is_one_or_two_devices_not_a_node():
+    p = plan(Goal.model_validate({**SERVE_8B, "model": "llama-3.1-70b"})).cheapest
+    assert p is not None and p.devices <= 2 and p.idle_devices == 0
+    assert p.usd_per_month < 23_302 / 4  # the old literal answer: a whole 8 x H100 node
+
+
+def test_fine_tuning_70b_on_20m_tokens_costs_tens_of_dollars():
+    """LoRA touches 4N FLOPs per token forward and backward (+2N recomputed with checkpointing): 20M x 4 x 70.6B =
+    5.6e18 FLOPs; at 35% MFU of ~1-2 PFLOP/s dense bf16 per device that is hours on a few devices, tens of dollars."""
+    g = Goal(goal="fine-tune", model="llama-3.1-70b", tokens=20e6)
+    p = plan(g).cheapest
+    assert p is not None and 10 <= p.usd < 100
+    sc = Scenario.model_validate(p.scenario)
+    acc = get_accelerator(p.accelerator)
+    ideal_hours = 20e6 * training_flops_per_token(sc, sc.architecture) / (p.devices * acc.bf16_tflops * 1e12 * 0.35) / 3600
+    assert p.hours >= g.setup_hours + ideal_hours * 0.999  # communication and dequantization only add time
+    assert p.usd == pytest.approx(p.instances * _row(p).on_demand_usd_per_hour * p.hours)
+
+
+def test_pretraining_1b_on_1b_tokens_uses_a_handful_of_devices():
+    p = plan(Goal(goal="pretrain", model="llama-3.2-1b", tokens=1e9)).cheapest
+    assert p is not None and p.devices <= 8 and p.method == "full"
+
+
+def test_the_rented_node_is_used_not_billed_idle():
+    """A LoRA fine-tune of 8B on H100s: an 8-GPU node is filled with data-parallel ranks, never rented for 4."""
+    r = plan(Goal(goal="fine-tune", model="llama-3.1-8b", tokens=50e6, accelerators=("h100-sxm",), methods=("lora",)))
+    for p in r.plans:
+        if p.instances * _row(p).accelerators_per_instance == 8:
+            assert p.idle_devices == 0 and p.devices == 8
+
+
+def test_a_deadline_is_honoured_and_costs_more():
+    free = plan(Goal(goal="fine-tune", model="llama-3.1-8b", tokens=200e6)).cheapest
+    assert free is not None
+    rushed = plan(Goal(goal="fine-tune", model="llama-3.1-8b", tokens=200e6, deadline_hours=free.hours / 4)).cheapest
+    assert rushed is not None and rushed.within_bounds and rushed.hours <= free.hours / 4
+    assert rushed.usd >= free.usd
+
+
+def test_budget_bounds_serving():
+    r = plan(Goal.model_validate({**SERVE_8B, "budget_usd": 100.0}))
+    assert all(not p.within_bounds for p in r.plans)  # no GPU rents for $100 a month
+    assert r.cheapest is not None and not r.cheapest.within_bounds
+
+
+_GOALS = st.one_of(
+    st.builds(
+        lambda m, t, meth: {"goal": "fine-tune", "model": m, "tokens": t, "methods": meth},
+        st.sampled_from(["llama-3.2-1b", "llama-3.1-8b", "mixtral-8x7b", "qwen3-4b"]),
+        st.sampled_from([1e6, 2e7, 3e8]),
+        st.sampled_from([None, ["full"], ["lora", "qlora"]]),
+    ),
+    st.builds(
+        lambda m, rpd, o: {"goal": "serve", "model": m, "requests_per_day": rpd, "output_tokens": o},
+        st.sampled_from(["llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b"]),
+        st.sampled_from([100, 20_000, 2_000_000]),
+        st.sampled_from([50, 300, 2000]),
+    ),
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_GOALS)
+def test_every_plan_fits_and_the_frontier_is_not_dominated(goal):
+    r = plan(Goal.model_validate(goal))
+    assert r.plans and r.cheapest is not None
+    for p in r.plans:
+        res = estimate(Scenario.model_validate(p.scenario))
+        assert res.fits, p.scenario
+        assert p.idle_devices >= 0 and p.devices >= 1
+    frontier = [p for p in r.plans if p.pareto]
+    assert frontier
+    for f in frontier:
+        assert not any(o.cost < f.cost and o.duration < f.duration and o.within_bounds for o in r.plans)
+    good = [p for p in r.plans if p.scaling_efficiency >= MIN_SCALING_EFFICIENCY]
+    if good:
+        assert r.cheapest.scaling_efficiency >= MIN_SCALING_EFFICIENCY
+    assert r.cheapest.cost == min(p.cost for p in r.plans if p.scaling_efficiency >= MIN_SCALING_EFFICIENCY or not good)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(["llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b"]),
+    st.sampled_from(["full", "lora", "qlora"]),
+    st.sampled_from(["h100-sxm", "a100-sxm-80gb", "l4", "rtx-a6000", "b200", "tpu-v5e"]),
+    st.sampled_from([1, 2, 4, 8, 16]),
+    st.booleans(),
+    st.sampled_from([0, 3]),
+)
+def test_the_cheapest_plan_never_costs_more_than_the_sidebars_own(model, method, acc, dp, gc, zero):
+    """Whatever fitting configuration a user typed, pricing it honestly (whole instances, communication) never beats
+    the planner's cheapest plan."""
+    goal = Goal(goal="fine-tune", model=model, tokens=2e7)
+    try:
+        sc = Scenario(
+            model=model,
+            mode="training",
+            method=method,
+            precision="bf16" if method == "full" else "bf16-true",
+            gradient_checkpointing=gc,
+            accelerator=acc,
+            data_parallel=dp,
+            zero_stage=zero if dp > 1 else 0,
+            train_tokens=2e7,
+            batch_size=1,
+            gradient_accumulation_steps=max(1, 64 // dp),
+        )
+    except ValueError:
+        return
+    if not estimate(sc).fits:
+        return
+    own = price_training_scenario(goal, sc)
+    if own is None:
+        return
+    cheapest = plan(goal).cheapest
+    assert cheapest is not None
+    assert cheapest.usd <= own[3] * 1.0001, (cheapest.scenario, own)
+
+
+def test_plan_cli_contract():
+    out = subprocess.run(
+        [sys.executable, "-m", "core", "plan", "-"],
+        input=json.dumps([SERVE_8B, {"goal": "pretrain", "model": "llama-3.2-1b", "tokens": 1e9}]),
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    serve, train = json.loads(out.stdout)
+    for result in (serve, train):
+        assert {"plans", "cheapest", "fastest", "assumptions"} <= set(result)
+        for p in result["plans"]:
+            assert {
+                "accelerator",
+                "devices",
+                "instance",
+                "instances",
+                "idle_devices",
+                "method",
+                "weights_format",
+                "scaling_efficiency",
+                "pareto",
+                "notes",
+                "scenario",
+            } <= set(p)
+    assert {"usd_per_month", "usd_per_million_tokens"} <= set(serve["cheapest"])
+    assert {"hours", "usd"} <= set(train["cheapest"])
+    est = subprocess.run([sys.executable, "-m", "core", "estimate", "-"], input=json.dumps(train["cheapest"]["scenario"]), capture_output=True, text=True)
+    assert est.returncode == 0 and "training" in json.loads(est.stdout)
+
+
+@pytest.mark.parametrize(
+    ("goal", "field"),
+    [
+        ({"goal": "serve", "model": "llama-3.1-8b"}, "goal"),
+        ({"goal": "fine-tune", "model": "llama-3.1-8b"}, "goal"),
+        ({"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 1e7, "methods": ["dora"]}, "methods.0"),
+        ({"goal": "serve", "model": "llama-9", "requests_per_day": 10}, "model"),
+        ({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 10, "accelerators": ["h1000"]}, "accelerators"),
+        ({"goal": "pretrain", "model": "llama-3.1-8b", "tokens": 1e9, "methods": ["lora"]}, "goal"),
+        ({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": math.inf}, "requests_per_day"),
+    ],
+)
+def test_bad_goals_exit_2_naming_the_field(goal, field):
+    text = json.dumps(goal).replace("Infinity", "1e999")
+    out = subprocess.run([sys.executable, "-m", "core", "plan", "-"], input=text, capture_output=True, text=True)
+    assert out.returncode == 2 and out.stdout == ""
+    line = out.stderr.strip()
+    assert "\n" not in line and line.startswith(f"error: {field}"), line
