@@ -1,14 +1,19 @@
 """Method: formulas, sources, catalog dates, and our estimates against
 published measurements."""
 
+import datetime as dt
+
 import pandas as pd
 import streamlit as st
 
 from app_pages.shared.context import show_messages
 from app_pages.shared.method_text import FORMULAS
 from core.catalog.accelerators import load_accelerators
+from core.catalog.api_prices import load_api_prices
+from core.catalog.managed import load_managed_services
 from core.catalog.presets import load_presets
-from core.catalog.prices import load_prices
+from core.catalog.prices import STALE_AFTER_DAYS, is_stale, load_prices
+from core.catalog.purchases import load_purchases
 from core.memory.validation import load_cases
 
 st.title("Method")
@@ -46,6 +51,8 @@ st.subheader("Catalogs and their dates")
 presets = list(load_presets().values())
 accs = load_accelerators()
 prices = load_prices()
+api = load_api_prices()
+bought = load_purchases()
 st.dataframe(
     pd.DataFrame(
         [
@@ -56,11 +63,62 @@ st.dataframe(
                 "Rows": len(prices),
                 "As of": f"{min(str(p.as_of) for p in prices)} – {max(str(p.as_of) for p in prices)}",
             },
+            {"Catalog": "Per-token API prices (data/api_prices.csv)", "Rows": len(api), "As of": f"{min(a.as_of for a in api)} – {max(a.as_of for a in api)}"},
+            {"Catalog": "Purchase prices (data/purchase_prices.csv)", "Rows": len(bought), "As of": f"{min(b.as_of for b in bought)} – {max(b.as_of for b in bought)}"},
         ]
     ),
     hide_index=True,
     width="stretch",
 )
+today = dt.date.today()
+stale = [p for p in prices if is_stale(p, today)]
+newest = max(p.as_of for p in prices)
+st.caption(
+    f"The price catalog is {(today - newest).days} days old at its newest row; {len(stale)} of its {len(prices)} rows are older than "
+    f"{STALE_AFTER_DAYS // 30} months and marked stale below. Rebuild it with python -m core prices import (data/prices/)."
+)
+with st.expander("Every cloud price and its source"):
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "Provider": p.provider,
+                    "Instance": p.instance_type,
+                    "Accelerator": p.accelerator_id,
+                    "Devices": p.accelerators_per_instance,
+                    "On-demand USD/h": p.on_demand_usd_per_hour,
+                    "Spot USD/h": p.spot_usd_per_hour,
+                    "As of": str(p.as_of),
+                    "Stale": "stale" if is_stale(p, today) else "",
+                    "Estimate": "yes" if p.estimate else "",
+                    "Source": p.source,
+                }
+                for p in prices
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+with st.expander("Managed services people start from (Colab, SageMaker, Azure ML, Snowflake)"):
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "Service": m.service,
+                    "Tier or instance": m.tier_or_instance,
+                    "Accelerator": m.accelerator_id,
+                    "Devices": m.accelerators,
+                    "USD/h": m.usd_per_hour,
+                    "Basis": m.basis,
+                    "As of": m.as_of,
+                    "Source": m.source,
+                }
+                for m in load_managed_services()
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
 with st.expander("Every accelerator and its source"):
     st.dataframe(
         pd.DataFrame(

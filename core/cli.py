@@ -124,8 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     est.add_argument("file")
     pl = sub.add_parser("plan", help="the cheapest and fastest plans for a goal or a list of goals (JSON file, - for stdin)")
     pl.add_argument("file")
-    for name in ("models", "accelerators", "prices", "schema"):
+    for name in ("models", "accelerators", "schema"):
         sub.add_parser(name)
+    pr = sub.add_parser("prices", help="the price catalog as JSON; 'prices import' rebuilds data/cloud_prices.csv from data/prices/")
+    pr.add_argument("action", nargs="?", choices=["import"])
+    pr.add_argument("--check", action="store_true", help="with import: exit 1 when data/cloud_prices.csv differs from a rebuild")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -139,6 +142,12 @@ def main(argv: list[str] | None = None) -> int:
             out = _models()
         elif args.command == "accelerators":
             out = _accelerators()
+        elif args.command == "prices" and args.action == "import":
+            from core.catalog.price_import import run
+
+            ok, summary = run(check=args.check)
+            print(summary, file=sys.stderr)
+            return 0 if ok else 1
         elif args.command == "prices":
             out = _prices()
         else:

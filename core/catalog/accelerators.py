@@ -24,8 +24,8 @@ BYTES_PER_GIB = 2**30
 BYTES_PER_GB = 10**9
 ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 
-Vendor = Literal["nvidia", "amd", "google", "aws", "apple"]
-Kind = Literal["gpu", "tpu", "npu", "apple"]
+Vendor = Literal["nvidia", "amd", "google", "aws", "apple", "intel"]
+Kind = Literal["gpu", "tpu", "npu", "apple", "unified"]  # unified: a CPU and GPU sharing one memory (DGX Spark, Strix Halo)
 
 _Positive = Field(default=None, gt=0, allow_inf_nan=False)
 
@@ -60,6 +60,7 @@ class Accelerator(BaseModel):
     memory_bandwidth_gbps: float = Field(gt=0, allow_inf_nan=False)
     bf16_tflops: float | None = _Positive
     fp8_tflops: float | None = _Positive
+    fp4_tflops: float | None = _Positive  # dense FP4 (NVFP4/MXFP4) where the part has FP4 tensor cores
     int8_tops: float | None = _Positive
     fp32_tflops: float | None = _Positive
     tdp_w: float | None = _Positive

@@ -15,7 +15,7 @@ from core.catalog.accelerators import DATA_DIR, Accelerator, CatalogError, valid
 
 ECOSYSTEM_CSV = DATA_DIR / "ecosystem.csv"
 
-Platform = Literal["nvidia-gpu", "amd-gpu", "google-tpu", "aws-trainium", "apple-silicon"]
+Platform = Literal["nvidia-gpu", "amd-gpu", "google-tpu", "aws-trainium", "apple-silicon", "intel-gaudi"]
 Aspect = Literal["frameworks", "quantization", "scaling", "availability", "inference-serving"]
 
 _PLATFORM_BY_VENDOR: dict[str, Platform] = {
@@ -24,6 +24,7 @@ _PLATFORM_BY_VENDOR: dict[str, Platform] = {
     "google": "google-tpu",
     "aws": "aws-trainium",
     "apple": "apple-silicon",
+    "intel": "intel-gaudi",
 }
 
 

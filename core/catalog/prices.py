@@ -138,6 +138,14 @@ def load_prices(path: Path | None = None) -> tuple[PriceRow, ...]:
     return _load_default() if path is None else _read_catalog(Path(path))
 
 
+# A price older than about six months is shown as stale: GPU cloud prices moved by tens of percent a year in 2024-2026.
+STALE_AFTER_DAYS = 183
+
+
+def is_stale(row: PriceRow, today: dt.date) -> bool:
+    return (today - row.as_of).days > STALE_AFTER_DAYS
+
+
 def prices_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None = None) -> tuple[PriceRow, ...]:
     """Rows for one accelerator, cheapest on-demand price per device first."""
     pool = load_prices() if rows is None else rows

@@ -261,11 +261,13 @@ def training_plan(goal: Goal, o: TrainingOption) -> Plan:
     if goal.pricing == "spot":
         notes.append("spot capacity can be reclaimed: checkpoint often")
     model = goal.model if isinstance(goal.model, str) else goal.model.model_dump(exclude_none=True)
+    # Parts without BF16 (V100, T4, Turing) train in FP16 with loss scaling: the same bytes, their FP16 tensor rate.
+    precision = s.precision if o.accelerator.supports_bf16 else s.precision.replace("bf16", "fp16")
     scenario = {
         "model": model,
         "mode": "training",
         "method": s.method,
-        "precision": s.precision,
+        "precision": precision,
         "gradient_checkpointing": s.gradient_checkpointing,
         "flash_attention": True,
         "zero_stage": s.zero_stage,
@@ -284,7 +286,7 @@ def training_plan(goal: Goal, o: TrainingOption) -> Plan:
         devices=o.devices,
         idle_devices=idle,
         method=s.method,
-        precision=s.precision,
+        precision=precision,
         weights_format="nf4" if s.method == "qlora" else "bf16",
         gradient_checkpointing=s.gradient_checkpointing,
         zero_stage=s.zero_stage,

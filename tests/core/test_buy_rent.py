@@ -2,21 +2,23 @@
 
 import pytest
 
+from core.catalog.prices import prices_for
 from core.money.buy_rent import HOURS_PER_YEAR, buy_vs_rent
 
 
 def test_break_even_utilisation_is_where_costs_meet():
-    r = buy_vs_rent("rtx-a6000", usd_per_kwh=0.15, utilisation=0.5)  # catalog: 4,650 USD, 300 W, Lambda 1.09 USD/h
-    assert r.purchase_usd == 4650 and r.power_kw == pytest.approx(0.3) and r.rent_usd_per_hour == pytest.approx(1.09)
+    r = buy_vs_rent("rtx-a6000", usd_per_kwh=0.15, utilisation=0.5)  # catalog: 4,650 USD, 300 W
+    rent = min(p.on_demand_usd_per_device_hour for p in prices_for("rtx-a6000"))  # the cheapest device-hour
+    assert r.purchase_usd == 4650 and r.power_kw == pytest.approx(0.3) and r.rent_usd_per_hour == pytest.approx(rent)
     assert r.own_usd_per_year == pytest.approx(4650 / 3 + HOURS_PER_YEAR * 0.5 * 0.3 * 0.15)
-    assert r.rent_usd_per_year == pytest.approx(HOURS_PER_YEAR * 0.5 * 1.09)
+    assert r.rent_usd_per_year == pytest.approx(HOURS_PER_YEAR * 0.5 * rent)
     u = r.break_even_utilisation
     at = buy_vs_rent("rtx-a6000", usd_per_kwh=0.15, utilisation=u)
     assert at.own_usd_per_year == pytest.approx(at.rent_usd_per_year)
     below = buy_vs_rent("rtx-a6000", usd_per_kwh=0.15, utilisation=u * 0.9)
     above = buy_vs_rent("rtx-a6000", usd_per_kwh=0.15, utilisation=min(1.0, u * 1.1))
     assert below.cheaper == "rent" and above.cheaper == "buy"
-    assert r.payback_months == pytest.approx(4650 / ((1.09 - 0.045) * HOURS_PER_YEAR * 0.5 / 12))
+    assert r.payback_months == pytest.approx(4650 / ((rent - 0.045) * HOURS_PER_YEAR * 0.5 / 12))
 
 
 def test_user_inputs_and_scaling():
@@ -46,9 +48,11 @@ def test_defaults_work_for_datacenter_parts_and_consumer_cards():
     assert dgx is not None and dgx.whole_system
     assert h100.purchase_usd == pytest.approx(dgx.usd / dgx.accelerators) and "server" in h100.purchase_basis
     assert h100.break_even_utilisation is not None and h100.payback_months is not None
-    card = buy_vs_rent("rtx-4090", usd_per_kwh=0.1, utilisation=0.5)
-    assert card.purchase_usd == 1599 and "no cloud rents" in card.rent_basis
-    assert buy_vs_rent("rtx-4090", usd_per_kwh=0.1, utilisation=0.5, rent_usd_per_device_hour=0.4).rent_basis == "given"
+    card = buy_vs_rent("rtx-3090", usd_per_kwh=0.1, utilisation=0.5)  # rented by GPU clouds: its own price
+    assert "no cloud rents" not in card.rent_basis
+    home = buy_vs_rent("rtx-3060-12gb", usd_per_kwh=0.1, utilisation=0.5)  # rented by none: the nearest part
+    assert home.purchase_usd == 329 and "no cloud rents" in home.rent_basis
+    assert buy_vs_rent("rtx-3060-12gb", usd_per_kwh=0.1, utilisation=0.5, rent_usd_per_device_hour=0.4).rent_basis == "given"
 
 
 def test_missing_figures_raise():

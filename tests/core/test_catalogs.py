@@ -56,3 +56,24 @@ def test_every_workshop_scenario_evaluates(item):
     res = estimate(sc)
     assert (res.inference is not None) == (sc.mode == "inference")
     assert (res.training is not None) == (sc.train_tokens is not None)
+
+
+def test_managed_services_are_covered_and_dated():
+    from core.catalog.managed import load_managed_services
+
+    rows = load_managed_services()
+    assert {"google-colab", "aws-sagemaker-training", "aws-sagemaker-inference", "azure-ml-compute", "snowflake-spcs"} <= {r.service for r in rows}
+    assert all(r.source and r.as_of for r in rows)
+    colab_h100 = next(r for r in rows if r.service == "google-colab" and r.accelerator_id == "h100-sxm")
+    assert colab_h100.usd_per_hour and colab_h100.usd_per_hour < 5
+
+
+def test_api_and_purchase_catalogs_are_sourced():
+    from core.catalog.api_prices import load_api_prices
+    from core.catalog.purchases import load_facility, load_purchases
+
+    api = load_api_prices()
+    assert len(api) >= 15 and len({r.preset for r in api if r.preset}) >= 10
+    assert all(r.source and r.as_of for r in api)
+    assert {"h100-sxm", "b200", "rtx-4090"} <= {p.accelerator_id for p in load_purchases()}
+    assert 1.0 < load_facility()["pue_industry_average_uptime_2023"].value < 2.0

@@ -44,8 +44,8 @@ def test_model_that_needs_several_devices():
 
 
 def test_options_across_accelerators():
-    plans = serving_options(SC, TRAFFIC, accelerator_ids=["h100-sxm", "a100-sxm-80gb", "l4", "tpu-v5e", "k80"])
-    assert {p.accelerator_id for p in plans} == {"h100-sxm", "a100-sxm-80gb", "l4", "tpu-v5e"}  # k80 has no price
+    plans = serving_options(SC, TRAFFIC, accelerator_ids=["h100-sxm", "a100-sxm-80gb", "l4", "tpu-v5e", "rtx-4080"])
+    assert {p.accelerator_id for p in plans} == {"h100-sxm", "a100-sxm-80gb", "l4", "tpu-v5e"}  # no cloud rents an RTX 4080
     assert [p.usd_per_month for p in plans] == sorted(p.usd_per_month for p in plans)
 
 
@@ -86,4 +86,4 @@ def test_traffic_validation():
     with pytest.raises(ValueError, match="price row is for"):
         serving_plan(SC, TRAFFIC, row=prices_for("a100-sxm-80gb")[0])
     with pytest.raises(ValueError, match="no price row"):
-        serving_plan(SC.model_copy(update={"accelerator": "rtx-4090"}), TRAFFIC)
+        serving_plan(SC.model_copy(update={"accelerator": "rtx-4080"}), TRAFFIC)
