@@ -76,6 +76,7 @@ try:
     note = write_url()
     messages = [*st.session_state.get("_link_messages", []), *([problem] if problem else [])]
     set_context(PageContext(scenario, values, tuple(messages), (note,) if note else ()))
+    guard.yield_turn()
     page.run()
 finally:
     try:

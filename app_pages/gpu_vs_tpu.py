@@ -5,85 +5,103 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.context import page_header
-from app_pages.shared.style import PLOTLY_CONFIG, layout
+from app_pages.shared.results import cached_comparison, scenario_of
+from app_pages.shared.style import PLOTLY_CONFIG, frozen, layout
 from app_pages.shared.text import md
 from core.catalog.ecosystem import load_ecosystem
-from core.money.compare import compare_accelerators
 
-PLATFORM_COLORS = {"nvidia-gpu": "#54A24B", "amd-gpu": "#E45756", "google-tpu": "#4C78A8", "aws-trainium": "#F58518", "apple-silicon": "#B279A2"}
+PLATFORM_COLORS = {
+    "nvidia-gpu": "#54A24B",
+    "amd-gpu": "#E45756",
+    "google-tpu": "#4C78A8",
+    "aws-trainium": "#F58518",
+    "apple-silicon": "#B279A2",
+    "intel-gaudi": "#9D755D",
+}
 PLATFORM_LABELS = {
     "nvidia-gpu": "NVIDIA GPU",
     "amd-gpu": "AMD GPU",
     "google-tpu": "Google TPU",
     "aws-trainium": "AWS Trainium / Inferentia",
     "apple-silicon": "Apple silicon",
+    "intel-gaudi": "Intel Gaudi",
 }
 
 sc, values, units = page_header("GPU vs TPU", "For this model and workload: memory, throughput and price-performance per chip, and the ecosystem trade-offs.")
-rows = compare_accelerators(sc)
-training = sc.mode == "training"
-metric_name = "Training tokens/s per device" if training else "Output tokens/s per device"
+KEY = sc.model_dump_json()
 
 
-def perf(r):
+def perf(r, training: bool):
     return r.training_tokens_per_s_per_device if training else r.output_tokens_per_s_per_device
 
 
-priced = [r for r in rows if r.usd_per_device_hour and perf(r)]
-fig = go.Figure()
-for platform, color in PLATFORM_COLORS.items():
-    pts = [r for r in priced if r.platform == platform]
-    if not pts:
-        continue
-    fig.add_scatter(
-        x=[r.usd_per_device_hour for r in pts],
-        y=[perf(r) for r in pts],
-        mode="markers+text",
-        name=PLATFORM_LABELS[platform],
-        text=[r.accelerator_id for r in pts],
-        textposition="top center",
-        marker={"color": color, "size": [max(8, min(40, r.usable_memory_gib / 4)) for r in pts], "opacity": 0.8},
-        customdata=[[r.name, r.usable_memory_gib, r.devices] for r in pts],
-        hovertemplate="%{customdata[0]}<br>$%{x:,.2f} per device-hour<br>%{y:,.0f} tokens/s per device<br>"
-        "%{customdata[1]:,.0f} GiB usable; %{customdata[2]} device(s) needed<extra></extra>",
-    )
-fig.update_layout(xaxis={"type": "log", "title": "Cheapest on-demand price (USD per device-hour, log)"}, yaxis={"type": "log", "title": f"{metric_name} (log)"})
-st.plotly_chart(
-    layout(fig, f"Price vs throughput for {sc.architecture.name} ({'training' if training else 'serving'}); marker size = memory", height=520),
-    config=PLOTLY_CONFIG,
-    key="chart_pp",
-)
-st.caption("Up and to the left is better. Accelerators without a catalog price are in the table only.")
+@st.cache_resource(max_entries=64, show_spinner=False)
+def price_performance(key: str):
+    """The price-vs-throughput chart of a scenario (shared by every session that looks at it)."""
+    sc = scenario_of(key)
+    rows = cached_comparison(key)
+    training = sc.mode == "training"
+    metric_name = "Training tokens/s per device" if training else "Output tokens/s per device"
+    priced = [r for r in rows if r.usd_per_device_hour and perf(r, training)]
+    fig = go.Figure()
+    for platform, color in PLATFORM_COLORS.items():
+        pts = [r for r in priced if r.platform == platform]
+        if not pts:
+            continue
+        fig.add_scatter(
+            x=[r.usd_per_device_hour for r in pts],
+            y=[perf(r, training) for r in pts],
+            mode="markers+text",
+            name=PLATFORM_LABELS[platform],
+            text=[r.accelerator_id for r in pts],
+            textposition="top center",
+            marker={"color": color, "size": [max(8, min(40, r.usable_memory_gib / 4)) for r in pts], "opacity": 0.8},
+            customdata=[[r.name, r.usable_memory_gib, r.devices] for r in pts],
+            hovertemplate="%{customdata[0]}<br>$%{x:,.2f} per device-hour<br>%{y:,.0f} tokens/s per device<br>"
+            "%{customdata[1]:,.0f} GiB usable; %{customdata[2]} device(s) needed<extra></extra>",
+        )
+    fig.update_layout(xaxis={"type": "log", "title": "Cheapest on-demand price (USD per device-hour, log)"}, yaxis={"type": "log", "title": f"{metric_name} (log)"})
+    return frozen(layout(fig, f"Price vs throughput for {sc.architecture.name} ({'training' if training else 'serving'}); marker size = memory", height=520))
 
-table = pd.DataFrame(
-    [
-        {
-            "Accelerator": r.name,
-            "Platform": PLATFORM_LABELS.get(r.platform, r.platform),
-            "Usable memory (GiB)": round(r.usable_memory_gib, 1),
-            "Bandwidth (GB/s)": r.memory_bandwidth_gbps,
-            "Peak TFLOP/s": r.peak_tflops,
-            "Devices needed": r.devices,
-            "USD per device-hour": r.usd_per_device_hour,
-            **(
-                {
-                    "Training tokens/s per device": None if r.training_tokens_per_s_per_device is None else round(r.training_tokens_per_s_per_device),
-                    "Training run (USD)": None if r.training_run_usd is None else round(r.training_run_usd),
-                    "Hours": None if r.training_wall_hours is None else round(r.training_wall_hours, 1),
-                }
-                if training
-                else {
-                    "Time to first token (ms)": None if r.time_to_first_token_s is None else round(r.time_to_first_token_s * 1e3),
-                    "Tokens/s per user": None if r.decode_tokens_per_s is None else round(r.decode_tokens_per_s, 1),
-                    "USD per M output tokens": None if r.usd_per_million_tokens is None else round(r.usd_per_million_tokens, 3),
-                }
-            ),
-            "Notes": "; ".join(r.notes),
-        }
-        for r in rows
-    ]
-)
-st.dataframe(table, hide_index=True, width="stretch", height=420)
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def comparison_table(key: str) -> pd.DataFrame:
+    rows = cached_comparison(key)
+    training = scenario_of(key).mode == "training"
+    table = pd.DataFrame(
+        [
+            {
+                "Accelerator": r.name,
+                "Platform": PLATFORM_LABELS.get(r.platform, r.platform),
+                "Usable memory (GiB)": round(r.usable_memory_gib, 1),
+                "Bandwidth (GB/s)": r.memory_bandwidth_gbps,
+                "Peak TFLOP/s": r.peak_tflops,
+                "Devices needed": r.devices,
+                "USD per device-hour": r.usd_per_device_hour,
+                **(
+                    {
+                        "Training tokens/s per device": None if r.training_tokens_per_s_per_device is None else round(r.training_tokens_per_s_per_device),
+                        "Training run (USD)": None if r.training_run_usd is None else round(r.training_run_usd),
+                        "Hours": None if r.training_wall_hours is None else round(r.training_wall_hours, 1),
+                    }
+                    if training
+                    else {
+                        "Time to first token (ms)": None if r.time_to_first_token_s is None else round(r.time_to_first_token_s * 1e3),
+                        "Tokens/s per user": None if r.decode_tokens_per_s is None else round(r.decode_tokens_per_s, 1),
+                        "USD per M output tokens": None if r.usd_per_million_tokens is None else round(r.usd_per_million_tokens, 3),
+                    }
+                ),
+                "Notes": "; ".join(r.notes),
+            }
+            for r in rows
+        ]
+    )
+    return table
+
+
+st.plotly_chart(price_performance(KEY), config=PLOTLY_CONFIG, key="chart_pp")
+st.caption("Up and to the left is better. Accelerators without a catalog price are in the table only.")
+st.dataframe(comparison_table(KEY), hide_index=True, width="stretch", height=420)
 
 st.subheader("Ecosystem trade-offs (with sources)")
 eco = load_ecosystem()

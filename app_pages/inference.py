@@ -6,13 +6,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header
+from app_pages.shared.results import cached_estimate, cached_serving, scenario_of
 from app_pages.shared.sidebar import page_widget, traffic_inputs
-from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, PLOTLY_CONFIG, layout, vmarker
+from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, PLOTLY_CONFIG, Units, frozen, layout, vmarker
 from app_pages.shared.text import md, plain
 from core.catalog.accelerators import get_accelerator
-from core.estimate import estimate
 from core.memory.sweep import sweep
-from core.money.serving import dedicated_vs_per_token, serving_options, serving_plan
+from core.money.serving import dedicated_vs_per_token
 from core.speed.roofline import decode_curve
 
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
@@ -23,7 +23,7 @@ if sc.mode != "inference":
         st.error(plain(err))
         st.stop()
 acc = get_accelerator(sc.accelerator)
-result = estimate(sc)
+result = cached_estimate(sc.model_dump_json())
 inf = result.inference
 
 c = st.columns(5)
@@ -46,8 +46,11 @@ if not result.fits:
         icon=":material/warning:",
     )
 
-left, right = st.columns(2)
-with left:
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def decode_figure(key: str):
+    sc = scenario_of(key)
+    inf = cached_estimate(key).inference
     top = max(2, min(1024, max(inf.max_concurrent_sequences, sc.batch_size) * 2))
     batches = sorted({int(b) for b in np.unique(np.geomspace(1, top, 24).astype(int))})
     pts = decode_curve(sc, batches)
@@ -70,8 +73,12 @@ with left:
         yaxis2={"title": "Tokens/s, all users", "overlaying": "y", "side": "right"},
         hovermode="x unified",
     )
-    st.plotly_chart(layout(fig, "Decode speed as the batch grows (per user vs all users)", height=420), config=PLOTLY_CONFIG, key="chart_decode")
-with right:
+    return frozen(layout(fig, "Decode speed as the batch grows (per user vs all users)", height=420))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def kv_figure(key: str, unit: str):
+    sc, result, units = scenario_of(key), cached_estimate(key), Units(unit)
     top_ctx = max(sc.architecture.max_context, sc.seq_len)
     ctx = np.unique(np.geomspace(256, top_ctx, 60).astype(int))
     grid = sweep(sc, sc.batch_size, ctx)
@@ -84,17 +91,21 @@ with right:
     kf.add_scatter(x=ctx, y=units.value(free), name="Memory left for KV cache", mode="lines", line={"color": CAPACITY_COLOR, "dash": "dash"})
     vmarker(kf, sc.seq_len, 0, float(units.value(max(grid["kv_cache"].max(), free.max()))) * 1.05, "your context")
     kf.update_layout(xaxis={"type": "log", "title": "Context per sequence (tokens, log scale)"}, yaxis_title=f"{units.name} per device")
-    st.plotly_chart(layout(kf, f"KV cache vs context ({result.kv_cache_bytes_per_token:,} bytes per token)", height=420), config=PLOTLY_CONFIG, key="chart_kv")
+    return frozen(layout(kf, f"KV cache vs context ({result.kv_cache_bytes_per_token:,} bytes per token)", height=420))
+
+
+KEY = sc.model_dump_json()
+left, right = st.columns(2)
+left.plotly_chart(decode_figure(KEY), config=PLOTLY_CONFIG, key="chart_decode")
+right.plotly_chart(kv_figure(KEY, units.name), config=PLOTLY_CONFIG, key="chart_kv")
 
 st.subheader("What serving your traffic costs")
 traffic, util = traffic_inputs("util")
 if traffic is None:
     st.stop()
-try:
-    plan = serving_plan(sc, traffic, max_utilisation=util / 100)
-except ValueError as exc:
-    st.info(md("No serving bill on {acc}: {why}. The table below lists the accelerators that can be priced.", acc=acc.name, why=str(exc)), icon=":material/info:")
-    plan = None
+plan, why, opts = cached_serving(sc.model_dump_json(), traffic.model_dump_json(), util / 100)
+if plan is None:
+    st.info(md("No serving bill on {acc}: {why}. The table below lists the accelerators that can be priced.", acc=acc.name, why=why or ""), icon=":material/info:")
 m = st.columns(4) if plan else []
 if plan:
     m[0].metric("Replicas needed", f"{plan.replicas:,}", help=f"{plan.devices_per_replica} device(s) each, batch {plan.batch_size}")
@@ -121,7 +132,6 @@ if plan and (api_in or api_out):
         + (f"; dedicated breaks even above {cmp.break_even_requests_per_day:,.0f} requests/day." if cmp.break_even_requests_per_day else ".")
     )
 
-opts = serving_options(sc, traffic, max_utilisation=util / 100)
 if opts:
     df = pd.DataFrame(
         [

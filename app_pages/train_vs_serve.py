@@ -4,13 +4,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header
+from app_pages.shared.results import cached_estimate, cached_serving
 from app_pages.shared.sidebar import page_widget, traffic_inputs
 from app_pages.shared.style import PLOTLY_CONFIG, layout
 from app_pages.shared.text import md, plain
 from core.catalog.accelerators import get_accelerator
-from core.estimate import estimate
 from core.money.buy_rent import buy_vs_rent
-from core.money.serving import dedicated_vs_per_token, serving_plan, train_vs_serve
+from core.money.serving import dedicated_vs_per_token, train_vs_serve
 
 sc, values, units = page_header("Training vs inference", "A one-off training or fine-tuning bill next to the monthly serving bill, and owning vs renting.")
 acc = get_accelerator(sc.accelerator)
@@ -29,11 +29,8 @@ def bills() -> int:
     traffic, months = traffic_inputs("months")
     if traffic is None:
         return 1
-    training = estimate(train_sc).training
-    try:
-        plan = serving_plan(serve_sc, traffic, max_utilisation=values.get("util", 70.0) / 100)
-    except ValueError:
-        plan = None
+    training = cached_estimate(train_sc.model_dump_json()).training
+    plan = cached_serving(serve_sc.model_dump_json(), traffic.model_dump_json(), values.get("util", 70.0) / 100)[0]
     if training is None or training.cost_usd is None or plan is None or plan.usd_per_month is None:
         st.warning(md("No catalog price for {acc}: pick a priced accelerator to compare bills.", acc=acc.name))
         return training.devices if training is not None else 1

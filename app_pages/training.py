@@ -7,7 +7,7 @@ import streamlit as st
 from app_pages.shared.context import as_mode, page_header
 from app_pages.shared.results import cached_estimate, scenario_of
 from app_pages.shared.sidebar import page_widget
-from app_pages.shared.style import PLOTLY_CONFIG, layout
+from app_pages.shared.style import PLOTLY_CONFIG, frozen, layout
 from app_pages.shared.text import md, plain
 from core.catalog.accelerators import get_accelerator
 from core.money.cost import training_curve, training_options
@@ -70,8 +70,16 @@ c[2].metric("Cheapest run", f"${cost(cheapest):,.0f}", help=f"{cheapest.provider
 c[3].metric("Fastest run", f"{fastest.wall_hours:,.1f} h", help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {fastest.accelerator_id}")
 
 
-def time_cost_figure() -> go.Figure:
-    """One point per (price row, device count); cheapest and fastest circled."""
+@st.cache_resource(max_entries=64, show_spinner=False)
+def time_cost_figure(key: str, use_spot: bool) -> go.Figure:
+    """One point per (price row, device count); cheapest and fastest circled. Cached per scenario and price kind."""
+    priced = [o for o in _options(key).options if (o.spot_usd if use_spot else o.on_demand_usd) is not None]
+
+    def cost(o):
+        return o.spot_usd if use_spot else o.on_demand_usd
+
+    cheapest = min(priced, key=cost)
+    fastest = min(priced, key=lambda o: (o.wall_hours, cost(o)))
     fig = go.Figure()
     df = pd.DataFrame(
         [
@@ -114,12 +122,12 @@ def time_cost_figure() -> go.Figure:
         )
     fig.update_layout(
         xaxis={"type": "log", "title": "Wall-clock time (hours, log scale)"},
-        yaxis={"type": "log", "title": f"Run cost (USD, {'spot' if spot else 'on-demand'}, log scale)"},
+        yaxis={"type": "log", "title": f"Run cost (USD, {'spot' if use_spot else 'on-demand'}, log scale)"},
     )
-    return layout(fig, "Time vs cost of the run, by accelerator and device count", height=480)
+    return frozen(layout(fig, "Time vs cost of the run, by accelerator and device count", height=480))
 
 
-st.plotly_chart(time_cost_figure(), config=PLOTLY_CONFIG, key="chart_tc")
+st.plotly_chart(time_cost_figure(KEY, spot), config=PLOTLY_CONFIG, key="chart_tc")
 
 left, right = st.columns(2)
 with left:

@@ -1,8 +1,8 @@
 """A hostile client against one `streamlit run app.py` on 127.0.0.1 (issue #8).
 
 adversarial  One victim session moves the context slider on Memory about once a second, first alone (its quiet
-             latency), then while 4 attacker sessions loop, with no pause, the most expensive page (GPU vs TPU) on a
-             different uncached model and context every time. Reported: the victim's p50/p95 quiet and under attack,
+             latency), then while 4 attacker sessions of another client (X-Forwarded-For 203.0.113.7) loop, with no
+             pause, the most expensive page (GPU vs TPU) on a different uncached model and context every time. Reported: the victim's p50/p95 quiet and under attack,
              and how many reruns the attackers got.
 memory       One client opens N sessions (default 130) on the worst link we can build: a config.json blob at the link
              budget (unique per session, so no cache shares it) plus a Compare set of four scenarios with configs,
@@ -65,7 +65,7 @@ def worst_link(i: int) -> dict[str, list[str]]:
 
 
 def victim(port: int, seconds: float, out: list[float], stop: threading.Event) -> None:
-    sess = AgentSession(port, timeout=120)
+    sess = AgentSession(port, timeout=120, client=VICTIM_ADDRESS)
     sess.interact({})
     seq = fields()["seq"]
     values = [seq.fmt(4096), seq.fmt(8192)]
@@ -77,8 +77,14 @@ def victim(port: int, seconds: float, out: list[float], stop: threading.Event) -
         time.sleep(random.uniform(0.5, 1.5))
 
 
+# The agent API carries no peer address: clients are told apart as behind the reverse proxy of docs/DEPLOY.md, by
+# X-Forwarded-For (the server runs with LLMGP_TRUST_PROXY=1). Documentation addresses (RFC 5737).
+ATTACKER_ADDRESS = "203.0.113.7"
+VICTIM_ADDRESS = "198.51.100.1"
+
+
 def attacker(port: int, stop: threading.Event, counter: list[int], k: int) -> None:
-    sess = AgentSession(port, timeout=300)
+    sess = AgentSession(port, timeout=300, client=ATTACKER_ADDRESS)  # one hostile client, several sessions
     sess.interact({"page": "gpu-vs-tpu"})
     model, seq = fields()["model"], fields()["seq"]
     rng = random.Random(k)
@@ -93,6 +99,7 @@ def attacker(port: int, stop: threading.Event, counter: list[int], k: int) -> No
 
 
 def adversarial(args: argparse.Namespace) -> dict:
+    os.environ["LLMGP_TRUST_PROXY"] = "1"  # clients told apart by X-Forwarded-For (the server inherits the environment)
     with Server("--server.enableAgentApi=true", "--server.agentMaxSessions=200") as srv:
         warm = AgentSession(srv.port, timeout=120)
         warm.interact({})

@@ -80,14 +80,18 @@ def _app_exception(tree: object) -> str | None:
 class AgentSession:
     """One agent API session over a keep-alive HTTP connection (reopened when the server has closed an idle one)."""
 
-    def __init__(self, port: int, timeout: float):
+    def __init__(self, port: int, timeout: float, client: str | None = None):
+        """`client`: the address this session claims through X-Forwarded-For, as a reverse proxy would send it (the
+        server trusts it with LLMGP_TRUST_PROXY=1), so one machine can play several clients."""
         self.port, self.timeout = port, timeout
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        self.source = None
+        self.headers = {"Content-Type": "application/json", **({"X-Forwarded-For": client} if client else {})}
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout, source_address=self.source)
         self.session_id: str | None = None
 
     def _post(self, payload: str) -> tuple[float, http.client.HTTPResponse, bytes]:
         t0 = time.perf_counter()
-        self.conn.request("POST", "/_stcore/agent/interact", body=payload, headers={"Content-Type": "application/json"})
+        self.conn.request("POST", "/_stcore/agent/interact", body=payload, headers=self.headers)
         resp = self.conn.getresponse()
         raw = resp.read()
         return time.perf_counter() - t0, resp, raw
@@ -101,7 +105,7 @@ class AgentSession:
         except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
             # uvicorn closes a keep-alive connection after 5 s idle: reconnect once (the session lives on the server).
             self.conn.close()
-            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout, source_address=self.source)
             elapsed, resp, raw = self._post(payload)
         data = json.loads(raw) if raw else {}
         if resp.status != 200:

@@ -14,6 +14,7 @@ from app_pages.shared import guard
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch):
     monkeypatch.setattr(guard, "_buckets", {})
+    monkeypatch.setattr(guard, "_sessions", {})
     monkeypatch.setattr(guard, "_queue", [])
     monkeypatch.setattr(guard, "_holders", set())
     monkeypatch.setattr(guard, "_running", 0)
@@ -66,7 +67,7 @@ def test_an_empty_bucket_waits_in_proportion_to_the_overdraft(monkeypatch):
     slept: list[float] = []
     monkeypatch.setattr(guard.time, "sleep", lambda s: slept.append(s))
     cpu = guard.before_run()
-    guard._buckets["s1"].tokens = -0.3  # the run used 0.8 s of a 0.5 s budget
+    guard._buckets["c1"].tokens = -0.3  # the run used 0.8 s of a 0.5 s budget
     guard._end_turn()
     guard.before_run()
     guard.after_run(cpu)
@@ -87,3 +88,22 @@ def test_a_client_over_its_session_cap_is_refused(monkeypatch):
         guard.before_run()
     assert stopped and "Too many open sessions" in stopped[0]
     assert guard._running == 0, "a refused session never takes a turn"
+
+
+def test_a_clients_sessions_share_one_budget(monkeypatch):
+    """Four tabs of one client get one share of the CPU, not four."""
+    monkeypatch.setattr(guard, "client_key", lambda: "c1")
+    monkeypatch.setattr(guard, "FAIR_SHARE", 1.0)
+    monkeypatch.setattr(guard, "BURST_S", 0.5)
+    monkeypatch.setattr(guard.time, "thread_time", iter([0.0, 0.4, 0.0, 0.4]).__next__)  # each run uses 0.4 s
+    slept: list[float] = []
+    monkeypatch.setattr(guard.time, "sleep", lambda s: slept.append(s))
+    for sid in ("tab1", "tab2"):
+        monkeypatch.setattr(guard, "_session_id", lambda sid=sid: sid)
+        guard.after_run(guard.before_run())
+    assert guard._buckets["c1"].tokens == pytest.approx(0.5 - 0.8, abs=0.05)
+    monkeypatch.setattr(guard, "_session_id", lambda: "tab3")
+    monkeypatch.setattr(guard.time, "thread_time", lambda: 0.0)
+    guard.before_run()
+    guard._end_turn()
+    assert slept and slept[0] > 0.2  # the third tab waits for the first two's overdraft

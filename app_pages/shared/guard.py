@@ -6,9 +6,10 @@ waits its turn, and one client cannot open an unbounded number of sessions.
   sum of all), and the waiting session that used the least CPU lately goes
   first. A person moving a slider waits at most for the one run in progress,
   not for every run a busy client queued.
-- CPU: each session has a token bucket of CPU seconds (refill FAIR_SHARE
-  core-seconds per second, up to BURST). A run spends the CPU time its
-  script took; a session whose bucket is empty sleeps before its next run
+- CPU: each client (all its sessions together) has a token bucket of CPU
+  seconds (refill FAIR_SHARE core-seconds per second, up to BURST). A run
+  spends the CPU time its script took; a client whose bucket is empty sleeps
+  before its next run
   (sleeping releases the GIL, so everybody else runs meanwhile). A person
   moving sliders stays far inside the budget; a script looping expensive
   scenarios gets FAIR_SHARE of a core.
@@ -55,14 +56,21 @@ _MAX_TRACKED = 10_000
 
 @dataclass
 class _Bucket:
+    """One client's CPU budget (all its sessions share it: four tabs do not get four shares)."""
+
     tokens: float
     updated: float
+
+
+@dataclass
+class _Session:
     client: str
     last_run: float
 
 
 _lock = threading.Lock()
-_buckets: dict[str, _Bucket] = {}
+_buckets: dict[str, _Bucket] = {}  # by client
+_sessions: dict[str, _Session] = {}  # by session id
 _turns = threading.Condition()
 _running = 0
 _queue: list[tuple[float, int]] = []  # (priority, ticket): lower goes first
@@ -75,6 +83,7 @@ def _take_turn(priority: float) -> None:
     global _running
     if not RUN_SLOTS:
         return
+    _local.priority = priority
     ticket = next(_tickets)
     entry = (priority, ticket)
     deadline = time.monotonic() + MAX_TURN_WAIT_S
@@ -87,6 +96,22 @@ def _take_turn(priority: float) -> None:
         _running += 1
         _holders.add(threading.get_ident())
         _turns.notify_all()
+
+
+_local = threading.local()
+
+
+def yield_turn() -> None:
+    """A point in a long run where a waiting session with a better priority (a person, not a loop) may go first:
+    the turn is handed over and taken back. Keeps a busy client's long runs from holding everybody else up."""
+    if not RUN_SLOTS or threading.get_ident() not in _holders:
+        return
+    mine = getattr(_local, "priority", 0.0)
+    with _turns:
+        waiting_better = bool(_queue) and _queue[0][0] < mine
+    if waiting_better:
+        _end_turn()
+        _take_turn(mine)
 
 
 def _end_turn() -> None:
@@ -118,51 +143,56 @@ def client_key() -> str:
 
 
 def _prune(now: float) -> None:
-    if len(_buckets) > _MAX_TRACKED:
-        for sid in [s for s, b in _buckets.items() if now - b.last_run > ACTIVE_WINDOW_S]:
-            del _buckets[sid]
+    if len(_sessions) > _MAX_TRACKED:
+        for sid in [s for s, rec in _sessions.items() if now - rec.last_run > ACTIVE_WINDOW_S]:
+            del _sessions[sid]
+        live = {rec.client for rec in _sessions.values()}
+        for client in [c for c in _buckets if c not in live]:
+            del _buckets[client]
 
 
 def before_run() -> float:
-    """Call at the top of every run: stops a session over the client cap, waits when the session is over its CPU
+    """Call at the top of every run: stops a session over the client cap, waits when the client is over its CPU
     budget. Returns the thread CPU clock to hand to after_run()."""
     sid = _session_id()
     now = time.monotonic()
     priority = 0.0
     if sid is not None:
-        client = _buckets[sid].client if sid in _buckets else client_key()
+        client = _sessions[sid].client if sid in _sessions else client_key()
+        wait = 0.0
         with _lock:
             _prune(now)
-            bucket = _buckets.get(sid)
-            if bucket is None:
-                active = sum(1 for b in _buckets.values() if b.client == client and now - b.last_run < ACTIVE_WINDOW_S)
-                if MAX_SESSIONS_PER_CLIENT and active >= MAX_SESSIONS_PER_CLIENT:
-                    bucket = None
-                else:
-                    bucket = _buckets[sid] = _Bucket(BURST_S, now, client, now)
-            if bucket is not None:
+            rec = _sessions.get(sid)
+            if rec is None:
+                active = sum(1 for r in _sessions.values() if r.client == client and now - r.last_run < ACTIVE_WINDOW_S)
+                if not (MAX_SESSIONS_PER_CLIENT and active >= MAX_SESSIONS_PER_CLIENT):
+                    rec = _sessions[sid] = _Session(client, now)
+            bucket = None
+            if rec is not None:
+                rec.last_run = now
+                bucket = _buckets.setdefault(client, _Bucket(BURST_S, now))
                 bucket.tokens = min(BURST_S, bucket.tokens + (now - bucket.updated) * FAIR_SHARE)
                 bucket.updated = now
-                bucket.last_run = now
                 wait = min(MAX_WAIT_S, -bucket.tokens / FAIR_SHARE) if FAIR_SHARE and bucket.tokens < 0 else 0.0
         if bucket is None:
             st.error(f"Too many open sessions from your address (more than {MAX_SESSIONS_PER_CLIENT}). Close some tabs and reload.")
             st.stop()
         if wait > 0:
             time.sleep(wait)
-        priority = -bucket.tokens  # the session with the most budget left goes first
+        priority = -bucket.tokens  # the client with the most budget left goes first
     _take_turn(priority)
     return time.thread_time()
 
 
 def after_run(started_cpu: float) -> None:
-    """Call when the run ends (also after st.stop / st.rerun): charge the session for the CPU it used."""
+    """Call when the run ends (also after st.stop / st.rerun): charge the session's client for the CPU it used."""
     _end_turn()
     sid = _session_id()
     if sid is None or not FAIR_SHARE:
         return
     used = max(0.0, time.thread_time() - started_cpu)
     with _lock:
-        bucket = _buckets.get(sid)
+        rec = _sessions.get(sid)
+        bucket = _buckets.get(rec.client) if rec is not None else None
         if bucket is not None:
             bucket.tokens -= used

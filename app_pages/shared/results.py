@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages.shared import guard
+from core.catalog.accelerators import load_accelerators
 from core.estimate import Result, estimate
 from core.memory.explain import Explanation, explain
+from core.money.compare import ComparisonRow, compare_accelerators
+from core.money.serving import ServingPlan, Traffic, serving_options, serving_plan
 from core.scenario import Scenario
 
 
@@ -25,3 +29,26 @@ def cached_estimate(key: str) -> Result:
 @st.cache_resource(max_entries=256, show_spinner=False)
 def cached_explain(key: str) -> list[Explanation]:
     return explain(scenario_of(key), cached_estimate(key))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def cached_comparison(key: str) -> list[ComparisonRow]:
+    """compare_accelerators() of a scenario: every accelerator in the catalog, in chunks between which a waiting
+    person may take the turn (guard.yield_turn)."""
+    sc, ids = scenario_of(key), [a.id for a in load_accelerators()]
+    rows: list[ComparisonRow] = []
+    for i in range(0, len(ids), 12):
+        guard.yield_turn()
+        rows += compare_accelerators(sc, ids[i : i + 12])
+    return rows
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def cached_serving(key: str, traffic_key: str, max_utilisation: float) -> tuple[ServingPlan | None, str | None, tuple[ServingPlan, ...]]:
+    """(the scenario's own serving plan or None with why, the plans across accelerators) for a traffic."""
+    sc, traffic = scenario_of(key), Traffic.model_validate_json(traffic_key)
+    try:
+        own, why = serving_plan(sc, traffic, max_utilisation=max_utilisation), None
+    except ValueError as exc:
+        own, why = None, str(exc)
+    return own, why, serving_options(sc, traffic, max_utilisation=max_utilisation)

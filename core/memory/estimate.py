@@ -129,8 +129,17 @@ class Evaluator:
         self.states = training_states(sc, arch) if sc.mode == "training" else None
         self.weights_total = weight_bytes(arch, FORMATS[sc.weights_format]) if sc.mode == "inference" else 0.0
         self._zero: dict[int, Any] = {}
+        self._memo: dict[tuple[Any, ...], tuple[Components, float]] = {}  # scalar look-ups (layout searches repeat them)
 
     def components(self, layout: Layout, batch: Any, seq: Any, zero_stage: int | None = None) -> tuple[Components, float]:
+        if isinstance(batch, int | float) and isinstance(seq, int | float):
+            key = (tuple(layout), batch, seq, zero_stage)
+            if key not in self._memo:
+                self._memo[key] = self._components(layout, batch, seq, zero_stage)
+            return self._memo[key]
+        return self._components(layout, batch, seq, zero_stage)
+
+    def _components(self, layout: Layout, batch: Any, seq: Any, zero_stage: int | None) -> tuple[Components, float]:
         sc, states = self.sc, self.states
         if sc.mode == "inference":
             return inference_components(sc, self.arch, layout, batch, seq, self.weights_total), 0.0
@@ -160,12 +169,15 @@ def fit_capacity(sc: Scenario, usable_bytes: float) -> float:
     return usable_bytes
 
 
-def estimate_memory(sc: Scenario) -> MemoryResult:
+def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = False) -> MemoryResult:
+    """The memory answer. `ev` may be shared between scenarios that differ only in the accelerator (memory per device
+    does not depend on it); `light` leaves out what a table row across accelerators does not show (the longest
+    context that fits, the advice, the assumptions)."""
     arch = sc.architecture
     acc = get_accelerator(sc.accelerator)
     usable = float(acc.usable_memory_bytes)
     capacity = fit_capacity(sc, usable)
-    ev = Evaluator(sc, arch)
+    ev = ev or Evaluator(sc, arch)
     layout = own_layout(sc)
     comps, cpu = ev.components(layout, sc.batch_size, sc.seq_len)
     phase = training_peak(sc, arch, layout, sc.batch_size, sc.seq_len, ev.states).phase if sc.mode == "training" else ""
@@ -194,9 +206,9 @@ def estimate_memory(sc: Scenario) -> MemoryResult:
         devices_needed=needed.devices if needed else None,
         layout_needed=needed,
         max_batch_size=max_batch(ev.total, layout, sc.seq_len, capacity),
-        max_seq_len=max_seq(ev.total, layout, sc.batch_size, capacity, seq_limit),
-        advice_texts=() if fits else tuple(advise(sc, ev, capacity, needed)),
-        assumption_texts=tuple(_assumptions(sc, arch)),
+        max_seq_len=0 if light else max_seq(ev.total, layout, sc.batch_size, capacity, seq_limit),
+        advice_texts=() if fits or light else tuple(advise(sc, ev, capacity, needed)),
+        assumption_texts=() if light else tuple(_assumptions(sc, arch)),
         layout_note=_layout_note(sc, ev, comps),
         allocated_peak_bytes=round(float(comps.allocated)),
         reserved_peak_bytes=round(float(comps.allocated + comps.allocator)),

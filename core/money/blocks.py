@@ -192,14 +192,15 @@ def inference_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, memory: Ca
     )
 
 
-def estimate_blocks(sc: Scenario) -> tuple[MemoryResult, TrainingEstimate | None, InferenceEstimate | None]:
+def estimate_blocks(sc: Scenario, ev: Evaluator | None = None, light: bool = False) -> tuple[MemoryResult, TrainingEstimate | None, InferenceEstimate | None]:
     """The memory answer, then the training block (when train_tokens is set) and
-    the serving block (in inference mode) composed on top of it."""
-    mem = estimate_memory(sc)
+    the serving block (in inference mode) composed on top of it (`ev`, `light`: see estimate_memory)."""
+    ev = ev or Evaluator(sc, sc.architecture)
+    mem = estimate_memory(sc, ev, light)
     acc = get_accelerator(sc.accelerator)
     info = FitInfo.of(mem, sc)
     training = training_estimate(sc, acc, info) if sc.train_tokens else None
     inference = None
     if sc.mode == "inference":
-        inference = inference_estimate(sc, acc, info, Evaluator(sc, sc.architecture).total, mem.max_batch_size)
+        inference = inference_estimate(sc, acc, info, ev.total, mem.max_batch_size)
     return mem, training, inference

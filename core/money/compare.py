@@ -12,6 +12,7 @@ from core.catalog.accelerators import get_accelerator, load_accelerators
 from core.catalog.ecosystem import EcosystemEntry, ecosystem_for, platform_of
 from core.catalog.prices import PriceRow
 from core.layout import Layout
+from core.memory.estimate import Evaluator
 from core.money.blocks import estimate_blocks
 from core.money.pricing import rows_for
 from core.scenario import Scenario
@@ -47,10 +48,10 @@ class ComparisonRow(BaseModel):
     notes: tuple[str, ...]
 
 
-def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None) -> ComparisonRow:
+def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluator) -> ComparisonRow:
     acc = get_accelerator(aid)
     sc_a = sc if sc.accelerator == aid else sc.model_copy(update={"accelerator": aid})
-    res, training, inf = estimate_blocks(sc_a)
+    res, training, inf = estimate_blocks(sc_a, ev, light=True)
     tp = inf.tensor_parallel if inf is not None else (res.layout_needed.tensor_parallel if res.layout_needed else 1)
     # cheapest per-device price among instances that hold the tensor-parallel group
     per_device = min((r.on_demand_usd_per_device_hour for r in rows_for(aid, rows, tp)), default=None)
@@ -109,4 +110,5 @@ def compare_accelerators(sc: Scenario, accelerator_ids: Iterable[str] | None = N
     when train_tokens is set. $/M tokens here uses the cheapest per-device
     price (replicas packed onto instances)."""
     ids = [a.id for a in load_accelerators()] if accelerator_ids is None else list(accelerator_ids)
-    return tuple(_row(sc, aid, rows) for aid in ids)
+    ev = Evaluator(sc, sc.architecture)  # memory per device does not depend on the device: sized once for all
+    return tuple(_row(sc, aid, rows, ev) for aid in ids)

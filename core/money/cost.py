@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.prices import PriceRow, load_prices
 from core.layout import Layout
-from core.memory.estimate import MemoryResult, estimate_memory
+from core.memory.estimate import Evaluator, MemoryResult, devices_needed, fit_capacity
 from core.memory.fit import MAX_DEVICES
 from core.money.pricing import instances_for, label, rows_for, run_usd_per_hour
 from core.scenario import Scenario
@@ -85,9 +85,11 @@ def _counts(base: Layout, wanted: Iterable[int] | None, own_devices: int) -> lis
     return [Layout(dp, base.tensor_parallel, base.pipeline_parallel) for dp in sorted(dps) if dp * group <= MAX_DEVICES]
 
 
-def _timings(sc: Scenario, acc: Accelerator, device_counts: Iterable[int] | None) -> tuple[list[_Timed], str | None]:
-    res = estimate_memory(sc if sc.accelerator == acc.id else sc.model_copy(update={"accelerator": acc.id}))
-    base = _base_layout(res)
+def _timings(sc: Scenario, acc: Accelerator, device_counts: Iterable[int] | None, ev: Evaluator | None = None) -> tuple[list[_Timed], str | None]:
+    """Per-device memory does not depend on the device: one Evaluator (`ev`) serves every accelerator."""
+    ev = ev or Evaluator(sc, sc.architecture)
+    needed = devices_needed(sc, ev, fit_capacity(sc, float(acc.usable_memory_bytes)))
+    base = None if needed is None else (Layout(needed.data_parallel, needed.tensor_parallel, needed.pipeline_parallel), needed.zero_stage)
     if base is None:
         return [], f"{acc.id}: no layout of up to {MAX_DEVICES:,} devices fits in memory"
     layout0, zero = base
@@ -141,16 +143,23 @@ def training_options(
     counts = None if device_counts is None else tuple(device_counts)
     options: list[TrainingOption] = []
     skipped: list[str] = []
+    ev = Evaluator(sc, sc.architecture)
     for aid in ids:
         if not rows_for(aid, pool):
             skipped.append(f"{aid}: no price row")
             continue
-        timed, why = _timings(sc, get_accelerator(aid), counts)
+        timed, why = _timings(sc, get_accelerator(aid), counts, ev)
         if why:
             skipped.append(why)
         before = len(options)
         for t in timed:
-            options += [_option(r, t) for r in rows_for(aid, pool, t.layout.tensor_parallel)]
+            # The cheapest way each provider rents this many devices (its dearer instance shapes never win).
+            best: dict[str, tuple[float, PriceRow]] = {}
+            for r in rows_for(aid, pool, t.layout.tensor_parallel):
+                hourly = run_usd_per_hour(r, t.layout.devices) or 0.0
+                if r.provider not in best or (hourly, r.instance_type) < (best[r.provider][0], best[r.provider][1].instance_type):
+                    best[r.provider] = (hourly, r)
+            options += [_option(r, t) for _, r in best.values()]
         if timed and len(options) == before:
             skipped.append(f"{aid}: no instance holds the tensor-parallel group of {timed[0].layout.tensor_parallel}")
     options.sort(key=lambda o: (round(o.on_demand_usd, 6), o.on_demand_usd_with_comm, o.wall_hours, o.provider, o.instance_type))

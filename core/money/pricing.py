@@ -12,6 +12,7 @@ interconnect, so they are offered for any group.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -58,10 +59,19 @@ def fleet_instances(row: PriceRow, replicas: int, devices_per_replica: int) -> i
 
 def rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None = None, tensor_parallel: int = 1) -> tuple[PriceRow, ...]:
     """Rows of one accelerator whose instances can hold a tensor-parallel group."""
-    pool = load_prices() if rows is None else rows
+    pool = _by_accelerator().get(accelerator_id, ()) if rows is None else rows
     if tensor_parallel > 1 and get_accelerator(accelerator_id).kind == "tpu":
         tensor_parallel = 1
     return tuple(r for r in pool if r.accelerator_id == accelerator_id and r.accelerators_per_instance >= tensor_parallel)
+
+
+@functools.cache
+def _by_accelerator() -> dict[str, tuple[PriceRow, ...]]:
+    """The built-in catalog's rows by accelerator (looked up thousands of times a page)."""
+    out: dict[str, list[PriceRow]] = {}
+    for r in load_prices():
+        out.setdefault(r.accelerator_id, []).append(r)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def _cheapest(accelerator_id: str, rows: tuple[PriceRow, ...] | None, tensor_parallel: int, price: Callable[[PriceRow], float | None]) -> PriceRow | None:
