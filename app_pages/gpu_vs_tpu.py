@@ -1,5 +1,7 @@
 """GPU vs TPU: price-performance for the chosen workload, side by side, with the qualitative trade-offs."""
 
+import math
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -43,6 +45,19 @@ def price_performance(key: str):
     training = sc.mode == "training"
     metric_name = "Training tokens/s per device" if training else "Output tokens/s per device"
     priced = [r for r in rows if r.usd_per_device_hour and perf(r, training)]
+    # Only the points nothing beats (no other chip both cheaper and faster) carry a name: the rest on hover, so the
+    # labels never pile up.
+    frontier = sorted(
+        (r for r in priced if not any(o.usd_per_device_hour < r.usd_per_device_hour and perf(o, training) > perf(r, training) for o in priced)),
+        key=lambda r: r.usd_per_device_hour,
+    )
+    best: set[str] = set()
+    kept: list[tuple[float, float]] = []
+    for r in frontier:  # and of those, one name per neighbourhood (0.3 of a decade apart across or 0.1 up)
+        at = (math.log10(r.usd_per_device_hour), math.log10(perf(r, training)))
+        if all(abs(at[0] - k[0]) > 0.3 or abs(at[1] - k[1]) > 0.1 for k in kept):
+            best.add(r.accelerator_id)
+            kept.append(at)
     fig = go.Figure()
     for platform, color in PLATFORM_COLORS.items():
         pts = [r for r in priced if r.platform == platform]
@@ -53,15 +68,19 @@ def price_performance(key: str):
             y=[perf(r, training) for r in pts],
             mode="markers+text",
             name=PLATFORM_LABELS[platform],
-            text=[r.accelerator_id for r in pts],
+            text=[r.name.split(" (")[0].removeprefix("NVIDIA ").removeprefix("AMD ") if r.accelerator_id in best else "" for r in pts],
             textposition="top center",
             marker={"color": color, "size": [max(8, min(40, r.usable_memory_gib / 4)) for r in pts], "opacity": 0.8},
             customdata=[[r.name, r.usable_memory_gib, r.devices] for r in pts],
             hovertemplate="%{customdata[0]}<br>$%{x:,.2f} per device-hour<br>%{y:,.0f} tokens/s per device<br>"
             "%{customdata[1]:,.0f} GiB usable; %{customdata[2]} device(s) needed<extra></extra>",
         )
-    fig.update_layout(xaxis={"type": "log", "title": "Cheapest on-demand price (USD per device-hour, log)"}, yaxis={"type": "log", "title": f"{metric_name} (log)"})
-    return frozen(layout(fig, f"Price vs throughput for {sc.architecture.name} ({'training' if training else 'serving'}); marker size = memory", height=520))
+    fig.update_layout(
+        xaxis={"type": "log", "dtick": 1, "tickprefix": "$", "title": "Cheapest on-demand price (USD per device-hour, log)"},
+        yaxis={"type": "log", "dtick": 1, "title": f"{metric_name} (log)"},
+    )
+    title = f"Price vs throughput for {sc.architecture.name} ({'training' if training else 'serving'})"
+    return frozen(layout(fig, title, height=520))
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -100,7 +119,10 @@ def comparison_table(key: str) -> pd.DataFrame:
 
 
 st.plotly_chart(price_performance(KEY), config=PLOTLY_CONFIG, key="chart_pp")
-st.caption("Up and to the left is better. Accelerators without a catalog price are in the table only.")
+st.caption(
+    "Up and to the left is better; marker size is memory per chip; named chips are those nothing beats on both price and "
+    "throughput (hover for the others). Accelerators without a catalog price are in the table only."
+)
 st.dataframe(comparison_table(KEY), hide_index=True, width="stretch", height=420)
 
 st.subheader("Ecosystem trade-offs (with sources)")

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from plotly.subplots import make_subplots
 
 from app_pages.shared.context import as_mode, page_header
 from app_pages.shared.results import cached_estimate, cached_serving, scenario_of
@@ -32,10 +33,10 @@ c[1].metric("Tokens/s per user", f"{inf.decode_tokens_per_s:,.1f}", help=f"decod
 c[2].metric("Tokens/s, all users", f"{inf.aggregate_tokens_per_s:,.0f}", help="decode tokens per second summed over the batch")
 c[3].metric("Most concurrent sequences", f"{inf.max_concurrent_sequences:,}", help=f"at {sc.seq_len:,} tokens each, on {inf.devices_per_replica} device(s)")
 c[4].metric(
-    f"USD / M output tokens, busy at batch {inf.batch_size}",
+    f"\\$ / M tokens, batch {inf.batch_size}",
     "—" if inf.usd_per_million_tokens is None else f"${inf.usd_per_million_tokens:,.2f}",
     help=(inf.price_instance or "no catalog price for this accelerator")
-    + f": the replica kept 100% busy at batch {inf.batch_size}, every hour of the month (a floor; the traffic bill is below)",
+    + f": USD per million output tokens with the replica kept 100% busy at batch {inf.batch_size}, every hour of the month (a floor; the traffic bill is below)",
 )
 if result.layout_needed is None:
     st.error(md("{model} does not fit on any layout of {acc} at these settings: no speeds to show.", model=sc.architecture.name, acc=acc.name))
@@ -54,9 +55,10 @@ def decode_figure(key: str):
     top = max(2, min(1024, max(inf.max_concurrent_sequences, sc.batch_size) * 2))
     batches = sorted({int(b) for b in np.unique(np.geomspace(1, top, 24).astype(int))})
     pts = decode_curve(sc, batches)
-    fig = go.Figure()
-    fig.add_scatter(x=[p.batch_size for p in pts], y=[p.decode_tokens_per_s for p in pts], name="Per user (tokens/s)", mode="lines+markers")
-    fig.add_scatter(x=[p.batch_size for p in pts], y=[p.aggregate_tokens_per_s for p in pts], name="All users (tokens/s)", mode="lines+markers", yaxis="y2")
+    # two panels over one batch axis (one scale each, no dual axis)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
+    fig.add_scatter(x=[p.batch_size for p in pts], y=[p.decode_tokens_per_s for p in pts], name="Per user (tokens/s)", mode="lines+markers", row=1, col=1)
+    fig.add_scatter(x=[p.batch_size for p in pts], y=[p.aggregate_tokens_per_s for p in pts], name="All users (tokens/s)", mode="lines+markers", row=2, col=1)
     if inf.max_concurrent_sequences:
         vmarker(
             fig,
@@ -67,13 +69,12 @@ def decode_figure(key: str):
             color="#E45756",
             dash="solid",
         )
-    fig.update_layout(
-        xaxis={"type": "log", "title": "Concurrent sequences (batch, log scale)"},
-        yaxis={"title": "Tokens/s per user"},
-        yaxis2={"title": "Tokens/s, all users", "overlaying": "y", "side": "right"},
-        hovermode="x unified",
-    )
-    return frozen(layout(fig, "Decode speed as the batch grows (per user vs all users)", height=420))
+    fig.update_xaxes(type="log", dtick=1)
+    fig.update_xaxes(title="Concurrent sequences (batch, log scale)", row=2, col=1)
+    fig.update_yaxes(title="Per user (tokens/s)", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title="All users (tokens/s)", rangemode="tozero", row=2, col=1)
+    fig.update_layout(hovermode="x unified")
+    return frozen(layout(fig, "Decode speed as the batch grows (per user vs all users)", height=460))
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -90,7 +91,7 @@ def kv_figure(key: str, unit: str):
     )
     kf.add_scatter(x=ctx, y=units.value(free), name="Memory left for KV cache", mode="lines", line={"color": CAPACITY_COLOR, "dash": "dash"})
     vmarker(kf, sc.seq_len, 0, float(units.value(max(grid["kv_cache"].max(), free.max()))) * 1.05, "your context")
-    kf.update_layout(xaxis={"type": "log", "title": "Context per sequence (tokens, log scale)"}, yaxis_title=f"{units.name} per device")
+    kf.update_layout(xaxis={"type": "log", "dtick": 1, "title": "Context per sequence (tokens, log scale)"}, yaxis_title=f"{units.name} per device")
     return frozen(layout(kf, f"KV cache vs context ({result.kv_cache_bytes_per_token:,} bytes per token)", height=420))
 
 
@@ -98,6 +99,7 @@ KEY = sc.model_dump_json()
 left, right = st.columns(2)
 left.plotly_chart(decode_figure(KEY), config=PLOTLY_CONFIG, key="chart_decode")
 right.plotly_chart(kv_figure(KEY, units.name), config=PLOTLY_CONFIG, key="chart_kv")
+
 
 st.subheader("What serving your traffic costs")
 traffic, util = traffic_inputs("util")
@@ -136,14 +138,14 @@ if opts:
     df = pd.DataFrame(
         [
             {
-                "Accelerator": o.accelerator_id,
+                "Accelerator": get_accelerator(o.accelerator_id).name,
                 "Provider": o.provider,
                 "Instance": o.instance_type,
                 "Devices per replica": o.devices_per_replica,
                 "Replicas": o.replicas,
-                "Monthly (USD)": None if o.usd_per_month is None else round(o.usd_per_month),
-                "Spot monthly (USD)": None if o.spot_usd_per_month is None else round(o.spot_usd_per_month),
-                "USD / M output tokens": None if o.usd_per_million_output_tokens is None else round(o.usd_per_million_output_tokens, 3),
+                "Monthly (USD)": np.nan if o.usd_per_month is None else round(o.usd_per_month),
+                "Spot monthly (USD)": np.nan if o.spot_usd_per_month is None else round(o.spot_usd_per_month),
+                "USD / M output tokens": np.nan if o.usd_per_million_output_tokens is None else round(o.usd_per_million_output_tokens, 3),
                 "TTFT (ms)": round(o.time_to_first_token_s * 1e3),
                 "Tokens/s per user": round(o.decode_tokens_per_s, 1),
             }
@@ -151,7 +153,7 @@ if opts:
         ]
     ).sort_values("Monthly (USD)")
     st.markdown("**Every priced accelerator for this traffic (cheapest first)**")
-    st.dataframe(df, hide_index=True, width="stretch", height=360)
+    st.dataframe(df, hide_index=True, width="stretch", height=360, column_config={"Accelerator": st.column_config.TextColumn(pinned=True)})
 with st.expander("How this is computed"):
     for line in inf.assumptions:
         st.markdown("- " + plain(line))

@@ -53,6 +53,18 @@ with st.container(border=True):
         fit_cols[1].metric("Of it, KV-cache pool", units(result.kv_pool_bytes or 0), help="what is left for KV blocks after weights, runtime and the profiled prefill")
         fit_cols[2].metric("Sequences the pool holds", f"{result.kv_pool_sequences or 0:,.2f}", help=f"of {sc.seq_len:,} tokens each (vLLM's 'Maximum concurrency')")
         fit_cols[3].metric("Needed for this batch", units(m.total), help="weights + KV cache + working memory + runtime")
+    if result.max_gpu_layers is not None:  # llama.cpp: partial offload to system RAM
+        layers = sc.architecture.num_layers
+        off = st.columns(3)
+        off[0].metric("Layers on the GPU", f"{result.gpu_layers} of {layers}", help="llama.cpp -ngl; the rest stay in system RAM")
+        off[1].metric("Most layers that fit", f"{result.max_gpu_layers} of {layers}", help=f"{acc.name}: {units(result.fit_capacity_bytes)} usable, at this context")
+        off[2].metric(
+            "System RAM for the rest",
+            units(result.cpu_memory_per_device_bytes),
+            delta=None if result.host_memory_fits else f"more than the {sc.host_memory_gib:g} GiB set",
+            delta_color="inverse",
+            help="weights and KV cache of the layers not on the GPU",
+        )
     label = "Training stack" if sc.mode == "training" else "Serving engine"
     st.markdown(f"**{label}: {plain(software.label)}** (change it in the sidebar). " + " · ".join(plain(n) for n in software.notes[:3]))
     st.caption("Source: " + plain(software.source))
@@ -84,6 +96,7 @@ if result.advice_texts:
 left, right = st.columns([1, 1])
 with left:
     st.plotly_chart(_fits_on(KEY, units.name), config=PLOTLY_CONFIG, key="chart_fits_on")
+
 with right:
     axis = page_widget("sweep")
     st.plotly_chart(_sweep(KEY, units.name, axis), config=PLOTLY_CONFIG, key="chart_sweep")
@@ -94,7 +107,7 @@ st.table(
     pd.DataFrame(
         [
             {
-                "Component": COMPONENT_LABELS.get(p.component, p.component),
+                "Component": COMPONENT_LABELS.get(p.component, p.component.capitalize()),
                 units.name: f"{units.value(p.bytes):,.2f}",
                 "Formula": p.formula,
                 "With your numbers": p.numbers.render(units.name, digits=2),

@@ -3,12 +3,13 @@
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from plotly.subplots import make_subplots
 
 from app_pages.shared.context import as_mode, page_header
 from app_pages.shared.results import cached_estimate, scenario_of
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import PLOTLY_CONFIG, frozen, layout
-from app_pages.shared.text import md, plain
+from app_pages.shared.text import flops_text, md, plain
 from core.catalog.accelerators import get_accelerator
 from core.money.cost import training_curve, training_options
 
@@ -64,10 +65,17 @@ mine = [o for o in priced if o.accelerator_id == acc.id]
 
 est = cached_estimate(KEY).training
 c = st.columns(4)
-c[0].metric("Compute", f"{est.flops:.2e} FLOPs", help=f"{sc.train_tokens / 1e9:,.3g} B tokens x {est.flops_per_token:.3g} FLOPs per token")
-c[1].metric(f"Device-hours on {acc.name}", f"{est.gpu_hours:,.0f}", help=f"{est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%}")
-c[2].metric("Cheapest run", f"${cost(cheapest):,.0f}", help=f"{cheapest.provider} {cheapest.instance_type}, {cheapest.devices} x {cheapest.accelerator_id}")
-c[3].metric("Fastest run", f"{fastest.wall_hours:,.1f} h", help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {fastest.accelerator_id}")
+c[0].metric("Compute", flops_text(est.flops), help=f"{est.flops:.3g} FLOPs = {sc.train_tokens / 1e9:,.3g} B tokens x {est.flops_per_token:.3g} FLOPs per token")
+c[1].metric("Device-hours", f"{est.gpu_hours:,.0f}", help=f"on {acc.name}: {est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%}")
+c[2].metric(
+    "Cheapest run", f"${cost(cheapest):,.0f}", help=f"{cheapest.provider} {cheapest.instance_type}, {cheapest.devices} x {get_accelerator(cheapest.accelerator_id).name}"
+)
+c[3].metric(
+    "Fastest run", f"{fastest.wall_hours:,.1f} h", help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {get_accelerator(fastest.accelerator_id).name}"
+)
+
+
+TOP_ACCELERATORS = 10
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -96,15 +104,24 @@ def time_cost_figure(key: str, use_spot: bool) -> go.Figure:
             for o in priced
         ]
     )
-    for accel, g in df.groupby("accelerator", sort=False):
+    # The ten accelerators with the cheapest runs get a colour and a legend entry each (by name); the rest share one
+    # grey trace, so the legend stays readable on a phone and the chart quick to redraw.
+    df["name"] = [get_accelerator(a).name for a in df["accelerator"]]
+    ranked = df.groupby("name", sort=False)["usd"].min().sort_values()
+    top = list(ranked.index[:TOP_ACCELERATORS])
+    groups = [(name, df[df["name"] == name], None) for name in top]
+    rest = df[~df["name"].isin(top)]
+    if len(rest):
+        groups.append((f"{rest['name'].nunique()} other accelerators", rest, "#BBBBBB"))
+    for label, g, color in groups:
         fig.add_scatter(
             x=g["hours"],
             y=g["usd"],
             mode="markers",
-            name=accel,
-            marker={"size": 9, "opacity": 0.8},
-            customdata=g[["provider", "instance", "devices", "layout"]].values,
-            hovertemplate="%{customdata[0]} %{customdata[1]}<br>%{customdata[2]} devices (%{customdata[3]})<br>%{x:,.1f} h, $%{y:,.0f}<extra></extra>",
+            name=label,
+            marker={"size": 9, "opacity": 0.8, **({"color": color} if color else {})},
+            customdata=g[["name", "provider", "instance", "devices", "layout"]].values,
+            hovertemplate="%{customdata[0]}: %{customdata[1]} %{customdata[2]}<br>%{customdata[3]} devices (%{customdata[4]})<br>%{x:,.1f} h, $%{y:,.0f}<extra></extra>",
         )
     marks = [(cheapest, "cheapest and fastest" if cheapest is fastest else "cheapest", "#54A24B")]
     if fastest is not cheapest:
@@ -121,10 +138,10 @@ def time_cost_figure(key: str, use_spot: bool) -> go.Figure:
             hoverinfo="skip",
         )
     fig.update_layout(
-        xaxis={"type": "log", "title": "Wall-clock time (hours, log scale)"},
-        yaxis={"type": "log", "title": f"Run cost (USD, {'spot' if use_spot else 'on-demand'}, log scale)"},
+        xaxis={"type": "log", "dtick": 1, "title": "Wall-clock time (hours, log scale)"},
+        yaxis={"type": "log", "dtick": 1, "tickprefix": "$", "title": f"Run cost (USD, {'spot' if use_spot else 'on-demand'}, log scale)"},
     )
-    return frozen(layout(fig, "Time vs cost of the run, by accelerator and device count", height=480))
+    return frozen(layout(fig, "Time vs cost of the run", height=480))
 
 
 st.plotly_chart(time_cost_figure(KEY, spot), config=PLOTLY_CONFIG, key="chart_tc")
@@ -135,15 +152,17 @@ with left:
     if curve:
         cf = go.Figure()
         xs = [p.devices for p in curve]
-        cf.add_scatter(x=xs, y=[p.wall_hours for p in curve], name="Wall-clock hours", mode="lines+markers")
+        # two panels over one device axis (one scale each, no dual axis)
+        cf = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
+        xs = [p.devices for p in curve]
         ys = [p.spot_usd if spot and p.spot_usd is not None else p.on_demand_usd for p in curve]
-        cf.add_scatter(x=xs, y=ys, name="Run cost (USD)", mode="lines+markers", yaxis="y2")
-        cf.update_layout(
-            xaxis={"type": "log", "title": f"Number of {acc.name} devices"},
-            yaxis={"type": "log", "title": "Hours (log)"},
-            yaxis2={"title": "USD", "overlaying": "y", "side": "right", "rangemode": "tozero"},
-        )
-        st.plotly_chart(layout(cf, f"More {acc.name} devices: shorter, and what it costs", height=420), config=PLOTLY_CONFIG, key="chart_curve")
+        cf.add_scatter(x=xs, y=[p.wall_hours for p in curve], name="Wall-clock hours", mode="lines+markers", row=1, col=1)
+        cf.add_scatter(x=xs, y=ys, name="Run cost (USD)", mode="lines+markers", row=2, col=1)
+        cf.update_xaxes(type="log", dtick=1)
+        cf.update_xaxes(title=f"Number of {acc.name} devices (log scale)", row=2, col=1)
+        cf.update_yaxes(type="log", dtick=1, title="Hours (log)", row=1, col=1)
+        cf.update_yaxes(title="Run cost (USD)", rangemode="tozero", tickprefix="$", row=2, col=1)
+        st.plotly_chart(layout(cf, f"More {acc.name} devices: shorter, and what it costs", height=460), config=PLOTLY_CONFIG, key="chart_curve")
     else:
         st.info(md("No price rows for {acc}: the curve needs a price.", acc=acc.name))
 with right:
@@ -157,7 +176,7 @@ with right:
             {
                 "Provider": o.provider,
                 "Instance": o.instance_type,
-                "Accelerator": o.accelerator_id,
+                "Accelerator": get_accelerator(o.accelerator_id).name,
                 "Devices": o.devices,
                 "Hours": round(o.wall_hours, 1),
                 "On-demand (USD)": round(o.on_demand_usd),
@@ -168,7 +187,7 @@ with right:
         ]
     )
     st.markdown("**Per provider and instance: the cheapest way to run it**")
-    st.dataframe(table, hide_index=True, width="stretch", height=400)
+    st.dataframe(table, hide_index=True, width="stretch", height=400, column_config={"Provider": st.column_config.TextColumn(pinned=True)})
 
 with st.expander("How this is computed"):
     t = (mine or [cheapest])[0]
@@ -177,7 +196,7 @@ with st.expander("How this is computed"):
         "(Kaplan et al. 2020; 8 with full recomputation, Narayanan et al. 2021); LoRA skips the frozen weights' gradients. "
         "Time = FLOPs / (devices x peak dense TFLOP/s x MFU). The MFU default depends on the setup (full 40%, LoRA 35%, "
         "QLoRA 30%; Llama 3.1 405B trained at 38-43% on H100s) and the sidebar's *MFU* overrides it. "
-        f"The cheapest option here uses {t.devices} x {t.accelerator_id} on {t.provider} {t.instance_type}. "
+        f"The cheapest option here uses {t.devices} x {get_accelerator(t.accelerator_id).name} on {t.provider} {t.instance_type}. "
         "Prices are the catalog's list prices (see Method for sources and dates)."
     )
     if opts.skipped:

@@ -107,7 +107,7 @@ Optimizer = Literal["adamw", "adamw-8bit", "sgd", "adafactor"]
 Precision = Literal["bf16", "fp16", "fp32", "bf16-true", "fp16-true"]
 LoraTargets = Literal["attention", "all-linear"]
 Offload = Literal["none", "optimizer", "optimizer+params"]
-KvFormat = Literal["bf16", "fp16", "fp8", "int8"]
+KvFormat = Literal["bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"]  # q8_0/q4_0: llama.cpp cache types
 
 
 class Scenario(BaseModel):
@@ -138,6 +138,11 @@ class Scenario(BaseModel):
     gpu_memory_utilization: float | None = Field(
         default=None, gt=0, le=1, description="fraction of device memory the serving engine reserves (vLLM); default: the engine's"
     )
+    gpu_layers: int | None = Field(
+        default=None, ge=0, le=1024, description="llama.cpp n_gpu_layers: layers on the accelerators, the rest in system RAM (0 = CPU only); default: all"
+    )
+    host_memory_gib: float = Field(default=64.0, gt=0, le=65536, description="system RAM in GiB (holds the layers llama.cpp keeps off the accelerators)")
+    host_memory_bandwidth_gbps: float = Field(default=76.8, gt=0, le=100_000, description="system RAM bandwidth in GB/s (dual-channel DDR5-4800: 76.8; DDR4-3200: 51.2)")
     accelerator: str = Field(default="h100-sxm", max_length=64)
     train_tokens: float | None = Field(default=None, ge=1, le=1e16)
     mfu: float | None = Field(default=None, ge=0.001, le=1)
@@ -155,9 +160,10 @@ class Scenario(BaseModel):
     @field_validator("accelerator")
     @classmethod
     def _known_accelerator(cls, value: str) -> str:
+        from core.catalog.accelerators import custom_accelerator
         from core.catalog.presets import accelerator_ids, suggest
 
-        if value not in accelerator_ids():
+        if value not in accelerator_ids() and custom_accelerator(value) is None:
             raise ValueError(f"unknown accelerator {value!r}{suggest(value, accelerator_ids())}")
         return value
 

@@ -46,30 +46,50 @@ def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
     return fig
 
 
-def fits_on_chart(rows: list[dict], units: Units) -> go.Figure:
-    """rows: name, devices (int|None), per_device_bytes, capacity_bytes."""
-    rows = sorted(rows, key=lambda r: (r["devices"] is None, r["devices"] or 0, -r["capacity_bytes"]))
-    names = [r["name"] for r in rows]
-    devices = [r["devices"] or 0 for r in rows]
-    status = ["fits on 1" if d == 1 else "needs several" if d else "does not fit" for d in devices]
+def fits_on_chart(rows: list[dict], units: Units, chosen: str | None = None) -> go.Figure:
+    """Devices needed against usable memory per device, one point per accelerator (name, usable memory and count on
+    hover; the chosen accelerator labelled). rows: name, devices (int|None), capacity_bytes. A point per accelerator
+    keeps the chart one screen tall and quick to redraw whatever the catalog's size (a labelled bar per accelerator
+    was 2,100 px tall at 92 accelerators and the slowest element of the page to redraw)."""
     fig = go.Figure()
     for label, color in FIT_COLORS.items():
-        idx = [i for i, s in enumerate(status) if s == label]
-        if not idx:
+        group = [r for r in rows if (r["devices"] == 1) == (label == "fits on 1") and (r["devices"] is None) == (label == "does not fit")]
+        if not group or label == "does not fit":
             continue
-        fig.add_bar(
-            y=[names[i] for i in idx],
-            x=[max(devices[i], 0.6) if devices[i] else 0.6 for i in idx],
-            orientation="h",
-            name=label.capitalize(),
-            marker_color=color,
-            text=[str(devices[i]) if devices[i] else "no fit" for i in idx],
-            textposition="outside",
-            customdata=[[units(rows[i]["capacity_bytes"])] for i in idx],
-            hovertemplate="%{y}: %{text} device(s), %{customdata[0]} usable each<extra></extra>",
+        fig.add_scatter(
+            x=[units.value(r["capacity_bytes"]) for r in group],
+            y=[r["devices"] for r in group],
+            mode="markers",
+            name=f"{label.capitalize()} ({len(group)})",
+            marker={"color": color, "size": 9, "line": {"width": 0.5, "color": "#444"}},
+            customdata=[[r["name"], units(r["capacity_bytes"])] for r in group],
+            hovertemplate="%{customdata[0]}<br>%{customdata[1]} usable each: %{y} device(s)<extra></extra>",
         )
-    fig.update_layout(xaxis={"type": "log", "title": "Devices needed (log scale)"}, yaxis={"autorange": "reversed", "title": None})
-    return layout(fig, "Which accelerators it fits on, and how many of each it needs", height=max(360, 22 * len(rows) + 120))
+    mine = next((r for r in rows if r["name"] == chosen), None)
+    if mine is not None and mine["devices"]:
+        fig.add_scatter(
+            x=[units.value(mine["capacity_bytes"])],
+            y=[mine["devices"]],
+            mode="markers+text",
+            text=[f"your pick: {mine['devices']:,}"],
+            textposition="top center",
+            marker={"size": 18, "symbol": "circle-open", "color": "#333", "line": {"width": 2}},
+            showlegend=False,
+            hoverinfo="skip",
+        )
+    missing = sum(r["devices"] is None for r in rows)
+    title = "Devices needed by memory per device (each point an accelerator)"
+    if missing:
+        title += f"; {missing} cannot hold it at all"
+    counts = [r["devices"] for r in rows if r["devices"]]
+    sizes = [units.value(r["capacity_bytes"]) for r in rows]
+    memory_ticks = [t for t in (4, 8, 12, 16, 24, 32, 48, 64, 80, 96, 128, 192, 256, 512) if min(sizes) / 1.2 <= t <= max(sizes) * 1.2]
+    if counts and max(counts) <= 16:  # whole devices on a linear axis
+        yaxis = {"title": "Devices needed", "dtick": 1, "range": [0.5, max(counts) + 0.7]}
+    else:
+        yaxis = {"type": "log", "dtick": 1, "title": "Devices needed (log scale)"}
+    fig.update_layout(xaxis={"type": "log", "title": f"Usable memory per device ({units.name}, log scale)", "tickvals": memory_ticks}, yaxis=yaxis)
+    return layout(fig, title, height=420)
 
 
 def sweep_chart(x: np.ndarray, grid: dict[str, np.ndarray], capacity: float, units: Units, x_title: str, current: float, limit: float | None) -> go.Figure:
@@ -98,7 +118,12 @@ def sweep_chart(x: np.ndarray, grid: dict[str, np.ndarray], capacity: float, uni
     vmarker(fig, current, 0, top, "your setting")
     if limit:
         vmarker(fig, limit, 0, top, f"largest that fits: {limit:,.0f}", color="#E45756", dash="solid")
-    fig.update_layout(xaxis={"type": "log", "title": x_title}, yaxis_title=f"Memory per device ({units.name})", hovermode="x unified")
+    ticks = [t for t in 2.0 ** np.arange(0, 22, 2) if x.min() <= t <= x.max()]  # 1, 4, 16, ... 1M: one label per factor of 4
+    fig.update_layout(
+        xaxis={"type": "log", "title": x_title, "tickvals": ticks, "ticktext": [f"{t / 1024:g}k" if t >= 1024 else f"{t:g}" for t in ticks]},
+        yaxis_title=f"Memory per device ({units.name})",
+        hovermode="x unified",
+    )
     return layout(fig, f"Memory per device as {x_title.split(' (')[0].lower()} grows", height=420)
 
 
@@ -121,7 +146,8 @@ def fits_on_figure(sc: Scenario, units: Units) -> go.Figure:
     accs = list(load_accelerators())
     needed = devices_needed_by_accelerator(sc, [a.id for a in accs])
     rows = [{"name": a.name, "devices": needed[a.id].devices if needed[a.id] else None, "capacity_bytes": a.usable_memory_bytes} for a in accs]
-    return fits_on_chart(rows, units)
+    chosen = next((a.name for a in accs if a.id == sc.accelerator), None)
+    return fits_on_chart(rows, units, chosen)
 
 
 def sweep_figure(sc: Scenario, result: Result, units: Units, axis: str) -> go.Figure:

@@ -56,6 +56,7 @@ class Field:
     scenario: str | None = None  # the Scenario field it feeds
     scale: float = 1.0  # scenario value = widget value x scale
     zero_is_unset: bool = False  # 0 in the widget = the scenario field left out (None)
+    unset: Any = None  # another widget value that leaves the scenario field out (e.g. -1 = all layers)
     applies: Callable[[Values], bool] = _always  # whether it shapes the scenario (and shows) for these values
 
     def parse(self, raw: Any) -> Any:
@@ -102,7 +103,7 @@ class Field:
         return list(self.options)
 
     def to_scenario(self, value: Any) -> Any:
-        if self.zero_is_unset and not value:
+        if (self.zero_is_unset and not value) or (self.unset is not None and value == self.unset):
             return None
         if self.scale != 1.0:
             return value * self.scale
@@ -131,8 +132,19 @@ def _preset_labels() -> dict[str, str]:
     return {pid: label for _, _, pid, label in sorted(rows)}
 
 
+CUSTOM_ACC = "custom"  # the accelerator picker's "Any hardware I own": memory, bandwidth and TFLOPS typed below it
+
+
 def _accelerator_labels() -> dict[str, str]:
-    return {a.id: f"{a.name} ({a.memory_gib:g} GB)" for a in load_accelerators()}
+    return {**{a.id: f"{a.name} ({a.memory_gib:g} GB)" for a in load_accelerators()}, CUSTOM_ACC: "Any hardware I own (type its memory and speed)"}
+
+
+def custom_hardware(values: Values) -> bool:
+    return values.get("acc") == CUSTOM_ACC
+
+
+def llama_cpp(values: Values) -> bool:
+    return inference(values) and values.get("engine") == "llama.cpp"
 
 
 @cache
@@ -187,6 +199,31 @@ def fields() -> dict[str, Field]:
             labels={"inference": "Serve (inference)", "training": "Train / fine-tune"},
         ),
         Field("acc", "Accelerator", "choice", "h100-sxm", tuple(accs), labels=accs, section="workload", scenario="accelerator", help="Type to search"),
+        Field("cmem", "Your device's memory (GiB)", "float", 24.0, lo=0.5, hi=16384.0, widget="number", section="workload", applies=custom_hardware),
+        Field(
+            "cbw",
+            "Its memory bandwidth (GB/s)",
+            "float",
+            936.0,
+            lo=1.0,
+            hi=100_000.0,
+            widget="number",
+            section="workload",
+            applies=custom_hardware,
+            help="datasheet figure; for a CPU, channels x 8 bytes x MT/s (dual-channel DDR5-5600: 89.6)",
+        ),
+        Field(
+            "ctf",
+            "Its 16-bit TFLOPS (dense)",
+            "float",
+            71.0,
+            lo=0.01,
+            hi=50_000.0,
+            widget="number",
+            section="workload",
+            applies=custom_hardware,
+            help="sets prefill and compute-bound speed; a desktop CPU does about 1",
+        ),
         Field("batch", "Batch (per device) / concurrent sequences", "choice", 1, BATCH_OPTIONS, widget="slider", section="workload", scenario="batch_size"),
         Field(
             "seq",
@@ -274,7 +311,17 @@ def fields() -> dict[str, Field]:
         ),
         Field("gc", "Gradient checkpointing", "bool", False, widget="toggle", section="workload", scenario="gradient_checkpointing", applies=training),
         Field("flash", "FlashAttention", "bool", True, widget="toggle", section="workload", scenario="flash_attention"),
-        Field("kv", "KV cache format", "choice", "bf16", ("bf16", "fp16", "fp8", "int8"), section="workload", scenario="kv_cache_format", applies=inference),
+        Field(
+            "kv",
+            "KV cache format",
+            "choice",
+            "bf16",
+            ("bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"),
+            section="workload",
+            scenario="kv_cache_format",
+            applies=inference,
+            labels={"bf16": "BF16", "fp16": "FP16", "fp8": "FP8 (vLLM, TensorRT-LLM)", "int8": "INT8", "q8_0": "Q8_0 (llama.cpp)", "q4_0": "Q4_0 (llama.cpp)"},
+        ),
         Field(
             "engine",
             "Serving engine",
@@ -299,6 +346,45 @@ def fields() -> dict[str, Field]:
             scenario="output_tokens",
             zero_is_unset=True,
             applies=inference,
+        ),
+        Field(
+            "ngl",
+            "Layers on the GPU (llama.cpp -ngl; -1 = all, 0 = CPU only)",
+            "int",
+            -1,
+            lo=-1,
+            hi=1024,
+            widget="number",
+            section="workload",
+            scenario="gpu_layers",
+            unset=-1,
+            applies=llama_cpp,
+            help="the other layers (weights and KV cache) stay in system RAM and are read by the CPU each token",
+        ),
+        Field(
+            "ram",
+            "System RAM (GiB)",
+            "float",
+            64.0,
+            lo=1.0,
+            hi=65536.0,
+            widget="number",
+            section="workload",
+            scenario="host_memory_gib",
+            applies=lambda v: llama_cpp(v) and v.get("ngl", -1) != -1,
+        ),
+        Field(
+            "rambw",
+            "System RAM bandwidth (GB/s)",
+            "float",
+            76.8,
+            lo=1.0,
+            hi=100_000.0,
+            widget="number",
+            section="workload",
+            scenario="host_memory_bandwidth_gbps",
+            applies=lambda v: llama_cpp(v) and v.get("ngl", -1) != -1,
+            help="channels x 8 bytes x MT/s: dual-channel DDR4-3200 51.2, DDR5-4800 76.8, DDR5-6000 96; 12-channel DDR5-4800 server 460.8",
         ),
         Field(
             "gmu",

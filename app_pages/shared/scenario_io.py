@@ -10,8 +10,9 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from app_pages.shared.fields import Values, fields
+from app_pages.shared.fields import CUSTOM_ACC, Values, custom_hardware, fields
 from app_pages.shared.state import CFG_TEXT, MAX_CONFIG_CHARS
+from core.catalog.accelerators import custom_accelerator, custom_accelerator_id
 from core.cli import describe_validation_error
 from core.jsontext import JSONProblem, loads
 from core.model.hf_config import ConfigError, parse_hf_config
@@ -58,6 +59,8 @@ def scenario_dict(values: Values, model: Any) -> dict[str, Any]:
             value = f.to_scenario(values[f.key])
             if value is not None:
                 out[f.scenario] = value
+    if custom_hardware(values):  # "Any hardware I own": the id carries what was typed
+        out["accelerator"] = custom_accelerator_id(values["cmem"], values["cbw"], values["ctf"])
     return out
 
 
@@ -77,6 +80,8 @@ def scenario_values(sc: Scenario) -> Values:
     for f in fields().values():
         if f.scenario:
             out[f.key] = f.from_scenario(getattr(sc, f.scenario))
+    if (custom := custom_accelerator(sc.accelerator)) is not None:
+        out.update(acc=CUSTOM_ACC, cmem=custom.memory_gib, cbw=custom.memory_bandwidth_gbps, ctf=custom.bf16_tflops)
     if isinstance(sc.model, str):
         out.update(src="preset", model=sc.model)
     elif hasattr(sc.model, "params"):

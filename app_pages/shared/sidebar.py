@@ -4,6 +4,7 @@ way (their values live in the same place and travel in the link)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import streamlit as st
@@ -13,6 +14,7 @@ from app_pages.shared.fields import Field, Values, fields
 from app_pages.shared.state import CFG_TEXT, MAX_CONFIG_CHARS, current_values
 from app_pages.shared.text import plain
 from core.cli import describe_validation_error
+from core.model.hub import HUB_BASE_URL, HubError, fetch_hub_model
 
 SECTIONS = (("model", "Model"), ("workload", "Workload"), ("parallel", None), ("run", None), ("display", "Display"))
 
@@ -39,7 +41,29 @@ def page_widget(key: str, container: Any = st) -> Any:
     return widget(fields()[key], container)
 
 
+def _hub_import() -> None:
+    """Type a Hugging Face repo id; its config.json lands in the paste box below (and so in the link). LLMGP_HUB_URL
+    points it at a loopback recorder in tests; "off" hides it on a server without outbound access."""
+    hub_url = os.environ.get("LLMGP_HUB_URL", HUB_BASE_URL)
+    if hub_url == "off":
+        return
+    cols = st.columns([3, 1], vertical_alignment="bottom")
+    repo = cols[0].text_input("Hugging Face model id", key="hub_repo", max_chars=200, placeholder="Qwen/Qwen3-8B")
+    if cols[1].button("Fetch", key="hub_fetch", disabled=not repo.strip()):
+        try:
+            got = fetch_hub_model(repo, base_url=hub_url)
+        except HubError as exc:
+            st.session_state["hub_note"] = ("warning", exc.message)
+        else:
+            st.session_state[CFG_TEXT] = got.config_text
+            count = f"; the checkpoint holds {got.params:,} parameters" + (f" ({got.dtype})" if got.dtype else "") if got.params else ""
+            st.session_state["hub_note"] = ("info", f"config.json of {got.repo_id} from huggingface.co{count}.")
+    if note := st.session_state.get("hub_note"):
+        (st.warning if note[0] == "warning" else st.caption)(plain(note[1]))
+
+
 def _config_input() -> None:
+    _hub_import()
     upload = st.file_uploader("Upload config.json", type=["json"], key="cfg_upload", max_upload_size=1)
     if upload is not None and st.session_state.get("cfg_upload_id") != upload.file_id:
         st.session_state["cfg_upload_id"] = upload.file_id

@@ -56,3 +56,11 @@ def md(template: str, **values: Any) -> str:
     """A trusted Markdown template (this code's own text, bold and all) with every value escaped:
     md("No price for **{acc}**: {why}", acc=name, why=reason)."""
     return template.format(**{k: plain(v) for k, v in values.items()})
+
+
+def flops_text(flops: float) -> str:
+    """A FLOP count short enough for a metric: 48 EFLOP, 1.2 ZFLOP (SI prefixes, 3 significant figures)."""
+    for prefix, scale in (("Y", 1e24), ("Z", 1e21), ("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9)):
+        if flops >= scale:
+            return f"{flops / scale:,.3g} {prefix}FLOP"
+    return f"{flops:,.0f} FLOP"

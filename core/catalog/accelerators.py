@@ -13,6 +13,7 @@ import datetime as dt
 import difflib
 import functools
 import io
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -24,8 +25,9 @@ BYTES_PER_GIB = 2**30
 BYTES_PER_GB = 10**9
 ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 
-Vendor = Literal["nvidia", "amd", "google", "aws", "apple", "intel"]
-Kind = Literal["gpu", "tpu", "npu", "apple", "unified"]  # unified: a CPU and GPU sharing one memory (DGX Spark, Strix Halo)
+Vendor = Literal["nvidia", "amd", "google", "aws", "apple", "intel", "other"]
+# unified: a CPU and GPU sharing one memory (DGX Spark, Strix Halo); custom: hardware a user typed in
+Kind = Literal["gpu", "tpu", "npu", "apple", "unified", "custom"]
 
 _Positive = Field(default=None, gt=0, allow_inf_nan=False)
 
@@ -173,11 +175,57 @@ def load_accelerators(path: Path | None = None) -> tuple[Accelerator, ...]:
     return _read_rows(Path(path))[0]
 
 
+# "Any hardware I own": the id carries what the user typed, so a link reproduces it, e.g.
+# custom-24gib-936gbps-71tflops (a decimal point is written p: custom-7p5gib-...). Bounds keep it a real device.
+CUSTOM_ID = re.compile(r"^custom-(\d{1,5}(?:p\d{1,3})?)gib-(\d{1,6}(?:p\d{1,3})?)gbps-(\d{1,5}(?:p\d{1,3})?)tflops$")
+CUSTOM_LIMITS = {"memory_gib": (0.5, 16384.0), "memory_bandwidth_gbps": (1.0, 100000.0), "bf16_tflops": (0.01, 50000.0)}
+
+
+def custom_accelerator_id(memory_gib: float, memory_bandwidth_gbps: float, bf16_tflops: float) -> str:
+    """The id of a typed-in device (values rounded to 3 decimals)."""
+
+    def part(x: float) -> str:
+        return f"{round(x, 3):g}".replace(".", "p")
+
+    return f"custom-{part(memory_gib)}gib-{part(memory_bandwidth_gbps)}gbps-{part(bf16_tflops)}tflops"
+
+
+@functools.lru_cache(maxsize=256)
+def custom_accelerator(accelerator_id: str) -> Accelerator | None:
+    """The Accelerator a custom-... id describes, or None when the id is not one (or out of range)."""
+    m = CUSTOM_ID.match(accelerator_id)
+    if m is None:
+        return None
+    mem, bw, tf = (float(g.replace("p", ".")) for g in m.groups())
+    for value, (lo, hi) in zip((mem, bw, tf), CUSTOM_LIMITS.values(), strict=True):
+        if not lo <= value <= hi:
+            return None
+    return Accelerator(
+        id=accelerator_id,
+        name=f"Your hardware ({mem:g} GiB, {bw:g} GB/s, {tf:g} TFLOPS)",
+        vendor="other",
+        kind="custom",
+        memory_gib=mem,
+        usable_memory_gib=mem,
+        memory_bandwidth_gbps=bw,
+        bf16_tflops=tf,
+        fp32_tflops=tf,
+        launch_year=dt.date.today().year,
+        supports_bf16=True,
+        supports_fp8=False,
+        source="typed in by the user",
+        as_of=dt.date.today(),
+        notes="memory as typed is taken as all usable; the bandwidth and TFLOPS are what the device reaches at its best",
+    )
+
+
 def get_accelerator(accelerator_id: str) -> Accelerator:
-    """Look up one accelerator by id; unknown ids raise UnknownAcceleratorError with suggestions."""
+    """Look up one accelerator by id (or a custom-... id); unknown ids raise UnknownAcceleratorError with suggestions."""
     by_id = {a.id: a for a in load_accelerators()}
     if accelerator_id in by_id:
         return by_id[accelerator_id]
+    if (custom := custom_accelerator(accelerator_id)) is not None:
+        return custom
     close = difflib.get_close_matches(str(accelerator_id).lower(), list(by_id), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise UnknownAcceleratorError(f"unknown accelerator {accelerator_id!r}{hint}", file=ACCELERATORS_CSV.name, field="id")

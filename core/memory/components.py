@@ -364,7 +364,7 @@ def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, ba
 
 def kv_cache_bytes_per_token(arch: Architecture, kv_format: str) -> int:
     full, windowed = arch.kv_cache_elements_per_token()
-    return (full + windowed) * KV_CACHE_BYTES[kv_format]
+    return round((full + windowed) * KV_CACHE_BYTES[kv_format])
 
 
 def kv_bytes_per_sequence(arch: Architecture, kv_format: str, context: Any) -> Any:
@@ -380,14 +380,37 @@ def kv_share(arch: Architecture, tp: int) -> float:
     return 1.0 if arch.is_mla else math.ceil(arch.num_kv_heads / tp) / arch.num_kv_heads
 
 
+def gpu_layer_share(sc: Scenario, arch: Architecture) -> float:
+    """The share of the model on the accelerators: llama.cpp's n_gpu_layers of the transformer layers (their weights
+    and KV cache go together; llama.cpp's offload_kqv default), the rest stays in system RAM. Other engines, training,
+    or gpu_layers unset: all of it. The embedding and output matrices are counted pro rata with the layers (llama.cpp
+    keeps the output matrix off the GPU until every layer is on it: a few percent of a model)."""
+    if sc.mode != "inference" or sc.serving_engine != "llama.cpp" or sc.gpu_layers is None:
+        return 1.0
+    return min(sc.gpu_layers, arch.num_layers) / arch.num_layers
+
+
+def _kv_sequences(sc: Scenario, batch: Any) -> Any:
+    """llama.cpp allocates one KV cache of n_ctx tokens whatever the batch; the other engines one per sequence."""
+    return 1 if ENGINES[sc.serving_engine].kv_whole_context and sc.serving_engine == "llama.cpp" else batch
+
+
+def host_resident_bytes(sc: Scenario, arch: Architecture, batch: Any, seq: Any, weights_total: float) -> Any:
+    """System RAM holding the layers llama.cpp keeps off the accelerators (gpu_layers): their weights and KV cache."""
+    share = gpu_layer_share(sc, arch)
+    if share >= 1.0:
+        return 0.0
+    return (1.0 - share) * (weights_total + _kv_sequences(sc, batch) * kv_bytes_per_sequence(arch, sc.kv_cache_format, seq))
+
+
 def inference_components(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, seq: Any, weights_total: float | None = None) -> Components:
     """What serving `batch` sequences of `seq` tokens needs per device with the scenario's engine (the engine's
     pre-allocation is not included: see engine_reservation())."""
     engine = ENGINES[sc.serving_engine]
     _, tp, pp = layout
-    weights = (weight_bytes(arch, FORMATS[sc.weights_format]) if weights_total is None else weights_total) / (tp * pp)
-    sequences = 1 if engine.kv_whole_context and sc.serving_engine == "llama.cpp" else batch
-    kv = sequences * kv_bytes_per_sequence(arch, sc.kv_cache_format, seq) * kv_share(arch, tp) / pp
+    share = gpu_layer_share(sc, arch)
+    weights = share * (weight_bytes(arch, FORMATS[sc.weights_format]) if weights_total is None else weights_total) / (tp * pp)
+    kv = share * _kv_sequences(sc, batch) * kv_bytes_per_sequence(arch, sc.kv_cache_format, seq) * kv_share(arch, tp) / pp
     a_bytes = 4 if sc.weights_format == "fp32" else 2
     activations = _prefill_peak(sc, arch, tp, batch, seq, a_bytes)
     overhead = CUDA_CONTEXT_BYTES + engine.graphs_bytes + (COMM_BUFFER_BYTES if tp * pp > 1 else 0.0)

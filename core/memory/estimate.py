@@ -18,6 +18,8 @@ from core.memory.components import (
     CUDA_CONTEXT_BYTES,
     Components,
     engine_reservation,
+    gpu_layer_share,
+    host_resident_bytes,
     inference_components,
     kv_cache_bytes_per_token,
     training_peak,
@@ -30,6 +32,7 @@ from core.model.architecture import Architecture
 from core.model.formats import FORMATS, weight_bytes
 from core.scenario import Scenario
 from core.text import Bytes, Text, texts
+from core.units import BYTES_PER_GIB
 
 _OUT = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 # Tensor-parallel sizes tried when looking for the smallest layout: one NVLink
@@ -103,6 +106,11 @@ class MemoryResult(BaseModel):
     peak_phase: str = ""  # training: when the peak happens, "loss" or "optimizer step"
     kv_pool_bytes: int | None = None  # engines that pre-allocate: the KV-cache pool per device (vLLM "KV cache size")
     kv_pool_sequences: float | None = None  # the pool in sequences of seq_len tokens (vLLM "Maximum concurrency")
+    # llama.cpp partial offload (gpu_layers): layers on the accelerators, the most that fit, and whether the rest
+    # fits in system RAM (cpu_memory_per_device_bytes holds it)
+    gpu_layers: int | None = None
+    max_gpu_layers: int | None = None
+    host_memory_fits: bool | None = None
     # Sentences with their quantities unformatted (core/text.py): pages render them in the reader's units;
     # the CLI's `advice` and `assumptions` are the same sentences in GiB.
     advice_texts: tuple[Text, ...] = Field(default=(), exclude=True)
@@ -142,7 +150,8 @@ class Evaluator:
     def _components(self, layout: Layout, batch: Any, seq: Any, zero_stage: int | None) -> tuple[Components, float]:
         sc, states = self.sc, self.states
         if sc.mode == "inference":
-            return inference_components(sc, self.arch, layout, batch, seq, self.weights_total), 0.0
+            comps = inference_components(sc, self.arch, layout, batch, seq, self.weights_total)
+            return comps, host_resident_bytes(sc, self.arch, batch, seq, self.weights_total)
         if zero_stage is not None and zero_stage != sc.zero_stage:
             if zero_stage not in self._zero:
                 other = sc.model_copy(update={"zero_stage": zero_stage})
@@ -181,7 +190,8 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
     layout = own_layout(sc)
     comps, cpu = ev.components(layout, sc.batch_size, sc.seq_len)
     phase = training_peak(sc, arch, layout, sc.batch_size, sc.seq_len, ev.states).phase if sc.mode == "training" else ""
-    fits = bool(comps.total <= capacity)
+    # the layers llama.cpp keeps in system RAM must fit there too
+    fits = bool(comps.total <= capacity) and float(cpu) <= (sc.host_memory_gib * BYTES_PER_GIB if sc.mode == "inference" else float("inf"))
     needed = devices_needed(sc, ev, capacity)
     seq_limit = max(arch.max_context, sc.seq_len)
     fmt = FORMATS["nf4"] if sc.mode == "training" and sc.method == "qlora" else FORMATS[sc.weights_format]
@@ -216,7 +226,25 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
         fit_capacity_bytes=round(capacity),
         peak_phase=phase,
         **_kv_pool(sc, comps, capacity, usable),
+        **_offload(sc, arch, layout, capacity, float(cpu)),
     )
+
+
+def _offload(sc: Scenario, arch: Architecture, layout: Layout, capacity: float, host_bytes: float) -> dict[str, Any]:
+    """llama.cpp: the layers on the accelerators and the most that fit (device memory grows by one layer's weights
+    and KV cache per layer; what stays is the runtime and the compute buffers), and whether system RAM holds the rest."""
+    if sc.mode != "inference" or sc.serving_engine != "llama.cpp":
+        return {}
+    none_on = inference_components(sc.model_copy(update={"gpu_layers": 0}), arch, layout, sc.batch_size, sc.seq_len).total
+    all_on = inference_components(sc.model_copy(update={"gpu_layers": None}), arch, layout, sc.batch_size, sc.seq_len).total
+    per_layer = (float(all_on) - float(none_on)) / arch.num_layers
+    room = capacity - float(none_on)
+    most = 0 if room < 0 else arch.num_layers if per_layer <= 0 else min(arch.num_layers, int(room // per_layer))
+    return {
+        "gpu_layers": round(gpu_layer_share(sc, arch) * arch.num_layers),
+        "max_gpu_layers": most,
+        "host_memory_fits": host_bytes <= sc.host_memory_gib * BYTES_PER_GIB,
+    }
 
 
 def _kv_pool(sc: Scenario, comps: Components, capacity: float, usable: float) -> dict[str, Any]:

@@ -123,7 +123,7 @@ def _inference(sc: Scenario, result: MemoryResult) -> list[Explanation]:
             component="kv_cache",
             formula="2 x layers x KV heads x head dim x bytes x tokens x sequences",
             numbers=marked(
-                f"{per} x {kvb} B = {_n(result.kv_cache_bytes_per_token)} B per token; x {sc.seq_len:,} tokens x {sequences}{window}"
+                f"{per} x {kvb:g} B = {_n(result.kv_cache_bytes_per_token)} B per token; x {sc.seq_len:,} tokens x {sequences}{window}"
                 + (f" x {share:.3g} (this rank's share of the heads)" if share < 1 else "")
                 + (f" / PP {sc.pipeline_parallel}" if sc.pipeline_parallel > 1 else "")
                 + f" = {bytes_mark(m.kv_cache)}"

@@ -26,15 +26,16 @@ WeightFormatId = Literal[
     "gguf-q6_k",
     "gguf-q5_k_m",
     "gguf-q4_k_m",
+    "gguf-q4_0",
     "gguf-q3_k_m",
     "gguf-q2_k",
     "mxfp4",
 ]
 
 # GGML block types, bits per weight = block bytes * 8 / block weights
-# (ggml-common.h block_q8_0 / block_q*_K layouts: Q8_0 34 B per 32 weights,
+# (ggml-common.h block_q8_0 / block_q4_0 / block_q*_K layouts: Q8_0 34 B and Q4_0 18 B per 32 weights,
 # Q6_K 210 B, Q5_K 176 B, Q4_K 144 B, Q3_K 110 B, Q2_K 84 B per 256 weights).
-GGML_BITS = {"Q8_0": 8.5, "Q6_K": 6.5625, "Q5_K": 5.5, "Q4_K": 4.5, "Q3_K": 3.4375, "Q2_K": 2.625}
+GGML_BITS = {"Q8_0": 8.5, "Q4_0": 4.5, "Q6_K": 6.5625, "Q5_K": 5.5, "Q4_K": 4.5, "Q3_K": 3.4375, "Q2_K": 2.625}
 
 
 class WeightFormat(NamedTuple):
@@ -114,6 +115,8 @@ FORMATS: dict[str, WeightFormat] = {
         WeightFormat("gguf-q6_k", "GGUF Q6_K", _Q6, _Q6, _Q6, 32, source=_GGUF_SRC),
         WeightFormat("gguf-q5_k_m", "GGUF Q5_K_M", GGML_BITS["Q5_K"], GGML_BITS["Q5_K"], _Q6, 32, mix=(("attn_v", 0.5, _Q6), ("mlp_down", 0.5, _Q6)), source=_GGUF_SRC),
         WeightFormat("gguf-q4_k_m", "GGUF Q4_K_M", GGML_BITS["Q4_K"], GGML_BITS["Q4_K"], _Q6, 32, mix=(("attn_v", 0.5, _Q6), ("mlp_down", 0.5, _Q6)), source=_GGUF_SRC),
+        # Q4_0 (the older llama.cpp and Ollama default): every matrix Q4_0 except the output matrix, kept at Q6_K.
+        WeightFormat("gguf-q4_0", "GGUF Q4_0", GGML_BITS["Q4_0"], GGML_BITS["Q4_0"], _Q6, 32, source=_GGUF_SRC),
         WeightFormat(
             "gguf-q3_k_m",
             "GGUF Q3_K_M",
@@ -141,7 +144,10 @@ FORMATS: dict[str, WeightFormat] = {
 }
 
 # The activation / compute precision each format runs at for inference.
-KV_CACHE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+# Bytes per cached K or V element. llama.cpp's quantized caches (--cache-type-k/-v) use its weight blocks:
+# q8_0 = 34 bytes per 32 values, q4_0 = 18 bytes per 32 (ggml-common.h block_q8_0 / block_q4_0).
+KV_CACHE_BYTES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "q8_0": 34 / 32, "q4_0": 18 / 32}
+KV_FORMAT_SOURCE = "ggml-org/llama.cpp ggml/src/ggml-common.h (block_q8_0, block_q4_0); vLLM docs, Quantized KV cache (fp8)"
 
 
 def weight_bytes(arch: Architecture, fmt: WeightFormat) -> float:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.layout import Layout
-from core.memory.components import inference_components, kv_bytes_per_sequence, kv_share
+from core.memory.components import gpu_layer_share, inference_components, kv_bytes_per_sequence, kv_share
 from core.memory.engines import ENGINES
 from core.memory.estimate import fit_capacity
 from core.model.architecture import MLP_ROLES, Architecture
@@ -52,6 +52,16 @@ NATIVE_FORMATS = frozenset({"fp32", "bf16", "fp16", "fp8", "mxfp4"})
 # 0.60 reproduces llama.cpp prompt processing of Llama 2 7B f16 on an RTX 4090
 # (7,349 t/s measured) to 0.1%.
 COMPUTE_EFF = 0.60
+# llama.cpp partial offload (gpu_layers): the layers in system RAM are read by the CPU at its memory bandwidth each
+# decode step (the GPU's layers and the CPU's run one after the other for a token). HOST_BW_EFF is the share of
+# the RAM's theoretical bandwidth a decode reaches, calibrated on Mixtral 8x7B Q8_0 on a Ryzen 9 5900X with
+# dual-channel DDR4-3600 (3.58 t/s, llama.cpp issue #4716) and checked on other CPUs (tests/data/offload_speeds.csv).
+HOST_BW_EFF = 0.85
+# For a prompt, llama.cpp's CUDA backend computes the RAM-resident layers on the GPU too (batches of 32 tokens or
+# more), copying their weights over PCIe once per micro-batch of n_ubatch = 512 tokens. PCIe 4.0 x16 moves 31.5 GB/s
+# (PCI-SIG); pinned host-to-device copies reach about 25 GB/s (CUDA bandwidthTest on current boards).
+HOST_TO_DEVICE_BYTES_PER_S = 25e9
+UBATCH_TOKENS = 512
 # When the scenario does not split its context, a quarter is generated.
 OUTPUT_FRACTION = 0.25
 
@@ -114,9 +124,11 @@ class _Roof:
         self.bw_eff = bandwidth_efficiency(sc.weights_format, sc.serving_engine)
         self.bytes_per_s = acc.memory_bandwidth_bytes_per_s * self.bw_eff
         self.kv_share = kv_share(self.arch, self.tp)
+        self.on_device = gpu_layer_share(sc, self.arch)  # llama.cpp gpu_layers: the rest is read from system RAM
+        self.host_bytes_per_s = sc.host_memory_bandwidth_gbps * 1e9 * HOST_BW_EFF
         # Kernel launches and framework time per step: per layer of this device's pipeline stage.
         per_layer = self.engine.layer_overhead_s + (0.0 if sc.weights_format in NATIVE_FORMATS else self.engine.quant_layer_overhead_s)
-        self.step_overhead_s = per_layer * math.ceil(self.arch.num_layers / self.pp) + self.engine.step_overhead_s
+        self.step_overhead_s = per_layer * math.ceil(self.on_device * self.arch.num_layers / self.pp) + self.engine.step_overhead_s
         # transformers' repeat_kv copies grouped-query K/V out to every query head each step: the cache is read, its
         # expanded copy written and read again.
         groups = 1 if self.arch.is_mla else self.arch.num_heads / self.arch.num_kv_heads
@@ -124,13 +136,15 @@ class _Roof:
 
     def decode_step(self, batch: Any, context: float) -> tuple[Any, Any, Any]:
         """(step seconds, bytes read per device, compute-bound?); `batch` may be an array."""
-        a, split = self.arch, self.tp * self.pp
-        read = weight_read_bytes(a, self.sc.weights_format, batch) / split
-        read += batch * kv_bytes_per_sequence(a, self.sc.kv_cache_format, context) * self.kv_share / self.pp * self.kv_traffic
-        flops = batch * (2.0 * a.active_params + attention_flops_per_token(a, context)) / split
+        a, split, g = self.arch, self.tp * self.pp, self.on_device
+        weights = weight_read_bytes(a, self.sc.weights_format, batch)
+        kv = batch * kv_bytes_per_sequence(a, self.sc.kv_cache_format, context)
+        read = g * (weights / split + kv * self.kv_share / self.pp * self.kv_traffic)
+        flops = g * batch * (2.0 * a.active_params + attention_flops_per_token(a, context)) / split
         t_mem, t_cmp = read / self.bytes_per_s, flops / self.flops_per_s
         stage = np.maximum(t_mem, t_cmp) + decode_tp_s(a, self.acc, self.tp, self.pp, batch) + self.step_overhead_s
-        return self.pp * stage, read, t_cmp > t_mem
+        t_host = (1.0 - g) * (weights + kv) / self.host_bytes_per_s  # layers in system RAM, read by the CPU
+        return self.pp * stage + t_host, read, t_cmp > t_mem
 
     def prefill(self, sequences: Any, prompt: float) -> Any:
         a = self.arch
@@ -138,7 +152,10 @@ class _Roof:
         flops = tokens * (2.0 * a.active_params + attention_flops_per_token(a, prompt / 2.0))
         t_cmp = flops / self.tp / self.flops_per_s
         t_mem = weight_read_bytes(a, self.sc.weights_format, tokens) / self.tp / self.bytes_per_s
-        return np.maximum(t_cmp, t_mem) + self.pp * decode_tp_s(a, self.acc, self.tp, self.pp, tokens)
+        # layers in system RAM: their weights cross PCIe once per micro-batch (computed on the GPU)
+        host_weights = (1.0 - self.on_device) * weight_bytes(a, FORMATS[self.sc.weights_format])
+        t_copy = np.ceil(tokens / UBATCH_TOKENS) * host_weights / HOST_TO_DEVICE_BYTES_PER_S
+        return np.maximum(t_cmp, t_mem) + self.pp * decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + t_copy
 
 
 class InferenceSpeed(BaseModel):

@@ -1,0 +1,364 @@
+"""Fetch a model's `config.json` (and its exact parameter count) from the Hugging Face Hub.
+
+Two public Hub endpoints are read (https://huggingface.co/docs/hub/api):
+
+- `GET https://huggingface.co/{owner}/{name}/resolve/{revision}/config.json`: the file as committed. config.json is a
+  small regular (non-LFS) file, served by huggingface.co itself.
+- `GET https://huggingface.co/api/models/{owner}/{name}?expand=safetensors` (or `.../revision/{revision}` for another
+  revision): the model's metadata, of which only `safetensors` is asked for and read, e.g.
+  `{"safetensors": {"parameters": {"BF16": 8190735360}, "total": 8190735360}}` for Qwen/Qwen3-8B; `total` is the
+  exact parameter count of the checkpoint (the shape `huggingface_hub.hf_api.SafeTensorsInfo` documents). A failed or
+  odd answer here only leaves `params` and `dtype` unknown; the config is still returned. (A sharded checkpoint's
+  `model.safetensors.index.json` gives `metadata.total_size` in bytes, i.e. ~2 bytes a parameter in bf16; it is not
+  read.)
+
+The id comes from a person typing into a web page, so the fetch is fenced:
+
+- Host allow-list: the only host contacted is the one in `base_url`, which must be https://huggingface.co (a loopback
+  `http://127.0.0.1:port` or `http://localhost:port` is allowed for tests). A redirect is followed only to the same
+  scheme, host and port (the Hub answers 307 with a relative Location for a renamed repo); one to any other host is
+  refused without contacting it. No cookies, no tokens: only `User-Agent: llm-gpu-planner` is sent.
+- Id check: `REPO_ID_RE` accepts `owner/name` only (letters, digits, `-`, `_`, `.`; 1-96 characters each; not starting
+  with `.` or `-`; no `..`), never a URL, a path or extra slashes, so the id cannot change which URL is requested.
+  A bad id is refused before any request.
+- Size cap: at most `MAX_HUB_CONFIG_BYTES` (256 kB, far above any config.json) are read; a larger `Content-Length` is
+  refused before reading and a body streamed past the cap is cut off.
+- Timeout: `timeout_s` bounds the whole fetch (both requests run at once, sharing one deadline), not just each socket
+  operation.
+
+Failures raise `HubError` with a `kind` the app can act on and a one-line message that says what to do next.
+Successes are cached in-process (64 entries, one hour).
+"""
+
+from __future__ import annotations
+
+import copy
+import http.client
+import json
+import re
+import socket
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal
+
+HUB_HOST: Final = "huggingface.co"
+HUB_BASE_URL: Final = "https://huggingface.co"
+LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost")  # for tests only
+USER_AGENT: Final = "llm-gpu-planner"
+MAX_HUB_CONFIG_BYTES: Final = 256_000
+MAX_HUB_API_BYTES: Final = 256_000
+MAX_REDIRECTS: Final = 5
+CACHE_MAXSIZE: Final = 64
+CACHE_TTL_S: Final = 3600.0
+MAX_PARAMS: Final = 10**15
+
+# owner/name: each part 1-96 of letters, digits, '-', '_', '.', not starting with '.' or '-', and no '..' anywhere.
+REPO_ID_RE: Final = re.compile(r"\A(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9_][A-Za-z0-9_.-]{0,95}\Z")
+# A branch, tag or commit: one path segment of the same characters (a '/' in a branch name is not accepted).
+REVISION_RE: Final = re.compile(r"\A(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
+_DTYPE_RE: Final = re.compile(r"\A[A-Za-z0-9_]{1,16}\Z")
+
+HubErrorKind = Literal["bad-id", "unreachable", "timeout", "not-found", "gated", "too-large", "not-json", "not-config"]
+HUB_ERROR_KINDS: Final[tuple[HubErrorKind, ...]] = ("bad-id", "unreachable", "timeout", "not-found", "gated", "too-large", "not-json", "not-config")
+
+
+class HubError(Exception):
+    """A fetch that did not give a usable config.json. `kind` is one of HUB_ERROR_KINDS; the message is one plain
+    sentence for the person, ending with what to do."""
+
+    def __init__(self, kind: HubErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: HubErrorKind = kind
+        self.message = message
+
+
+@dataclass(frozen=True)
+class HubModel:
+    repo_id: str
+    config_text: str  # config.json as served (decoded as UTF-8, a BOM dropped)
+    config: dict[str, Any] = field(repr=False)  # the parsed object (a fresh copy for every caller)
+    params: int | None  # safetensors.total from the Hub API: the checkpoint's exact parameter count
+    dtype: str | None  # the dtype holding most parameters in safetensors.parameters, e.g. "BF16"
+    source_url: str  # the config.json URL
+
+
+# ------------------------------------------------------------------ cache
+_cache: OrderedDict[tuple[str, str, str], tuple[float, HubModel]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def clear_cache() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
+def _cache_get(key: tuple[str, str, str]) -> HubModel | None:
+    now = time.monotonic()
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is None:
+            return None
+        stamp, model = hit
+        if now - stamp > CACHE_TTL_S:
+            del _cache[key]
+            return None
+        _cache.move_to_end(key)
+        return model
+
+
+def _cache_put(key: tuple[str, str, str], model: HubModel) -> None:
+    with _cache_lock:
+        _cache[key] = (time.monotonic(), model)
+        _cache.move_to_end(key)
+        while len(_cache) > CACHE_MAXSIZE:
+            _cache.popitem(last=False)
+
+
+def _copy(model: HubModel) -> HubModel:
+    return replace(model, config=copy.deepcopy(model.config))
+
+
+# ------------------------------------------------------------------ checks
+@dataclass(frozen=True)
+class _Origin:
+    scheme: str
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        default = 443 if self.scheme == "https" else 80
+        return f"{self.scheme}://{self.host}" + ("" if self.port == default else f":{self.port}")
+
+
+def _origin(url: str) -> _Origin | None:
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return _Origin(parts.scheme, parts.hostname.lower(), port or (443 if parts.scheme == "https" else 80))
+
+
+def _check_base_url(base_url: str) -> _Origin:
+    """The allow-list: https://huggingface.co in production, a loopback server in tests. Anything else is a
+    programming error (ValueError), never something a user can reach."""
+    origin = _origin(base_url)
+    parts = urllib.parse.urlsplit(base_url)
+    if origin is None or parts.username or parts.password or parts.path.strip("/") or parts.query or parts.fragment:
+        raise ValueError(f"base_url must be {HUB_BASE_URL}")
+    if origin.host == HUB_HOST:
+        if origin.scheme != "https" or origin.port != 443:
+            raise ValueError(f"base_url must be {HUB_BASE_URL}")
+    elif origin.host not in LOOPBACK_HOSTS:
+        raise ValueError(f"base_url must be {HUB_BASE_URL} (or a loopback server in tests), not {origin.host}")
+    return origin
+
+
+def _check_repo_id(repo_id: object) -> str:
+    text = repo_id.strip() if isinstance(repo_id, str) else ""
+    if not REPO_ID_RE.match(text):
+        raise HubError(
+            "bad-id",
+            "That is not a Hugging Face model id; type it as owner/name (e.g. Qwen/Qwen3-8B), not a link, or paste the config.json instead.",
+        )
+    return text
+
+
+def _check_revision(revision: object) -> str:
+    if not isinstance(revision, str) or not REVISION_RE.match(revision):
+        raise HubError("bad-id", "That is not a branch, tag or commit name; leave the revision at main or paste the config.json instead.")
+    return revision
+
+
+# ------------------------------------------------------------------ HTTP
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only to the origin of the first request (the Hub's 307 for a renamed repo is relative);
+    refuse any other host before contacting it."""
+
+    max_redirections = MAX_REDIRECTS
+
+    def __init__(self, origin: _Origin) -> None:
+        super().__init__()
+        self.origin = origin
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> urllib.request.Request | None:
+        if _origin(newurl) != self.origin:
+            fp.close()  # the 3xx answer, which urllib would have closed on following it
+            raise HubError(
+                "unreachable",
+                f"{HUB_HOST} sent the request on to another site, which the planner does not follow; paste the config.json instead.",
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _opener(origin: _Origin) -> urllib.request.OpenerDirector:
+    handlers: list[urllib.request.BaseHandler] = [_SameOriginRedirects(origin)]
+    if origin.host in LOOPBACK_HOSTS:
+        handlers.append(urllib.request.ProxyHandler({}))  # a test server is never reached through a proxy
+    return urllib.request.build_opener(*handlers)  # no cookie processor: build_opener adds none
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _set_socket_timeout(resp: Any, seconds: float) -> None:
+    """Shrink the socket's per-read timeout to what is left of the deadline (best effort)."""
+    sock = getattr(getattr(getattr(resp, "fp", None), "raw", None), "_sock", None)
+    if isinstance(sock, socket.socket):
+        sock.settimeout(max(seconds, 0.01))
+
+
+def _get(opener: urllib.request.OpenerDirector, url: str, deadline: float, cap: int) -> bytes:
+    """GET url, reading at most cap bytes before the deadline. Raises urllib/socket errors, TimeoutError, _TooLarge
+    and HubError (a refused redirect) for the caller to translate."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": "application/json, text/plain, */*"})
+    with opener.open(req, timeout=left) as resp:
+        length = resp.headers.get("Content-Length")
+        if length is not None and length.strip().isdigit() and int(length) > cap:
+            raise _TooLarge
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            _set_socket_timeout(resp, left)
+            chunk = resp.read1(min(65_536, cap + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > cap:
+                raise _TooLarge
+        return b"".join(chunks)
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    return isinstance(exc, TimeoutError) or (isinstance(exc, urllib.error.URLError) and isinstance(exc.reason, TimeoutError))
+
+
+def _fetch_config(origin: _Origin, url: str, repo_id: str, deadline: float, timeout_s: float) -> str:
+    try:
+        body = _get(_opener(origin), url, deadline, MAX_HUB_CONFIG_BYTES)
+    except HubError:
+        raise
+    except _TooLarge:
+        raise HubError(
+            "too-large",
+            f"{repo_id}'s config.json is larger than {MAX_HUB_CONFIG_BYTES // 1000} kB, far more than any model config; paste the config.json instead.",
+        ) from None
+    except urllib.error.HTTPError as exc:
+        code = exc.code
+        error_code = (exc.headers.get("X-Error-Code") or "") if exc.headers is not None else ""
+        exc.close()
+        if error_code == "RepoNotFound" or (code == 404 and error_code != "EntryNotFound" and error_code != "RevisionNotFound"):
+            raise HubError("not-found", f"There is no model {repo_id} on {HUB_HOST} (or it is private); check the id or paste the config.json instead.") from None
+        if error_code in ("EntryNotFound", "RevisionNotFound"):
+            raise HubError("not-found", f"{repo_id} has no config.json at that revision on {HUB_HOST}; paste the config.json instead.") from None
+        if code in (401, 403):
+            raise HubError(
+                "gated",
+                f"{repo_id} is gated or private on {HUB_HOST}; accept its licence on {HUB_HOST}, then paste its config.json instead.",
+            ) from None
+        raise HubError("unreachable", f"{HUB_HOST} answered HTTP {code}; try again later or paste the config.json instead.") from None
+    except Exception as exc:  # URLError, ConnectionError, http.client.HTTPException, ssl and other OSErrors
+        if _is_timeout(exc):
+            raise HubError("timeout", f"{HUB_HOST} did not answer within {timeout_s:g} s; try again or paste the config.json instead.") from None
+        if isinstance(exc, OSError | http.client.HTTPException | ValueError):  # URLError is an OSError
+            raise HubError("unreachable", f"Could not reach {HUB_HOST}; check the connection or paste the config.json instead.") from None
+        raise
+    try:
+        return body.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise HubError("not-json", f"{repo_id}'s config.json is not UTF-8 text; paste the config.json instead.") from None
+
+
+def _parse_config(text: str, repo_id: str) -> dict[str, Any]:
+    try:
+        cfg = json.loads(text)
+    except (ValueError, RecursionError):
+        cfg = None
+    if not isinstance(cfg, dict):
+        raise HubError("not-json", f"{repo_id}'s config.json is not a JSON object; paste the config.json instead.")
+    if "model_type" not in cfg and "architectures" not in cfg:
+        raise HubError(
+            "not-config",
+            f"{repo_id}'s config.json has neither model_type nor architectures, so it is not a model config; paste the model's config.json instead.",
+        )
+    return cfg
+
+
+def _read_safetensors(body: bytes) -> tuple[int | None, str | None]:
+    try:
+        info = json.loads(body.decode("utf-8-sig"))
+    except (ValueError, RecursionError):
+        return None, None
+    st = info.get("safetensors") if isinstance(info, dict) else None
+    if not isinstance(st, dict):
+        return None, None
+    total = st.get("total")
+    params = total if isinstance(total, int) and not isinstance(total, bool) and 0 < total <= MAX_PARAMS else None
+    counts = st.get("parameters")
+    dtype = None
+    if isinstance(counts, dict):
+        valid = {k: v for k, v in counts.items() if _DTYPE_RE.match(k) and isinstance(v, int) and not isinstance(v, bool) and v > 0}
+        if valid:
+            dtype = max(valid, key=lambda k: valid[k])
+    return params, dtype
+
+
+class _ApiFetch(threading.Thread):
+    """The Hub API request, run beside the config request; any failure leaves the result (None, None)."""
+
+    def __init__(self, origin: _Origin, url: str, deadline: float) -> None:
+        super().__init__(name="hub-api", daemon=True)
+        self.origin, self.url, self.deadline = origin, url, deadline
+        self.result: tuple[int | None, str | None] = (None, None)
+
+    def run(self) -> None:
+        try:
+            self.result = _read_safetensors(_get(_opener(self.origin), self.url, self.deadline, MAX_HUB_API_BYTES))
+        except Exception as exc:  # HubError (a refused redirect), HTTP, network, size or timeout: the count stays unknown
+            if isinstance(exc, urllib.error.HTTPError):
+                exc.close()
+            self.result = (None, None)
+
+
+def fetch_hub_model(repo_id: str, *, base_url: str = HUB_BASE_URL, timeout_s: float = 5.0, revision: str = "main") -> HubModel:
+    """config.json of `repo_id` at `revision`, with the exact parameter count and main dtype when the Hub API gives
+    them. Raises HubError (see module docstring); ValueError for a base_url off the allow-list."""
+    origin = _check_base_url(base_url)
+    repo_id = _check_repo_id(repo_id)
+    revision = _check_revision(revision)
+    key = (origin.url, repo_id, revision)
+    cached = _cache_get(key)
+    if cached is not None:
+        return _copy(cached)
+
+    base = origin.url
+    config_url = f"{base}/{repo_id}/resolve/{revision}/config.json"
+    api_url = f"{base}/api/models/{repo_id}" + ("" if revision == "main" else f"/revision/{revision}") + "?expand=safetensors"
+    deadline = time.monotonic() + max(float(timeout_s), 0.01)
+    api = _ApiFetch(origin, api_url, deadline)
+    api.start()
+    text = _fetch_config(origin, config_url, repo_id, deadline, timeout_s)
+    cfg = _parse_config(text, repo_id)
+    api.join(max(deadline - time.monotonic(), 0.0))
+    api_done = not api.is_alive()
+    params, dtype = api.result if api_done else (None, None)
+    model = HubModel(repo_id=repo_id, config_text=text, config=cfg, params=params, dtype=dtype, source_url=config_url)
+    if api_done:  # an API answer that did not come in time is asked for again next time
+        _cache_put(key, model)
+    return _copy(model)

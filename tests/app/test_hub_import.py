@@ -1,0 +1,87 @@
+"""Hugging Face Hub import in the sidebar (issue #12), against a loopback server serving recorded files
+(tests/data/hub/): the fetched config.json lands in the paste box and sizes the model; failures say one line and
+keep what the user had."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from app_pages.shared.style import Units
+from core.estimate import estimate
+from core.model.hub import clear_cache
+from core.scenario import Scenario
+from tests.app.conftest import metric, no_exception, run_app
+
+HUB = Path(__file__).resolve().parents[1] / "data" / "hub"
+
+
+class _Recorded(BaseHTTPRequestHandler):
+    def log_message(self, format, *args):  # quiet
+        pass
+
+    def do_GET(self):
+        if self.path.startswith("/Qwen/Qwen3-8B/resolve/main/config.json"):
+            body, code = (HUB / "Qwen__Qwen3-8B.config.json").read_bytes(), 200
+        elif self.path.startswith("/api/models/Qwen/Qwen3-8B"):
+            body, code = (HUB / "Qwen__Qwen3-8B.api.json").read_bytes(), 200
+        elif self.path.startswith("/meta-llama/"):
+            body, code = b'{"error": "gated"}', 401
+            self.send_response(code)
+            self.send_header("X-Error-Code", "GatedRepo")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        else:
+            body, code = b"Not Found", 404
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorded)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("LLMGP_HUB_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    clear_cache()
+    yield
+    server.shutdown()
+    clear_cache()
+
+
+def _fetch(repo: str):
+    at = run_app(params={"src": "config"})
+    at.text_input(key="hub_repo").set_value(repo).run()
+    at.button(key="hub_fetch").click().run()
+    return at
+
+
+def test_a_repo_id_fetches_its_config_and_sizes_the_model(hub):
+    at = _fetch("Qwen/Qwen3-8B")
+    no_exception(at)
+    text = at.text_area(key="cfg_text").value
+    assert json.loads(text)["model_type"] == "qwen3"
+    assert any("8,190,735,360 parameters" in c.value for c in at.caption)
+    cfg = json.loads((HUB / "Qwen__Qwen3-8B.config.json").read_text())
+    sized = estimate(Scenario(model={"hf_config": cfg}, seq_len=4096)).memory_per_device_bytes.total
+    assert metric(at, "Memory per device") == Units("GiB")(sized)
+    assert "cfg" in at.query_params  # the fetched config travels in the link like a pasted one
+
+
+FAILURES = [("meta-llama/Llama-3.1-8B", "gated"), ("nobody/nothing", "There is no model"), ("https://huggingface.co/Qwen/Qwen3-8B", "not a Hugging Face model id")]
+
+
+@pytest.mark.parametrize(("repo", "words"), FAILURES)
+def test_failures_say_one_line_and_keep_the_pasted_text(hub, repo, words):
+    at = run_app(params={"src": "config"})
+    at.text_area(key="cfg_text").set_value('{"model_type": "llama", "hidden_size": 4096}').run()
+    at.text_input(key="hub_repo").set_value(repo).run()
+    at.button(key="hub_fetch").click().run()
+    no_exception(at)
+    assert [w.value for w in at.warning if words in w.value]
+    assert at.text_area(key="cfg_text").value == '{"model_type": "llama", "hidden_size": 4096}'
