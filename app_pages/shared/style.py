@@ -50,7 +50,9 @@ def layout(fig: go.Figure, title: str, height: int = 380) -> go.Figure:
         title={"text": title, "x": 0, "xanchor": "left"},
         height=height,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        legend={"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0, "traceorder": "normal"},
+        # at the foot of the figure (container coordinates): Plotly makes room for it, so on a narrow screen a tall
+        # legend pushes the plot up instead of covering the axis title
+        legend={"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0, "xanchor": "left", "x": 0, "traceorder": "normal"},
         hoverlabel={"namelength": -1},
     )
     return fig
