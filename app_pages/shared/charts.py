@@ -51,10 +51,14 @@ def fits_on_chart(rows: list[dict], units: Units, chosen: str | None = None) -> 
     hover; the chosen accelerator labelled). rows: name, devices (int|None), capacity_bytes. A point per accelerator
     keeps the chart one screen tall and quick to redraw whatever the catalog's size (a labelled bar per accelerator
     was 2,100 px tall at 92 accelerators and the slowest element of the page to redraw)."""
+
+    def status(r: dict) -> str:
+        return "does not fit" if r["devices"] is None else "fits on 1" if r["devices"] == 1 else "needs several"
+
     fig = go.Figure()
     for label, color in FIT_COLORS.items():
-        group = [r for r in rows if (r["devices"] == 1) == (label == "fits on 1") and (r["devices"] is None) == (label == "does not fit")]
-        if not group or label == "does not fit":
+        group = [r for r in rows if status(r) == label]
+        if not group or label == "does not fit":  # no point to draw: counted in the title
             continue
         fig.add_scatter(
             x=[units.value(r["capacity_bytes"]) for r in group],

@@ -15,9 +15,9 @@ import functools
 import io
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"
 ACCELERATORS_CSV = DATA_DIR / "accelerators.csv"
@@ -229,3 +229,31 @@ def get_accelerator(accelerator_id: str) -> Accelerator:
     close = difflib.get_close_matches(str(accelerator_id).lower(), list(by_id), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise UnknownAcceleratorError(f"unknown accelerator {accelerator_id!r}{hint}", file=ACCELERATORS_CSV.name, field="id")
+
+
+def _partial_date(value: str) -> str:
+    if not re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", value):
+        raise ValueError("as_of must be YYYY, YYYY-MM or YYYY-MM-DD")
+    return value
+
+
+PartialDate = Annotated[str, AfterValidator(_partial_date)]  # a catalog row's as-of: a year, a month or a day
+
+RowT = TypeVar("RowT", bound=BaseModel)
+
+
+def read_catalog_rows(path: Path, model: type[RowT]) -> tuple[RowT, ...]:
+    """Every row of a catalog CSV as `model` (empty cells left out, so defaults apply); the first problem is raised as
+    a CatalogError naming file, row and field; an empty file is one too."""
+    out: list[RowT] = []
+    with path.open(encoding="utf-8", newline="") as fh:
+        for i, record in enumerate(csv.DictReader(fh), start=1):
+            cells: dict[str, Any] = {k: v for k, v in record.items() if v != ""}
+            try:
+                out.append(model(**cells))
+            except ValidationError as exc:
+                field, problem = validation_problems(exc)[0]
+                raise CatalogError(problem, file=path.name, row=i, field=field) from None
+    if not out:
+        raise CatalogError("no rows", file=path.name)
+    return tuple(out)

@@ -5,13 +5,12 @@ tokens, whether the provider still offers it on the as-of date, the as-of date a
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import functools
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from core.catalog.accelerators import DATA_DIR, CatalogError, validation_problems
+from core.catalog.accelerators import DATA_DIR, CatalogError, read_catalog_rows
 
 API_PRICES_CSV = DATA_DIR / "api_prices.csv"
 
@@ -37,20 +36,11 @@ class ApiPrice(BaseModel):
 def load_api_prices() -> tuple[ApiPrice, ...]:
     from core.catalog.presets import preset_ids
 
-    rows = []
-    with API_PRICES_CSV.open(encoding="utf-8", newline="") as fh:
-        for i, record in enumerate(csv.DictReader(fh), start=1):
-            try:
-                row = ApiPrice(**{k: v for k, v in record.items() if v != ""})
-            except ValidationError as exc:
-                field, problem = validation_problems(exc)[0]
-                raise CatalogError(problem, file=API_PRICES_CSV.name, row=i, field=field) from None
-            if row.preset and row.preset not in preset_ids():
-                raise CatalogError(f"unknown preset {row.preset!r}", file=API_PRICES_CSV.name, row=i, field="preset")
-            rows.append(row)
-    if not rows:
-        raise CatalogError("no rows", file=API_PRICES_CSV.name)
-    return tuple(rows)
+    rows = read_catalog_rows(API_PRICES_CSV, ApiPrice)
+    for i, row in enumerate(rows, start=1):
+        if row.preset and row.preset not in preset_ids():
+            raise CatalogError(f"unknown preset {row.preset!r}", file=API_PRICES_CSV.name, row=i, field="preset")
+    return rows
 
 
 def monthly_usd(row: ApiPrice, input_tokens_per_month: float, output_tokens_per_month: float) -> float:

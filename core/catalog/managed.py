@@ -4,13 +4,11 @@ Rows without an hourly price (a subscription, a unit price) carry it in `basis`.
 
 from __future__ import annotations
 
-import csv
 import functools
-import re
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from core.catalog.accelerators import DATA_DIR, CatalogError, validation_problems
+from core.catalog.accelerators import DATA_DIR, PartialDate, read_catalog_rows
 
 MANAGED_CSV = DATA_DIR / "managed_services.csv"
 
@@ -23,26 +21,11 @@ class ManagedService(BaseModel):
     accelerators: float = Field(ge=0)
     usd_per_hour: float | None = Field(default=None, ge=0, allow_inf_nan=False)  # 0: a free tier
     basis: str = ""
-    as_of: str
+    as_of: PartialDate
     source: str = Field(min_length=3)
     notes: str = ""
-
-    @field_validator("as_of")
-    @classmethod
-    def _date(cls, value: str) -> str:
-        if not re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", value):
-            raise ValueError("as_of must be YYYY, YYYY-MM or YYYY-MM-DD")
-        return value
 
 
 @functools.lru_cache(maxsize=1)
 def load_managed_services() -> tuple[ManagedService, ...]:
-    out = []
-    with MANAGED_CSV.open(encoding="utf-8", newline="") as fh:
-        for i, record in enumerate(csv.DictReader(fh), start=1):
-            try:
-                out.append(ManagedService(**{k: v for k, v in record.items() if v != ""}))
-            except ValidationError as exc:
-                field, problem = validation_problems(exc)[0]
-                raise CatalogError(problem, file=MANAGED_CSV.name, row=i, field=field) from None
-    return tuple(out)
+    return read_catalog_rows(MANAGED_CSV, ManagedService)

@@ -7,14 +7,12 @@ it is rated for where known. The buy-vs-rent default for a part is its newest wh
 
 from __future__ import annotations
 
-import csv
 import functools
-import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from core.catalog.accelerators import DATA_DIR, ID_PATTERN, CatalogError, validation_problems
+from core.catalog.accelerators import DATA_DIR, ID_PATTERN, PartialDate, read_catalog_rows
 
 PURCHASES_CSV = DATA_DIR / "purchase_prices.csv"
 FACILITY_CSV = DATA_DIR / "facility.csv"
@@ -30,16 +28,9 @@ class Purchase(BaseModel):
     includes_host_server: Literal["true", "false", "unknown"]
     kind: Literal["list", "street", "estimate", "msrp"]
     power_w_total: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    as_of: str = Field(min_length=4)  # a year, a month or a day
+    as_of: PartialDate
     source: str = Field(min_length=3)
     notes: str = ""
-
-    @field_validator("as_of")
-    @classmethod
-    def _date(cls, value: str) -> str:
-        if not re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", value):
-            raise ValueError("as_of must be YYYY, YYYY-MM or YYYY-MM-DD")
-        return value
 
     @property
     def whole_system(self) -> bool:
@@ -60,28 +51,14 @@ class FacilityFigure(BaseModel):
     notes: str = ""
 
 
-def _rows(path, model):
-    out = []
-    with path.open(encoding="utf-8", newline="") as fh:
-        for i, record in enumerate(csv.DictReader(fh), start=1):
-            try:
-                out.append(model(**{k: v for k, v in record.items() if v != ""}))
-            except ValidationError as exc:
-                field, problem = validation_problems(exc)[0]
-                raise CatalogError(problem, file=path.name, row=i, field=field) from None
-    if not out:
-        raise CatalogError("no rows", file=path.name)
-    return tuple(out)
-
-
 @functools.lru_cache(maxsize=1)
 def load_purchases() -> tuple[Purchase, ...]:
-    return _rows(PURCHASES_CSV, Purchase)
+    return read_catalog_rows(PURCHASES_CSV, Purchase)
 
 
 @functools.lru_cache(maxsize=1)
 def load_facility() -> dict[str, FacilityFigure]:
-    return {f.item: f for f in _rows(FACILITY_CSV, FacilityFigure)}
+    return {f.item: f for f in read_catalog_rows(FACILITY_CSV, FacilityFigure)}
 
 
 def default_purchase(accelerator_id: str) -> Purchase | None:
