@@ -160,10 +160,12 @@ class Scenario(BaseModel):
     @field_validator("accelerator")
     @classmethod
     def _known_accelerator(cls, value: str) -> str:
-        from core.catalog.accelerators import custom_accelerator
+        from core.catalog.accelerators import CUSTOM_ID_HELP, custom_accelerator
         from core.catalog.presets import accelerator_ids, suggest
 
         if value not in accelerator_ids() and custom_accelerator(value) is None:
+            if value.startswith("custom-"):
+                raise ValueError(f"unknown accelerator {value!r}: hardware of your own is written {CUSTOM_ID_HELP}")
             raise ValueError(f"unknown accelerator {value!r}{suggest(value, accelerator_ids())}")
         return value
 

@@ -179,6 +179,9 @@ def load_accelerators(path: Path | None = None) -> tuple[Accelerator, ...]:
 # custom-24gib-936gbps-71tflops (a decimal point is written p: custom-7p5gib-...). Bounds keep it a real device.
 CUSTOM_ID = re.compile(r"^custom-(\d{1,5}(?:p\d{1,3})?)gib-(\d{1,6}(?:p\d{1,3})?)gbps-(\d{1,5}(?:p\d{1,3})?)tflops$")
 CUSTOM_LIMITS = {"memory_gib": (0.5, 16384.0), "memory_bandwidth_gbps": (1.0, 100000.0), "bf16_tflops": (0.01, 50000.0)}
+CUSTOM_ID_HELP = (
+    "custom-<GiB>gib-<GB/s>gbps-<TFLOPS>tflops (e.g. custom-24gib-936gbps-71tflops; p for a decimal point), with 0.5-16384 GiB, 1-100000 GB/s and 0.01-50000 TFLOPS"
+)
 
 
 def custom_accelerator_id(memory_gib: float, memory_bandwidth_gbps: float, bf16_tflops: float) -> str:
@@ -210,6 +213,9 @@ def custom_accelerator(accelerator_id: str) -> Accelerator | None:
         memory_bandwidth_gbps=bw,
         bf16_tflops=tf,
         fp32_tflops=tf,
+        # cards in one box talk over PCIe 4.0 x16, no NVLink assumed: 16 GT/s x 16 lanes = 31.5 GB/s per direction (PCI-SIG)
+        interconnect="PCIe 4.0 x16 (assumed)",
+        interconnect_gbps=31.5,
         launch_year=dt.date.today().year,
         supports_bf16=True,
         supports_fp8=False,
@@ -219,9 +225,14 @@ def custom_accelerator(accelerator_id: str) -> Accelerator | None:
     )
 
 
+@functools.lru_cache(maxsize=1)
+def _by_id() -> dict[str, Accelerator]:
+    return {a.id: a for a in load_accelerators()}
+
+
 def get_accelerator(accelerator_id: str) -> Accelerator:
     """Look up one accelerator by id (or a custom-... id); unknown ids raise UnknownAcceleratorError with suggestions."""
-    by_id = {a.id: a for a in load_accelerators()}
+    by_id = _by_id()
     if accelerator_id in by_id:
         return by_id[accelerator_id]
     if (custom := custom_accelerator(accelerator_id)) is not None:

@@ -152,3 +152,21 @@ def test_out_of_range_or_malformed_custom_ids_are_refused(bad):
     assert custom_accelerator(bad) is None
     with pytest.raises(ValidationError, match="unknown accelerator"):
         Scenario(model="llama-3.1-8b", accelerator=bad)
+
+
+def test_every_accelerator_kind_has_its_network():
+    """A kind the communication model does not know would crash every multi-device estimate on it."""
+    from typing import get_args
+
+    from core.catalog.accelerators import Kind
+    from core.speed.comm import DEVICES_PER_NODE, INTER_NODE_GBPS
+
+    assert set(get_args(Kind)) <= set(DEVICES_PER_NODE) & set(INTER_NODE_GBPS)
+
+
+def test_several_cards_of_your_own_split_a_model_over_pcie():
+    own = custom_accelerator_id(24, 936, 71)
+    one, two = (estimate_memory(Scenario(model="llama-3.1-70b", weights_format="gguf-q4_k_m", accelerator=own, tensor_parallel=tp)) for tp in (1, 2))
+    assert two.memory_per_device_bytes.weights * 2 == pytest.approx(one.memory_per_device_bytes.weights, rel=1e-6)
+    assert get_accelerator(own).interconnect_gbps == 31.5  # PCIe 4.0 x16, no NVLink
+    assert inference_speed(Scenario(model="llama-3.1-70b", weights_format="gguf-q4_k_m", accelerator=own, tensor_parallel=2)).decode_tokens_per_s > 0
