@@ -74,7 +74,7 @@ def decode_figure(key: str):
     fig.update_yaxes(title="Per user (tokens/s)", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title="All users (tokens/s)", rangemode="tozero", row=2, col=1)
     fig.update_layout(hovermode="x unified")
-    return frozen(layout(fig, "Decode speed as the batch grows (per user vs all users)", height=460))
+    return frozen(layout(fig, "Decode speed by batch size", height=460))
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

@@ -82,7 +82,7 @@ def fits_on_chart(rows: list[dict], units: Units, chosen: str | None = None) -> 
             hoverinfo="skip",
         )
     missing = sum(r["devices"] is None for r in rows)
-    title = "Devices needed by memory per device (each point an accelerator)"
+    title = "Devices needed, by memory per device"
     if missing:
         title += f"; {missing} cannot hold it at all"
     counts = [r["devices"] for r in rows if r["devices"]]
