@@ -8,6 +8,7 @@ import streamlit as st
 
 from app_pages.shared import guard
 from app_pages.shared.context import PageContext, set_context
+from app_pages.shared.prices import price_inputs, price_list
 from app_pages.shared.scenario_io import build_scenario, load_scenario_json, scenario_file, scenario_values
 from app_pages.shared.sidebar import render_sidebar
 from app_pages.shared.state import (
@@ -50,6 +51,7 @@ try:
 
     values = render_sidebar()
     scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))
+    price_inputs()
 
     with st.sidebar.expander("Save or load this scenario", icon=":material/save:"):
         if scenario is not None:
@@ -75,7 +77,7 @@ try:
 
     note = write_url()
     messages = [*st.session_state.get("_link_messages", []), *([problem] if problem else [])]
-    set_context(PageContext(scenario, values, tuple(messages), (note,) if note else ()))
+    set_context(PageContext(scenario, values, tuple(messages), (note,) if note else (), price_list(values)))
     guard.yield_turn()
     page.run()
 finally:

@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.charts import layout_text
-from app_pages.shared.context import page_header
+from app_pages.shared.context import page_header, priced
 from app_pages.shared.fields import fields
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.scenario_io import saved_scenario
@@ -36,7 +36,8 @@ if not saved:
     st.info("Nothing saved yet: set up a scenario in the sidebar and press **Save current scenario**.")
     st.stop()
 
-results = [(name, s, cached_estimate(s.model_dump_json())) for name, s in saved]
+PRICES = priced()  # the price list in use: (cache key, rows)
+results = [(name, s, cached_estimate(s.model_dump_json(), *PRICES)) for name, s in saved]
 names = [f"{i + 1}. {chart_text(name)}" for i, (name, _, _) in enumerate(results)]
 fig = go.Figure()
 for comp in COMPONENTS:

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages.shared.context import page_header
+from app_pages.shared.context import page_header, priced
 from app_pages.shared.results import cached_comparison, scenario_of
 from app_pages.shared.style import PLOTLY_CONFIG, frozen, layout
 from app_pages.shared.text import md
@@ -31,6 +31,7 @@ PLATFORM_LABELS = {
 
 sc, values, units = page_header("GPU vs TPU", "For this model and workload: memory, throughput and price-performance per chip, and the ecosystem trade-offs.")
 KEY = sc.model_dump_json()
+PRICES = priced()  # the price list in use: (cache key, rows)
 
 
 def perf(r, training: bool):
@@ -38,10 +39,10 @@ def perf(r, training: bool):
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def price_performance(key: str):
-    """The price-vs-throughput chart of a scenario (shared by every session that looks at it)."""
+def price_performance(key: str, price_key: str = "", _rows=None):
+    """The price-vs-throughput chart of a scenario and price list (shared by every session that looks at it)."""
     sc = scenario_of(key)
-    rows = cached_comparison(key)
+    rows = cached_comparison(key, price_key, _rows)
     training = sc.mode == "training"
     metric_name = "Training tokens/s per device" if training else "Output tokens/s per device"
     priced = [r for r in rows if r.usd_per_device_hour and perf(r, training)]
@@ -84,8 +85,8 @@ def price_performance(key: str):
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def comparison_table(key: str) -> pd.DataFrame:
-    rows = cached_comparison(key)
+def comparison_table(key: str, price_key: str = "", _rows=None) -> pd.DataFrame:
+    rows = cached_comparison(key, price_key, _rows)
     training = scenario_of(key).mode == "training"
     table = pd.DataFrame(
         [
@@ -118,12 +119,12 @@ def comparison_table(key: str) -> pd.DataFrame:
     return table
 
 
-st.plotly_chart(price_performance(KEY), config=PLOTLY_CONFIG, key="chart_pp")
+st.plotly_chart(price_performance(KEY, *PRICES), config=PLOTLY_CONFIG, key="chart_pp")
 st.caption(
     "Up and to the left is better; marker size is memory per chip; named chips are those nothing beats on both price and "
-    "throughput (hover for the others). Accelerators without a catalog price are in the table only."
+    "throughput (hover for the others). Accelerators without a price in the price list are in the table only."
 )
-st.dataframe(comparison_table(KEY), hide_index=True, width="stretch", height=420)
+st.dataframe(comparison_table(KEY, *PRICES), hide_index=True, width="stretch", height=420)
 
 st.subheader("Ecosystem trade-offs (with sources)")
 eco = load_ecosystem()

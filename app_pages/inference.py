@@ -6,7 +6,8 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from app_pages.shared.context import as_mode, page_header
+from app_pages.shared.box import box_section
+from app_pages.shared.context import as_mode, page_header, priced
 from app_pages.shared.results import cached_estimate, cached_serving, scenario_of
 from app_pages.shared.sidebar import page_widget, traffic_inputs
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, PLOTLY_CONFIG, Units, frozen, layout, vmarker
@@ -24,7 +25,8 @@ if sc.mode != "inference":
         st.error(plain(err))
         st.stop()
 acc = get_accelerator(sc.accelerator)
-result = cached_estimate(sc.model_dump_json())
+PRICES = priced()  # the price list in use: (cache key, rows)
+result = cached_estimate(sc.model_dump_json(), *PRICES)
 inf = result.inference
 
 c = st.columns(5)
@@ -35,7 +37,7 @@ c[3].metric("Most concurrent sequences", f"{inf.max_concurrent_sequences:,}", he
 c[4].metric(
     f"\\$ / M tokens, batch {inf.batch_size}",
     "—" if inf.usd_per_million_tokens is None else f"${inf.usd_per_million_tokens:,.2f}",
-    help=(inf.price_instance or "no catalog price for this accelerator")
+    help=(inf.price_instance or "no price for this accelerator in the price list")
     + f": USD per million output tokens with the replica kept 100% busy at batch {inf.batch_size}, every hour of the month (a floor; the traffic bill is below)",
 )
 if result.layout_needed is None:
@@ -99,13 +101,14 @@ KEY = sc.model_dump_json()
 left, right = st.columns(2)
 left.plotly_chart(decode_figure(KEY), config=PLOTLY_CONFIG, key="chart_decode")
 right.plotly_chart(kv_figure(KEY, units.name), config=PLOTLY_CONFIG, key="chart_kv")
+box_section(sc, units)
 
 
 st.subheader("What serving your traffic costs")
 traffic, util = traffic_inputs("util")
 if traffic is None:
     st.stop()
-plan, why, opts = cached_serving(sc.model_dump_json(), traffic.model_dump_json(), util / 100)
+plan, why, opts = cached_serving(sc.model_dump_json(), traffic.model_dump_json(), util / 100, *PRICES)
 if plan is None:
     st.info(md("No serving bill on {acc}: {why}. The table below lists the accelerators that can be priced.", acc=acc.name, why=why or ""), icon=":material/info:")
 m = st.columns(4) if plan else []

@@ -6,8 +6,9 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.context import show_messages
+from app_pages.shared.context import context, show_messages
 from app_pages.shared.method_text import FORMULAS
+from app_pages.shared.text import plain
 from core.catalog.accelerators import load_accelerators
 from core.catalog.api_prices import load_api_prices
 from core.catalog.managed import load_managed_services
@@ -77,6 +78,9 @@ st.caption(
     f"The price catalog is {(today - newest).days} days old at its newest row; {len(stale)} of its {len(prices)} rows are older than "
     f"{STALE_AFTER_DAYS // 30} months and marked stale below. Rebuild it with python -m core prices import (data/prices/)."
 )
+mine = context().prices
+if mine.rows is not None:
+    st.info(plain(mine.summary() + ": every priced page uses them (sidebar: Your own prices)."), icon=":material/payments:")
 with st.expander("Every cloud price and its source"):
     st.dataframe(
         pd.DataFrame(

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 from pydantic import ValidationError
 
-from app_pages.shared.context import page_header
+from app_pages.shared.context import page_header, priced
 from app_pages.shared.planning import faster_for_users, frontier_figure, goal_dict, headline, plan_table, strategies_figure
 from app_pages.shared.scenario_io import scenario_values
 from app_pages.shared.sidebar import page_widget
@@ -53,20 +53,21 @@ except ValidationError as exc:
     st.warning(plain("This goal is not valid: " + describe_validation_error(exc, what="goal")), icon=":material/warning:")
     st.stop()
 KEY = goal.model_dump_json()
+PRICES = priced()  # the price list in use: (cache key, rows)
 
 
 @st.cache_resource(max_entries=64, show_spinner="Searching plans...")
-def _plan(key: str) -> PlanResult:
-    return plan(Goal.model_validate_json(key))
+def _plan(key: str, price_key: str = "", _rows=None) -> PlanResult:
+    return plan(Goal.model_validate_json(key), _rows)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _frontier(key: str):
+def _frontier(key: str, price_key: str = "", _rows=None):
     g = Goal.model_validate_json(key)
-    return frozen(frontier_figure(_plan(key).plans, g.goal == "serve", g.deadline_hours, g.budget_usd))
+    return frozen(frontier_figure(_plan(key, price_key, _rows).plans, g.goal == "serve", g.deadline_hours, g.budget_usd))
 
 
-result = _plan(KEY)
+result = _plan(KEY, *PRICES)
 serving = goal.goal == "serve"
 
 
@@ -104,7 +105,7 @@ if serving:
     m[2].metric("USD / M output tokens", f"${c.usd_per_million_output_tokens:,.3f}", help="the same bill over output tokens only")
     m[3].metric("Average load of the fleet", f"{100 * c.utilisation:.0f}%", help=f"{c.data_parallel} replica(s), batch up to {c.micro_batch}")
 
-selected = st.plotly_chart(_frontier(KEY), config=PLOTLY_CONFIG, key="chart_frontier", on_select="rerun", selection_mode="points")
+selected = st.plotly_chart(_frontier(KEY, *PRICES), config=PLOTLY_CONFIG, key="chart_frontier", on_select="rerun", selection_mode="points")
 points = (selected or {}).get("selection", {}).get("points", []) if isinstance(selected, dict) else getattr(getattr(selected, "selection", None), "points", [])
 if points:
     picked = points[0].get("customdata") if isinstance(points[0], dict) else None

@@ -3,7 +3,7 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages.shared.context import as_mode, page_header
+from app_pages.shared.context import as_mode, page_header, priced
 from app_pages.shared.results import cached_estimate, cached_serving
 from app_pages.shared.sidebar import page_widget, traffic_inputs
 from app_pages.shared.style import PLOTLY_CONFIG, layout
@@ -19,6 +19,7 @@ serve_sc, err2 = as_mode(sc, "inference")
 if train_sc is None or serve_sc is None:
     st.error(plain(err or err2 or ""))
     st.stop()
+PRICES = priced()  # the price list in use: (cache key, rows)
 if not sc.train_tokens:
     st.caption("No training-token count set: the training bill assumes **1 billion tokens** (sidebar: *Training run*).")
 
@@ -29,10 +30,10 @@ def bills() -> int:
     traffic, months = traffic_inputs("months")
     if traffic is None:
         return 1
-    training = cached_estimate(train_sc.model_dump_json()).training
-    plan = cached_serving(serve_sc.model_dump_json(), traffic.model_dump_json(), values.get("util", 70.0) / 100)[0]
+    training = cached_estimate(train_sc.model_dump_json(), *PRICES).training
+    plan = cached_serving(serve_sc.model_dump_json(), traffic.model_dump_json(), values.get("util", 70.0) / 100, *PRICES)[0]
     if training is None or training.cost_usd is None or plan is None or plan.usd_per_month is None:
-        st.warning(md("No catalog price for {acc}: pick a priced accelerator to compare bills.", acc=acc.name))
+        st.warning(md("No price for {acc} in the price list: pick a priced accelerator to compare bills.", acc=acc.name))
         return training.devices if training is not None else 1
     a = st.columns(2)
     api_in = page_widget("api_in", a[0])
@@ -87,7 +88,7 @@ buy_usd = page_widget("buy_usd", b[3])
 devices = max(1, training_devices)
 b[4].metric("Devices", f"{devices}", help="the training layout's device count")
 try:
-    bvr = buy_vs_rent(acc.id, usd_per_kwh=kwh, utilisation=busy / 100, devices=devices, purchase_usd_per_device=buy_usd or None, pue=pue)
+    bvr = buy_vs_rent(acc.id, usd_per_kwh=kwh, utilisation=busy / 100, devices=devices, purchase_usd_per_device=buy_usd or None, pue=pue, rows=PRICES[1])
 except ValueError as exc:
     st.info(md("No buy-vs-rent answer for {acc} yet: {why}. Type a purchase price per device above.", acc=acc.name, why=str(exc)), icon=":material/info:")
     bvr = None

@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from app_pages.shared.context import as_mode, page_header
+from app_pages.shared.context import as_mode, page_header, priced
 from app_pages.shared.results import cached_estimate, scenario_of
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import PLOTLY_CONFIG, frozen, layout
@@ -31,21 +31,22 @@ if not sc.train_tokens:
 acc = get_accelerator(sc.accelerator)
 price_kind = page_widget("price")
 KEY = sc.model_dump_json()
+PRICES = priced()  # the price list in use: (cache key, rows)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _options(key: str):
-    return training_options(scenario_of(key))
+def _options(key: str, price_key: str = "", _rows=None):
+    return training_options(scenario_of(key), _rows)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _curve(key: str):
-    return training_curve(scenario_of(key))
+def _curve(key: str, price_key: str = "", _rows=None):
+    return training_curve(scenario_of(key), _rows)
 
 
-opts = _options(KEY)
+opts = _options(KEY, *PRICES)
 if not opts.options:
-    st.warning("No catalog price row can run this setup (it fits on no priced accelerator). " + plain("; ".join(opts.skipped[:3])))
+    st.warning("No price row can run this setup (it fits on no priced accelerator). " + plain("; ".join(opts.skipped[:3])))
     st.stop()
 
 spot = price_kind == "spot"
@@ -63,7 +64,7 @@ cheapest = min(priced, key=cost)
 fastest = min(priced, key=lambda o: (o.wall_hours, cost(o)))
 mine = [o for o in priced if o.accelerator_id == acc.id]
 
-est = cached_estimate(KEY).training
+est = cached_estimate(KEY, *PRICES).training
 c = st.columns(4)
 c[0].metric("Compute", flops_text(est.flops), help=f"{est.flops:.3g} FLOPs = {sc.train_tokens / 1e9:,.3g} B tokens x {est.flops_per_token:.3g} FLOPs per token")
 c[1].metric("Device-hours", f"{est.gpu_hours:,.0f}", help=f"on {acc.name}: {est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%}")
@@ -79,9 +80,9 @@ TOP_ACCELERATORS = 10
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def time_cost_figure(key: str, use_spot: bool) -> go.Figure:
-    """One point per (price row, device count); cheapest and fastest circled. Cached per scenario and price kind."""
-    priced = [o for o in _options(key).options if (o.spot_usd if use_spot else o.on_demand_usd) is not None]
+def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows=None) -> go.Figure:
+    """One point per (price row, device count); cheapest and fastest circled. Cached per scenario, price kind and list."""
+    priced = [o for o in _options(key, price_key, _rows).options if (o.spot_usd if use_spot else o.on_demand_usd) is not None]
 
     def cost(o):
         return o.spot_usd if use_spot else o.on_demand_usd
@@ -144,11 +145,11 @@ def time_cost_figure(key: str, use_spot: bool) -> go.Figure:
     return frozen(layout(fig, "Time vs cost of the run", height=480))
 
 
-st.plotly_chart(time_cost_figure(KEY, spot), config=PLOTLY_CONFIG, key="chart_tc")
+st.plotly_chart(time_cost_figure(KEY, spot, *PRICES), config=PLOTLY_CONFIG, key="chart_tc")
 
 left, right = st.columns(2)
 with left:
-    curve = _curve(KEY)
+    curve = _curve(KEY, *PRICES)
     if curve:
         cf = go.Figure()
         xs = [p.devices for p in curve]

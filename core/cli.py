@@ -1,4 +1,5 @@
 """python -m core estimate FILE | plan FILE | models | accelerators | prices | schema
+(estimate and plan take --prices CSV [--price-mode replace|only] to price from your own list)
 
 A contract: scenarios written today keep working. Bad input exits 2 with one
 line naming the field and the problem, never a traceback."""
@@ -52,11 +53,31 @@ def _read_json(path: str) -> Any:
         raise InputError(f"{path} {exc}") from None
 
 
-def _estimate(path: str) -> Any:
+def _read_prices(path: str | None, mode: str) -> Any:
+    """Your own price CSV (data/cloud_prices.csv's columns) merged with the catalog by `mode`; None without one. Any
+    bad row is an input error: a price list is either read whole or not used."""
+    if path is None:
+        return None
+    from core.catalog.accelerators import load_accelerators
+    from core.catalog.prices import MAX_BYTES, merge_prices, parse_price_bytes
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    rows, messages = parse_price_bytes(data, {a.id for a in load_accelerators()})
+    if messages or not rows:
+        more = f" (+{len(messages) - 3} more)" if len(messages) > 3 else ""
+        raise InputError(f"{path}: " + ("; ".join(messages[:3]) + more if messages else "no price rows"))
+    return merge_prices(rows, mode)  # type: ignore[arg-type]
+
+
+def _estimate(path: str, prices: Any = None) -> Any:
     from core.estimate import estimate
 
     data = _read_json(path)
-    results = [estimate(sc).model_dump(mode="json") for _, sc in _validated(data, Scenario, "scenario")]
+    results = [estimate(sc, prices).model_dump(mode="json") for _, sc in _validated(data, Scenario, "scenario")]
     return results if isinstance(data, list) else results[0]
 
 
@@ -79,11 +100,11 @@ def _validated(data: Any, model: Any, what: str) -> list[tuple[str, Any]]:
     return out
 
 
-def _plan(path: str) -> Any:
+def _plan(path: str, prices: Any = None) -> Any:
     from core.plan import Goal, plan
 
     data = _read_json(path)
-    results = [plan(goal).model_dump(mode="json") for _, goal in _validated(data, Goal, "goal")]
+    results = [plan(goal, prices).model_dump(mode="json") for _, goal in _validated(data, Goal, "goal")]
     return results if isinstance(data, list) else results[0]
 
 
@@ -124,6 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     est.add_argument("file")
     pl = sub.add_parser("plan", help="the cheapest and fastest plans for a goal or a list of goals (JSON file, - for stdin)")
     pl.add_argument("file")
+    for p in (est, pl):
+        p.add_argument("--prices", metavar="CSV", help="price from your own CSV (the columns of data/cloud_prices.csv)")
+        p.add_argument(
+            "--price-mode",
+            choices=["replace", "only"],
+            default="replace",
+            help="replace: your rows replace the catalog's for the accelerators they price (default); only: your rows alone",
+        )
     for name in ("models", "accelerators", "schema"):
         sub.add_parser(name)
     pr = sub.add_parser("prices", help="the price catalog as JSON; 'prices import' rebuilds data/cloud_prices.csv from data/prices/")
@@ -135,9 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         if args.command == "estimate":
-            out = _estimate(args.file)
+            out = _estimate(args.file, _read_prices(args.prices, args.price_mode))
         elif args.command == "plan":
-            out = _plan(args.file)
+            out = _plan(args.file, _read_prices(args.prices, args.price_mode))
         elif args.command == "models":
             out = _models()
         elif args.command == "accelerators":

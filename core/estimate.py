@@ -6,6 +6,7 @@ field plus `training` and `inference`."""
 
 from __future__ import annotations
 
+from core.catalog.prices import PriceRow
 from core.memory.estimate import MemoryResult
 from core.money.blocks import InferenceEstimate, TrainingEstimate, estimate_blocks
 from core.scenario import Scenario
@@ -16,7 +17,8 @@ class Result(MemoryResult):
     inference: InferenceEstimate | None = None  # in inference mode
 
 
-def estimate(sc: Scenario) -> Result:
-    mem, training, inference = estimate_blocks(sc)
+def estimate(sc: Scenario, rows: tuple[PriceRow, ...] | None = None) -> Result:
+    """The scenario's memory, fit, training and serving blocks, priced from `rows` (the built-in catalog when None)."""
+    mem, training, inference = estimate_blocks(sc, rows=rows)
     fields = {name: getattr(mem, name) for name in MemoryResult.model_fields}
     return Result.model_construct(**fields, training=training, inference=inference)

@@ -10,6 +10,7 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
+from app_pages.shared.prices import PriceList
 from app_pages.shared.style import Units
 from app_pages.shared.text import plain
 from core.scenario import Scenario
@@ -23,6 +24,7 @@ class PageContext:
     values: dict[str, Any]
     messages: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    prices: PriceList = field(default=PriceList("", None))  # the price list in use (app_pages/shared/prices.py)
 
     @property
     def units(self) -> Units:
@@ -71,3 +73,12 @@ def show_messages() -> None:
     st.session_state.pop("_link_messages", None)  # a link's warnings are shown once, on the first page shown
     for note in ctx.notes:
         st.info(plain(note), icon=":material/info:")
+
+
+def priced() -> tuple[str, Any]:
+    """The price list in use as (cache key, rows) for the cached results; says so on the page when it is the user's."""
+    prices = context().prices
+    if prices.rows is not None:
+        mode = " (the catalog's rows for the others)" if context().values.get("pmode") != "only" else " (only these)"
+        st.caption(plain(prices.summary() + mode + "; sidebar: Your own prices."))
+    return prices.args

@@ -139,6 +139,11 @@ def _accelerator_labels() -> dict[str, str]:
     return {**{a.id: f"{a.name} ({a.memory_gib:g} GB)" for a in load_accelerators()}, CUSTOM_ACC: "Any hardware I own (type its memory and speed)"}
 
 
+@cache
+def _gpu_ids() -> frozenset[str]:
+    return frozenset(a.id for a in load_accelerators() if a.kind == "gpu")
+
+
 def custom_hardware(values: Values) -> bool:
     return values.get("acc") == CUSTOM_ACC
 
@@ -497,6 +502,18 @@ def fields() -> dict[str, Field]:
         Field("tin", "Input tokens per request", "int", 1_000, lo=1, hi=2_000_000, widget="number"),
         Field("tout", "Output tokens per request", "int", 300, lo=1, hi=200_000, widget="number"),
         Field("util", "Highest utilisation to plan for (%)", "float", 70.0, lo=1.0, hi=100.0, widget="number"),
+        # the Inference page's box of different cards (core/speed/mixed.py)
+        Field("box1", "Cards of the sidebar's type", "int", 1, lo=1, hi=8, widget="number"),
+        Field(
+            "box2",
+            "Plus cards of another type",
+            "choice",
+            "none",
+            ("none", *(a for a in accs if a in _gpu_ids())),
+            labels={"none": "None", **accs},
+            help="Type to search: a second kind of GPU in the same box (e.g. a 3090 next to a 4090)",
+        ),
+        Field("box2n", "How many of those", "int", 1, lo=1, hi=7, widget="number"),
         Field("api_in", "Per-token API price, input (USD per million, 0 = skip)", "float", 0.0, lo=0.0, hi=1_000.0, widget="number"),
         Field("api_out", "Per-token API price, output (USD per million)", "float", 0.0, lo=0.0, hi=1_000.0, widget="number"),
         Field("months", "Horizon (months)", "int", 24, lo=1, hi=120, widget="number"),
@@ -512,6 +529,17 @@ def fields() -> dict[str, Field]:
             hi=5.0,
             widget="number",
             help="cooling and power delivery on top of the servers: 1.58 is the industry average (Uptime Institute, 2023), 1.1 a hyperscaler",
+        ),
+        Field(
+            "pmode",
+            "Your prices",
+            "choice",
+            "replace",
+            ("replace", "only"),
+            widget="segmented",
+            labels={"replace": "Mine + catalog", "only": "Only mine"},
+            help="replace: your rows replace the catalog's rows for the accelerators they price, the rest of the catalog still answers; "
+            "only: every page prices from your rows alone",
         ),
         # --- the Plan page's goal (core/plan/goal.py) ------------------------------------------------------------
         Field(

@@ -1,6 +1,8 @@
 """Results shared by every session that looks at the same scenario (a shared
 link, a workshop room): computed once per process, bounded, read-only (the
-core's results are frozen)."""
+core's results are frozen). Priced results take the price list in use as
+(`price_key`, `_rows`): the key is what the cache tells lists apart by (""
+for the built-in catalog), the rows (not hashed) what prices them."""
 
 from __future__ import annotations
 
@@ -8,11 +10,14 @@ import streamlit as st
 
 from app_pages.shared import guard
 from core.catalog.accelerators import load_accelerators
+from core.catalog.prices import PriceRow
 from core.estimate import Result, estimate
 from core.memory.explain import Explanation, explain
 from core.money.compare import ComparisonRow, compare_accelerators
 from core.money.serving import ServingPlan, Traffic, serving_options, serving_plan
 from core.scenario import Scenario
+
+Rows = tuple[PriceRow, ...] | None
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
@@ -21,9 +26,9 @@ def scenario_of(key: str) -> Scenario:
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
-def cached_estimate(key: str) -> Result:
+def cached_estimate(key: str, price_key: str = "", _rows: Rows = None) -> Result:
     """estimate() of the scenario whose JSON is `key` (Scenario.model_dump_json())."""
-    return estimate(scenario_of(key))
+    return estimate(scenario_of(key), _rows)
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
@@ -32,23 +37,25 @@ def cached_explain(key: str) -> list[Explanation]:
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def cached_comparison(key: str) -> list[ComparisonRow]:
+def cached_comparison(key: str, price_key: str = "", _rows: Rows = None) -> list[ComparisonRow]:
     """compare_accelerators() of a scenario: every accelerator in the catalog, in chunks between which a waiting
     person may take the turn (guard.yield_turn)."""
     sc, ids = scenario_of(key), [a.id for a in load_accelerators()]
     rows: list[ComparisonRow] = []
     for i in range(0, len(ids), 12):
         guard.yield_turn()
-        rows += compare_accelerators(sc, ids[i : i + 12])
+        rows += compare_accelerators(sc, ids[i : i + 12], _rows)
     return rows
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def cached_serving(key: str, traffic_key: str, max_utilisation: float) -> tuple[ServingPlan | None, str | None, tuple[ServingPlan, ...]]:
+def cached_serving(
+    key: str, traffic_key: str, max_utilisation: float, price_key: str = "", _rows: Rows = None
+) -> tuple[ServingPlan | None, str | None, tuple[ServingPlan, ...]]:
     """(the scenario's own serving plan or None with why, the plans across accelerators) for a traffic."""
     sc, traffic = scenario_of(key), Traffic.model_validate_json(traffic_key)
     try:
-        own, why = serving_plan(sc, traffic, max_utilisation=max_utilisation), None
+        own, why = serving_plan(sc, traffic, rows=_rows, max_utilisation=max_utilisation), None
     except ValueError as exc:
         own, why = None, str(exc)
-    return own, why, serving_options(sc, traffic, max_utilisation=max_utilisation)
+    return own, why, serving_options(sc, traffic, _rows, max_utilisation=max_utilisation)

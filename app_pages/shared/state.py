@@ -3,9 +3,9 @@ keys), read from the link once per session, kept when a page hides a widget,
 and written back to the URL on every run, so the address bar always
 reproduces what the user sees.
 
-Two inputs do not fit in a query parameter as text and travel as compressed
-blobs: the pasted config.json (`cfg`, the user's own text) and the Compare
-set (`cmp`). Both are refused above a size budget after decompression, and
+Three inputs do not fit in a query parameter as text and travel as compressed
+blobs: the pasted config.json (`cfg`, the user's own text), the Compare
+set (`cmp`) and the user's own price list (`prc`, the CSV as uploaded). Both are refused above a size budget after decompression, and
 both stay as text in the session (parsed on demand through a bounded,
 shared cache), so a hostile link cannot make a session large."""
 
@@ -23,14 +23,18 @@ from app_pages.shared.fields import Values, fields, url_problems
 
 CFG_PARAM = "cfg"
 CMP_PARAM = "cmp"
+PRC_PARAM = "prc"
+BLOB_PARAMS = (CFG_PARAM, CMP_PARAM, PRC_PARAM)
+PRICE_TEXT = "price_text"  # the uploaded price CSV exactly as given (app_pages/shared/prices.py)
 CFG_TEXT = "cfg_text"  # the text area's key: the config.json exactly as the user gave it
 SAVED = "cmp_rows"  # the Compare set: [(name, scenario JSON)], at most MAX_SAVED
 MAX_SAVED = 4
 MAX_CONFIG_CHARS = 256_000  # real config.json files are 1-10 kB (Llama 4 under 20 kB); a paste is kept up to this size
 MAX_LINK_CONFIG_CHARS = 64_000  # a config.json read from a link (the link's budget after inflation)
 MAX_SAVED_CHARS = 256_000  # the Compare set read from a link, after inflation
+MAX_LINK_PRICE_CHARS = 200_000  # a price list read from a link, after inflation
 MAX_URL_TOKEN_CHARS = 32_000  # a blob longer than this is left out of the link (and the page says so)
-PERSISTENT = (CFG_TEXT,)  # non-field keys kept across pages
+PERSISTENT = (CFG_TEXT, PRICE_TEXT)  # non-field keys kept across pages
 
 
 class BlobError(ValueError):
@@ -52,6 +56,8 @@ def decode_blob(token: str, limit: int) -> str:
         raise BlobError("not a compressed blob") from None
     if len(raw) > limit or d.unconsumed_tail:
         raise BlobError(f"larger than {limit:,} bytes once inflated")
+    if not d.eof:  # empty or cut short (a link truncated by a chat client)
+        raise BlobError("not a complete compressed blob")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -97,6 +103,11 @@ def load_link_once() -> list[str]:
             st.session_state[SAVED] = saved_rows_from_json(decode_blob(token, MAX_SAVED_CHARS))
         except (BlobError, ValueError) as exc:
             messages.append(f"The saved comparison in the link could not be read ({exc}) and was ignored.")
+    if token := query.get(PRC_PARAM):
+        try:
+            st.session_state[PRICE_TEXT] = decode_blob(token, MAX_LINK_PRICE_CHARS)
+        except BlobError as exc:
+            messages.append(f"The price list in the link could not be read ({exc}) and was ignored; the catalog's prices are used.")
     return messages
 
 
@@ -158,8 +169,15 @@ def write_url() -> str | None:
             wanted[CMP_PARAM] = token
         else:
             note = "The saved comparison is too long for a link; download each scenario to share it."
+    prices = st.session_state.get(PRICE_TEXT, "")
+    if prices.strip():
+        token = encode_blob(prices)
+        if len(token) <= MAX_URL_TOKEN_CHARS:
+            wanted[PRC_PARAM] = token
+        else:
+            note = "Your price list is too long for a link; colleagues opening it see the catalog's prices."
     for key in list(st.query_params):
-        if key not in wanted and (key in fields() or key in (CFG_PARAM, CMP_PARAM)):
+        if key not in wanted and (key in fields() or key in BLOB_PARAMS):
             del st.query_params[key]
     for key, value in wanted.items():
         if st.query_params.get(key) != value:

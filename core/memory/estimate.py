@@ -276,13 +276,15 @@ def devices_needed(sc: Scenario, ev: Evaluator, capacity: float) -> LayoutResult
     - model parallel: for each tensor-parallel size, the fewest pipeline stages (at most one per layer);
     - in training, more data-parallel ranks under the scenario's ZeRO stage (>= 1), or under ZeRO-3;
     - the scenario's own layout, when it fits.
-    Ties go to the scenario's own layout, then to fewer pipeline stages."""
+    Ties go to the scenario's own layout, then to fewer pipeline stages; with llama.cpp to fewer tensor-parallel
+    ranks instead (its default --split-mode layer is a pipeline over the cards; row split is opt-in)."""
     arch = ev.arch
     b, s = sc.batch_size, sc.seq_len
     options: list[tuple[int, int, Layout, int]] = []  # (devices, preference, layout, zero stage)
     own = own_layout(sc)
     if ev.total(own, b, s) <= capacity:
         options.append((own.devices, 0, own, sc.zero_stage))
+    layer_split = sc.mode == "inference" and sc.serving_engine == "llama.cpp"
     for tp in _tp_sizes(sc, arch):
 
         def stages_fit(p: int, t: int = tp) -> bool:
@@ -290,7 +292,7 @@ def devices_needed(sc: Scenario, ev: Evaluator, capacity: float) -> LayoutResult
 
         pp = smallest_count(stages_fit, min(arch.num_layers, MAX_DEVICES // tp))
         if pp:
-            options.append((tp * pp, 1 + pp, Layout(1, tp, pp), sc.zero_stage))
+            options.append((tp * pp, 1 + (tp if layer_split else pp), Layout(1, tp, pp), sc.zero_stage))
     if sc.mode == "training":
         group = sc.tensor_parallel * sc.pipeline_parallel
         stages = {sc.zero_stage, 3} if sc.zero_stage >= 1 else {3}

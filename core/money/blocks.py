@@ -9,6 +9,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator, get_accelerator
+from core.catalog.prices import PriceRow
 from core.layout import Layout
 from core.memory.estimate import Evaluator, MemoryResult, estimate_memory, fit_capacity
 from core.memory.fit import max_batch
@@ -99,15 +100,15 @@ def run_layout(sc: Scenario, info: FitInfo) -> tuple[Layout, int]:
     return Layout(dp, tp, pp), zero
 
 
-def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo) -> TrainingEstimate:
+def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple[PriceRow, ...] | None = None) -> TrainingEstimate:
     arch = sc.architecture
     layout, zero = (Layout(*info.layout), sc.zero_stage) if sc.mode != "training" else run_layout(sc, info)
     t = training_time(sc, acc, layout.devices)
     comm_sc = sc if zero == sc.zero_stage else sc.model_copy(update={"zero_stage": zero})
     comm = training_comm(comm_sc, arch, acc, layout, t.flops_per_token, t.peak_tflops_per_device * t.mfu)
     tp = layout.tensor_parallel
-    row = cheapest_run_row(acc.id, layout.devices, tensor_parallel=tp)
-    spot_row = cheapest_run_row(acc.id, layout.devices, spot=True, tensor_parallel=tp)
+    row = cheapest_run_row(acc.id, layout.devices, rows, tensor_parallel=tp)
+    spot_row = cheapest_run_row(acc.id, layout.devices, rows, spot=True, tensor_parallel=tp)
     notes = [
         f"FLOPs = {t.flops_per_token / arch.active_params:.2g} x {arch.active_params:,} active params x {t.tokens:,.0f} tokens"
         + (" (full activation recomputation)" if sc.gradient_checkpointing else ""),
@@ -124,7 +125,7 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo) -> Training
             else "no layout fits in memory: time shown for the scenario's layout anyway"
         )
     if row is None:
-        notes.append(f"no cloud price for {acc.id} in the catalog with {tp}+ devices per instance (tensor-parallel group)")
+        notes.append(f"no cloud price for {acc.id} in the price list with {tp}+ devices per instance (tensor-parallel group)")
     else:
         notes.append(f"cost: cheapest on-demand catalog price for {layout.devices} devices as whole instances, {label(row)}")
     return TrainingEstimate.model_construct(
@@ -147,7 +148,9 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo) -> Training
     )
 
 
-def inference_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, memory: Callable[[Layout, int, int], float], max_batch_here: int) -> InferenceEstimate:
+def inference_estimate(
+    sc: Scenario, acc: Accelerator, info: FitInfo, memory: Callable[[Layout, int, int], float], max_batch_here: int, rows: tuple[PriceRow, ...] | None = None
+) -> InferenceEstimate:
     layout, _ = run_layout(sc, info)
     layout = Layout(1, layout.tensor_parallel, layout.pipeline_parallel)  # one replica
     own = Layout(*info.layout)
@@ -155,7 +158,7 @@ def inference_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, memory: Ca
     concurrency = max_batch_here if same else max_batch(memory, layout, sc.seq_len, fit_capacity(sc, float(acc.usable_memory_bytes)))
     s = inference_speed(sc, accelerator=acc, layout=layout)
     devices = layout.tensor_parallel * layout.pipeline_parallel
-    row = cheapest_replica_row(acc.id, devices, tensor_parallel=layout.tensor_parallel)
+    row = cheapest_replica_row(acc.id, devices, rows, tensor_parallel=layout.tensor_parallel)
     hourly = None if row is None else replica_usd_per_hour(row, devices)
     notes = [
         f"prompt {s.prompt_tokens:,} + output {s.output_tokens:,} tokens (the last quarter of seq_len is generated unless set)",
@@ -169,7 +172,7 @@ def inference_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, memory: Ca
     if s.batch_size > concurrency:
         notes.append(f"batch {s.batch_size} exceeds the {concurrency} sequences that fit in memory")
     if row is None:
-        notes.append(f"no cloud price for {acc.id} in the catalog with {layout.tensor_parallel}+ devices per instance")
+        notes.append(f"no cloud price for {acc.id} in the price list with {layout.tensor_parallel}+ devices per instance")
     else:
         notes.append(f"price: cheapest on-demand catalog row per replica at 100% utilisation, {label(row)}")
     return InferenceEstimate.model_construct(
@@ -192,15 +195,18 @@ def inference_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, memory: Ca
     )
 
 
-def estimate_blocks(sc: Scenario, ev: Evaluator | None = None, light: bool = False) -> tuple[MemoryResult, TrainingEstimate | None, InferenceEstimate | None]:
+def estimate_blocks(
+    sc: Scenario, ev: Evaluator | None = None, light: bool = False, rows: tuple[PriceRow, ...] | None = None
+) -> tuple[MemoryResult, TrainingEstimate | None, InferenceEstimate | None]:
     """The memory answer, then the training block (when train_tokens is set) and
-    the serving block (in inference mode) composed on top of it (`ev`, `light`: see estimate_memory)."""
+    the serving block (in inference mode) composed on top of it (`ev`, `light`: see estimate_memory), priced
+    from `rows` (the built-in catalog when None)."""
     ev = ev or Evaluator(sc, sc.architecture)
     mem = estimate_memory(sc, ev, light)
     acc = get_accelerator(sc.accelerator)
     info = FitInfo.of(mem, sc)
-    training = training_estimate(sc, acc, info) if sc.train_tokens else None
+    training = training_estimate(sc, acc, info, rows) if sc.train_tokens else None
     inference = None
     if sc.mode == "inference":
-        inference = inference_estimate(sc, acc, info, ev.total, mem.max_batch_size)
+        inference = inference_estimate(sc, acc, info, ev.total, mem.max_batch_size, rows)
     return mem, training, inference

@@ -58,20 +58,43 @@ def fleet_instances(row: PriceRow, replicas: int, devices_per_replica: int) -> i
 
 
 def rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None = None, tensor_parallel: int = 1) -> tuple[PriceRow, ...]:
-    """Rows of one accelerator whose instances can hold a tensor-parallel group."""
-    pool = _by_accelerator().get(accelerator_id, ()) if rows is None else rows
+    """Rows of one accelerator (in the built-in catalog, or in `rows`) whose instances can hold a tensor-parallel group."""
+    pool = by_accelerator(rows).get(accelerator_id, ())
     if tensor_parallel > 1 and get_accelerator(accelerator_id).kind == "tpu":
         tensor_parallel = 1
-    return tuple(r for r in pool if r.accelerator_id == accelerator_id and r.accelerators_per_instance >= tensor_parallel)
+    return tuple(r for r in pool if r.accelerators_per_instance >= tensor_parallel)
+
+
+def _index(rows: tuple[PriceRow, ...]) -> dict[str, tuple[PriceRow, ...]]:
+    out: dict[str, list[PriceRow]] = {}
+    for r in rows:
+        out.setdefault(r.accelerator_id, []).append(r)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 @functools.cache
-def _by_accelerator() -> dict[str, tuple[PriceRow, ...]]:
-    """The built-in catalog's rows by accelerator (looked up thousands of times a page)."""
-    out: dict[str, list[PriceRow]] = {}
-    for r in load_prices():
-        out.setdefault(r.accelerator_id, []).append(r)
-    return {k: tuple(v) for k, v in out.items()}
+def _catalog_index() -> dict[str, tuple[PriceRow, ...]]:
+    return _index(load_prices())
+
+
+# The last few price lists indexed, by identity (an uploaded list is one tuple kept for the session; hashing its
+# rows on each of the thousands of look-ups a page makes would cost more than the look-ups).
+_INDEXES: dict[int, tuple[tuple[PriceRow, ...], dict[str, tuple[PriceRow, ...]]]] = {}
+_MAX_INDEXES = 16
+
+
+def by_accelerator(rows: tuple[PriceRow, ...] | None = None) -> dict[str, tuple[PriceRow, ...]]:
+    """The rows of a price list (the built-in catalog when None) by accelerator."""
+    if rows is None:
+        return _catalog_index()
+    hit = _INDEXES.get(id(rows))
+    if hit is not None and hit[0] is rows:
+        return hit[1]
+    index = _index(rows)
+    if len(_INDEXES) >= _MAX_INDEXES:
+        _INDEXES.pop(next(iter(_INDEXES)), None)
+    _INDEXES[id(rows)] = (rows, index)
+    return index
 
 
 def _cheapest(accelerator_id: str, rows: tuple[PriceRow, ...] | None, tensor_parallel: int, price: Callable[[PriceRow], float | None]) -> PriceRow | None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from core.catalog.api_prices import load_api_prices, monthly_usd
 from core.catalog.presets import preset
+from core.catalog.prices import PriceRow
 from core.money.pricing import DAYS_PER_MONTH
 from core.plan import frontier as fr
 from core.plan.goal import Goal
@@ -21,13 +22,14 @@ PLANS_SHOWN = 60
 COMPARABLE_SIZE = 0.35  # an API model counts as comparable within +-35% of the goal model's total parameters
 
 
-def plan(goal: Goal) -> PlanResult:
+def plan(goal: Goal, rows: tuple[PriceRow, ...] | None = None) -> PlanResult:
+    """The goal's plans priced from `rows` (the built-in catalog when None)."""
     if goal.goal == "serve":
-        s_options, skipped, considered = plan_serving(goal)
+        s_options, skipped, considered = plan_serving(goal, rows)
         options: list[Any] = list(s_options)
         build: Any = serving_plan
     else:
-        t_options, skipped, considered = plan_training(goal)
+        t_options, skipped, considered = plan_training(goal, rows)
         options, build = list(t_options), training_plan
     bounded = [o for o in options if o.within_bounds]
     for i in fr.frontier(bounded):

@@ -87,8 +87,8 @@ def _fleet(goal: Goal, row: PriceRow, tp: int, per_replica: float) -> tuple[int,
     return replicas, replicas * math.ceil(tp / k)
 
 
-def plan_serving(goal: Goal) -> tuple[list[ServingOption], list[str], int]:
-    rows = load_prices()
+def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[list[ServingOption], list[str], int]:
+    rows = load_prices() if prices is None else prices
     wanted = set(goal.accelerators) if goal.accelerators else None
     formats = FORMATS_BY_ENGINE.get(goal.serving_engine, DEFAULT_FORMATS)
     sized: list[tuple[str, int, Scenario, np.ndarray]] = []

@@ -204,12 +204,13 @@ class TrainingOption:
         return self.hours
 
 
-def plan_training(goal: Goal) -> tuple[list[TrainingOption], list[str], int]:
-    """Every priced plan that fits, and the accelerators left out with why."""
+def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[list[TrainingOption], list[str], int]:
+    """Every priced plan that fits (priced from `prices`, the built-in catalog when None), and the accelerators left
+    out with why."""
     shapes = _shapes(goal)
     total_params = float(base_scenario(goal, "full", False).architecture.total_params)
     global_seqs = global_sequences(goal, total_params)
-    rows = load_prices()
+    rows = load_prices() if prices is None else prices
     wanted = set(goal.accelerators) if goal.accelerators else None
     options: list[TrainingOption] = []
     skipped: list[str] = []
@@ -305,7 +306,7 @@ def training_plan(goal: Goal, o: TrainingOption) -> Plan:
     )
 
 
-def price_training_scenario(goal: Goal, sc: Scenario) -> tuple[PriceRow, int, float, float] | None:
+def price_training_scenario(goal: Goal, sc: Scenario, prices: tuple[PriceRow, ...] | None = None) -> tuple[PriceRow, int, float, float] | None:
     """A configuration as it stands (the sidebar's), priced by the planner's rules: (row, instances, hours, USD) on
     the cheapest row of its accelerator that holds its tensor-parallel group (several instances only when they are
     whole nodes), or None when no row does."""
@@ -313,7 +314,7 @@ def price_training_scenario(goal: Goal, sc: Scenario) -> tuple[PriceRow, int, fl
     devices = sc.devices
     priced = [
         (math.ceil(devices / r.accelerators_per_instance) * p, r)
-        for r, p in cheapest_rows(load_prices(), acc.id, goal.pricing == "spot")
+        for r, p in cheapest_rows(load_prices() if prices is None else prices, acc.id, goal.pricing == "spot")
         if (acc.kind == "tpu" or r.accelerators_per_instance >= sc.tensor_parallel)
         and (devices <= r.accelerators_per_instance or r.accelerators_per_instance >= DEVICES_PER_NODE[acc.kind])
     ]

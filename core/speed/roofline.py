@@ -158,6 +158,21 @@ class _Roof:
         return np.maximum(t_cmp, t_mem) + self.pp * decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + t_copy
 
 
+def stage_seconds(sc: Scenario, acc: Accelerator, share: float, layers: int, batch: int, context: float, prompt: int) -> tuple[float, float]:
+    """(decode seconds per step, prefill seconds of one prompt) of a pipeline stage on `acc` holding `share` of the
+    model in `layers` layers: the same roofline as inference_speed() with the stage's bytes, FLOPs and per-layer
+    overheads, so an even split over identical cards gives the same time as pipeline_parallel (core/speed/mixed.py)."""
+    roof = _Roof(sc, acc, Layout(1, 1, 1))
+    a = roof.arch
+    weights = weight_read_bytes(a, sc.weights_format, batch)
+    kv = batch * kv_bytes_per_sequence(a, sc.kv_cache_format, context)
+    t_mem = share * (weights + kv * roof.kv_traffic) / roof.bytes_per_s
+    t_cmp = share * batch * (2.0 * a.active_params + attention_flops_per_token(a, context)) / roof.flops_per_s
+    per_layer = (roof.step_overhead_s - roof.engine.step_overhead_s) / a.num_layers
+    decode = max(t_mem, t_cmp) + per_layer * layers + roof.engine.step_overhead_s
+    return decode, share * float(roof.prefill(1, prompt))
+
+
 class InferenceSpeed(BaseModel):
     model_config = _OUT
     accelerator: str

@@ -1,0 +1,90 @@
+"""The Inference page's "Several cards in one box" section: the sidebar's card times `box1` plus `box2n` cards of
+another type (fields box1, box2, box2n), split by layers as llama.cpp does (core/speed/mixed.py)."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from app_pages.shared.sidebar import page_widget
+from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, PLOTLY_CONFIG, Units, frozen, layout
+from app_pages.shared.text import chart_text, md, plain
+from core.scenario import Scenario
+from core.speed.mixed import MAX_CARDS, MixedBox, mixed_box
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _box(key: str, ids: tuple[str, ...]) -> tuple[MixedBox | None, str | None]:
+    try:
+        return mixed_box(Scenario.model_validate_json(key), ids), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _figure(key: str, ids: tuple[str, ...], unit: str):
+    box, units = _box(key, ids)[0], Units(unit)
+    assert box is not None
+    names = [f"{i + 1}. {chart_text(c.name.removeprefix('NVIDIA ').removeprefix('GeForce '))} ({c.layers} layers)" for i, c in enumerate(box.cards)]
+    fig = go.Figure()
+    parts = (
+        ("weights_bytes", "Weights (its layers)", "weights"),
+        ("kv_cache_bytes", "KV cache (its layers)", "kv_cache"),
+        ("other_bytes", "Buffers and context", "overhead"),
+    )
+    for attr, label, color in parts:
+        fig.add_bar(
+            x=names,
+            y=[units.value(getattr(c, attr)) for c in box.cards],
+            name=label,
+            marker_color=COMPONENT_COLORS[color],
+            hovertemplate=f"{label}: %{{y:,.2f}} {units.name}<extra></extra>",
+        )
+    fig.add_scatter(
+        x=names,
+        y=[units.value(c.capacity_bytes) for c in box.cards],
+        mode="markers",
+        name="Card capacity",
+        marker={"symbol": "line-ew-open", "size": 40, "color": CAPACITY_COLOR, "line": {"width": 3}},
+        hovertemplate=f"capacity %{{y:,.1f}} {units.name}<extra></extra>",
+    )
+    fig.update_layout(barmode="stack", yaxis_title=f"Memory per card ({units.name})")
+    return frozen(layout(fig, "Memory on each card in the box", height=400))
+
+
+def box_section(sc: Scenario, units: Units) -> None:
+    st.subheader("Several cards in one box")
+    st.caption(
+        "llama.cpp's default split: each card holds a run of layers in proportion to its memory, and every token passes through "
+        "the cards in turn over PCIe (no NVLink needed). Mix card types, e.g. a 3090 next to a 4090."
+    )
+    cols = st.columns([1, 2, 1])
+    n1 = page_widget("box1", cols[0])
+    other = page_widget("box2", cols[1])
+    n2 = page_widget("box2n", cols[2]) if other != "none" else 0
+    ids = (sc.accelerator,) * n1 + ((other,) * n2 if other != "none" else ())
+    if len(ids) < 2:
+        st.caption("Add a card (more of the sidebar's type, or another type) to see the split.")
+        return
+    if len(ids) > MAX_CARDS:
+        st.info(f"A box here holds up to {MAX_CARDS} cards; {len(ids)} asked for.", icon=":material/info:")
+        return
+    key = sc.model_dump_json()
+    box, why = _box(key, ids)
+    if box is None:
+        st.info(plain(f"No split for this box: {why}."), icon=":material/info:")
+        return
+    m = st.columns(4)
+    m[0].metric("Tokens/s per user (box)", f"{box.decode_tokens_per_s:,.1f}", help=f"batch {sc.batch_size}: the sum of each card's time for its layers")
+    m[1].metric("Time to first token (box)", f"{box.time_to_first_token_s * 1e3:,.0f} ms")
+    m[2].metric("Layers per card", " + ".join(str(c.layers) for c in box.cards), help=f"split {box.split}")
+    m[3].metric("Fits in the box?", "Yes" if box.fits else "No", help=None if box.fits else f"short by {units(box.short_by_bytes)} in all")
+    if not box.fits:
+        st.warning(
+            md("The cards lack {short} for this model at these settings: a smaller format, a shorter context, or more cards.", short=units(box.short_by_bytes)),
+            icon=":material/warning:",
+        )
+    st.plotly_chart(_figure(key, ids, units.name), config=PLOTLY_CONFIG, key="chart_box")
+    with st.expander("How the box is computed"):
+        for note in box.notes:
+            st.markdown("- " + plain(note))
