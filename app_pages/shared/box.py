@@ -84,6 +84,16 @@ def box_section(sc: Scenario, units: Units) -> None:
             md("The cards lack {short} for this model at these settings: a smaller format, a shorter context, or more cards.", short=units(box.short_by_bytes)),
             icon=":material/warning:",
         )
+    if box.tensor_parallel_tokens_per_s is not None and box.tensor_parallel_allreduce_s is not None:
+        st.caption(
+            md(
+                "The same cards as one tensor-parallel group (vLLM, or llama.cpp --split-mode row): {tps} tokens/s per user, of which "
+                "{ms} ms a token are all-reduces over a {gbps} GB/s link (PCIe without NVLink on GeForce cards).",
+                tps=f"{box.tensor_parallel_tokens_per_s:,.1f}",
+                ms=f"{box.tensor_parallel_allreduce_s * 1e3:,.1f}",
+                gbps=f"{box.link_gbps:g}",
+            )
+        )
     st.plotly_chart(_figure(key, ids, units.name), config=PLOTLY_CONFIG, key="chart_box")
     with st.expander("How the box is computed"):
         for note in box.notes:

@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict
 from core.catalog.accelerators import get_accelerator
 from core.memory.estimate import estimate_memory, fit_capacity
 from core.scenario import Scenario
-from core.speed.roofline import split_context, stage_seconds
+from core.speed.comm import decode_tp_s, link_gbps
+from core.speed.roofline import inference_speed, split_context, stage_seconds
 
 _OUT = ConfigDict(frozen=True)
 MAX_CARDS = 8  # llama.cpp's GGML_CUDA_MAX_DEVICES is 16; boards with more than 8 x16-capable slots are rare
@@ -51,6 +52,11 @@ class MixedBox(BaseModel):
     time_to_first_token_s: float
     short_by_bytes: int  # when it does not fit: memory the cards lack in all
     notes: tuple[str, ...]
+    # identical cards: the same box as one tensor-parallel group (vLLM, llama.cpp --split-mode row), its all-reduces
+    # over the cards' link (PCIe for GeForce cards: no NVLink on 40- and 50-series)
+    tensor_parallel_tokens_per_s: float | None = None
+    tensor_parallel_allreduce_s: float | None = None  # per decode step
+    link_gbps: float | None = None
 
 
 def _largest_remainder(total: int, weights: Sequence[float]) -> list[int]:
@@ -116,7 +122,9 @@ def mixed_box(sc: Scenario, accelerator_ids: Sequence[str]) -> MixedBox:
         "activations cross PCIe between cards: a few kB a token, no NVLink needed for a layer split",
         "embedding and output matrices counted with the layers (llama.cpp puts the output matrix on the last card)",
     )
+    tp = _tensor_parallel(base, accelerator_ids) if len(set(accelerator_ids)) == 1 else None
     return MixedBox(
+        **(tp or {}),
         cards=tuple(cards),
         fits=all(c.fits for c in cards),
         split=split,
@@ -125,3 +133,17 @@ def mixed_box(sc: Scenario, accelerator_ids: Sequence[str]) -> MixedBox:
         short_by_bytes=short,
         notes=notes,
     )
+
+
+def _tensor_parallel(sc: Scenario, ids: Sequence[str]) -> dict | None:
+    """The same identical cards as a tensor-parallel group, when the attention heads split evenly over them."""
+    n, arch = len(ids), sc.architecture
+    if n < 2 or arch.num_heads % n:
+        return None
+    acc = get_accelerator(ids[0])
+    s = inference_speed(Scenario(**(dict(sc) | {"accelerator": acc.id, "tensor_parallel": n, "pipeline_parallel": 1})))
+    return {
+        "tensor_parallel_tokens_per_s": s.decode_tokens_per_s,
+        "tensor_parallel_allreduce_s": decode_tp_s(arch, acc, n, 1, float(sc.batch_size)),
+        "link_gbps": link_gbps(acc, n),
+    }

@@ -12,6 +12,7 @@ import pytest
 
 from core.memory.estimate import estimate_memory
 from core.scenario import Scenario
+from core.speed.comm import ALLREDUCE_LATENCY_S
 from core.speed.mixed import mixed_box
 from core.speed.roofline import inference_speed
 
@@ -97,3 +98,12 @@ def test_more_cards_never_mean_more_memory_per_card():
 def test_box_size_is_bounded(ids):
     with pytest.raises(ValueError):
         mixed_box(_sc(accelerator="rtx-3090"), ids)
+
+
+def test_identical_cards_also_show_the_tensor_parallel_cost_of_pcie():
+    box = mixed_box(_sc(accelerator="rtx-4090", seq_len=1024), ["rtx-4090"] * 2)
+    assert box.link_gbps == 32.0  # PCIe 4.0 x16, no NVLink on the 4090 (data/accelerators.csv)
+    assert box.tensor_parallel_allreduce_s > 0 and box.tensor_parallel_tokens_per_s > box.decode_tokens_per_s
+    # 2 all-reduces a layer of one token's hidden state (8,192 x 2 bytes): latency-bound, not bandwidth-bound
+    assert box.tensor_parallel_allreduce_s == pytest.approx(80 * 2 * (ALLREDUCE_LATENCY_S + 8192 * 2 / 32e9), rel=1e-6)
+    assert mixed_box(_sc(accelerator="rtx-3090"), ["rtx-3090", "rtx-4090"]).tensor_parallel_tokens_per_s is None
