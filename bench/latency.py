@@ -112,12 +112,13 @@ def main() -> None:
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
     ap.add_argument("--moves", type=int, default=20)
     ap.add_argument("--no-workshop", action="store_true", help="pages only")
+    ap.add_argument("--pages", default=",".join(PAGES), help="comma-separated url paths to measure (default: every page)")
     args = ap.parse_args()
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
     results: dict[str, dict[str, float]] = {}
-    cases = [(name, f"{name}?model=llama-3.1-8b") for name in PAGES]
+    cases = [(name, f"{name}?model=llama-3.1-8b") for name in args.pages.split(",") if name]
     if not args.no_workshop:
         cases += workshop_cases()
     with sync_playwright() as p:

@@ -10,9 +10,13 @@ import pytest
 
 from app_pages.shared import guard
 
+COLLECT_IF_IDLE = guard.collect_if_idle
+
 
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch):
+    # a collector thread started by an earlier AppTest in this process must not take turns during these tests
+    monkeypatch.setattr(guard, "collect_if_idle", lambda overdue=False: False)
     monkeypatch.setattr(guard, "_buckets", {})
     monkeypatch.setattr(guard, "_sessions", {})
     monkeypatch.setattr(guard, "_queue", [])
@@ -107,3 +111,32 @@ def test_a_clients_sessions_share_one_budget(monkeypatch):
     guard.before_run()
     guard._end_turn()
     assert slept and slept[0] > 0.2  # the third tab waits for the first two's overdraft
+
+
+def test_full_collections_wait_for_an_idle_moment_and_hold_the_turn(monkeypatch):
+    calls: list[int] = []
+    monkeypatch.setattr(guard.gc, "collect", lambda *a: calls.append(guard._running) or 0)
+    guard._take_turn(0.0)  # a run in progress
+    assert COLLECT_IF_IDLE() is False and not calls
+    assert COLLECT_IF_IDLE(overdue=True) is True and calls == [2], "an overdue collection runs anyway, counted as a run"
+    guard._end_turn()
+    assert COLLECT_IF_IDLE() is True and calls[-1] == 1, "idle: it runs, and no run starts meanwhile"
+    assert guard._running == 0, "the turn is given back"
+
+
+def test_the_first_run_freezes_long_lived_objects_and_stops_automatic_full_collections(monkeypatch):
+    import gc
+
+    started: list[str] = []
+    monkeypatch.setattr(guard, "_frozen", threading.Event())
+    monkeypatch.setattr(guard.threading, "Thread", lambda target, name, daemon: type("T", (), {"start": lambda self: started.append(name)})())
+    before = gc.get_threshold()
+    try:
+        guard.after_run(time.thread_time())
+        assert guard._frozen.is_set() and gc.get_freeze_count() > 0
+        assert gc.get_threshold()[2] == guard._NO_AUTO_FULL_GC and started == ["llmgp-gc"]
+        guard.after_run(time.thread_time())
+        assert started == ["llmgp-gc"], "once per process"
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()

@@ -28,6 +28,7 @@ def scenario_of(key: str) -> Scenario:
 @st.cache_resource(max_entries=256, show_spinner=False)
 def cached_estimate(key: str, price_key: str = "", _rows: Rows = None) -> Result:
     """estimate() of the scenario whose JSON is `key` (Scenario.model_dump_json())."""
+    guard.yield_turn()  # a cache miss: a waiting person may go first
     return estimate(scenario_of(key), _rows)
 
 
