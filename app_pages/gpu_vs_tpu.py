@@ -8,7 +8,7 @@ import streamlit as st
 
 from app_pages.shared.context import page_header, priced
 from app_pages.shared.results import cached_comparison, scenario_of
-from app_pages.shared.style import PLOTLY_CONFIG, frozen, layout
+from app_pages.shared.style import CHART_OPTIONS, frozen, layout
 from app_pages.shared.text import md
 from core.catalog.ecosystem import load_ecosystem
 
@@ -119,7 +119,7 @@ def comparison_table(key: str, price_key: str = "", _rows=None) -> pd.DataFrame:
     return table
 
 
-st.plotly_chart(price_performance(KEY, *PRICES), config=PLOTLY_CONFIG, key="chart_pp")
+st.plotly_chart(price_performance(KEY, *PRICES), **CHART_OPTIONS, key="chart_pp")
 st.caption(
     "Up and to the left is better; marker size is memory per chip; named chips are those nothing beats on both price and "
     "throughput (hover for the others). Accelerators without a price in the price list are in the table only."
