@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from app_pages.shared import guard
 from core.units import BYTES_PER_GB, BYTES_PER_GIB
@@ -31,25 +30,7 @@ COMPONENT_LABELS = {
 CAPACITY_COLOR = "#7F7F7F"
 FIT_COLORS = {"fits on 1": "#54A24B", "needs several": "#EECA3B", "does not fit": "#E45756"}
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
-# Charts carry their own look (the template below, close to Streamlit's) instead of Streamlit's theme: the browser then
-# skips merging Streamlit's theme into every figure on every redraw, 60-70 ms of a slider move on Memory and Training
-# (bench/latency.py: Memory 388 -> 330 ms median, Training 466 -> 400 ms, this 2-core machine without a GPU).
-CHART_OPTIONS = {"config": PLOTLY_CONFIG, "theme": None}
-_INK, _GRID, _MUTED = "#31333F", "#E6EAF1", "#808495"
-_AXIS = {"automargin": True, "gridcolor": _GRID, "zerolinecolor": _GRID, "linecolor": _GRID, "title": {"font": {"color": _MUTED}}, "tickfont": {"color": _MUTED}}
-pio.templates["llmgp"] = go.layout.Template(
-    layout={
-        "font": {"family": '"Source Sans", "Source Sans Pro", sans-serif', "color": _INK, "size": 13},
-        "paper_bgcolor": "white",
-        "plot_bgcolor": "white",
-        "colorway": ["#0068C9", "#FF2B2B", "#29B09D", "#FF8700", "#6D3FC0", "#83C9FF", "#FFABAB", "#7DEFA1", "#FFD16A", "#8C564B"],
-        "xaxis": _AXIS,
-        "yaxis": _AXIS,
-        "hoverlabel": {"bgcolor": "white", "font": {"color": _INK}},
-        "title": {"font": {"size": 16, "color": _INK, "weight": 600}},
-    }
-)
-pio.templates.default = "llmgp"
+CHART_OPTIONS = {"config": PLOTLY_CONFIG}  # every st.plotly_chart call's options
 
 
 class Units:
