@@ -18,7 +18,7 @@ from app_pages.shared.text import plain
 from core.catalog.accelerators import load_accelerators
 from core.catalog.prices import COLUMNS, PriceRow, merge_prices, parse_price_csv
 
-MAX_PRICE_CHARS = 200_000  # about 1,500 rows: a team's own price sheet is tens of rows
+MAX_PRICE_CHARS = 64_000  # about 500 rows: a team's own price sheet is tens of rows; parsed lists are shared in a small cache
 TEMPLATE = ",".join(COLUMNS) + "\nOur cloud,h100x8-reserved,h100-sxm,8,17.60,,us-east,false,2026-11-01,our 1-year contract,\n"
 
 
@@ -41,7 +41,7 @@ class PriceList:
         return self.key, self.rows
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def _parsed(text: str, mode: str) -> PriceList:
     rows, problems = parse_price_csv(text, {a.id for a in load_accelerators()})
     if not rows:

@@ -32,7 +32,7 @@ MAX_SAVED = 4
 MAX_CONFIG_CHARS = 256_000  # real config.json files are 1-10 kB (Llama 4 under 20 kB); a paste is kept up to this size
 MAX_LINK_CONFIG_CHARS = 64_000  # a config.json read from a link (the link's budget after inflation)
 MAX_SAVED_CHARS = 256_000  # the Compare set read from a link, after inflation
-MAX_LINK_PRICE_CHARS = 200_000  # a price list read from a link, after inflation
+MAX_LINK_PRICE_CHARS = 64_000  # a price list read from a link, after inflation (app_pages/shared/prices.MAX_PRICE_CHARS)
 MAX_URL_TOKEN_CHARS = 32_000  # a blob longer than this is left out of the link (and the page says so)
 PERSISTENT = (CFG_TEXT, PRICE_TEXT)  # non-field keys kept across pages
 
