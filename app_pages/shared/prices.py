@@ -16,7 +16,7 @@ from app_pages.shared.sidebar import page_widget
 from app_pages.shared.state import PRICE_TEXT
 from app_pages.shared.text import plain
 from core.catalog.accelerators import load_accelerators
-from core.catalog.prices import COLUMNS, PriceRow, merge_prices, parse_price_csv
+from core.catalog.prices import COLUMNS, PriceRow, merge_prices, parse_price_bytes, parse_price_csv
 
 MAX_PRICE_CHARS = 64_000  # about 500 rows: a team's own price sheet is tens of rows; parsed lists are shared in a small cache
 TEMPLATE = ",".join(COLUMNS) + "\nOur cloud,h100x8-reserved,h100-sxm,8,17.60,,us-east,false,2026-11-01,our 1-year contract,\n"
@@ -87,21 +87,13 @@ def price_inputs() -> None:
 
 
 def _take(data: bytes) -> None:
-    """Keep an uploaded list's text when at least one row reads; otherwise say why and keep the list in use."""
+    """Keep an uploaded list's text when at least one row reads; otherwise say why and keep the list in use. The
+    core's reader refuses binary and non-UTF-8 files; the app's own bound is MAX_PRICE_CHARS."""
     st.session_state.pop("price_error", None)
-    if len(data) > MAX_PRICE_CHARS * 4:
-        st.session_state["price_error"] = f"That file is {len(data) / 1e6:.1f} MB; a price list here holds up to {MAX_PRICE_CHARS:,} characters. Nothing was changed."
-        return
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        st.session_state["price_error"] = f"That file is not UTF-8 text (undecodable byte at offset {exc.start}). Nothing was changed."
-        return
-    if len(text) > MAX_PRICE_CHARS or "\x00" in text:
-        st.session_state["price_error"] = f"That file is not a price list of up to {MAX_PRICE_CHARS:,} characters of text. Nothing was changed."
-        return
-    rows, problems = parse_price_csv(text, {a.id for a in load_accelerators()})
-    if not rows:
-        st.session_state["price_error"] = "No price row could be read, so nothing was changed: " + "; ".join(problems[:3])
+    rows, problems = parse_price_bytes(data, {a.id for a in load_accelerators()}) if len(data) <= MAX_PRICE_CHARS * 4 else ((), [])
+    text = data.decode("utf-8-sig") if rows else ""
+    if not rows or len(text) > MAX_PRICE_CHARS:
+        why = "; ".join(problems[:3]) or f"a price list here holds up to {MAX_PRICE_CHARS:,} characters"
+        st.session_state["price_error"] = f"No price list could be read from that file ({why}). Nothing was changed."
         return
     st.session_state[PRICE_TEXT] = text

@@ -5,9 +5,10 @@ reproduces what the user sees.
 
 Three inputs do not fit in a query parameter as text and travel as compressed
 blobs: the pasted config.json (`cfg`, the user's own text), the Compare
-set (`cmp`) and the user's own price list (`prc`, the CSV as uploaded). Both are refused above a size budget after decompression, and
-both stay as text in the session (parsed on demand through a bounded,
-shared cache), so a hostile link cannot make a session large."""
+set (`cmp`) and the user's own price list (`prc`, the CSV as uploaded). Each
+is refused above a size budget after decompression, and each stays as text
+in the session (parsed on demand through a bounded, shared cache), so a
+hostile link cannot make a session large."""
 
 from __future__ import annotations
 
