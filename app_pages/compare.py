@@ -7,10 +7,11 @@ import streamlit as st
 from app_pages.shared.charts import layout_text
 from app_pages.shared.context import page_header, priced
 from app_pages.shared.fields import fields
+from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.scenario_io import saved_scenario
 from app_pages.shared.state import MAX_SAVED, saved_rows, set_saved_rows
-from app_pages.shared.style import CHART_OPTIONS, COMPONENT_COLORS, COMPONENT_LABELS, layout
+from app_pages.shared.style import COMPONENT_COLORS, COMPONENT_LABELS, layout
 from app_pages.shared.text import chart_text, plain
 from core.memory.sweep import COMPONENTS
 from core.model.hf_config import safe_label
@@ -59,7 +60,7 @@ fig.add_scatter(
     hovertemplate=f"capacity %{{y:,.1f}} {units.name}<extra></extra>",
 )
 fig.update_layout(barmode="stack", yaxis_title=f"Memory per device ({units.name})")
-st.plotly_chart(layout(fig, "Memory per device, by scenario (line = the device's usable memory)", height=460), **CHART_OPTIONS)
+show(layout(fig, "Memory per device, by scenario (line = the device's usable memory)", height=460), key="chart_compare")
 
 st.dataframe(
     pd.DataFrame(

@@ -7,8 +7,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.context import page_header, priced
+from app_pages.shared.plot import show
 from app_pages.shared.results import cached_comparison, scenario_of
-from app_pages.shared.style import CHART_OPTIONS, frozen, layout
+from app_pages.shared.style import frozen, layout
 from app_pages.shared.text import md
 from core.catalog.ecosystem import load_ecosystem
 
@@ -38,6 +39,23 @@ def perf(r, training: bool):
     return r.training_tokens_per_s_per_device if training else r.output_tokens_per_s_per_device
 
 
+def _short(name: str) -> str:
+    return name.split(" (")[0].removeprefix("NVIDIA ").removeprefix("AMD ")
+
+
+def _spaced(frontier: list, training: bool, across: float, up: float) -> set[str]:
+    """Accelerator ids to name: frontier points (cheapest first) at least `across` decades from every named one in
+    price or `up` decades in throughput."""
+    named: set[str] = set()
+    kept: list[tuple[float, float]] = []
+    for r in frontier:
+        at = (math.log10(r.usd_per_device_hour), math.log10(perf(r, training)))
+        if all(abs(at[0] - k[0]) > across or abs(at[1] - k[1]) > up for k in kept):
+            named.add(r.accelerator_id)
+            kept.append(at)
+    return named
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
 def price_performance(key: str, price_key: str = "", _rows=None):
     """The price-vs-throughput chart of a scenario and price list (shared by every session that looks at it)."""
@@ -52,13 +70,9 @@ def price_performance(key: str, price_key: str = "", _rows=None):
         (r for r in priced if not any(o.usd_per_device_hour < r.usd_per_device_hour and perf(o, training) > perf(r, training) for o in priced)),
         key=lambda r: r.usd_per_device_hour,
     )
-    best: set[str] = set()
-    kept: list[tuple[float, float]] = []
-    for r in frontier:  # and of those, one name per neighbourhood (0.3 of a decade apart across or 0.1 up)
-        at = (math.log10(r.usd_per_device_hour), math.log10(perf(r, training)))
-        if all(abs(at[0] - k[0]) > 0.3 or abs(at[1] - k[1]) > 0.1 for k in kept):
-            best.add(r.accelerator_id)
-            kept.append(at)
+    # and of those, one name per neighbourhood: 0.3 of a decade apart across or 0.1 up on a wide chart; on a phone
+    # (app_pages/shared/chart.js swaps in the narrow labels below 600 px) a whole decade across or 0.15 up
+    wide, narrow = _spaced(frontier, training, 0.3, 0.1), _spaced(frontier, training, 1.0, 0.15)
     fig = go.Figure()
     for platform, color in PLATFORM_COLORS.items():
         pts = [r for r in priced if r.platform == platform]
@@ -67,14 +81,34 @@ def price_performance(key: str, price_key: str = "", _rows=None):
         fig.add_scatter(
             x=[r.usd_per_device_hour for r in pts],
             y=[perf(r, training) for r in pts],
-            mode="markers+text",
+            mode="markers",
             name=PLATFORM_LABELS[platform],
-            text=[r.name.split(" (")[0].removeprefix("NVIDIA ").removeprefix("AMD ") if r.accelerator_id in best else "" for r in pts],
-            textposition="top center",
             marker={"color": color, "size": [max(8, min(40, r.usable_memory_gib / 4)) for r in pts], "opacity": 0.8},
             customdata=[[r.name, r.usable_memory_gib, r.devices] for r in pts],
             hovertemplate="%{customdata[0]}<br>$%{x:,.2f} per device-hour<br>%{y:,.0f} tokens/s per device<br>"
             "%{customdata[1]:,.0f} GiB usable; %{customdata[2]} device(s) needed<extra></extra>",
+        )
+    # the names last, over every bubble, with a halo of the page's colour; a name near an end of the axis leans inwards
+    named = [r for r in frontier if r.accelerator_id in wide]
+    if named:
+        ends = [math.log10(r.usd_per_device_hour) for r in priced]
+        low, span = min(ends), (max(ends) - min(ends)) or 1.0
+
+        def lean(r) -> str:
+            at = (math.log10(r.usd_per_device_hour) - low) / span
+            return "top right" if at < 0.15 else "top left" if at > 0.85 else "top center"
+
+        fig.add_scatter(
+            x=[r.usd_per_device_hour for r in named],
+            y=[perf(r, training) for r in named],
+            mode="text",
+            text=[_short(r.name) for r in named],
+            meta={"narrow_text": [_short(r.name) if r.accelerator_id in narrow else "" for r in named]},
+            textposition=[lean(r) for r in named],
+            textfont={"shadow": "auto"},
+            showlegend=False,
+            hoverinfo="skip",
+            cliponaxis=False,
         )
     fig.update_layout(
         xaxis={"type": "log", "dtick": 1, "tickprefix": "$", "title": "Cheapest on-demand price (USD per device-hour, log)"},
@@ -119,7 +153,7 @@ def comparison_table(key: str, price_key: str = "", _rows=None) -> pd.DataFrame:
     return table
 
 
-st.plotly_chart(price_performance(KEY, *PRICES), **CHART_OPTIONS, key="chart_pp")
+show(price_performance(KEY, *PRICES), key="chart_pp")
 st.caption(
     "Up and to the left is better; marker size is memory per chip; named chips are those nothing beats on both price and "
     "throughput (hover for the others). Accelerators without a price in the price list are in the table only."

@@ -8,9 +8,10 @@ from plotly.subplots import make_subplots
 
 from app_pages.shared.box import box_section
 from app_pages.shared.context import as_mode, page_header, priced
+from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, cached_serving, scenario_of
 from app_pages.shared.sidebar import page_widget, traffic_inputs
-from app_pages.shared.style import CAPACITY_COLOR, CHART_OPTIONS, COMPONENT_COLORS, Units, frozen, layout, vmarker
+from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, Units, frozen, layout, vmarker
 from app_pages.shared.text import md, plain
 from core.catalog.accelerators import get_accelerator
 from core.memory.sweep import sweep
@@ -99,8 +100,10 @@ def kv_figure(key: str, unit: str):
 
 KEY = sc.model_dump_json()
 left, right = st.columns(2)
-left.plotly_chart(decode_figure(KEY), **CHART_OPTIONS, key="chart_decode")
-right.plotly_chart(kv_figure(KEY, units.name), **CHART_OPTIONS, key="chart_kv")
+with left:
+    show(decode_figure(KEY), key="chart_decode")
+with right:
+    show(kv_figure(KEY, units.name), key="chart_kv")
 box_section(sc, units)
 
 

@@ -5,10 +5,11 @@ import streamlit as st
 
 from app_pages.shared.charts import breakdown_bar, fits_on_figure, layout_text, sweep_figure
 from app_pages.shared.context import page_header
+from app_pages.shared.plot import show
 from app_pages.shared.report import report_downloads
 from app_pages.shared.results import cached_estimate, cached_explain, scenario_of
 from app_pages.shared.sidebar import page_widget
-from app_pages.shared.style import CHART_OPTIONS, COMPONENT_LABELS, Units, frozen
+from app_pages.shared.style import COMPONENT_LABELS, Units, frozen
 from app_pages.shared.text import plain, say
 from core.catalog.accelerators import get_accelerator
 from core.memory.engines import ENGINES
@@ -85,7 +86,7 @@ def _sweep(key: str, unit: str, axis: str):
     return frozen(sweep_figure(scenario_of(key), cached_estimate(key), Units(unit), axis))
 
 
-st.plotly_chart(_breakdown(KEY, units.name, acc.name), **CHART_OPTIONS, key="chart_breakdown")
+show(_breakdown(KEY, units.name, acc.name), key="chart_breakdown")
 
 if result.advice_texts:
     with st.container(border=True):
@@ -95,11 +96,11 @@ if result.advice_texts:
 
 left, right = st.columns([1, 1])
 with left:
-    st.plotly_chart(_fits_on(KEY, units.name), **CHART_OPTIONS, key="chart_fits_on")
+    show(_fits_on(KEY, units.name), key="chart_fits_on")
 
 with right:
     axis = page_widget("sweep")
-    st.plotly_chart(_sweep(KEY, units.name, axis), **CHART_OPTIONS, key="chart_sweep")
+    show(_sweep(KEY, units.name, axis), key="chart_sweep")
 
 st.subheader("Explain: each number, its formula and its source")
 parts = cached_explain(KEY)

@@ -7,10 +7,11 @@ from pydantic import ValidationError
 
 from app_pages.shared.context import page_header, priced
 from app_pages.shared.planning import faster_for_users, frontier_figure, goal_dict, headline, plan_table, strategies_figure
+from app_pages.shared.plot import show
 from app_pages.shared.scenario_io import scenario_values
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.state import request_values
-from app_pages.shared.style import CHART_OPTIONS, Units, frozen
+from app_pages.shared.style import Units, frozen
 from app_pages.shared.text import md, plain
 from core.catalog.accelerators import get_accelerator
 from core.catalog.quality import caveats
@@ -105,14 +106,12 @@ if serving:
     m[2].metric("USD / M output tokens", f"${c.usd_per_million_output_tokens:,.3f}", help="the same bill over output tokens only")
     m[3].metric("Average load of the fleet", f"{100 * c.utilisation:.0f}%", help=f"{c.data_parallel} replica(s), batch up to {c.micro_batch}")
 
-selected = st.plotly_chart(_frontier(KEY, *PRICES), **CHART_OPTIONS, key="chart_frontier", on_select="rerun", selection_mode="points")
-points = (selected or {}).get("selection", {}).get("points", []) if isinstance(selected, dict) else getattr(getattr(selected, "selection", None), "points", [])
-if points:
-    picked = points[0].get("customdata") if isinstance(points[0], dict) else None
-    if picked:
-        load(int(picked[0]))
+picked = show(_frontier(KEY, *PRICES), key="chart_frontier", clicks=True)
+if picked:
+    load(int(picked[0]))
 st.caption(
-    f"Click a point to load that plan into the sidebar and every page. {result.considered:,} priced plans weighed; "
+    f"Click a point to load that plan into the sidebar and every page (hover for its accelerator and instance). Colour is the "
+    f"{'weights format' if serving else 'method'}; outlined points are on the frontier. {result.considered:,} priced plans weighed; "
     f"{len(result.plans)} shown (the frontier, the cheapest per accelerator and method)."
 )
 
@@ -155,7 +154,7 @@ if not serving:
     def _strategies(key: str, unit: str, device: str):
         return frozen(strategies_figure(Scenario.model_validate_json(key), Units(unit), device))
 
-    st.plotly_chart(_strategies(sc.model_copy(update={"seq_len": goal.seq_len}).model_dump_json(), units.name, acc.name), **CHART_OPTIONS, key="chart_strategies")
+    show(_strategies(sc.model_copy(update={"seq_len": goal.seq_len}).model_dump_json(), units.name, acc.name), key="chart_strategies")
     st.caption(md("For the sidebar's accelerator (**{acc}**), one sequence of {n} tokens per device; ZeRO-3 over 8 devices.", acc=acc.name, n=f"{goal.seq_len:,}"))
 
 notes = caveats(result.cheapest.weights_format, None, None)

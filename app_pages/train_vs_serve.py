@@ -4,9 +4,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header, priced
+from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, cached_serving
 from app_pages.shared.sidebar import page_widget, traffic_inputs
-from app_pages.shared.style import CHART_OPTIONS, layout
+from app_pages.shared.style import layout
 from app_pages.shared.text import md, plain
 from core.catalog.accelerators import get_accelerator
 from core.money.buy_rent import buy_vs_rent
@@ -62,7 +63,8 @@ def bills() -> int:
         fig.add_vline(x=be.break_even_month, line={"color": "#54A24B"}, annotation_text=f"break-even: month {be.break_even_month}")
     fig.update_layout(xaxis_title="Months", yaxis_title="Cumulative cost (USD)")
     left, right = st.columns([2, 1])
-    left.plotly_chart(layout(fig, "Cumulative cost: the training bill is paid once, serving every month", height=420), **CHART_OPTIONS, key="chart_be")
+    with left:
+        show(layout(fig, "Cumulative cost: the training bill is paid once, serving every month", height=420), key="chart_be")
     bars = go.Figure()
     bars.add_bar(
         x=["Training (one-off)", f"Serving ({months} months)"],
@@ -72,7 +74,8 @@ def bills() -> int:
         textposition="outside",
     )
     bars.update_layout(yaxis_title="USD", showlegend=False)
-    right.plotly_chart(layout(bars, f"Over {months} months", height=420), **CHART_OPTIONS, key="chart_bills")
+    with right:
+        show(layout(bars, f"Over {months} months", height=420), key="chart_bills")
     if alternative is None:
         st.caption("Type per-token API prices above to see when training and hosting your own model beats paying per token.")
     return training.devices
@@ -115,7 +118,7 @@ if bvr is not None:
     bf.add_scatter(x=[u * 100 for u in us], y=own, name="Own (amortised purchase + power)", mode="lines")
     bf.add_scatter(x=[u * 100 for u in us], y=rent, name="Rent (cloud hours)", mode="lines")
     bf.update_layout(xaxis_title="Utilisation (% of hours in use)", yaxis_title="USD per year")
-    st.plotly_chart(layout(bf, "Owning vs renting as utilisation grows", height=380), **CHART_OPTIONS, key="chart_bvr")
+    show(layout(bf, "Owning vs renting as utilisation grows", height=380), key="chart_bvr")
     st.caption(
         f"Owning: the purchase price spread over {bvr.amortisation_years:g} years plus electricity at the rated power while busy, "
         f"times the PUE ({pue:g}: cooling and power delivery). Renting: cloud device-hours, paid only while busy. "

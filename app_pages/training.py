@@ -6,9 +6,10 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from app_pages.shared.context import as_mode, page_header, priced
+from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, scenario_of
 from app_pages.shared.sidebar import page_widget
-from app_pages.shared.style import CHART_OPTIONS, frozen, layout
+from app_pages.shared.style import frozen, layout
 from app_pages.shared.text import flops_text, md, plain
 from core.catalog.accelerators import get_accelerator
 from core.money.cost import training_curve, training_options
@@ -150,7 +151,7 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows=None) 
     return frozen(layout(fig, f"Time vs cost of the run ({'spot' if use_spot else 'on-demand'})", height=480))
 
 
-st.plotly_chart(time_cost_figure(KEY, spot, *PRICES), **CHART_OPTIONS, key="chart_tc")
+show(time_cost_figure(KEY, spot, *PRICES), key="chart_tc")
 st.caption(
     "Each dot is one accelerator at one device count, at its cheapest offer (hover for the provider and how many offers there are); the table below lists them all."
 )
@@ -171,7 +172,7 @@ with left:
         cf.update_xaxes(title=f"Number of {acc.name} devices (log scale)", row=2, col=1)
         cf.update_yaxes(type="log", dtick=1, title="Hours (log)", row=1, col=1)
         cf.update_yaxes(title="Run cost (USD)", rangemode="tozero", tickprefix="$", row=2, col=1)
-        st.plotly_chart(layout(cf, f"More {acc.name} devices: shorter, and what it costs", height=460), **CHART_OPTIONS, key="chart_curve")
+        show(layout(cf, f"More {acc.name} devices: shorter, and what it costs", height=460), key="chart_curve")
     else:
         st.info(md("No price rows for {acc}: the curve needs a price.", acc=acc.name))
 with right:

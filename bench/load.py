@@ -37,7 +37,8 @@ from serve import CHROMIUM, CHROMIUM_ARGS, READY, Server, load_average
 
 SEQ_VALUES = ("8,192", "4,096")  # the agent API takes a select-slider's formatted option
 PAGES = {
-    "memory": "",
+    "plan": "plan",
+    "memory": "memory",
     "training": "training",
     "inference": "inference",
     "train_vs_serve": "train-vs-serve",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -88,12 +89,19 @@ def proxy(app_port, tmp_path_factory):
         pytest.skip("nginx not installed (apt-get install nginx)")
     tmp = tmp_path_factory.mktemp("nginx")
     port = _free_port()
-    site = RECIPE.read_text().replace("server 127.0.0.1:8501;", f"server 127.0.0.1:{app_port};").replace("listen 80;", f"listen 127.0.0.1:{port};")
+    site = (
+        RECIPE.read_text()
+        .replace("server 127.0.0.1:8501;", f"server 127.0.0.1:{app_port};")
+        .replace("listen 80;", f"listen 127.0.0.1:{port};")
+        .replace("/var/cache/nginx/planner", str(tmp / "cache"))
+    )
     assert site != RECIPE.read_text()
     (tmp / "planner.conf").write_text(site)
     for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (tmp / d).mkdir()
+    # workers run as this user (nginx's default, nobody, cannot enter pytest's private temporary folder)
     (tmp / "nginx.conf").write_text(f"""
+user {pwd.getpwuid(os.getuid()).pw_name};
 worker_processes 1;
 pid {tmp}/nginx.pid;
 error_log {tmp}/error.log;
@@ -189,3 +197,29 @@ def test_allowed_hosts_come_from_the_environment():
         _stop(proc)
     assert " 101 " in good, good
     assert " 101 " not in bad, bad
+
+
+def test_charts_draw_through_the_proxy(proxy):
+    """A real browser through the recipe: the first load of a page fetches about 130 of Streamlit's frontend files,
+    none is refused by the per-client limits, and the chart component finds Streamlit's Plotly module next to the
+    page's own scripts (app_pages/shared/chart.js), so every chart on the Memory page is drawn."""
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, READY
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip("system Chromium not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 2400})
+            refused: list[str] = []
+            page.on("response", lambda r: r.status in (429, 503) and refused.append(r.url))
+            page.goto(f"http://127.0.0.1:{proxy}/memory?model=llama-3.1-8b")
+            page.wait_for_selector(READY, timeout=60_000)
+            page.wait_for_function("document.querySelectorAll('.llmgp-chart .main-svg').length >= 3", timeout=60_000)
+            assert page.locator(".llmgp-chart").count() == 3
+            assert "could not be drawn" not in page.inner_text("body")
+            assert not refused, f"a first page load (about 130 frontend files) was refused: {refused[:3]}"
+        finally:
+            browser.close()

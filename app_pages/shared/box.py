@@ -6,8 +6,9 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages.shared.plot import show
 from app_pages.shared.sidebar import page_widget
-from app_pages.shared.style import CAPACITY_COLOR, CHART_OPTIONS, COMPONENT_COLORS, Units, frozen, layout
+from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, Units, frozen, layout
 from app_pages.shared.text import chart_text, md, plain
 from core.scenario import Scenario
 from core.speed.mixed import MAX_CARDS, MixedBox, mixed_box
@@ -94,7 +95,7 @@ def box_section(sc: Scenario, units: Units) -> None:
                 gbps=f"{box.link_gbps:g}",
             )
         )
-    st.plotly_chart(_figure(key, ids, units.name), **CHART_OPTIONS, key="chart_box")
+    show(_figure(key, ids, units.name), key="chart_box")
     with st.expander("How the box is computed"):
         for note in box.notes:
             st.markdown("- " + plain(note))

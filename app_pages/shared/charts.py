@@ -115,7 +115,7 @@ def sweep_chart(x: np.ndarray, grid: dict[str, np.ndarray], capacity: float, uni
         y=units.value(capacity),
         line={"color": CAPACITY_COLOR, "dash": "dash", "width": 3},
         annotation_text=f"device capacity {units(capacity)}",
-        annotation_position="top left",
+        annotation_position="bottom left",  # under the line: "your setting" sits above the plot
     )
     top = float(np.max(grid["total"])) if len(grid["total"]) else capacity
     top = units.value(max(top, capacity) * 1.05)

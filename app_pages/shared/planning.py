@@ -72,21 +72,63 @@ def headline(p: Plan, pricing: str) -> str:
     )
 
 
+GROUP_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#B279A2", "#E45756", "#72B7B2", "#9D755D")
+
+
+def _group(p: Plan, serving: bool) -> str:
+    """What a point's colour says: the training method, or the weights' format when serving (the accelerator is on
+    hover and in the table: one colour per accelerator was 30 legend entries with repeating colours)."""
+    return FORMAT_WORDS.get(p.weights_format, p.weights_format) + " weights" if serving else METHOD_WORDS.get(p.method, p.method)
+
+
+# Time-axis marks a manager reads at a glance (hours, label).
+TIME_TICKS = (
+    (1 / 60, "1 min"),
+    (5 / 60, "5 min"),
+    (0.25, "15 min"),
+    (0.5, "30 min"),
+    (1, "1 h"),
+    (2, "2 h"),
+    (5, "5 h"),
+    (12, "12 h"),
+    (24, "1 day"),
+    (72, "3 days"),
+    (168, "1 week"),
+    (720, "1 month"),
+    (2190, "3 months"),
+    (8760, "1 year"),
+)
+
+
+def time_axis(hours: list[float]) -> dict[str, Any]:
+    """Tick marks for a log axis of hours: the TIME_TICKS within the data's range (a little either side)."""
+    low, high = min(hours) / 1.3, max(hours) * 1.3
+    marks = [(h, text) for h, text in TIME_TICKS if low <= h <= high]
+    return {"tickvals": [h for h, _ in marks], "ticktext": [text for _, text in marks]} if len(marks) >= 2 else {}
+
+
 def frontier_figure(plans: tuple[Plan, ...], serving: bool, deadline: float | None, budget: float | None) -> go.Figure:
-    """Each shown plan a point (time or speed vs cost), the frontier joined, bounds shaded; customdata = plan index."""
+    """Each shown plan a point (time or speed vs cost) coloured by method (format when serving), the frontier joined,
+    the cheapest and the fastest labelled, bounds shaded; customdata[0] = plan index. Groups come in the order of
+    their first plan, and plans come cheapest first, so the first point of the first trace is the cheapest plan."""
     fig = go.Figure()
     x_of = (lambda p: p.tokens_per_s_per_user) if serving else (lambda p: p.hours)
     y_of = (lambda p: p.usd_per_month) if serving else (lambda p: p.usd)
-    by_acc: dict[str, list[int]] = {}
+    groups: dict[str, list[int]] = {}
     for i, p in enumerate(plans):
-        by_acc.setdefault(p.accelerator_name, []).append(i)
-    for name, idx in by_acc.items():
+        groups.setdefault(_group(p, serving), []).append(i)
+    for n, (name, idx) in enumerate(groups.items()):
         fig.add_scatter(
             x=[x_of(plans[i]) for i in idx],
             y=[y_of(plans[i]) for i in idx],
             mode="markers",
             name=chart_text(name),
-            marker={"size": [13 if plans[i].pareto else 8 for i in idx], "opacity": 0.85, "line": {"width": [2 if plans[i].pareto else 0 for i in idx]}},
+            marker={
+                "color": GROUP_COLORS[n % len(GROUP_COLORS)],
+                "size": [13 if plans[i].pareto else 8 for i in idx],
+                "opacity": 0.85,
+                "line": {"width": [2 if plans[i].pareto else 0 for i in idx], "color": "#333"},
+            },
             customdata=[[i, chart_text(where(plans[i])), chart_text(METHOD_WORDS.get(plans[i].method, plans[i].weights_format))] for i in idx],
             hovertemplate=(
                 "%{customdata[1]}<br>%{customdata[2]}<br>"
@@ -104,18 +146,34 @@ def frontier_figure(plans: tuple[Plan, ...], serving: bool, deadline: float | No
             line={"color": "#444", "dash": "dot"},
             hoverinfo="skip",
         )
+    priced = [p for p in plans if x_of(p) and y_of(p)]
+    if priced:
+        cheapest = min(priced, key=lambda p: y_of(p) or 0)
+        fastest = (max if serving else min)(priced, key=lambda p: x_of(p) or 0)
+        marks = [(cheapest, "cheapest", "bottom center")] + ([(fastest, "fastest", "top center")] if fastest is not cheapest else [])
+        fig.add_scatter(
+            x=[x_of(p) for p, _, _ in marks],
+            y=[y_of(p) for p, _, _ in marks],
+            mode="markers+text",
+            text=[label for _, label, _ in marks],
+            textposition=[where for _, _, where in marks],
+            marker={"size": 20, "symbol": "circle-open", "color": "#333", "line": {"width": 2}},
+            showlegend=False,
+            hoverinfo="skip",
+            cliponaxis=False,
+        )
     if deadline and not serving:
         fig.add_vrect(x0=deadline, x1=max(x_of(p) or 0 for p in plans) * 2, fillcolor="#E45756", opacity=0.08, line_width=0, annotation_text="past the deadline")
     if budget:
         fig.add_hrect(y0=budget, y1=max(y_of(p) or 0 for p in plans) * 2, fillcolor="#E45756", opacity=0.08, line_width=0, annotation_text="over the budget")
     fig.update_layout(
-        xaxis={"type": "log", "dtick": 1, "title": "Generation speed each user sees (tokens/s, log scale)" if serving else "Wall-clock time (hours, log scale)"},
+        xaxis={"type": "log", "title": "Generation speed each user sees (tokens/s, log scale)"}
+        if serving
+        else {"type": "log", "title": "Wall-clock time (log scale)", **time_axis([p.hours for p in plans if p.hours])},
         yaxis={"type": "log", "dtick": 1, "tickprefix": "$", "title": "Monthly bill (USD, log scale)" if serving else "Cost of the run (USD, log scale)"},
     )
     title = "Speed vs monthly bill of each plan" if serving else "Time vs cost of each plan"
-    fig = layout(fig, title, height=520)
-    fig.update_layout(legend={"y": -0.3})
-    return fig
+    return layout(fig, title, height=480)
 
 
 STRATEGIES = (

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.utils import PlotlyJSONEncoder
 
 from app_pages.shared import guard
 from core.units import BYTES_PER_GB, BYTES_PER_GIB
@@ -29,8 +34,41 @@ COMPONENT_LABELS = {
 }
 CAPACITY_COLOR = "#7F7F7F"
 FIT_COLORS = {"fits on 1": "#54A24B", "needs several": "#EECA3B", "does not fit": "#E45756"}
-PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
-CHART_OPTIONS = {"config": PLOTLY_CONFIG}  # every st.plotly_chart call's options
+PLOTLY_CONFIG = {
+    "displaylogo": False,
+    "showSendToCloud": False,
+    "modeBarButtonsToRemove": ["lasso2d", "select2d", "sendDataToCloud"],
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+}
+
+# The look of every chart: the app's font, grey axis text, faint grid lines, transparent backgrounds (so the same
+# figure reads on a light or a dark page; app_pages/shared/chart.js takes the title, legend and hover colours from
+# the page). Small on purpose: Plotly applies the template on every draw.
+_GREY = "#808495"
+_GRID = "rgba(128, 132, 149, 0.22)"
+_AXIS = {
+    "automargin": True,
+    "gridcolor": _GRID,
+    "zerolinecolor": _GRID,
+    "tickcolor": _GRID,
+    "tickfont": {"color": _GREY, "size": 12},
+    "title": {"font": {"color": _GREY, "size": 14}, "standoff": 14},
+}
+pio.templates["llmgp"] = go.layout.Template(
+    layout={
+        "font": {"family": '"Source Sans", sans-serif', "size": 12, "color": _GREY},
+        "title": {"font": {"size": 16, "weight": 600}, "x": 0, "xanchor": "left", "pad": {"l": 4}},
+        "colorway": ["#4C78A8", "#F58518", "#E45756", "#72B7B2", "#54A24B", "#EECA3B", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC"],
+        "paper_bgcolor": "rgba(0, 0, 0, 0)",
+        "plot_bgcolor": "rgba(0, 0, 0, 0)",
+        "xaxis": {**_AXIS, "showgrid": False},
+        "yaxis": _AXIS,
+        "legend": {"font": {"size": 12}},
+        "hoverlabel": {"font": {"size": 12}},
+        "margin": {"pad": 6},
+    }
+)
+pio.templates.default = "llmgp"
 
 
 class Units:
@@ -80,10 +118,17 @@ def vmarker(
     )
 
 
+def figure_spec(fig: go.Figure) -> tuple[str, str]:
+    """The figure as the JSON the browser draws, and a short digest of it (a chart whose digest did not change is
+    not redrawn)."""
+    spec = json.dumps(fig.to_dict(), cls=PlotlyJSONEncoder, separators=(",", ":"))
+    return spec, hashlib.blake2b(spec.encode(), digest_size=8).hexdigest()
+
+
 class FrozenFigure(go.Figure):
-    """A finished figure whose dict form is computed once: st.plotly_chart converts its figure to a dict on every
-    rerun (plotly's to_dict deep-copies it), which for a cached figure is the same dict every time. Only for figures
-    that are not changed after they are built (they are shared between sessions through st.cache_resource)."""
+    """A finished figure whose dict and JSON forms are computed once: a page sends its figures on every rerun
+    (plotly's to_dict deep-copies a figure), which for a cached figure is the same every time. Only for figures that
+    are not changed after they are built (they are shared between sessions through st.cache_resource)."""
 
     def to_dict(self) -> dict:
         frozen = self.__dict__.get("_frozen_dict")
@@ -91,6 +136,13 @@ class FrozenFigure(go.Figure):
             frozen = super().to_dict()
             self.__dict__["_frozen_dict"] = frozen
         return frozen
+
+    def spec(self) -> tuple[str, str]:
+        memo = self.__dict__.get("_frozen_spec")
+        if memo is None:
+            memo = figure_spec(self)
+            self.__dict__["_frozen_spec"] = memo
+        return memo
 
 
 def frozen(fig: go.Figure) -> FrozenFigure:

@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,13 @@ def open_link(page: str, query: dict[str, str]) -> AppTest:
         at.query_params[key] = value
     at._page_hash = calc_hash(page.replace("_", "-"))
     return at.run()
+
+
+def charts(at: AppTest) -> list[dict]:
+    """The figures a run drew (dicts with data and layout), through the app's chart component
+    (app_pages/shared/plot.py) or, where it falls back, st.plotly_chart."""
+    out = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    for element in at.get("bidi_component"):
+        if element.proto.component_name == "llmgp_chart":
+            out.append(json.loads(json.loads(element.proto.json)["spec"]))
+    return out

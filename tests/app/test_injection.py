@@ -22,7 +22,7 @@ from core.catalog.presets import preset
 from core.estimate import estimate
 from core.scenario import Scenario
 
-from .conftest import PAGES, no_exception, open_link
+from .conftest import PAGES, charts, no_exception, open_link
 
 PHISH = (
     "![x](http://evil.example/pixel.png) [Claim your free H100 hours](http://evil.example/phish) "
@@ -111,7 +111,7 @@ def markdown_texts(at) -> list[str]:
 
 
 def chart_texts(at) -> list[str]:
-    return [c.proto.spec for c in at.get("plotly_chart")]
+    return [json.dumps(c) for c in charts(at)]
 
 
 def assert_clean(at) -> None:

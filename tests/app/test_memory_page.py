@@ -7,7 +7,7 @@ from app_pages.shared.style import Units
 from core.estimate import estimate
 from core.scenario import Scenario
 
-from .conftest import metric, no_exception, run_app
+from .conftest import charts, metric, no_exception, run_app
 
 
 def shown_total(at) -> str:
@@ -22,7 +22,7 @@ def test_default_page_matches_core():
     at = run_app()
     no_exception(at)
     assert shown_total(at) == core_total(model="llama-3.1-8b", seq_len=4096)
-    assert len(at.get("plotly_chart")) == 3
+    assert len(charts(at)) == 3
 
 
 def test_query_params_seed_the_scenario():

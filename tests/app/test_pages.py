@@ -11,7 +11,7 @@ from core.money.compare import compare_accelerators
 from core.money.serving import Traffic, serving_plan
 from core.scenario import Scenario
 
-from .conftest import PAGES, metric, no_exception, open_link, run_app
+from .conftest import PAGES, charts, metric, no_exception, open_link, run_app
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -90,7 +90,7 @@ def test_gpu_vs_tpu_table_covers_every_accelerator():
     no_exception(at)
     rows = compare_accelerators(Scenario(model="llama-3.1-8b", seq_len=4096))
     assert len(at.dataframe[0].value) == len(rows)
-    assert at.get("plotly_chart")
+    assert charts(at)
 
 
 def test_compare_save_and_url_round_trip():

@@ -29,7 +29,7 @@ def test_goal_headline_frontier_click_memory(open_page):
     assert "a month" in headline and "per million tokens" in headline
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "plan-serve.png"), full_page=True)
-    point = page.locator('[data-testid="stPlotlyChart"] .scatterlayer .trace .points path').first
+    point = page.locator(".llmgp-chart .scatterlayer .trace .points path").first
     point.click(force=True)
     page.wait_for_url("**/memory**", timeout=60_000)
     wait_ready(page)

@@ -1,0 +1,103 @@
+// One Plotly chart that stays on the page between reruns (app_pages/shared/plot.py).
+//
+// st.plotly_chart gives a chart a new identity whenever its figure changes, so every slider move unmounts it and
+// draws it again from nothing. Here the chart's <div> is kept and Plotly.react updates it in place, and a figure
+// that did not change is not touched at all. Plotly itself is the copy Streamlit ships (its chart module sets
+// window.Plotly when it loads), so the page never loads a second one.
+
+let library = null;
+
+function plotlyLibrary(chunk) {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (library === null) {
+    // Streamlit's own scripts live in one folder; its Plotly module is a file beside them.
+    const own = document.querySelector('script[src*="static/js/"]');
+    const url = new URL(chunk, own ? own.src : document.baseURI).href;
+    library = import(url).then(() => {
+      if (!window.Plotly) throw new Error("Plotly did not load");
+      return window.Plotly;
+    });
+    library.catch(() => {
+      library = null; // a later chart may try again
+    });
+  }
+  return library;
+}
+
+// Text and hover colours follow the page (light or dark theme); backgrounds stay transparent (the template).
+function followPage(layout, element) {
+  const style = getComputedStyle(element);
+  const text = style.color;
+  layout.font = Object.assign({ family: style.fontFamily }, layout.font || {});
+  layout.title = Object.assign({}, layout.title || {});
+  layout.title.font = Object.assign({ color: text }, layout.title.font || {});
+  layout.legend = Object.assign({}, layout.legend || {});
+  layout.legend.font = Object.assign({ color: text }, layout.legend.font || {});
+  let background = "";
+  for (let node = element; node && !background; node = node.parentElement) {
+    const colour = getComputedStyle(node).backgroundColor;
+    if (colour && colour !== "transparent" && !colour.endsWith(", 0)")) background = colour;
+  }
+  layout.hoverlabel = Object.assign({ bgcolor: background || "#fff", font: { color: text } }, layout.hoverlabel || {});
+}
+
+const NARROW_PX = 600; // below this width a trace's meta.narrow_text replaces its labels (fewer, so they never pile up)
+
+function draw(Plotly, div, parentElement, spec, config) {
+  const figure = JSON.parse(spec);
+  const layout = figure.layout || {};
+  const narrow = div.clientWidth > 0 && div.clientWidth < NARROW_PX;
+  for (const trace of figure.data || []) {
+    if (narrow && trace.meta && Array.isArray(trace.meta.narrow_text)) trace.text = trace.meta.narrow_text;
+  }
+  followPage(layout, parentElement);
+  layout.autosize = true;
+  delete layout.width;
+  div.llmgpNarrow = narrow;
+  return Plotly.react(div, figure.data || [], layout, config);
+}
+
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  let div = parentElement.querySelector("div.llmgp-chart");
+  if (!div) {
+    div = document.createElement("div");
+    div.className = "llmgp-chart";
+    div.setAttribute("role", "img");
+    parentElement.appendChild(div);
+  }
+  div.setAttribute("aria-label", data.title);
+  div.style.minHeight = `${data.height}px`; // the chart's room is kept before Plotly has drawn it
+  div.llmgpSend = (value) => setTriggerValue("click", value); // the setter of the latest run
+  let observer = null;
+  let gone = false;
+  plotlyLibrary(data.chunk)
+    .then((Plotly) => {
+      if (gone) return;
+      if (div.dataset.digest !== data.digest) {
+        draw(Plotly, div, parentElement, data.spec, data.config);
+        div.dataset.digest = data.digest;
+      }
+      if (data.clicks && !div.llmgpClicks) {
+        div.on("plotly_click", (event) => {
+          const point = event.points[0];
+          div.llmgpSend({ curve: point.curveNumber, point: point.pointNumber, customdata: point.customdata ?? null });
+        });
+        div.llmgpClicks = true;
+      }
+      observer = new ResizeObserver(() => {
+        const width = div.clientWidth;
+        if (width <= 0 || !div._fullLayout) return;
+        if (width < NARROW_PX !== div.llmgpNarrow) draw(Plotly, div, parentElement, data.spec, data.config);
+        else if (Math.abs(div._fullLayout.width - width) > 1) Plotly.Plots.resize(div);
+      });
+      observer.observe(div);
+    })
+    .catch(() => {
+      div.textContent = "This chart could not be drawn: the chart library did not load. Reload the page.";
+    });
+  return () => {
+    gone = true;
+    if (observer) observer.disconnect();
+  };
+}

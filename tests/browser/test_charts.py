@@ -1,0 +1,86 @@
+"""Charts in a real browser (app_pages/shared/plot.py, chart.js): a slider move updates a chart in place (the same
+element, redrawn by Plotly.react, with the new numbers), a chart that did not change is not redrawn, the chart's
+tools are there, and its text follows a dark page."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from .conftest import metrics, wait_ready
+
+pytestmark = pytest.mark.browser
+
+TAG = "() => document.querySelectorAll('.llmgp-chart').forEach((d, i) => { d.dataset.testTag = 'kept' + i; })"
+TAGS = "() => [...document.querySelectorAll('.llmgp-chart')].map(d => d.dataset.testTag || 'new')"
+# how many times Plotly rebuilt each chart's drawing layer: a chart redrawn by Plotly.react keeps its layer
+LAYERS = "() => [...document.querySelectorAll('.llmgp-chart')].map(d => d.querySelector('.main-svg').dataset.testLayer || 'fresh')"
+MARK_LAYERS = "() => document.querySelectorAll('.llmgp-chart .main-svg').forEach(s => { s.dataset.testLayer = 'old'; })"
+TITLE = "() => document.querySelector('.llmgp-chart .gtitle').textContent"
+
+
+def _move_context_slider(page, presses: int = 1) -> None:
+    seq = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"]').filter(has_text="Sequence length").get_by_role("slider")
+    seq.focus()
+    for _ in range(presses):
+        page.keyboard.press("ArrowRight")
+    time.sleep(0.5)
+    wait_ready(page)
+
+
+def test_a_slider_move_updates_the_charts_in_place(open_page):
+    page = open_page("/memory?model=llama-3.1-8b")
+    metrics(page)
+    assert page.locator(".llmgp-chart").count() == 3
+    page.evaluate(TAG)
+    page.evaluate(MARK_LAYERS)
+    before = page.evaluate(TITLE)
+    _move_context_slider(page)
+    total = metrics(page)[0]  # "Memory per device" after the move
+    after = page.evaluate(TITLE)
+    assert after != before and total in after, (before, after, total)
+    assert page.evaluate(TAGS) == ["kept0", "kept1", "kept2"], "each chart stays the same element"
+    assert page.evaluate(LAYERS) == ["old", "old", "old"], "Plotly updated each chart without rebuilding it"
+    assert page.locator('.llmgp-chart .modebar-btn[data-title="Download plot as a PNG"]').count() == 3
+    titles = page.evaluate("() => [...document.querySelectorAll('.llmgp-chart .modebar-btn')].map(a => a.dataset.title)")
+    assert not {"Share chart...", "Lasso Select", "Box Select"} & set(titles), "no tools that do nothing here"
+    assert page.locator('.llmgp-chart[role="img"][aria-label^="Memory per device"]').count() == 1
+
+
+def test_a_chart_that_did_not_change_is_not_redrawn(open_page):
+    page = open_page("/memory?model=llama-3.1-8b")
+    metrics(page)
+    page.evaluate("() => { window.testDraws = 0; document.querySelectorAll('.llmgp-chart').forEach(d => d.on('plotly_afterplot', () => window.testDraws++)); }")
+    # the sweep axis changes only the sweep chart
+    page.get_by_text("Batch size", exact=True).click()
+    time.sleep(0.5)
+    wait_ready(page)
+    assert page.evaluate("window.testDraws") == 1
+
+
+def test_chart_text_follows_the_pages_colours(open_page):
+    """The app's theme sets no base, so the dark case is made by the page's own colours: the next draw takes the
+    title and legend colour from the page, and the chart's background stays transparent."""
+    page = open_page("/memory?model=llama-3.1-8b")
+    metrics(page)
+    page.add_style_tag(content='[data-testid="stMain"] { color: rgb(250, 250, 250) !important; background: rgb(14, 17, 23) !important; }')
+    _move_context_slider(page)
+    fill = page.evaluate("() => getComputedStyle(document.querySelector('.llmgp-chart .gtitle')).fill")
+    assert fill == "rgb(250, 250, 250)", fill
+    legend = page.evaluate("() => getComputedStyle(document.querySelector('.llmgp-chart .legendtext')).fill")
+    assert legend == "rgb(250, 250, 250)", legend
+    background = page.evaluate("() => getComputedStyle(document.querySelector('.llmgp-chart .main-svg')).backgroundColor")
+    assert background == "rgba(0, 0, 0, 0)", background
+
+
+def _label_count(page) -> int:
+    page.wait_for_selector(".llmgp-chart .textpoint", timeout=60_000)
+    return page.evaluate("() => [...document.querySelectorAll('.llmgp-chart .textpoint text')].filter(t => t.textContent.trim()).length")
+
+
+def test_a_phone_gets_fewer_chip_names(open_page):
+    """GPU vs TPU names its best chips; below 600 px the chart swaps in its shorter list (trace meta.narrow_text)."""
+    wide = _label_count(open_page("/gpu-vs-tpu?model=llama-3.1-8b", width=1440, height=1800))
+    narrow = _label_count(open_page("/gpu-vs-tpu?model=llama-3.1-8b", width=390, height=1800))
+    assert 2 <= narrow < wide, (narrow, wide)
