@@ -44,11 +44,16 @@ c[4].metric(
 if result.layout_needed is None:
     st.error(md("{model} does not fit on any layout of {acc} at these settings: no speeds to show.", model=sc.architecture.name, acc=acc.name))
     st.stop()
-if not result.fits:
-    st.warning(
-        md("At these settings one {acc} does not hold the model; speeds are for the smallest layout that fits ({n} devices).", acc=acc.name, n=inf.devices_per_replica),
-        icon=":material/warning:",
-    )
+with st.container():  # always there, so a warning that comes and goes does not shift (and redraw) the charts below
+    if not result.fits:
+        st.warning(
+            md(
+                "At these settings one {acc} does not hold the model; speeds are for the smallest layout that fits ({n} devices).",
+                acc=acc.name,
+                n=inf.devices_per_replica,
+            ),
+            icon=":material/warning:",
+        )
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

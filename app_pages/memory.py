@@ -34,8 +34,9 @@ cols[1].metric(
 cols[2].metric("Fewest devices that fit", layout_text(result.layout_needed).split(" (")[0], help="Smallest layout that fits: " + layout_text(result.layout_needed))
 cols[3].metric("Largest batch that fits", f"{result.max_batch_size:,}" if result.max_batch_size else "none", help=f"at {sc.seq_len:,} tokens, on {own}")
 cols[4].metric("Longest context that fits", f"{result.max_seq_len:,}" if result.max_seq_len else "none", help=f"tokens, at batch {sc.batch_size}, on {own}")
-if result.layout_note is not None:
-    st.caption(say(result.layout_note, units.name))
+with st.container():  # always there, so a note that comes and goes does not shift (and redraw) the charts below
+    if result.layout_note is not None:
+        st.caption(say(result.layout_note, units.name))
 
 # What decides the fit: PyTorch's live tensors, the pool its allocator keeps, and what nvidia-smi shows (or the
 # engine's start-up reservation), with the software that shapes them.
@@ -88,11 +89,12 @@ def _sweep(key: str, unit: str, axis: str):
 
 show(_breakdown(KEY, units.name, acc.name), key="chart_breakdown")
 
-if result.advice_texts:
-    with st.container(border=True):
-        st.markdown("**Why it does not fit, and what would help**")
-        for line in result.advice_texts:
-            st.markdown("- " + say(line, units.name))
+with st.container():  # the same slot whether the advice is shown or not (the charts below keep their place)
+    if result.advice_texts:
+        with st.container(border=True):
+            st.markdown("**Why it does not fit, and what would help**")
+            for line in result.advice_texts:
+                st.markdown("- " + say(line, units.name))
 
 left, right = st.columns([1, 1])
 with left:

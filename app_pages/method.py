@@ -21,23 +21,30 @@ st.title("Method")
 st.caption("How every number is computed, where the constants come from, and how close we are to measured reality.")
 show_messages()
 
+
+@st.cache_data(show_spinner=False)
+def validation_table() -> pd.DataFrame:
+    """Our estimate of every published measurement (the same on every run: computed once per process)."""
+    rows = []
+    for case in load_cases():
+        est = case.estimated_bytes()
+        rows.append(
+            {
+                "Case": case.label,
+                "Measured (GB)": round(case.measured_bytes / 1e9, 2),
+                "Our estimate (GB)": round(est / 1e9, 2),
+                "Error": f"{est / case.measured_bytes - 1:+.1%}",
+                "Within 15%": "yes" if abs(est / case.measured_bytes - 1) <= 0.15 else "no",
+                "What was measured": case.metric,
+                "Source": case.source,
+                "Note": case.known_miss or "",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 st.subheader("Our estimates against published measurements")
-rows = []
-for case in load_cases():
-    est = case.estimated_bytes()
-    rows.append(
-        {
-            "Case": case.label,
-            "Measured (GB)": round(case.measured_bytes / 1e9, 2),
-            "Our estimate (GB)": round(est / 1e9, 2),
-            "Error": f"{est / case.measured_bytes - 1:+.1%}",
-            "Within 15%": "yes" if abs(est / case.measured_bytes - 1) <= 0.15 else "no",
-            "What was measured": case.metric,
-            "Source": case.source,
-            "Note": case.known_miss or "",
-        }
-    )
-st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+st.dataframe(validation_table(), hide_index=True, width="stretch")
 st.caption(
     "Measured peaks are `torch.cuda.max_memory_allocated`, which excludes the CUDA context, so the estimate shown here is "
     "our total minus the 0.5 GiB context budget. GB = 10^9 bytes."
@@ -81,28 +88,32 @@ st.caption(
 mine = context().prices
 if mine.rows is not None:
     st.info(plain(mine.summary() + ": every priced page uses them (sidebar: Your own prices)."), icon=":material/payments:")
-with st.expander("Every cloud price and its source"):
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "Provider": p.provider,
-                    "Instance": p.instance_type,
-                    "Accelerator": p.accelerator_id,
-                    "Devices": p.accelerators_per_instance,
-                    "On-demand USD/h": p.on_demand_usd_per_hour,
-                    "Spot USD/h": p.spot_usd_per_hour,
-                    "As of": str(p.as_of),
-                    "Stale": "stale" if is_stale(p, today) else "",
-                    "Estimate": "yes" if p.estimate else "",
-                    "Source": p.source,
-                }
-                for p in prices
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def price_table(day: dt.date) -> pd.DataFrame:
+    """Every catalog price and its source, stale rows marked as of `day`."""
+    return pd.DataFrame(
+        [
+            {
+                "Provider": p.provider,
+                "Instance": p.instance_type,
+                "Accelerator": p.accelerator_id,
+                "Devices": p.accelerators_per_instance,
+                "On-demand USD/h": p.on_demand_usd_per_hour,
+                "Spot USD/h": p.spot_usd_per_hour,
+                "As of": str(p.as_of),
+                "Stale": "stale" if is_stale(p, day) else "",
+                "Estimate": "yes" if p.estimate else "",
+                "Source": p.source,
+            }
+            for p in load_prices()
+        ]
     )
+
+
+with st.expander("Every cloud price and its source"):
+    st.dataframe(price_table(today), hide_index=True, width="stretch")
 with st.expander("Managed services people start from (Colab, SageMaker, Azure ML, Snowflake)"):
     st.dataframe(
         pd.DataFrame(

@@ -58,9 +58,10 @@ def cost(o):
 
 
 priced = [o for o in opts.options if cost(o) is not None]
-if not priced:
-    st.warning("No spot prices are published for these instances; showing on-demand.")
-    spot, priced = False, list(opts.options)
+with st.container():  # one slot whether or not the warning shows (the chart below keeps its place)
+    if not priced:
+        st.warning("No spot prices are published for these instances; showing on-demand.")
+        spot, priced = False, list(opts.options)
 cheapest = min(priced, key=cost)
 fastest = min(priced, key=lambda o: (o.wall_hours, cost(o)))
 mine = [o for o in priced if o.accelerator_id == acc.id]

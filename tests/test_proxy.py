@@ -199,27 +199,21 @@ def test_allowed_hosts_come_from_the_environment():
     assert " 101 " not in bad, bad
 
 
-def test_charts_draw_through_the_proxy(proxy):
+def test_charts_draw_through_the_proxy(proxy, browser):
     """A real browser through the recipe: the first load of a page fetches about 130 of Streamlit's frontend files,
     none is refused by the per-client limits, and the chart component finds Streamlit's Plotly module next to the
     page's own scripts (app_pages/shared/chart.js), so every chart on the Memory page is drawn."""
-    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, READY
+    from tests.browser.conftest import READY
 
-    if not Path(CHROMIUM).exists():
-        pytest.skip("system Chromium not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1440, "height": 2400})
-            refused: list[str] = []
-            page.on("response", lambda r: r.status in (429, 503) and refused.append(r.url))
-            page.goto(f"http://127.0.0.1:{proxy}/memory?model=llama-3.1-8b")
-            page.wait_for_selector(READY, timeout=60_000)
-            page.wait_for_function("document.querySelectorAll('.llmgp-chart .main-svg').length >= 3", timeout=60_000)
-            assert page.locator(".llmgp-chart").count() == 3
-            assert "could not be drawn" not in page.inner_text("body")
-            assert not refused, f"a first page load (about 130 frontend files) was refused: {refused[:3]}"
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 1440, "height": 2400})
+    try:
+        refused: list[str] = []
+        page.on("response", lambda r: r.status in (429, 503) and refused.append(r.url))
+        page.goto(f"http://127.0.0.1:{proxy}/memory?model=llama-3.1-8b")
+        page.wait_for_selector(READY, timeout=60_000)
+        page.wait_for_function("document.querySelectorAll('.llmgp-chart .main-svg').length >= 3", timeout=60_000)
+        assert page.locator(".llmgp-chart").count() == 3
+        assert "could not be drawn" not in page.inner_text("body")
+        assert not refused, f"a first page load (about 130 frontend files) was refused: {refused[:3]}"
+    finally:
+        page.close()

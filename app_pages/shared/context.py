@@ -68,11 +68,12 @@ def as_mode(sc: Scenario, mode: str, **update: Any) -> tuple[Scenario | None, st
 def show_messages() -> None:
     """The link's and the inputs' warnings, escaped: they can quote user input."""
     ctx = context()
-    for msg in ctx.messages:
-        st.warning(plain(msg), icon=":material/warning:")
+    with st.container():  # one slot, however many messages: what follows keeps its place (charts are not redrawn)
+        for msg in ctx.messages:
+            st.warning(plain(msg), icon=":material/warning:")
+        for note in ctx.notes:
+            st.info(plain(note), icon=":material/info:")
     st.session_state.pop("_link_messages", None)  # a link's warnings are shown once, on the first page shown
-    for note in ctx.notes:
-        st.info(plain(note), icon=":material/info:")
 
 
 def priced() -> tuple[str, Any]:

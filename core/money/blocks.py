@@ -127,7 +127,8 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
     if row is None:
         notes.append(f"no cloud price for {acc.id} in the price list with {tp}+ devices per instance (tensor-parallel group)")
     else:
-        notes.append(f"cost: cheapest on-demand catalog price for {layout.devices} devices as whole instances, {label(row)}")
+        where = "catalog" if rows is None else "price list in use"
+        notes.append(f"cost: cheapest on-demand price in the {where} for {layout.devices} devices as whole instances, {label(row)}")
     return TrainingEstimate.model_construct(
         tokens=t.tokens,
         flops=t.flops,

@@ -84,3 +84,16 @@ def test_a_phone_gets_fewer_chip_names(open_page):
     wide = _label_count(open_page("/gpu-vs-tpu?model=llama-3.1-8b", width=1440, height=1800))
     narrow = _label_count(open_page("/gpu-vs-tpu?model=llama-3.1-8b", width=390, height=1800))
     assert 2 <= narrow < wide, (narrow, wide)
+
+
+def test_a_warning_that_appears_does_not_redraw_the_charts_below(open_page):
+    """70B in FP8 on one H100 at batch 32 fits at 8,192 tokens and not at 16,384: the warning that appears sits in a
+    slot that is always there, so the charts after it keep their elements and are updated in place."""
+    page = open_page("/inference?batch=32&seq=8192&fmt=fp8&kv=fp8&tp=2&model=llama-3.1-70b")
+    metrics(page)
+    assert page.locator('[data-testid="stMain"] [data-testid="stAlert"]').count() == 0
+    page.evaluate(TAG)
+    _move_context_slider(page)
+    assert "seq=16384" in page.url
+    assert page.locator('[data-testid="stMain"] [data-testid="stAlert"]').filter(has_text="does not hold the model").count() == 1
+    assert page.evaluate(TAGS) == ["kept0", "kept1"]

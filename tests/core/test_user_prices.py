@@ -56,6 +56,8 @@ def test_the_training_cost_is_priced_from_the_users_rows(own):
     assert mine.cost_usd == pytest.approx(run_usd_per_hour(own[0], mine.devices) * mine.wall_hours)
     assert catalog.price_instance != mine.price_instance
     assert mine.wall_hours == catalog.wall_hours, "prices change the bill, not the time"
+    assert any("in the price list in use" in n for n in mine.assumptions), "the note says which list priced it"
+    assert any("in the catalog" in n for n in catalog.assumptions)
 
 
 def test_serving_comparison_and_buy_vs_rent_use_the_list(own):
