@@ -100,11 +100,21 @@ TIME_TICKS = (
 )
 
 
+# Speeds in tokens/s: 1, 2, 5, 10, 20, 50 ... (Plotly's own marks on a short log axis are bare digits: "2" for 20).
+SPEED_TICKS = tuple((m * 10.0**e, f"{m * 10**e:,}") for e in range(0, 5) for m in (1, 2, 5))
+
+
+def log_ticks(values: list[float], marks: tuple[tuple[float, str], ...]) -> dict[str, Any]:
+    """Tick marks for a log axis: the `marks` within the data's range (a little either side); none (Plotly's own)
+    when fewer than two fall in it."""
+    low, high = min(values) / 1.3, max(values) * 1.3
+    kept = [(v, text) for v, text in marks if low <= v <= high]
+    return {"tickvals": [v for v, _ in kept], "ticktext": [text for _, text in kept]} if len(kept) >= 2 else {}
+
+
 def time_axis(hours: list[float]) -> dict[str, Any]:
-    """Tick marks for a log axis of hours: the TIME_TICKS within the data's range (a little either side)."""
-    low, high = min(hours) / 1.3, max(hours) * 1.3
-    marks = [(h, text) for h, text in TIME_TICKS if low <= h <= high]
-    return {"tickvals": [h for h, _ in marks], "ticktext": [text for _, text in marks]} if len(marks) >= 2 else {}
+    """Tick marks for a log axis of hours, in minutes, hours, days..."""
+    return log_ticks(hours, TIME_TICKS)
 
 
 def frontier_figure(plans: tuple[Plan, ...], serving: bool, deadline: float | None, budget: float | None) -> go.Figure:
@@ -167,7 +177,7 @@ def frontier_figure(plans: tuple[Plan, ...], serving: bool, deadline: float | No
     if budget:
         fig.add_hrect(y0=budget, y1=max(y_of(p) or 0 for p in plans) * 2, fillcolor="#E45756", opacity=0.08, line_width=0, annotation_text="over the budget")
     fig.update_layout(
-        xaxis={"type": "log", "title": "Generation speed each user sees (tokens/s, log scale)"}
+        xaxis={"type": "log", "title": "Generation speed each user sees (tokens/s, log scale)", **log_ticks([x for p in plans if (x := x_of(p))], SPEED_TICKS)}
         if serving
         else {"type": "log", "title": "Wall-clock time (log scale)", **time_axis([p.hours for p in plans if p.hours])},
         yaxis={"type": "log", "dtick": 1, "tickprefix": "$", "title": "Monthly bill (USD, log scale)" if serving else "Cost of the run (USD, log scale)"},

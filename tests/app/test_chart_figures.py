@@ -51,3 +51,14 @@ def test_gpu_vs_tpu_names_sit_over_the_bubbles_and_thin_out_on_a_phone():
     narrow = [t for t in labels[0]["meta"]["narrow_text"] if t]
     assert 2 <= len(narrow) < len(wide) and set(narrow) <= set(wide)
     assert labels[0]["textfont"]["shadow"] == "auto"
+
+
+def test_serving_frontier_marks_speeds_in_full_numbers():
+    result = plan(Goal(goal="serve", model="llama-3.1-8b", requests_per_day=10_000))
+    fig = frontier_figure(result.plans, serving=True, deadline=None, budget=None)
+    speeds = [p.tokens_per_s_per_user for p in result.plans if p.tokens_per_s_per_user]
+    ticks = fig.layout.xaxis.tickvals
+    assert len(ticks) >= 2 and min(speeds) / 1.3 <= ticks[0] and ticks[-1] <= max(speeds) * 1.3
+    assert list(fig.layout.xaxis.ticktext) == [f"{t:,g}" for t in ticks]
+    legend = {t.name for t in fig.data if t.showlegend is not False} - {"Frontier (nothing is both cheaper and faster)"}
+    assert legend and all(name.endswith(" weights") for name in legend), "coloured by weights format"
