@@ -63,7 +63,7 @@ export default function (component) {
   if (!div) {
     div = document.createElement("div");
     div.className = "llmgp-chart";
-    div.setAttribute("role", "img");
+    div.setAttribute("role", "figure"); // named by its title; the chart's tools inside stay reachable
     parentElement.appendChild(div);
   }
   div.setAttribute("aria-label", data.title);
@@ -94,7 +94,7 @@ export default function (component) {
       observer.observe(div);
     })
     .catch(() => {
-      div.textContent = "This chart could not be drawn: the chart library did not load. Reload the page.";
+      if (!div._fullLayout) div.textContent = "This chart could not be drawn. Reload the page to try again.";
     });
   return () => {
     gone = true;
