@@ -43,6 +43,30 @@ function followPage(layout, element) {
 
 const NARROW_PX = 600; // below this width a trace's meta.narrow_text replaces its labels (fewer, so they never pile up)
 
+// Plotly does not wrap titles: on a narrow chart, a long title or x-axis title is broken into lines at spaces.
+function wrapped(text, maxChars) {
+  if (typeof text !== "string" || text.length <= maxChars || text.includes("<br>")) return [text, 1];
+  const lines = [""];
+  for (const word of text.split(" ")) {
+    const line = lines[lines.length - 1];
+    if (line && `${line} ${word}`.length > maxChars) lines.push(word);
+    else lines[lines.length - 1] = line ? `${line} ${word}` : word;
+  }
+  return [lines.join("<br>"), lines.length];
+}
+
+function fitTitles(layout, width) {
+  const title = typeof layout.title === "string" ? { text: layout.title } : layout.title || {};
+  const [text, lines] = wrapped(title.text, Math.floor((width - 20) / 8.5)); // 16 px title: about 8.5 px a character
+  layout.title = Object.assign(title, { text });
+  if (lines > 1) layout.margin = Object.assign({}, layout.margin, { t: ((layout.margin || {}).t ?? 50) + 19 * (lines - 1) });
+  for (const key of Object.keys(layout).filter((k) => /^xaxis\d*$/.test(k))) {
+    const axis = layout[key];
+    const axisTitle = typeof axis.title === "string" ? { text: axis.title } : axis.title;
+    if (axisTitle) axis.title = Object.assign(axisTitle, { text: wrapped(axisTitle.text, Math.floor((width - 40) / 7.5))[0] });
+  }
+}
+
 function draw(Plotly, div, parentElement, spec, config) {
   const figure = JSON.parse(spec);
   const layout = figure.layout || {};
@@ -50,6 +74,7 @@ function draw(Plotly, div, parentElement, spec, config) {
   for (const trace of figure.data || []) {
     if (narrow && trace.meta && Array.isArray(trace.meta.narrow_text)) trace.text = trace.meta.narrow_text;
   }
+  if (narrow) fitTitles(layout, div.clientWidth);
   followPage(layout, parentElement);
   layout.autosize = true;
   delete layout.width;
