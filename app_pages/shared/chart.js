@@ -41,7 +41,9 @@ function followPage(layout, element) {
   layout.hoverlabel = Object.assign({ bgcolor: background || "#fff", font: { color: text } }, layout.hoverlabel || {});
 }
 
-const NARROW_PX = 600; // below this width a trace's meta.narrow_text replaces its labels (fewer, so they never pile up)
+// Below this width a chart is narrow: a trace's meta.narrow_text replaces its labels (fewer, so they never pile up)
+// and long titles are broken into lines (fitTitles).
+const NARROW_PX = 600;
 
 // Plotly does not wrap titles: on a narrow chart, a long title or x-axis title is broken into lines at spaces.
 function wrapped(text, maxChars) {
@@ -71,10 +73,12 @@ function draw(Plotly, div, parentElement, spec, config) {
   const figure = JSON.parse(spec);
   const layout = figure.layout || {};
   const narrow = div.clientWidth > 0 && div.clientWidth < NARROW_PX;
-  for (const trace of figure.data || []) {
-    if (narrow && trace.meta && Array.isArray(trace.meta.narrow_text)) trace.text = trace.meta.narrow_text;
+  if (narrow) {
+    for (const trace of figure.data || []) {
+      if (trace.meta && Array.isArray(trace.meta.narrow_text)) trace.text = trace.meta.narrow_text;
+    }
+    fitTitles(layout, div.clientWidth);
   }
-  if (narrow) fitTitles(layout, div.clientWidth);
   followPage(layout, parentElement);
   layout.autosize = true;
   delete layout.width;

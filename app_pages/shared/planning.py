@@ -112,11 +112,6 @@ def log_ticks(values: list[float], marks: tuple[tuple[float, str], ...]) -> dict
     return {"tickvals": [v for v, _ in kept], "ticktext": [text for _, text in kept]} if len(kept) >= 2 else {}
 
 
-def time_axis(hours: list[float]) -> dict[str, Any]:
-    """Tick marks for a log axis of hours, in minutes, hours, days..."""
-    return log_ticks(hours, TIME_TICKS)
-
-
 def frontier_figure(plans: tuple[Plan, ...], serving: bool, deadline: float | None, budget: float | None) -> go.Figure:
     """Each shown plan a point (time or speed vs cost) coloured by method (format when serving), the frontier joined,
     the cheapest and the fastest labelled, bounds shaded; customdata[0] = plan index. Groups come in the order of
@@ -179,7 +174,7 @@ def frontier_figure(plans: tuple[Plan, ...], serving: bool, deadline: float | No
     fig.update_layout(
         xaxis={"type": "log", "title": "Generation speed each user sees (tokens/s, log scale)", **log_ticks([x for p in plans if (x := x_of(p))], SPEED_TICKS)}
         if serving
-        else {"type": "log", "title": "Wall-clock time (log scale)", **time_axis([p.hours for p in plans if p.hours])},
+        else {"type": "log", "title": "Wall-clock time (log scale)", **log_ticks([p.hours for p in plans if p.hours], TIME_TICKS)},
         yaxis={"type": "log", "dtick": 1, "tickprefix": "$", "title": "Monthly bill (USD, log scale)" if serving else "Cost of the run (USD, log scale)"},
     )
     title = "Speed vs monthly bill of each plan" if serving else "Time vs cost of each plan"

@@ -26,7 +26,7 @@ COMPONENT_NAME = "llmgp_chart"
 
 def plotly_module() -> str | None:
     """File name of the module in Streamlit's frontend that holds Plotly (it sets window.Plotly when loaded)."""
-    found = sorted((Path(st.__file__).parent / "static" / "static" / "js").glob("PlotlyChart.*.js"))
+    found = list((Path(st.__file__).parent / "static" / "static" / "js").glob("PlotlyChart.*.js"))
     return found[0].name if len(found) == 1 else None
 
 

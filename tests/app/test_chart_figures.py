@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app_pages.shared.planning import METHOD_WORDS, frontier_figure, time_axis
+from app_pages.shared.planning import METHOD_WORDS, TIME_TICKS, frontier_figure, log_ticks
 from core.plan import Goal, plan
 
 from .conftest import charts, no_exception, open_link
@@ -35,10 +35,10 @@ def test_frontier_is_coloured_by_method_and_names_the_cheapest_and_fastest(fine_
 
 
 def test_time_axis_marks_cover_the_range_in_words():
-    axis = time_axis([0.2, 3.0])
+    axis = log_ticks([0.2, 3.0], TIME_TICKS)
     assert axis["ticktext"] == ["15 min", "30 min", "1 h", "2 h"]
     assert all(0.2 / 1.3 <= h <= 3.0 * 1.3 for h in axis["tickvals"])
-    assert time_axis([30.0, 40.0]) == {}, "fewer than two marks: Plotly's own"
+    assert log_ticks([30.0, 40.0], TIME_TICKS) == {}, "fewer than two marks: Plotly's own"
 
 
 def test_gpu_vs_tpu_names_sit_over_the_bubbles_and_thin_out_on_a_phone():
