@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_LABELS, FIT_COLORS, Units, layout, vmarker
+from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_LABELS, FIT_COLORS, Units, capacity_line, layout, vmarker
 from core.catalog.accelerators import load_accelerators
 from core.estimate import Result
 from core.memory.estimate import LayoutResult, devices_needed_by_accelerator
@@ -29,15 +29,7 @@ def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
             hovertemplate=f"{COMPONENT_LABELS[comp]}: %{{x:,.2f}} {units.name}<extra></extra>",
         )
     cap = units.value(result.device_memory_bytes)
-    fig.add_vline(x=cap, line={"color": CAPACITY_COLOR, "dash": "dash", "width": 3})
-    fig.add_annotation(
-        x=cap,
-        y=1.02,
-        yref="paper",
-        text=f"{device_name}: {cap:,.1f} {units.name} usable",
-        showarrow=False,
-        xanchor="right" if m.total > result.device_memory_bytes * 0.6 else "left",
-    )
+    capacity_line(fig, cap, f"{device_name}: {cap:,.1f} {units.name} usable", units.value(m.total))
     fig.update_layout(barmode="stack", xaxis_title=f"Memory per device ({units.name})", yaxis={"visible": False})
     verdict = "fits" if result.fits else "does NOT fit"
     title = f"Memory per device: {units(m.total)} of {units(result.device_memory_bytes)} — {verdict}"

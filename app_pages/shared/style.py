@@ -118,6 +118,14 @@ def vmarker(
     )
 
 
+def capacity_line(fig: go.Figure, capacity: float, text: str, longest: float) -> None:
+    """The device's usable memory as a dashed vertical line on a horizontal-bar chart, labelled above the plot: the
+    label runs left of the line when the bars reach past 60% of it (the line then sits far right, and a label to its
+    right would be cut off at the chart's edge)."""
+    fig.add_vline(x=capacity, line={"color": CAPACITY_COLOR, "dash": "dash", "width": 3})
+    fig.add_annotation(x=capacity, y=1.0, yref="paper", yanchor="bottom", text=text, showarrow=False, xanchor="right" if longest > capacity * 0.6 else "left")
+
+
 def figure_spec(fig: go.Figure) -> tuple[str, str]:
     """The figure as the JSON the browser draws, and a short digest of it (a chart whose digest did not change is
     not redrawn)."""
