@@ -33,6 +33,7 @@ PLATFORM_LABELS = {
 sc, values, units = page_header("GPU vs TPU", "For this model and workload: memory, throughput and price-performance per chip, and the ecosystem trade-offs.")
 KEY = sc.model_dump_json()
 PRICES = priced()  # the price list in use: (cache key, rows)
+cached_comparison(KEY, *PRICES)  # the expensive part, here between turns (results.cached_comparison); then cache hits
 
 
 def perf(r, training: bool):

@@ -163,7 +163,7 @@ def memory(args: argparse.Namespace) -> dict:
         end = srv.rss_bytes()
     return {
         "sessions": args.sessions,
-        "cap": os.environ.get("LLMGP_MAX_SESSIONS_PER_CLIENT", "default (32)"),
+        "cap": os.environ.get("LLMGP_MAX_SESSIONS_PER_CLIENT", "default (64)"),
         "refused": refused,
         "errors": errors,
         "idle_mb": idle / 2**20,

@@ -174,12 +174,12 @@ def test_websocket_sessions_pass_the_proxy_up_to_the_per_client_limit(proxy):
     sockets = []
     try:
         statuses = []
-        for _ in range(34):
+        for _ in range(66):
             line, sock = websocket(proxy)
             statuses.append(line)
             sockets.append(sock)
-        assert all(" 101 " in s for s in statuses[:32]), statuses[:32]
-        assert any(" 503 " in s for s in statuses[32:]), statuses[32:]
+        assert all(" 101 " in s for s in statuses[:64]), statuses[:64]
+        assert any(" 503 " in s for s in statuses[64:]), statuses[64:]
     finally:
         for s in sockets:
             s.close()

@@ -5,14 +5,24 @@ waits its turn, and one client cannot open an unbounded number of sessions.
   time anyway, and sharing it by time slices makes every run as slow as the
   sum of all), and the waiting session that used the least CPU lately goes
   first. A person moving a slider waits at most for the one run in progress,
-  not for every run a busy client queued.
-- CPU: each client (all its sessions together) has a token bucket of CPU
-  seconds (refill FAIR_SHARE core-seconds per second, up to BURST). A run
-  spends the CPU time its script took; a client whose bucket is empty sleeps
-  before its next run
-  (sleeping releases the GIL, so everybody else runs meanwhile). A person
-  moving sliders stays far inside the budget; a script looping expensive
-  scenarios gets FAIR_SHARE of a core.
+  not for every run a busy client queued, and a long run hands the turn over
+  at a few points (yield_turn: after each chart it draws, between pieces of
+  the GPU vs TPU comparison), never inside a cached function.
+- CPU: a person moving sliders uses a few per cent of a core; a loop uses all
+  it can get. Each session has an allowance of its own (START_S of CPU for
+  its first page loads, refilled by PERSONAL_SHARE core-seconds per second up
+  to BURST_S): while it lasts, the session's runs never wait, whoever else
+  shares its address. A session that spends beyond it (a loop, or a person
+  clicking through the heaviest pages at speed) is heavy until its refill has
+  paid the excess back (at most BURST_S of debt). The refill runs only while
+  the session is idle between runs, so a loop, never idle, stays heavy. Heavy
+  sessions draw on one bucket per client (refill FAIR_SHARE, up to BURST_S),
+  sleep before their next run while it is overdrawn (sleeping releases the
+  GIL, so everybody else runs meanwhile) and queue behind every light
+  session. So a room of people behind one address (a workshop on venue
+  Wi-Fi, an office NAT) is not throttled as one person, while tabs opened to
+  loop get no more than before sessions had allowances (their client's
+  budget) beyond their small starting allowances (tests/test_guard.py).
 - Garbage collection: Python's full collections scan every tracked object and
   land on whichever run happens to allocate at the time; with the catalogs,
   plotly's validators and pydantic's schemas tracked they took 60-160 ms on
@@ -29,7 +39,9 @@ waits its turn, and one client cannot open an unbounded number of sessions.
   ACTIVE_WINDOW_S seconds; a session beyond that gets one line and no work.
 
 Settings come from the environment so that a deployment can tune them:
-LLMGP_FAIR_SHARE, LLMGP_BURST_S (0 = no CPU budget), LLMGP_RUN_SLOTS
+LLMGP_FAIR_SHARE, LLMGP_BURST_S (0 = no CPU budget), LLMGP_PERSONAL_SHARE (0 =
+no allowance of a session's own: every run draws on its client's bucket, as
+one person behind each address), LLMGP_RUN_SLOTS
 (0 = no turns), LLMGP_MAX_SESSIONS_PER_CLIENT (0 = no cap), LLMGP_GC_FREEZE
 (0 = no freeze).
 """
@@ -55,12 +67,15 @@ def _env_float(name: str, default: float) -> float:
     return value if value >= 0 else default
 
 
-FAIR_SHARE = _env_float("LLMGP_FAIR_SHARE", 0.1)  # core-seconds per second a busy session may use (0 = off)
-BURST_S = _env_float("LLMGP_BURST_S", 3.0)  # core-seconds a session may spend at once (a minute of slider moving)
+FAIR_SHARE = _env_float("LLMGP_FAIR_SHARE", 0.1)  # core-seconds per second a client's heavy sessions share (0 = off)
+# a session's own allowance: a person moving a slider every few seconds uses 0.01-0.03 (runs of 30-60 ms)
+PERSONAL_SHARE = _env_float("LLMGP_PERSONAL_SHARE", 0.05)
+START_S = 0.5  # a new session's own allowance: a first page load and a few moves
+BURST_S = _env_float("LLMGP_BURST_S", 3.0)  # core-seconds spent at once, in each bucket (a minute of slider moving)
 RUN_SLOTS = int(_env_float("LLMGP_RUN_SLOTS", 1))  # scripts running at once (0 = no turns)
 MAX_TURN_WAIT_S = 20.0  # a run waits at most this long for its turn
 MAX_WAIT_S = 3.0  # longest wait before one run
-MAX_SESSIONS_PER_CLIENT = int(_env_float("LLMGP_MAX_SESSIONS_PER_CLIENT", 32))
+MAX_SESSIONS_PER_CLIENT = int(_env_float("LLMGP_MAX_SESSIONS_PER_CLIENT", 64))  # a workshop room behind one address
 ACTIVE_WINDOW_S = 120.0
 TRUST_PROXY = os.environ.get("LLMGP_TRUST_PROXY") == "1"
 FREEZE_AFTER_FIRST_RUN = os.environ.get("LLMGP_GC_FREEZE", "1") != "0"  # 0 = leave the collector as Python has it
@@ -77,8 +92,16 @@ class _Bucket:
 
 @dataclass
 class _Session:
+    """One browser tab: its client and its own CPU allowance (tokens <= 0: heavy, drawing on the client's bucket)."""
+
     client: str
     last_run: float
+    tokens: float = 0.0
+    updated: float = 0.0
+
+    def refill(self, now: float) -> None:
+        self.tokens = min(BURST_S, self.tokens + (now - self.updated) * PERSONAL_SHARE)
+        self.updated = now
 
 
 _lock = threading.Lock()
@@ -114,10 +137,25 @@ def _take_turn(priority: float) -> None:
 _local = threading.local()
 
 
+def _inside_cached_function() -> bool:
+    """Whether this thread is computing a st.cache_data / st.cache_resource value. Streamlit then holds that value's
+    lock, and the session a turn would go to may ask for the same value (a room on one link asks for the same
+    ones): it would wait for the lock while holding the turn, and this run for the turn, until MAX_TURN_WAIT_S.
+    Read from Streamlit's cache replay context (an internal); where it cannot be read, the answer is yes."""
+    try:
+        from streamlit.runtime.caching import cache_data_api, cache_resource_api
+
+        contexts = (cache_data_api.CACHE_DATA_MESSAGE_REPLAY_CTX, cache_resource_api.CACHE_RESOURCE_MESSAGE_REPLAY_CTX)
+        return any(ctx._cached_message_stack.get() for ctx in contexts)
+    except Exception:  # another Streamlit: never hand a turn over rather than risk the wait
+        return True
+
+
 def yield_turn() -> None:
     """A point in a long run where a waiting session with a better priority (a person, not a loop) may go first:
-    the turn is handed over and taken back. Keeps a busy client's long runs from holding everybody else up."""
-    if not RUN_SLOTS or threading.get_ident() not in _holders:
+    the turn is handed over and taken back. Keeps a busy client's long runs from holding everybody else up.
+    Does nothing inside a cached function (see _inside_cached_function): call it between cached calls."""
+    if not RUN_SLOTS or threading.get_ident() not in _holders or _inside_cached_function():
         return
     mine = getattr(_local, "priority", 0.0)
     with _turns:
@@ -164,35 +202,62 @@ def _prune(now: float) -> None:
             del _buckets[client]
 
 
+def _admit(sid: str, client: str, now: float) -> tuple[float, float] | None:
+    """A run of session `sid` asks to start at `now`: (seconds it waits first, its priority in the turn queue), or
+    None when its client is over the session cap. A session's own allowance refills only over the time it was idle
+    since its last run (not while it waits or runs): a loop held back by its client's empty bucket earns nothing
+    back, so it stays heavy."""
+    with _lock:
+        _prune(now)
+        rec = _sessions.get(sid)
+        if rec is None:
+            active = sum(1 for r in _sessions.values() if r.client == client and now - r.last_run < ACTIVE_WINDOW_S)
+            if MAX_SESSIONS_PER_CLIENT and active >= MAX_SESSIONS_PER_CLIENT:
+                return None
+            rec = _sessions[sid] = _Session(client, now, min(START_S, BURST_S) if PERSONAL_SHARE else 0.0, now)
+        rec.last_run = now
+        rec.refill(now)
+        bucket = _buckets.setdefault(rec.client, _Bucket(BURST_S, now))
+        bucket.tokens = min(BURST_S, bucket.tokens + (now - bucket.updated) * FAIR_SHARE)
+        bucket.updated = now
+        if rec.tokens > 0 or not FAIR_SHARE:  # light: never waits; the least spent goes first
+            return 0.0, -rec.tokens
+        # heavy: after every light session (the client with the most budget left first), and waits while the
+        # client's bucket is overdrawn
+        wait = min(MAX_WAIT_S, -bucket.tokens / FAIR_SHARE) if bucket.tokens < 0 else 0.0
+        return wait, BURST_S - bucket.tokens
+
+
+def _charge(sid: str, used_s: float, now: float) -> None:
+    """A run of `sid` ended at `now` having used `used_s` of CPU: its own allowance pays what it can (its debt is
+    bounded by BURST_S), the client's bucket the rest; idle time counts from here."""
+    with _lock:
+        rec = _sessions.get(sid)
+        bucket = _buckets.get(rec.client) if rec is not None else None
+        if rec is None or bucket is None:
+            return
+        own = max(0.0, min(used_s, rec.tokens))
+        rec.tokens = max(-BURST_S, rec.tokens - used_s)
+        rec.updated = now
+        bucket.tokens -= used_s - own
+
+
 def before_run() -> float:
-    """Call at the top of every run: stops a session over the client cap, waits when the client is over its CPU
-    budget. Returns the thread CPU clock to hand to after_run()."""
+    """Call at the top of every run: stops a session over the client cap; a heavy session (its own allowance spent)
+    waits while its client's shared bucket is empty, and queues behind light ones. Returns the thread CPU clock to
+    hand to after_run()."""
     sid = _session_id()
-    now = time.monotonic()
     priority = 0.0
     if sid is not None:
         client = _sessions[sid].client if sid in _sessions else client_key()
-        wait = 0.0
-        with _lock:
-            _prune(now)
-            rec = _sessions.get(sid)
-            if rec is None:
-                active = sum(1 for r in _sessions.values() if r.client == client and now - r.last_run < ACTIVE_WINDOW_S)
-                if not (MAX_SESSIONS_PER_CLIENT and active >= MAX_SESSIONS_PER_CLIENT):
-                    rec = _sessions[sid] = _Session(client, now)
-            bucket = None
-            if rec is not None:
-                rec.last_run = now
-                bucket = _buckets.setdefault(client, _Bucket(BURST_S, now))
-                bucket.tokens = min(BURST_S, bucket.tokens + (now - bucket.updated) * FAIR_SHARE)
-                bucket.updated = now
-                wait = min(MAX_WAIT_S, -bucket.tokens / FAIR_SHARE) if FAIR_SHARE and bucket.tokens < 0 else 0.0
-        if bucket is None:
+        admitted = _admit(sid, client, time.monotonic())
+        if admitted is None:
             st.error(f"Too many open sessions from your address (more than {MAX_SESSIONS_PER_CLIENT}). Close some tabs and reload.")
             st.stop()
+            return time.thread_time()  # not reached (st.stop raises); keeps the types plain
+        wait, priority = admitted
         if wait > 0:
             time.sleep(wait)
-        priority = -bucket.tokens  # the client with the most budget left goes first
     _take_turn(priority)
     return time.thread_time()
 
@@ -242,16 +307,12 @@ def _collector() -> None:
 
 
 def after_run(started_cpu: float) -> None:
-    """Call when the run ends (also after st.stop / st.rerun): charge the session's client for the CPU it used."""
+    """Call when the run ends (also after st.stop / st.rerun): charge the CPU the run used to the session's own
+    allowance, and what that does not cover to its client's bucket."""
     _end_turn()
     if not _frozen.is_set() and FREEZE_AFTER_FIRST_RUN:
         _freeze_long_lived()
     sid = _session_id()
     if sid is None or not FAIR_SHARE:
         return
-    used = max(0.0, time.thread_time() - started_cpu)
-    with _lock:
-        rec = _sessions.get(sid)
-        bucket = _buckets.get(rec.client) if rec is not None else None
-        if bucket is not None:
-            bucket.tokens -= used
+    _charge(sid, max(0.0, time.thread_time() - started_cpu), time.monotonic())

@@ -19,6 +19,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages.shared import guard
 from app_pages.shared.style import PLOTLY_CONFIG, FrozenFigure, figure_spec
 
 COMPONENT_NAME = "llmgp_chart"
@@ -47,7 +48,9 @@ def _title(fig: go.Figure) -> str:
 
 def show(fig: go.Figure, key: str, *, clicks: bool = False) -> list | None:
     """Draw `fig`; with clicks=True, the customdata of a point the person clicked (in the run the click starts),
-    else None."""
+    else None. The figure was just built (on a cache miss, the expensive part of a run): a waiting person may take
+    the turn first (guard.yield_turn, here and not in the cached builder, which holds the cache's lock)."""
+    guard.yield_turn()
     if _COMPONENT is None:
         kwargs: dict[str, Any] = {"on_select": "rerun", "selection_mode": "points"} if clicks else {}
         state = st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key, **kwargs)

@@ -28,7 +28,6 @@ def scenario_of(key: str) -> Scenario:
 @st.cache_resource(max_entries=256, show_spinner=False)
 def cached_estimate(key: str, price_key: str = "", _rows: Rows = None) -> Result:
     """estimate() of the scenario whose JSON is `key` (Scenario.model_dump_json())."""
-    guard.yield_turn()  # a cache miss: a waiting person may go first
     return estimate(scenario_of(key), _rows)
 
 
@@ -37,15 +36,23 @@ def cached_explain(key: str) -> list[Explanation]:
     return explain(scenario_of(key), cached_estimate(key))
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+COMPARISON_CHUNK = 12  # accelerators per cached piece of a comparison (a few ms to tens of ms of CPU each)
+
+
+@st.cache_resource(max_entries=1024, show_spinner=False)
+def _comparison_chunk(key: str, first: int, price_key: str = "", _rows: Rows = None) -> tuple[ComparisonRow, ...]:
+    ids = [a.id for a in load_accelerators()][first : first + COMPARISON_CHUNK]
+    return tuple(compare_accelerators(scenario_of(key), ids, _rows))
+
+
 def cached_comparison(key: str, price_key: str = "", _rows: Rows = None) -> list[ComparisonRow]:
-    """compare_accelerators() of a scenario: every accelerator in the catalog, in chunks between which a waiting
-    person may take the turn (guard.yield_turn)."""
-    sc, ids = scenario_of(key), [a.id for a in load_accelerators()]
+    """compare_accelerators() of a scenario: every accelerator in the catalog, in cached pieces. Called at a page's
+    top level (not from inside another cached function), a waiting person may take the turn between pieces
+    (guard.yield_turn does nothing inside a cached function, which holds the cache's lock)."""
     rows: list[ComparisonRow] = []
-    for i in range(0, len(ids), 12):
+    for first in range(0, len(load_accelerators()), COMPARISON_CHUNK):
         guard.yield_turn()
-        rows += compare_accelerators(sc, ids[i : i + 12], _rows)
+        rows += _comparison_chunk(key, first, price_key, _rows)
     return rows
 
 

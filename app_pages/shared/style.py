@@ -9,7 +9,6 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.utils import PlotlyJSONEncoder
 
-from app_pages.shared import guard
 from core.units import BYTES_PER_GB, BYTES_PER_GIB
 
 # One colour per memory component, the same on every page (colour-blind-safe
@@ -154,8 +153,6 @@ class FrozenFigure(go.Figure):
 
 
 def frozen(fig: go.Figure) -> FrozenFigure:
-    """Freeze a figure just built (on a cache miss: the expensive part of a run), then let a waiting person take the
-    turn before the run goes on (app_pages/shared/guard.py)."""
+    """Freeze a figure just built (in a cached function: shared by every session that draws it)."""
     fig.__class__ = FrozenFigure  # same object and data, with the memoised to_dict
-    guard.yield_turn()
     return fig  # type: ignore[return-value]
