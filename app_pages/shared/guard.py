@@ -6,8 +6,8 @@ waits its turn, and one client cannot open an unbounded number of sessions.
   sum of all), and the waiting session that used the least CPU lately goes
   first. A person moving a slider waits at most for the one run in progress,
   not for every run a busy client queued, and a long run hands the turn over
-  at a few points (yield_turn: after each chart it draws, between pieces of
-  the GPU vs TPU comparison), never inside a cached function.
+  at a few points (yield_turn: before drawing each chart it built, between
+  pieces of the GPU vs TPU comparison), never inside a cached function.
 - CPU: a person moving sliders uses a few per cent of a core; a loop uses all
   it can get. Each session has an allowance of its own (START_S of CPU for
   its first page loads, refilled by PERSONAL_SHARE core-seconds per second up
@@ -19,10 +19,13 @@ waits its turn, and one client cannot open an unbounded number of sessions.
   sessions draw on one bucket per client (refill FAIR_SHARE, up to BURST_S),
   sleep before their next run while it is overdrawn (sleeping releases the
   GIL, so everybody else runs meanwhile) and queue behind every light
-  session. So a room of people behind one address (a workshop on venue
-  Wi-Fi, an office NAT) is not throttled as one person, while tabs opened to
-  loop get no more than before sessions had allowances (their client's
-  budget) beyond their small starting allowances (tests/test_guard.py).
+  session. All light sessions of one address together may use ROOM_SHARE
+  (core-seconds per second, bursts of ROOM_BURST_S); beyond it every session
+  of that address is heavy. So a room of people behind one address (a
+  workshop on venue Wi-Fi, an office NAT) is not throttled as one person,
+  tabs opened to loop get no more than before sessions had allowances (their
+  client's budget) beyond their small starting allowances, and many tabs
+  paced to stay light get ROOM_SHARE together (tests/test_guard.py).
 - Garbage collection: Python's full collections scan every tracked object and
   land on whichever run happens to allocate at the time; with the catalogs,
   plotly's validators and pydantic's schemas tracked they took 60-160 ms on
@@ -39,7 +42,7 @@ waits its turn, and one client cannot open an unbounded number of sessions.
   ACTIVE_WINDOW_S seconds; a session beyond that gets one line and no work.
 
 Settings come from the environment so that a deployment can tune them:
-LLMGP_FAIR_SHARE, LLMGP_BURST_S (0 = no CPU budget), LLMGP_PERSONAL_SHARE (0 =
+LLMGP_FAIR_SHARE (0 = no CPU budget), LLMGP_BURST_S, LLMGP_ROOM_SHARE, LLMGP_PERSONAL_SHARE (0 =
 no allowance of a session's own: every run draws on its client's bucket, as
 one person behind each address), LLMGP_RUN_SLOTS
 (0 = no turns), LLMGP_MAX_SESSIONS_PER_CLIENT (0 = no cap), LLMGP_GC_FREEZE
@@ -71,6 +74,9 @@ FAIR_SHARE = _env_float("LLMGP_FAIR_SHARE", 0.1)  # core-seconds per second a cl
 # a session's own allowance: a person moving a slider every few seconds uses 0.01-0.03 (runs of 30-60 ms)
 PERSONAL_SHARE = _env_float("LLMGP_PERSONAL_SHARE", 0.05)
 START_S = 0.5  # a new session's own allowance: a first page load and a few moves
+# what all light sessions of one address may use together: a room of 30 people used 0.4-0.6 (bench/load.py)
+ROOM_SHARE = _env_float("LLMGP_ROOM_SHARE", 0.8)
+ROOM_BURST_S = 10.0
 BURST_S = _env_float("LLMGP_BURST_S", 3.0)  # core-seconds spent at once, in each bucket (a minute of slider moving)
 RUN_SLOTS = int(_env_float("LLMGP_RUN_SLOTS", 1))  # scripts running at once (0 = no turns)
 MAX_TURN_WAIT_S = 20.0  # a run waits at most this long for its turn
@@ -98,6 +104,7 @@ class _Session:
     last_run: float
     tokens: float = 0.0
     updated: float = 0.0
+    light: bool = True  # as admitted for the run in progress
 
     def refill(self, now: float) -> None:
         self.tokens = min(BURST_S, self.tokens + (now - self.updated) * PERSONAL_SHARE)
@@ -105,7 +112,8 @@ class _Session:
 
 
 _lock = threading.Lock()
-_buckets: dict[str, _Bucket] = {}  # by client
+_buckets: dict[str, _Bucket] = {}  # by client: what its heavy sessions share
+_rooms: dict[str, _Bucket] = {}  # by client: what its light sessions use together
 _sessions: dict[str, _Session] = {}  # by session id
 _turns = threading.Condition()
 _running = 0
@@ -200,6 +208,7 @@ def _prune(now: float) -> None:
         live = {rec.client for rec in _sessions.values()}
         for client in [c for c in _buckets if c not in live]:
             del _buckets[client]
+            _rooms.pop(client, None)
 
 
 def _admit(sid: str, client: str, now: float) -> tuple[float, float] | None:
@@ -220,8 +229,12 @@ def _admit(sid: str, client: str, now: float) -> tuple[float, float] | None:
         bucket = _buckets.setdefault(rec.client, _Bucket(BURST_S, now))
         bucket.tokens = min(BURST_S, bucket.tokens + (now - bucket.updated) * FAIR_SHARE)
         bucket.updated = now
-        if rec.tokens > 0 or not FAIR_SHARE:  # light: never waits; the least spent goes first
-            return 0.0, -rec.tokens
+        room = _rooms.setdefault(rec.client, _Bucket(ROOM_BURST_S, now))
+        room.tokens = min(ROOM_BURST_S, room.tokens + (now - room.updated) * ROOM_SHARE)
+        room.updated = now
+        rec.light = (rec.tokens > 0 and room.tokens > 0) or not FAIR_SHARE
+        if rec.light:  # never waits; the least spent goes first, and a busy address after a quiet one
+            return 0.0, -rec.tokens - room.tokens / ROOM_BURST_S
         # heavy: after every light session (the client with the most budget left first), and waits while the
         # client's bucket is overdrawn
         wait = min(MAX_WAIT_S, -bucket.tokens / FAIR_SHARE) if bucket.tokens < 0 else 0.0
@@ -229,14 +242,17 @@ def _admit(sid: str, client: str, now: float) -> tuple[float, float] | None:
 
 
 def _charge(sid: str, used_s: float, now: float) -> None:
-    """A run of `sid` ended at `now` having used `used_s` of CPU: its own allowance pays what it can (its debt is
-    bounded by BURST_S), the client's bucket the rest; idle time counts from here."""
+    """A run of `sid` ended at `now` having used `used_s` of CPU: a light run's own allowance pays what it can (also
+    counted against its address's room), the client's bucket the rest; the session's debt is bounded by BURST_S;
+    idle time counts from here."""
     with _lock:
         rec = _sessions.get(sid)
         bucket = _buckets.get(rec.client) if rec is not None else None
-        if rec is None or bucket is None:
+        room = _rooms.get(rec.client) if rec is not None else None
+        if rec is None or bucket is None or room is None:
             return
-        own = max(0.0, min(used_s, rec.tokens))
+        own = max(0.0, min(used_s, rec.tokens)) if rec.light else 0.0
+        room.tokens -= own
         rec.tokens = max(-BURST_S, rec.tokens - used_s)
         rec.updated = now
         bucket.tokens -= used_s - own
