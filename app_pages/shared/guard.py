@@ -90,25 +90,23 @@ _MAX_TRACKED = 10_000
 
 @dataclass
 class _Bucket:
-    """One client's CPU budget (all its sessions share it: four tabs do not get four shares)."""
+    """A token bucket of CPU seconds: a client's heavy budget or its room (all its sessions share each)."""
 
     tokens: float
     updated: float
 
+    def refill(self, now: float, rate: float, cap: float) -> None:
+        self.tokens = min(cap, self.tokens + (now - self.updated) * rate)
+        self.updated = now
+
 
 @dataclass
-class _Session:
-    """One browser tab: its client and its own CPU allowance (tokens <= 0: heavy, drawing on the client's bucket)."""
+class _Session(_Bucket):
+    """One browser tab: its own CPU allowance (tokens <= 0: heavy, drawing on the client's bucket) and its client."""
 
-    client: str
-    last_run: float
-    tokens: float = 0.0
-    updated: float = 0.0
+    client: str = ""
+    last_run: float = 0.0
     light: bool = True  # as admitted for the run in progress
-
-    def refill(self, now: float) -> None:
-        self.tokens = min(BURST_S, self.tokens + (now - self.updated) * PERSONAL_SHARE)
-        self.updated = now
 
 
 _lock = threading.Lock()
@@ -145,18 +143,31 @@ def _take_turn(priority: float) -> None:
 _local = threading.local()
 
 
-def _inside_cached_function() -> bool:
-    """Whether this thread is computing a st.cache_data / st.cache_resource value. Streamlit then holds that value's
-    lock, and the session a turn would go to may ask for the same value (a room on one link asks for the same
-    ones): it would wait for the lock while holding the turn, and this run for the turn, until MAX_TURN_WAIT_S.
-    Read from Streamlit's cache replay context (an internal); where it cannot be read, the answer is yes."""
+def _cache_contexts() -> tuple | None:
+    """Streamlit's cache replay contexts (an internal: where they cannot be found, None)."""
     try:
         from streamlit.runtime.caching import cache_data_api, cache_resource_api
 
         contexts = (cache_data_api.CACHE_DATA_MESSAGE_REPLAY_CTX, cache_resource_api.CACHE_RESOURCE_MESSAGE_REPLAY_CTX)
-        return any(ctx._cached_message_stack.get() for ctx in contexts)
-    except Exception:  # another Streamlit: never hand a turn over rather than risk the wait
+        for ctx in contexts:
+            ctx._cached_message_stack.get()
+        return contexts
+    except Exception:
+        return None
+
+
+_CACHE_CONTEXTS = _cache_contexts()
+
+
+def _inside_cached_function() -> bool:
+    """Whether this thread is computing a st.cache_data / st.cache_resource value. Streamlit then holds that value's
+    lock, and the session a turn would go to may ask for the same value (a room on one link asks for the same
+    ones): it would wait for the lock while holding the turn, and this run for the turn, until MAX_TURN_WAIT_S.
+    Read from Streamlit's cache replay contexts; where they cannot be read (another Streamlit), the answer is yes:
+    never hand a turn over rather than risk the wait."""
+    if _CACHE_CONTEXTS is None:
         return True
+    return any(ctx._cached_message_stack.get() for ctx in _CACHE_CONTEXTS)
 
 
 def yield_turn() -> None:
@@ -223,15 +234,13 @@ def _admit(sid: str, client: str, now: float) -> tuple[float, float] | None:
             active = sum(1 for r in _sessions.values() if r.client == client and now - r.last_run < ACTIVE_WINDOW_S)
             if MAX_SESSIONS_PER_CLIENT and active >= MAX_SESSIONS_PER_CLIENT:
                 return None
-            rec = _sessions[sid] = _Session(client, now, min(START_S, BURST_S) if PERSONAL_SHARE else 0.0, now)
+            rec = _sessions[sid] = _Session(min(START_S, BURST_S) if PERSONAL_SHARE else 0.0, now, client, now)
         rec.last_run = now
-        rec.refill(now)
+        rec.refill(now, PERSONAL_SHARE, BURST_S)
         bucket = _buckets.setdefault(rec.client, _Bucket(BURST_S, now))
-        bucket.tokens = min(BURST_S, bucket.tokens + (now - bucket.updated) * FAIR_SHARE)
-        bucket.updated = now
+        bucket.refill(now, FAIR_SHARE, BURST_S)
         room = _rooms.setdefault(rec.client, _Bucket(ROOM_BURST_S, now))
-        room.tokens = min(ROOM_BURST_S, room.tokens + (now - room.updated) * ROOM_SHARE)
-        room.updated = now
+        room.refill(now, ROOM_SHARE, ROOM_BURST_S)
         rec.light = (rec.tokens > 0 and room.tokens > 0) or not FAIR_SHARE
         if rec.light:  # never waits; the least spent goes first, and a busy address after a quiet one
             return 0.0, -rec.tokens - room.tokens / ROOM_BURST_S
