@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.charts import breakdown_bar, fits_on_figure, layout_text, sweep_figure
+from app_pages.shared.charts import breakdown_bar, capacity_text, fit_capacity, fits_on_figure, layout_text, sweep_figure
 from app_pages.shared.context import page_header
 from app_pages.shared.plot import show
 from app_pages.shared.report import report_downloads
@@ -27,8 +27,8 @@ cols[0].metric("Memory per device", units(m.total), help="Sum of the components 
 cols[1].metric(
     f"Fits {own}?",
     "Yes" if result.fits else "No",
-    help=f"{acc.name}: {units(result.device_memory_bytes)} usable",
-    delta=f"{units(result.device_memory_bytes - m.total)} headroom" if result.fits else f"{units(m.total - result.device_memory_bytes)} short",
+    help=capacity_text(result, acc.name, units),
+    delta=f"{units(fit_capacity(result) - m.total)} headroom" if result.fits else f"{units(m.total - fit_capacity(result))} short",
     delta_color="normal" if result.fits else "inverse",
 )
 cols[2].metric("Fewest devices that fit", layout_text(result.layout_needed).split(" (")[0], help="Smallest layout that fits: " + layout_text(result.layout_needed))

@@ -96,24 +96,31 @@ except ValueError as exc:
     st.info(md("No buy-vs-rent answer for {acc} yet: {why}. Type a purchase price per device above.", acc=acc.name, why=str(exc)), icon=":material/info:")
     bvr = None
 if bvr is not None:
+    beyond_a_year = bvr.break_even_utilisation is not None and bvr.break_even_utilisation > 1
     r = st.columns(4)
     r[0].metric("Own: per year", f"${bvr.own_usd_per_year:,.0f}", help=f"purchase ${bvr.purchase_usd:,.0f} over {bvr.amortisation_years:g} years + power")
     r[1].metric("Rent: per year", f"${bvr.rent_usd_per_year:,.0f}", help=f"at {busy:g}% utilisation")
     r[2].metric(
         "Break-even utilisation",
-        "—" if bvr.break_even_utilisation is None else f"{bvr.break_even_utilisation:.0%}",
-        help="above this share of hours in use, owning is cheaper",
+        "never" if beyond_a_year or bvr.break_even_utilisation is None else f"{bvr.break_even_utilisation:.0%}",
+        help="above this share of hours in use, owning is cheaper"
+        + (f" (here it would take {bvr.break_even_utilisation:.0%} of the year's hours)" if beyond_a_year else ""),
     )
     r[3].metric(
         "Pays for itself after",
         "never" if bvr.payback_months is None else f"{bvr.payback_months:,.0f} months",
-        help="the purchase / what each month of renting at this utilisation would cost beyond the electricity",
+        help="the purchase / what each month of renting at this utilisation would cost beyond the electricity"
+        + (
+            f" (longer than the {bvr.amortisation_years:g} years the purchase is spread over: owning never costs less per year)"
+            if bvr.payback_months is not None and bvr.payback_months > 12 * bvr.amortisation_years
+            else ""
+        ),
     )
     st.caption(md("Bought: {p}. Rented: {r}. {c} is cheaper at {u}% utilisation.", p=bvr.purchase_basis, r=bvr.rent_basis, c=bvr.cheaper.capitalize(), u=f"{busy:g}"))
 if bvr is not None:
     us = [u / 100 for u in range(5, 101, 5)]
-    own = [bvr.own_usd_per_year] * len(us)
-    rent = [bvr.rent_usd_per_year / (busy / 100) * u for u in us]
+    own = [bvr.own_usd_per_year_at(u) for u in us]
+    rent = [bvr.rent_usd_per_year_at(u) for u in us]
     bf = go.Figure()
     bf.add_scatter(x=[u * 100 for u in us], y=own, name="Own (amortised purchase + power)", mode="lines")
     bf.add_scatter(x=[u * 100 for u in us], y=rent, name="Rent (cloud hours)", mode="lines")

@@ -41,8 +41,9 @@ function followPage(layout, element) {
   layout.hoverlabel = Object.assign({ bgcolor: background || "#fff", font: { color: text } }, layout.hoverlabel || {});
 }
 
-// Below this width a chart is narrow: a trace's meta.narrow_text replaces its labels (fewer, so they never pile up)
-// and long titles are broken into lines (fitTitles).
+// Below this width a chart is narrow: a trace's meta.narrow_text replaces its labels (fewer, so they never pile up),
+// the layout's meta.narrow_annotation_text its annotations' (shorter), and long titles are broken into lines
+// (fitTitles).
 const NARROW_PX = 600;
 
 // Plotly does not wrap titles: on a narrow chart, a long title or x-axis title is broken into lines at spaces.
@@ -61,7 +62,12 @@ function fitTitles(layout, width) {
   const title = typeof layout.title === "string" ? { text: layout.title } : layout.title || {};
   const [text, lines] = wrapped(title.text, Math.floor((width - 20) / 8.5)); // 16 px title: about 8.5 px a character
   layout.title = Object.assign(title, { text });
-  if (lines > 1) layout.margin = Object.assign({}, layout.margin, { t: ((layout.margin || {}).t ?? 50) + 19 * (lines - 1) });
+  if (lines > 1) {
+    layout.margin = Object.assign({}, layout.margin, { t: ((layout.margin || {}).t ?? 50) + 19 * (lines - 1) + 10 });
+    // held at the top of the chart: Plotly centres a title in the top margin, and a taller margin alone left its last
+    // line on a label that sits above the plot (a capacity line's)
+    Object.assign(layout.title, { yref: "container", y: 1, yanchor: "top", pad: Object.assign({}, layout.title.pad, { t: 22 }) });
+  }
   for (const key of Object.keys(layout).filter((k) => /^xaxis\d*$/.test(k))) {
     const axis = layout[key];
     const axisTitle = typeof axis.title === "string" ? { text: axis.title } : axis.title;
@@ -76,6 +82,10 @@ function draw(Plotly, div, parentElement, spec, config) {
   if (narrow) {
     for (const trace of figure.data || []) {
       if (trace.meta && Array.isArray(trace.meta.narrow_text)) trace.text = trace.meta.narrow_text;
+    }
+    // a layout's short labels (style.capacity_line): annotation index -> text
+    for (const [i, text] of Object.entries((layout.meta || {}).narrow_annotation_text || {})) {
+      if (layout.annotations && layout.annotations[i]) layout.annotations[i].text = text;
     }
     fitTitles(layout, div.clientWidth);
   }

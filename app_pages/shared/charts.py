@@ -8,9 +8,28 @@ import plotly.graph_objects as go
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_LABELS, FIT_COLORS, Units, capacity_line, layout, vmarker
 from core.catalog.accelerators import load_accelerators
 from core.estimate import Result
-from core.memory.estimate import LayoutResult, devices_needed_by_accelerator
+from core.memory.estimate import LayoutResult, MemoryResult, devices_needed_by_accelerator
 from core.memory.sweep import COMPONENTS, sweep
 from core.scenario import Scenario
+
+
+def fit_capacity(result: MemoryResult) -> int:
+    """What the scenario must fit in on one device: its usable memory, or the share a serving engine reserves of it
+    (vLLM's gpu_memory_utilization). The verdict, the advice and the largest batch and context are decided on it, so
+    every capacity shown beside them is this one."""
+    return result.fit_capacity_bytes or result.device_memory_bytes
+
+
+def capacity_phrase(result: MemoryResult, units: Units) -> str:
+    """'21.6 GiB, the engine's share of 24.0 GiB' or '24.0 GiB usable'."""
+    cap = fit_capacity(result)
+    if cap != result.device_memory_bytes:
+        return f"{units(cap)}, the engine's share of {units(result.device_memory_bytes)}"
+    return f"{units(cap)} usable"
+
+
+def capacity_text(result: MemoryResult, device_name: str, units: Units) -> str:
+    return f"{device_name}: {capacity_phrase(result, units)}"
 
 
 def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
@@ -28,11 +47,11 @@ def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
             marker_color=COMPONENT_COLORS[comp],
             hovertemplate=f"{COMPONENT_LABELS[comp]}: %{{x:,.2f}} {units.name}<extra></extra>",
         )
-    cap = units.value(result.device_memory_bytes)
-    capacity_line(fig, cap, f"{device_name}: {cap:,.1f} {units.name} usable", units.value(m.total))
+    cap = units.value(fit_capacity(result))
+    capacity_line(fig, cap, capacity_text(result, device_name, units), units.value(m.total), f"{units(fit_capacity(result))} usable")
     fig.update_layout(barmode="stack", xaxis_title=f"Memory per device ({units.name})", yaxis={"visible": False})
     verdict = "fits" if result.fits else "does NOT fit"
-    title = f"Memory per device: {units(m.total)} of {units(result.device_memory_bytes)} — {verdict}"
+    title = f"Memory per device: {units(m.total)} of {units(fit_capacity(result))} — {verdict}"
     fig = layout(fig, title, height=290)
     fig.update_layout(legend={"y": -0.6})
     return fig
@@ -151,8 +170,8 @@ def sweep_figure(sc: Scenario, result: Result, units: Units, axis: str) -> go.Fi
     if axis == "batch":
         x = np.unique(np.geomspace(1, 1024, 60).astype(int))
         grid = sweep(sc, x, sc.seq_len)
-        return sweep_chart(x, grid, result.device_memory_bytes, units, "Batch size (sequences per device)", sc.batch_size, result.max_batch_size or None)
+        return sweep_chart(x, grid, fit_capacity(result), units, "Batch size (sequences per device)", sc.batch_size, result.max_batch_size or None)
     top = max(sc.architecture.max_context, sc.seq_len)
     x = np.unique(np.geomspace(128, top, 80).astype(int))
     grid = sweep(sc, sc.batch_size, x)
-    return sweep_chart(x, grid, result.device_memory_bytes, units, "Context / sequence length (tokens)", sc.seq_len, result.max_seq_len or None)
+    return sweep_chart(x, grid, fit_capacity(result), units, "Context / sequence length (tokens)", sc.seq_len, result.max_seq_len or None)

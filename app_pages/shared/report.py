@@ -10,7 +10,7 @@ from datetime import date
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.charts import layout_text
+from app_pages.shared.charts import capacity_phrase, layout_text
 from app_pages.shared.style import COMPONENT_LABELS, Units
 from app_pages.shared.text import plain, say
 from core.estimate import Result
@@ -53,7 +53,7 @@ def report_markdown(sc: Scenario, result: Result, units: Units, extra_sections: 
         "## Answer",
         "",
         f"- **Workload:** {workload} on **{plain(result.accelerator)}**, batch {sc.batch_size}, {sc.seq_len:,} tokens.",
-        f"- **Memory per device:** {plain(units(m.total))} of {plain(units(result.device_memory_bytes))} usable — **{'fits' if result.fits else 'does not fit'}**.",
+        f"- **Memory per device:** {plain(units(m.total))} of {plain(capacity_phrase(result, units))} — **{'fits' if result.fits else 'does not fit'}**.",
         f"- **Smallest layout that fits:** {plain(layout_text(result.layout_needed))}.",
         f"- **Largest batch / longest context that fit:** {result.max_batch_size:,} / {result.max_seq_len:,} tokens.",
         "",

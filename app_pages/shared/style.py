@@ -117,12 +117,20 @@ def vmarker(
     )
 
 
-def capacity_line(fig: go.Figure, capacity: float, text: str, longest: float) -> None:
-    """The device's usable memory as a dashed vertical line on a horizontal-bar chart, labelled above the plot: the
-    label runs left of the line when the bars reach past 60% of it (the line then sits far right, and a label to its
-    right would be cut off at the chart's edge)."""
+def capacity_line(fig: go.Figure, capacity: float, text: str, longest: float, narrow_text: str) -> None:
+    """The device's usable memory as a dashed vertical line on a horizontal-bar chart, labelled above the plot, on
+    the side of the line with more room (a line far right: to its left; a line near 0 when the bars run far past
+    it: to its right), so the label is never cut off at the chart's edge. The axis runs from 0 to past the longer of
+    the bars and the line: left to itself, Plotly widens it to hold the label's text box, and a label run left from a
+    line near 0 took the axis to -200 GiB. On a chart narrower than 600 px the label reads `narrow_text` (a short one:
+    a phone has no room for a card's full name beside a line; app_pages/shared/chart.js)."""
+    axis_max = max(longest, capacity) * 1.06
+    fig.update_xaxes(range=[0, axis_max])
     fig.add_vline(x=capacity, line={"color": CAPACITY_COLOR, "dash": "dash", "width": 3})
-    fig.add_annotation(x=capacity, y=1.0, yref="paper", yanchor="bottom", text=text, showarrow=False, xanchor="right" if longest > capacity * 0.6 else "left")
+    fig.add_annotation(x=capacity, y=1.0, yref="paper", yanchor="bottom", text=text, showarrow=False, xanchor="right" if capacity > 0.5 * axis_max else "left")
+    meta = dict(fig.layout.meta or {})
+    meta["narrow_annotation_text"] = {**meta.get("narrow_annotation_text", {}), str(len(fig.layout.annotations) - 1): narrow_text}
+    fig.update_layout(meta=meta)
 
 
 def figure_spec(fig: go.Figure) -> tuple[str, str]:

@@ -25,6 +25,7 @@ from core.memory.components import (
     qlora_upcast,
     residual_bytes,
     stack_of,
+    training_states,
 )
 from core.memory.engines import ENGINES
 from core.memory.estimate import MemoryResult
@@ -50,6 +51,31 @@ class Explanation(BaseModel):
 
 def _n(x: float) -> str:
     return f"{x:,.0f}"
+
+
+def _copies_text(n: int, copies_b: float, at_forward: bool) -> str:
+    """Autocast's 16-bit weight copies: held through forward and backward, freed before the optimizer step."""
+    if not copies_b:
+        return ""
+    if at_forward:
+        return f" + {_n(n)} x {copies_b:g} B 16-bit copies (held until the optimizer step)"
+    return f" (the {copies_b:g} B 16-bit copies are freed before the optimizer step, where the peak is)"
+
+
+def _gradients_text(product: str, result: MemoryResult, full_bytes: float) -> str:
+    """The gradient row's numbers: all of them at the optimizer step; at the loss (or a recomputed block) only
+    what the backward pass has made so far, the output head's gradient (none for frozen-base LoRA); with the
+    optimizer fused into backward, one tensor's gradient at a time."""
+    held = result.memory_per_device_bytes.gradients
+    if abs(held - full_bytes) <= full_bytes * 1e-6:
+        return f"{product} (at the {result.peak_phase})" if result.peak_phase else product
+    if held > full_bytes:  # tied input and output embeddings: the head's gradient is a second tensor until the step
+        return f"{product} + {bytes_mark(held - full_bytes)} (tied embeddings: the output head's gradient, a second tensor until the step)"
+    if result.peak_phase == "optimizer step":
+        return f"one parameter tensor's gradient at a time, the largest (the optimizer steps inside backward; all of them: {product})"
+    if held <= 0:
+        return f"none yet at the {result.peak_phase}: gradients are made in the backward pass, after it (all of them: {product})"
+    return f"at the {result.peak_phase} only the output head's gradient is made yet (all of them at the optimizer step: {product})"
 
 
 def explain(sc: Scenario, result: MemoryResult) -> list[Explanation]:
@@ -165,7 +191,11 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     dp = sc.data_parallel
     split = sc.tensor_parallel * sc.pipeline_parallel
     z = sc.zero_stage
-    phase = f" (at the {result.peak_phase})" if result.peak_phase else ""
+    # which states exist at the peak decides what the gradient and weight rows hold (core/memory/components.py)
+    states = training_states(sc, arch)
+    at_forward = result.peak_phase != "optimizer step"
+    full_grads = states.gradients / split / (dp if z >= 2 else 1)
+    copies_b = states.weight_copies / max(1, arch.total_params) if sc.method == "full" else 0.0
     out: list[Explanation] = []
     if sc.method == "full":
         n = arch.total_params
@@ -176,7 +206,7 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
         elif master_layout(sc):
             w, g, layout_txt = 2, 2, "mixed precision, fp32 master copy in the optimizer"
         else:
-            w, g, layout_txt = 4, 4, "mixed precision under autocast: fp32 parameters + bf16 copies while computing"
+            w, g, layout_txt = 4, 4, "mixed precision under autocast: fp32 parameters"
         k = OPTIMIZER_STATE_BYTES.get(sc.optimizer)
         k_txt = f"{sc.optimizer} states" if k is not None else "factored Adafactor states"
         if mixed(sc) and master_layout(sc):
@@ -184,14 +214,14 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
         rows = [
             (
                 "weights",
-                f"Psi x {w} B / (TP x PP){' / N_d' if z >= 3 else ''}" + (" + bf16 autocast copies (2 B per parameter)" if w == 4 and mixed(sc) else ""),
-                f"{_n(n)} x {w} B ({layout_txt})",
+                f"Psi x {w} B / (TP x PP){' / N_d' if z >= 3 else ''}" + (" + bf16 autocast copies (2 B per parameter)" if copies_b else ""),
+                f"{_n(n)} x {w} B ({layout_txt})" + _copies_text(n, copies_b, at_forward),
                 m.weights,
             ),
             (
                 "gradients",
                 f"Psi x {g} B / (TP x PP){' / N_d' if z >= 2 else ''}" + (" (fused into backward: one tensor's gradient)" if stack.grads_freed_in_backward else ""),
-                f"{_n(n)} x {g} B{phase}",
+                _gradients_text(f"{_n(n)} x {g} B", result, full_grads),
                 m.gradients,
             ),
             ("optimizer", f"Psi x K / (TP x PP){' / N_d' if z >= 1 else ''}", f"{_n(n)} x ({k_txt})", m.optimizer),
@@ -208,7 +238,7 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
                 f"{_n(arch.total_params)} base params + {_n(n_ad)} adapter params (rank {sc.lora_rank} x (in + out) of each {sc.lora_targets} matrix)",
                 m.weights,
             ),
-            ("gradients", f"adapter params x {ab:g} B", f"{_n(n_ad)} x {ab:g} B{phase}", m.gradients),
+            ("gradients", f"adapter params x {ab:g} B", _gradients_text(f"{_n(n_ad)} x {ab:g} B", result, full_grads), m.gradients),
             ("optimizer", "adapter params x optimizer bytes", f"{_n(n_ad)} x ({sc.optimizer} states)", m.optimizer),
         ]
     suffix = f"; TP x PP = {split}" if split > 1 else ""

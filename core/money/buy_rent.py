@@ -42,8 +42,21 @@ class BuyVsRent(BaseModel):
     own_usd_per_year: float
     rent_usd_per_year: float
     cheaper: Literal["buy", "rent"]
-    break_even_utilisation: float | None  # None: rent per hour <= electricity per hour, buying never pays
+    break_even_utilisation: float | None  # None: rent per hour <= electricity per hour, buying never pays; > 1: not
+    # even at every hour of the year
     payback_months: float | None  # at this utilisation: purchase / monthly (rent - electricity)
+
+    def own_usd_per_year_at(self, utilisation: float) -> float:
+        """Owning at another utilisation: the purchase spread over the amortisation years, plus electricity while busy."""
+        return _own_per_year(self.purchase_usd, self.amortisation_years, self.power_kw * self.usd_per_kwh, HOURS_PER_YEAR * utilisation)
+
+    def rent_usd_per_year_at(self, utilisation: float) -> float:
+        """Renting at another utilisation: device-hours paid only while busy."""
+        return HOURS_PER_YEAR * utilisation * self.rent_usd_per_hour
+
+
+def _own_per_year(purchase_usd: float, years: float, power_usd_per_hour: float, busy_hours: float) -> float:
+    return purchase_usd / years + busy_hours * power_usd_per_hour
 
 
 def _cheapest_rental(accelerator_id: str, rows: tuple[PriceRow, ...] | None) -> tuple[PriceRow | None, str]:
@@ -120,7 +133,7 @@ def buy_vs_rent(
     capital = devices * purchase / amortisation_years
     power_per_hour = kw * usd_per_kwh
     rent_per_hour = devices * rent
-    own_year = capital + busy_hours * power_per_hour
+    own_year = _own_per_year(devices * purchase, amortisation_years, power_per_hour, busy_hours)
     rent_year = busy_hours * rent_per_hour
     margin = rent_per_hour - power_per_hour  # what each busy owned hour saves, before the purchase
     return BuyVsRent.model_construct(

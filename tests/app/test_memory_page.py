@@ -157,3 +157,23 @@ def test_stack_and_engine_are_shown_and_drive_the_numbers(params, scenario, labe
     if "gmu" in params:
         res = estimate(Scenario(model="llama-3.1-8b", seq_len=4096, **scenario))
         assert metric(at, "Of it, KV-cache pool") == Units("GiB")(res.kv_pool_bytes)
+
+
+def test_one_capacity_on_the_page_when_the_engine_reserves_a_share():
+    """vLLM takes 90% of the card (gpu_memory_utilization) and the fit is decided on that share: the chart's title
+    and capacity line, the "short" figure and the advice all name the same 21.6 GiB of an RTX 4090's 24.0 GiB. (They
+    showed 24.0 GiB next to advice saying 21.6 GiB, and a green "-0.3 GiB short".)"""
+    at = run_app("memory", {"model": "llama-3.1-8b", "acc": "rtx-4090", "batch": "8", "seq": "32768", "fmt": "int4", "kv": "fp8", "engine": "vllm"})
+    no_exception(at)
+    sc = Scenario(model="llama-3.1-8b", accelerator="rtx-4090", batch_size=8, seq_len=32768, weights_format="int4", kv_cache_format="fp8", serving_engine="vllm")
+    result = estimate(sc)
+    units = Units("GiB")
+    share, card = units(result.fit_capacity_bytes), units(result.device_memory_bytes)
+    assert result.fit_capacity_bytes < result.device_memory_bytes and not result.fits
+    fig = charts(at)[0]
+    assert f"of {share} — does NOT fit" in fig["layout"]["title"]["text"]
+    assert any(f"{share}, the engine's share of {card}" in a["text"] for a in fig["layout"]["annotations"])
+    fits = next(m for m in at.metric if m.label.startswith("Fits"))
+    assert fits.proto.delta == f"{units(result.memory_per_device_bytes.total - result.fit_capacity_bytes)} short"
+    advice = " ".join(m.value for m in at.markdown).replace("\\", "")
+    assert f"has {share} usable" in advice

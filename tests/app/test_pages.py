@@ -77,6 +77,19 @@ def test_buy_vs_rent_with_typed_price():
     assert metric(at, "Pays for itself after") == f"{expected.payback_months:,.0f} months"
 
 
+def test_break_even_beyond_every_hour_of_the_year_reads_never():
+    """70B training on H100s: owning would need more hours than a year has to cost less than renting (the page read
+    "Break-even utilisation 256%"); it says never, and why, and the owning line rises with the electricity paid."""
+    at = run_app("train_vs_serve", params={"model": "llama-3.1-70b", "mode": "training"})
+    no_exception(at)
+    shown = next(m for m in at.metric if m.label == "Break-even utilisation")
+    assert shown.value == "never" and "of the year's hours" in shown.help
+    pays = next(m for m in at.metric if m.label == "Pays for itself after")
+    assert "owning never costs less per year" in pays.help
+    own = next(t for t in charts(at) if "Owning vs renting" in t["layout"]["title"]["text"])["data"][0]["y"]
+    assert own[-1] > own[0]
+
+
 def test_buy_vs_rent_answers_by_default_even_for_a_consumer_card():
     """Issue #11: no purchase price typed, an RTX 4080 that no cloud rents: still an answer, never a stopped page."""
     at = run_app("train_vs_serve", params={"acc": "rtx-4080", "model": "llama-3.2-1b"})

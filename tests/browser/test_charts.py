@@ -134,3 +134,22 @@ def test_titles_fit_a_phone(open_page, path):
     time.sleep(0.5)
     assert page.evaluate(CLIPPED) == []
     assert page.locator(".llmgp-chart .gtitle tspan.line").count() >= 2, "a long title went onto a second line"
+
+
+NEGATIVE_TICKS = """() => [...document.querySelectorAll('.llmgp-chart')].filter(d => (d.getAttribute('aria-label') || '').startsWith('Memory per device'))
+  .flatMap(d => [...d.querySelectorAll('.xtick text')].map(t => t.textContent)).filter(t => /^[\u2212-]/.test(t))"""
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+@pytest.mark.parametrize("path", ["/plan?model=llama-3.1-70b&mode=training", "/memory?model=llama-3.1-70b&mode=training"])
+def test_memory_bars_far_over_capacity_keep_their_axis_and_label(open_page, path, width):
+    """A 70B full fine-tune needs over 1,000 GiB against an H100's 79.2: the memory axes start at 0 (they ran to
+    -200 GiB, Plotly widening them for the capacity label run left from a line near 0) and the label, now to the
+    right of its line, is not cut off (issue #9)."""
+    page = open_page(path, width=width, height=3600)
+    page.wait_for_selector(".llmgp-chart .annotation-text", timeout=60_000)
+    time.sleep(0.5)
+    charts = page.evaluate("() => [...document.querySelectorAll('.llmgp-chart')].map(d => d.getAttribute('aria-label'))")
+    assert any(c.startswith("Memory per device") for c in charts), charts
+    assert page.evaluate(NEGATIVE_TICKS) == []
+    assert page.evaluate(CLIPPED) == []

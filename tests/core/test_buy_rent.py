@@ -21,6 +21,18 @@ def test_break_even_utilisation_is_where_costs_meet():
     assert r.payback_months == pytest.approx(4650 / ((rent - 0.045) * HOURS_PER_YEAR * 0.5 / 12))
 
 
+def test_costs_at_another_utilisation_follow_the_same_formulas():
+    """The Training vs inference page draws both lines over utilisation from these: owning grows with the electricity
+    paid while busy (its line was drawn flat), renting in proportion; at the scenario's own utilisation they are the
+    scenario's figures, and they meet at the break-even utilisation."""
+    r = buy_vs_rent("rtx-a6000", usd_per_kwh=0.15, utilisation=0.5)
+    assert r.own_usd_per_year_at(0.5) == pytest.approx(r.own_usd_per_year)
+    assert r.rent_usd_per_year_at(0.5) == pytest.approx(r.rent_usd_per_year)
+    assert r.own_usd_per_year_at(1.0) - r.own_usd_per_year_at(0.0) == pytest.approx(HOURS_PER_YEAR * 0.3 * 0.15)
+    u = r.break_even_utilisation
+    assert r.own_usd_per_year_at(u) == pytest.approx(r.rent_usd_per_year_at(u))
+
+
 def test_user_inputs_and_scaling():
     one = buy_vs_rent("h100-sxm", usd_per_kwh=0.1, utilisation=0.8, purchase_usd_per_device=30_000, pue=1.3)
     eight = buy_vs_rent("h100-sxm", usd_per_kwh=0.1, utilisation=0.8, purchase_usd_per_device=30_000, pue=1.3, devices=8)
