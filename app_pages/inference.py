@@ -16,7 +16,9 @@ from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, Units, froz
 from app_pages.shared.text import md, plain
 from core.catalog.accelerators import get_accelerator
 from core.memory.sweep import sweep
+from core.money.blocks import InferenceEstimate
 from core.money.serving import dedicated_vs_per_token
+from core.scenario import Scenario
 from core.speed.roofline import decode_curve
 
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
@@ -57,12 +59,19 @@ with st.container():  # always there, so a warning that comes and goes does not 
         )
 
 
+def replica_scenario(sc: Scenario, inf: InferenceEstimate) -> Scenario:
+    """The scenario on the layout the speeds above are for (the smallest that fits when the sidebar's does not): the
+    charts below draw that replica too, not the sidebar's layout (they showed one device's speed and memory next to
+    metrics for two)."""
+    return Scenario(**(dict(sc) | {"tensor_parallel": inf.tensor_parallel, "pipeline_parallel": inf.pipeline_parallel}))
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
 def decode_figure(key: str):
-    sc = scenario_of(key)
     inf = cached_estimate(key).inference
+    sc = replica_scenario(scenario_of(key), inf)
     top = max(2, min(1024, max(inf.max_concurrent_sequences, sc.batch_size) * 2))
-    batches = sorted({int(b) for b in np.unique(np.geomspace(1, top, 24).astype(int))})
+    batches = sorted({int(b) for b in np.unique(np.geomspace(1, top, 24).astype(int))} | {sc.batch_size})  # through your setting
     pts = decode_curve(sc, batches)
     # two panels over one batch axis (one scale each, no dual axis)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
@@ -78,7 +87,8 @@ def decode_figure(key: str):
             color="#E45756",
             dash="solid",
         )
-    fig.update_xaxes(type="log", dtick=1)
+    powers = [2**k for k in range(int(np.log2(max(batches))) + 1)]  # batch marks 1, 2, 4, ... (every other past 7)
+    fig.update_xaxes(type="log", tickvals=powers if len(powers) <= 7 else powers[::2])
     fig.update_xaxes(title="Concurrent sequences (batch, log scale)", row=2, col=1)
     fig.update_yaxes(title="Per user (tokens/s)", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title="All users (tokens/s)", rangemode="tozero", row=2, col=1)
@@ -88,7 +98,8 @@ def decode_figure(key: str):
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def kv_figure(key: str, unit: str):
-    sc, result, units = scenario_of(key), cached_estimate(key), Units(unit)
+    result, units = cached_estimate(key), Units(unit)
+    sc = replica_scenario(scenario_of(key), result.inference)
     top_ctx = max(sc.architecture.max_context, sc.seq_len)
     ctx = np.unique(np.geomspace(256, top_ctx, 60).astype(int))
     grid = sweep(sc, sc.batch_size, ctx)

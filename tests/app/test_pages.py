@@ -1,6 +1,9 @@
 """Every page through AppTest: no exception, numbers equal core's for the same
 scenario, and an input change updates them."""
 
+import base64
+
+import numpy as np
 import pytest
 
 from app_pages.shared.text import flops_text
@@ -49,6 +52,37 @@ def test_inference_page_numbers_equal_core_and_follow_batch():
     at.select_slider(key="batch").set_value(1).run()
     no_exception(at)
     assert metric(at, "Tokens/s per user") != before
+
+
+@pytest.mark.parametrize(
+    "query",
+    [{"model": "llama-3.1-70b"}, {"model": "qwen3-32b", "acc": "a100-sxm-80gb", "seq": "16384", "batch": "8", "kv": "fp8"}],
+)
+def test_inference_charts_draw_the_replica_the_metrics_describe(query):
+    """A model that needs two devices (the page says its speeds are for that layout): the decode chart passes through
+    the metrics' own speeds at the scenario's batch (it drew one device: about 18 tokens/s next to 33.5), and the KV
+    chart leaves memory for the KV cache at a short context (it showed none: one device's weights alone overflow)."""
+    at = run_app("inference", query)
+    no_exception(at)
+    inf = estimate(
+        Scenario(
+            model=query["model"],
+            accelerator=query.get("acc", "h100-sxm"),
+            seq_len=int(query.get("seq", 4096)),
+            batch_size=int(query.get("batch", 1)),
+            kv_cache_format=query.get("kv", "bf16"),
+        )
+    ).inference
+    assert inf.devices_per_replica > 1
+    decode = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("Decode"))
+    i = decode["data"][0]["x"].index(inf.batch_size)
+    assert decode["data"][0]["y"][i] == pytest.approx(inf.decode_tokens_per_s, rel=1e-6)
+    assert decode["data"][1]["y"][i] == pytest.approx(inf.aggregate_tokens_per_s, rel=1e-6)
+    assert metric(at, "Tokens/s per user") == f"{inf.decode_tokens_per_s:,.1f}"
+    kv = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("KV"))
+    free = kv["data"][1]["y"]
+    first = np.frombuffer(base64.b64decode(free["bdata"]), dtype=free["dtype"])[0] if isinstance(free, dict) else free[0]
+    assert first > 0
 
 
 def test_traffic_input_changes_monthly_cost():
