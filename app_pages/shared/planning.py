@@ -16,7 +16,15 @@ from core.plan import Plan
 from core.scenario import Scenario
 
 METHOD_WORDS = {"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA"}
-FORMAT_WORDS = {"bf16": "16-bit", "fp16": "16-bit", "fp8": "FP8", "awq-4bit": "4-bit AWQ", "gguf-q4_k_m": "GGUF Q4_K_M", "gguf-q8_0": "GGUF Q8_0"}
+FORMAT_WORDS = {
+    "bf16": "16-bit",
+    "fp16": "16-bit",
+    "fp8": "FP8",
+    "awq-4bit": "4-bit AWQ",
+    "gptq-4bit": "4-bit GPTQ",
+    "gguf-q4_k_m": "GGUF Q4_K_M",
+    "gguf-q8_0": "GGUF Q8_0",
+}
 
 
 def goal_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.prices import PriceRow, load_prices
 from core.layout import Layout
 from core.memory.estimate import Evaluator, fit_capacity
+from core.model.kernels import four_bit_format
 from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH
 from core.plan.goal import Goal
 from core.plan.result import Plan, rental_fields
@@ -29,7 +30,8 @@ TENSOR_PARALLEL = (1, 2, 4, 8)
 # Formats a serving engine loads: 16-bit, FP8 (W8A8 on Hopper and newer, weight-only elsewhere) and 4-bit AWQ;
 # llama.cpp serves GGUF files.
 FORMATS_BY_ENGINE = {"llama.cpp": ("fp16", "gguf-q8_0", "gguf-q4_k_m")}
-DEFAULT_FORMATS = ("bf16", "fp8", "awq-4bit")
+DEFAULT_FORMATS = ("bf16", "fp8", "awq-4bit", "gptq-4bit")  # one 4-bit format per part: core/model/kernels.py
+FOUR_BIT = ("awq-4bit", "gptq-4bit")
 
 
 def serving_scenario(goal: Goal, weights_format: str, tp: int, **update: Any) -> Scenario:
@@ -111,6 +113,8 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         for fmt, tp, sc, total in sized:
             if fmt == "fp8" and not acc.supports_fp8:
                 continue  # FP8 checkpoints need FP8 support (Ada, Hopper, Blackwell, MI300, Trainium)
+            if fmt in FOUR_BIT and fmt != four_bit_format(acc):
+                continue  # no kernels for it on this part (AWQ before Turing; neither on AMD, TPU, Neuron)
             fits = total <= fit_capacity(sc, float(acc.usable_memory_bytes))
             if not fits.any():
                 continue

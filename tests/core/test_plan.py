@@ -17,6 +17,7 @@ from core.estimate import estimate
 from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH
 from core.plan import Goal, plan
 from core.plan.frontier import MIN_SCALING_EFFICIENCY
+from core.plan.serve import plan_serving
 from core.plan.train import price_training_scenario
 from core.scenario import Scenario
 from core.speed.timing import training_flops_per_token
@@ -217,3 +218,17 @@ def test_bad_goals_exit_2_naming_the_field(goal, field):
     assert out.returncode == 2 and out.stdout == ""
     line = out.stderr.strip()
     assert "\n" not in line and line.startswith(f"error: {field}"), line
+
+
+def test_serving_plans_only_use_4_bit_kernels_the_part_has():
+    """vLLM has no AWQ kernels before Turing (SM 7.5) and no AWQ or GPTQ kernels on AMD GPUs or TPUs (its "Supported
+    Hardware" table): a 70B serving plan put "4-bit AWQ on 4 x V100". Volta parts serve the same bytes as GPTQ, the
+    others no 4-bit checkpoint; every other NVIDIA part keeps AWQ (core/model/kernels.py)."""
+    options, _, _ = plan_serving(Goal.model_validate({**SERVE_8B, "model": "llama-3.1-70b", "requests_per_day": 20000, "tokens_per_s_per_user": 30, "pricing": "spot"}))
+    four_bit = {(o.accelerator.id, o.weights_format) for o in options if o.weights_format in ("awq-4bit", "gptq-4bit")}
+    assert four_bit, "some 4-bit plans are found"
+    for acc_id, fmt in four_bit:
+        acc = get_accelerator(acc_id)
+        assert acc.vendor == "nvidia", (acc_id, fmt)
+        assert fmt == ("gptq-4bit" if acc_id in ("v100-16gb", "v100-32gb") else "awq-4bit"), (acc_id, fmt)
+    assert any(a.startswith("v100") for a, _ in four_bit), "Volta keeps a 4-bit plan, as GPTQ"
