@@ -497,7 +497,16 @@ def fields() -> dict[str, Field]:
         ),
         # --- page inputs (drawn by the cost and serving pages; in the URL too) -----------------------------------
         Field("sweep", "Sweep", "choice", "context", ("context", "batch"), widget="segmented", labels={"context": "Context length", "batch": "Batch size"}),
-        Field("price", "Price", "choice", "on-demand", ("on-demand", "spot"), widget="segmented", labels={"on-demand": "On-demand", "spot": "Spot / preemptible"}),
+        Field(
+            "price",
+            "Price",
+            "choice",
+            "on-demand",
+            ("on-demand", "spot"),
+            widget="segmented",
+            labels={"on-demand": "On-demand", "spot": "Spot"},  # "Spot / preemptible" was cut off in the Plan page's column
+            help="Spot (preemptible) instances cost less but the cloud can take them back; on-demand ones stay yours",
+        ),
         Field("rpd", "Requests per day", "int", 10_000, lo=1, hi=1_000_000_000, widget="number"),
         Field("tin", "Input tokens per request", "int", 1_000, lo=1, hi=2_000_000, widget="number"),
         Field("tout", "Output tokens per request", "int", 300, lo=1, hi=200_000, widget="number"),

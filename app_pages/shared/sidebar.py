@@ -47,7 +47,7 @@ def _hub_import() -> None:
     hub_url = os.environ.get("LLMGP_HUB_URL", HUB_BASE_URL)
     if hub_url == "off":
         return
-    cols = st.columns([3, 1], vertical_alignment="bottom")
+    cols = st.columns([2, 1], vertical_alignment="bottom")  # at [3, 1] the button read "F…" in the sidebar
     repo = cols[0].text_input("Hugging Face model id", key="hub_repo", max_chars=200, placeholder="Qwen/Qwen3-8B")
     if cols[1].button("Fetch", key="hub_fetch", disabled=not repo.strip()):
         try:

@@ -73,3 +73,25 @@ def test_bad_link_shows_a_warning(open_page):
     text = page.inner_text("body")
     assert "was ignored" in text
     assert page.query_selector('[data-testid="stException"]') is None
+
+
+CUT_OFF_BUTTONS = """() => [...document.querySelectorAll('button')].filter(b => b.offsetParent !== null && b.innerText.trim())
+  .filter(b => {
+    // a label shortened with an ellipsis inside the button
+    if ([...b.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1)) return true;
+    // or the button running past the box that scrolls or clips it (a button group wider than its column)
+    for (let n = b.parentElement; n; n = n.parentElement) {
+      const id = n.getAttribute('data-testid');
+      if (id === 'stMain' || id === 'stSidebarContent' || id === 'stSidebar') return false;
+      if (getComputedStyle(n).overflowX !== 'visible') return n.scrollWidth > n.clientWidth + 1;
+    }
+    return false;
+  }).map(b => b.innerText.trim())"""
+
+
+@pytest.mark.parametrize("path", ["/plan?model=llama-3.1-70b&mode=training&price=spot", "/memory?model=llama-3.1-8b&src=config"])
+def test_no_control_is_cut_off_on_a_laptop(open_page, path):
+    """At 1440 px the Plan page's price control read "Spot / preemptib" and the sidebar's Fetch button "F…" (a new
+    user's pass over the pages): every visible button of a button group and of the sidebar shows its whole label."""
+    page = open_page(path, width=1440, height=1200)
+    assert page.evaluate(CUT_OFF_BUTTONS) == []
