@@ -10,6 +10,7 @@ from app_pages.shared.plot import show
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, Units, frozen, layout
 from app_pages.shared.text import chart_text, md, plain
+from core.memory.engines import ENGINES
 from core.scenario import Scenario
 from core.speed.mixed import MAX_CARDS, MixedBox, mixed_box
 
@@ -58,6 +59,12 @@ def box_section(sc: Scenario, units: Units) -> None:
     st.caption(
         "llama.cpp's default split: each card holds a run of layers in proportion to its memory, and every token passes through "
         "the cards in turn over PCIe (no NVLink needed). Mix card types, e.g. a 3090 next to a 4090."
+        + (
+            ""
+            if sc.serving_engine == "llama.cpp"
+            else f" The sidebar's engine is {ENGINES[sc.serving_engine].label}, which splits a model over identical cards"
+            " (tensor or pipeline parallel, the layouts above); this section shows how llama.cpp would serve such a box."
+        )
     )
     cols = st.columns([1, 2, 1])
     n1 = page_widget("box1", cols[0])

@@ -33,3 +33,13 @@ def test_too_many_cards_or_an_unknown_card_in_a_link():
     at = open_link("inference", LINK | {"box2": "<b>evil</b>"})
     no_exception(at)
     assert any("box2" in w.value and "ignored" in w.value for w in at.warning)
+
+
+def test_with_another_engine_the_box_says_it_is_llama_cpps_split():
+    """The section is llama.cpp's layer split; with SGLang in the sidebar it said nothing of the engine (a new
+    user's pass over the pages): it says the sidebar's engine splits over identical cards and this is llama.cpp's."""
+    at = run_app("inference", LINK | {"engine": "sglang", "box2": "rtx-4090"})
+    no_exception(at)
+    assert any("The sidebar's engine is SGLang" in c.value and "how llama.cpp would serve" in c.value for c in at.caption)
+    at = run_app("inference", LINK | {"box2": "rtx-4090"})
+    assert not any("The sidebar's engine is" in c.value for c in at.caption)
