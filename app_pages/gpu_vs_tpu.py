@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.context import page_header, priced
+from app_pages.shared.planning import SPEED_TICKS, log_ticks
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_comparison, scenario_of
 from app_pages.shared.style import frozen, layout
@@ -111,9 +112,11 @@ def price_performance(key: str, price_key: str = "", _rows=None):
             hoverinfo="skip",
             cliponaxis=False,
         )
+    ys = [perf(r, training) for r in priced] or [1.0]
     fig.update_layout(
         xaxis={"type": "log", "dtick": 1, "tickprefix": "$", "title": "Cheapest on-demand price (USD per device-hour, log)"},
-        yaxis={"type": "log", "dtick": 1, "title": f"{metric_name} (log)"},
+        # within two decades, marks at 1, 2, 5 x 10^k (decades alone left one mark, "100", on a 30-700 axis)
+        yaxis={"type": "log", "title": f"{metric_name} (log)"} | (log_ticks(ys, SPEED_TICKS) or {"dtick": 1} if math.log10(max(ys) / min(ys)) < 2 else {"dtick": 1}),
     )
     title = f"Price vs throughput for {sc.architecture.name} ({'training' if training else 'serving'})"
     return frozen(layout(fig, title, height=520))

@@ -140,6 +140,15 @@ def test_gpu_vs_tpu_table_covers_every_accelerator():
     assert charts(at)
 
 
+def test_gpu_vs_tpu_throughput_axis_has_marks_to_read():
+    """70B QLoRA: the chips' training throughputs span less than two decades, and a decades-only log axis had one
+    mark ("100"); it has 1-2-5 marks within the data's range."""
+    at = run_app("gpu_vs_tpu", params={"model": "llama-3.1-70b", "mode": "training", "method": "qlora"})
+    no_exception(at)
+    y = charts(at)[0]["layout"]["yaxis"]
+    assert len(y["tickvals"]) >= 2 and set(y["ticktext"]) <= {"10", "20", "50", "100", "200", "500", "1,000", "2,000"}
+
+
 def test_compare_save_and_url_round_trip():
     at = run_app("compare")
     no_exception(at)
