@@ -67,7 +67,7 @@ STACKS: dict[str, TrainingStack] = {
             "peft.prepare_model_for_kbit_training (fp32 upcast of non-quantized parameters, gradient checkpointing on); "
             "measured on an H100, data/measurements/h100-2026-11-23.jsonl",
             (
-                "mixed precision keeps fp32 parameters and a bf16 autocast copy of each weight during forward and backward",
+                "with mixed precision (BF16 or FP16 mixed), fp32 parameters and a 16-bit autocast copy of each weight during forward and backward",
                 "the loss upcasts all logits to fp32: about 14 bytes per token and vocabulary entry at the loss step",
                 "each RMSNorm keeps an fp32 copy of its input",
                 "LoRA adapters are fp32 and run on an fp32 copy of each adapted input (PEFT)",
@@ -148,7 +148,7 @@ STACKS: dict[str, TrainingStack] = {
             True,
             "Rajbhandari et al. 2019, ZeRO (arXiv 1910.02054), Sec. 3.1; DeepSpeed contiguous gradient buffers; transformers causal-LM loss",
             (
-                "mixed precision keeps bf16 parameters and gradients and an fp32 master copy in the optimizer (ZeRO Sec. 3.1)",
+                "with mixed precision, 16-bit parameters and gradients and an fp32 master copy in the optimizer (ZeRO Sec. 3.1)",
                 "gradient buffers are allocated for the whole step",
                 "the Hugging Face model's loss upcasts all logits to fp32",
             ),
@@ -167,7 +167,7 @@ STACKS: dict[str, TrainingStack] = {
             True,
             "Shoeybi et al. 2019 (Megatron-LM); Korthikanti et al. 2022 (arXiv 2205.05198); Megatron fused vocab-parallel cross-entropy and fused layer norm",
             (
-                "mixed precision keeps bf16 parameters and an fp32 master copy in the optimizer",
+                "with mixed precision, 16-bit parameters and an fp32 master copy in the optimizer",
                 "fused vocabulary-parallel cross-entropy: bf16 logits and one fp32 copy",
                 "fused layer norms keep no fp32 copies",
             ),
