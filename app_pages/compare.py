@@ -4,7 +4,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages.shared.charts import fit_capacity, layout_text
+from app_pages.shared.charts import layout_text
 from app_pages.shared.context import page_header, priced
 from app_pages.shared.fields import fields
 from app_pages.shared.plot import show
@@ -53,7 +53,7 @@ for comp in COMPONENTS:
         )
 fig.add_scatter(
     x=names,
-    y=[units.value(fit_capacity(r)) for _, _, r in results],
+    y=[units.value(r.fit_capacity_bytes) for _, _, r in results],
     mode="markers",
     name="Device capacity",
     marker={"symbol": "line-ew-open", "size": 40, "color": "#8C8C8C", "line": {"width": 3}},

@@ -113,10 +113,11 @@ def price_performance(key: str, price_key: str = "", _rows=None):
             cliponaxis=False,
         )
     ys = [perf(r, training) for r in priced] or [1.0]
+    # within two decades, marks at 1, 2, 5 x 10^k (decades alone left one mark, "100", on a 30-700 axis)
+    marks = log_ticks(ys, SPEED_TICKS) if math.log10(max(ys) / min(ys)) < 2 else {}
     fig.update_layout(
         xaxis={"type": "log", "dtick": 1, "tickprefix": "$", "title": "Cheapest on-demand price (USD per device-hour, log)"},
-        # within two decades, marks at 1, 2, 5 x 10^k (decades alone left one mark, "100", on a 30-700 axis)
-        yaxis={"type": "log", "title": f"{metric_name} (log)"} | (log_ticks(ys, SPEED_TICKS) or {"dtick": 1} if math.log10(max(ys) / min(ys)) < 2 else {"dtick": 1}),
+        yaxis={"type": "log", "title": f"{metric_name} (log)", **(marks or {"dtick": 1})},
     )
     title = f"Price vs throughput for {sc.architecture.name} ({'training' if training else 'serving'})"
     return frozen(layout(fig, title, height=520))

@@ -7,7 +7,6 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from app_pages.shared.box import box_section
-from app_pages.shared.charts import fit_capacity
 from app_pages.shared.context import as_mode, page_header, priced
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, cached_serving, scenario_of
@@ -104,7 +103,7 @@ def kv_figure(key: str, unit: str):
     ctx = np.unique(np.geomspace(256, top_ctx, 60).astype(int))
     grid = sweep(sc, sc.batch_size, ctx)
     # What one device has left for KV after everything else (0 when nothing is left).
-    free = np.maximum(fit_capacity(result) - (grid["total"] - grid["kv_cache"]), 0.0)
+    free = np.maximum(result.fit_capacity_bytes - (grid["total"] - grid["kv_cache"]), 0.0)
     kf = go.Figure()
     kf.add_scatter(
         x=ctx, y=units.value(grid["kv_cache"]), name=f"KV cache for {sc.batch_size} sequence(s)", mode="lines", line={"color": COMPONENT_COLORS["kv_cache"], "width": 3}

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.charts import breakdown_bar, capacity_text, fit_capacity, fits_on_figure, layout_text, sweep_figure
+from app_pages.shared.charts import breakdown_bar, capacity_text, fits_on_figure, layout_text, sweep_figure
 from app_pages.shared.context import page_header
 from app_pages.shared.plot import show
 from app_pages.shared.report import report_downloads
@@ -28,7 +28,7 @@ cols[1].metric(
     f"Fits {own}?",
     "Yes" if result.fits else "No",
     help=capacity_text(result, acc.name, units),
-    delta=f"{units(fit_capacity(result) - m.total)} headroom" if result.fits else f"{units(m.total - fit_capacity(result))} short",
+    delta=f"{units(result.fit_capacity_bytes - m.total)} headroom" if result.fits else f"{units(m.total - result.fit_capacity_bytes)} short",
     delta_color="normal" if result.fits else "inverse",
 )
 cols[2].metric("Fewest devices that fit", layout_text(result.layout_needed).split(" (")[0], help="Smallest layout that fits: " + layout_text(result.layout_needed))

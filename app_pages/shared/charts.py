@@ -13,16 +13,11 @@ from core.memory.sweep import COMPONENTS, sweep
 from core.scenario import Scenario
 
 
-def fit_capacity(result: MemoryResult) -> int:
-    """What the scenario must fit in on one device: its usable memory, or the share a serving engine reserves of it
-    (vLLM's gpu_memory_utilization). The verdict, the advice and the largest batch and context are decided on it, so
-    every capacity shown beside them is this one."""
-    return result.fit_capacity_bytes or result.device_memory_bytes
-
-
 def capacity_phrase(result: MemoryResult, units: Units) -> str:
-    """'21.6 GiB, the engine's share of 24.0 GiB' or '24.0 GiB usable'."""
-    cap = fit_capacity(result)
+    """'21.6 GiB, the engine's share of 24.0 GiB' or '24.0 GiB usable': the capacity the verdict, the advice and the
+    largest batch and context are decided on (result.fit_capacity_bytes: usable memory, or the share a serving
+    engine reserves of it), so every capacity shown beside them is this one."""
+    cap = result.fit_capacity_bytes
     if cap != result.device_memory_bytes:
         return f"{units(cap)}, the engine's share of {units(result.device_memory_bytes)}"
     return f"{units(cap)} usable"
@@ -47,11 +42,11 @@ def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
             marker_color=COMPONENT_COLORS[comp],
             hovertemplate=f"{COMPONENT_LABELS[comp]}: %{{x:,.2f}} {units.name}<extra></extra>",
         )
-    cap = units.value(fit_capacity(result))
-    capacity_line(fig, cap, capacity_text(result, device_name, units), units.value(m.total), f"{units(fit_capacity(result))} usable")
+    cap = units.value(result.fit_capacity_bytes)
+    capacity_line(fig, cap, capacity_text(result, device_name, units), units.value(m.total), f"{units(result.fit_capacity_bytes)} usable")
     fig.update_layout(barmode="stack", xaxis_title=f"Memory per device ({units.name})", yaxis={"visible": False})
     verdict = "fits" if result.fits else "does NOT fit"
-    title = f"Memory per device: {units(m.total)} of {units(fit_capacity(result))} — {verdict}"
+    title = f"Memory per device: {units(m.total)} of {units(result.fit_capacity_bytes)} — {verdict}"
     fig = layout(fig, title, height=290)
     fig.update_layout(legend={"y": -0.6})
     return fig
@@ -170,8 +165,8 @@ def sweep_figure(sc: Scenario, result: Result, units: Units, axis: str) -> go.Fi
     if axis == "batch":
         x = np.unique(np.geomspace(1, 1024, 60).astype(int))
         grid = sweep(sc, x, sc.seq_len)
-        return sweep_chart(x, grid, fit_capacity(result), units, "Batch size (sequences per device)", sc.batch_size, result.max_batch_size or None)
+        return sweep_chart(x, grid, result.fit_capacity_bytes, units, "Batch size (sequences per device)", sc.batch_size, result.max_batch_size or None)
     top = max(sc.architecture.max_context, sc.seq_len)
     x = np.unique(np.geomspace(128, top, 80).astype(int))
     grid = sweep(sc, sc.batch_size, x)
-    return sweep_chart(x, grid, fit_capacity(result), units, "Context / sequence length (tokens)", sc.seq_len, result.max_seq_len or None)
+    return sweep_chart(x, grid, result.fit_capacity_bytes, units, "Context / sequence length (tokens)", sc.seq_len, result.max_seq_len or None)

@@ -7,7 +7,6 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from app_pages.shared.charts import fit_capacity
 from app_pages.shared.style import COMPONENT_COLORS, COMPONENT_LABELS, Units, capacity_line, layout
 from app_pages.shared.text import chart_text
 from core.memory.estimate import estimate_memory
@@ -223,7 +222,7 @@ def strategies_figure(sc: Scenario, units: Units, device_name: str) -> go.Figure
             marker_color=COMPONENT_COLORS[comp],
             hovertemplate=f"%{{y}}<br>{COMPONENT_LABELS[comp]}: %{{x:,.1f}} {units.name}<extra></extra>",
         )
-    cap = units.value(fit_capacity(rows[0][1]))
+    cap = units.value(rows[0][1].fit_capacity_bytes)
     longest = max(units.value(r.memory_per_device_bytes.total) for _, r in rows)
     capacity_line(fig, cap, chart_text(f"{device_name}: {cap:,.1f} {units.name}"), longest, f"{cap:,.1f} {units.name} usable")
     fig.update_layout(barmode="stack", xaxis_title=f"Memory per device ({units.name})", yaxis={"title": None, "autorange": "reversed"})

@@ -214,7 +214,7 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
         rows = [
             (
                 "weights",
-                f"Psi x {w} B / (TP x PP){' / N_d' if z >= 3 else ''}" + (" + bf16 autocast copies (2 B per parameter)" if copies_b else ""),
+                f"Psi x {w} B / (TP x PP){' / N_d' if z >= 3 else ''}" + (f" + bf16 autocast copies ({copies_b:g} B per parameter)" if copies_b else ""),
                 f"{_n(n)} x {w} B ({layout_txt})" + _copies_text(n, copies_b, at_forward),
                 m.weights,
             ),
