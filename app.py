@@ -9,11 +9,13 @@ import streamlit as st
 from app_pages.shared import guard
 from app_pages.shared.context import PageContext, set_context
 from app_pages.shared.prices import price_inputs, price_list
-from app_pages.shared.scenario_io import build_scenario, load_scenario_json, scenario_file, scenario_values
+from app_pages.shared.rerun import BODY, run_page
+from app_pages.shared.scenario_io import build_scenario, load_scenario_json, remember_scenario, scenario_download, scenario_values
 from app_pages.shared.sidebar import render_sidebar
 from app_pages.shared.state import (
     CFG_TEXT,
     apply_requested_values,
+    current_values,
     keep_across_pages,
     load_link_once,
     request_values,
@@ -36,8 +38,30 @@ PAGES = {
     "method": st.Page("app_pages/method.py", title="Method", icon=":material/menu_book:", url_path="method"),
 }
 page = st.navigation(list(PAGES.values()))
-cpu_at_start = guard.before_run()
-try:
+
+
+@st.fragment(key=BODY)
+def body() -> None:
+    """The page itself, built from the inputs' current values so that it can rerun on its own: a sidebar input that
+    leaves the sidebar as it is reruns only this (app_pages/shared/rerun.py), and so does every input the page
+    draws; the sidebar's ~30 elements are then neither rebuilt nor sent again (bench/latency.py, README). The URL is
+    written at its start and end (the page's own inputs)."""
+    with guard.turn():  # a fragment-only run skips the app's top level, and its guard
+        keep_across_pages()
+        values = current_values()
+        scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))
+        remember_scenario(scenario, problem)
+        note = write_url()
+        messages = [*st.session_state.get("_link_messages", []), *([problem] if problem else [])]
+        set_context(PageContext(scenario, values, tuple(messages), (note,) if note else (), price_list(values)))
+        guard.yield_turn()
+        try:
+            run_page(page)
+        finally:
+            write_url()
+
+
+with guard.turn():
     keep_across_pages()
     if link_messages := load_link_once():
         st.session_state["_link_messages"] = link_messages
@@ -49,20 +73,19 @@ try:
                 request_values(scenario_values(preset.scenario))
                 st.switch_page(PAGES[preset.page])
 
-    values = render_sidebar()
-    scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))
+    with st.sidebar:
+        render_sidebar()
     price_inputs()
 
     with st.sidebar.expander("Save or load this scenario", icon=":material/save:"):
-        if scenario is not None:
-            st.download_button(
-                "Download scenario (JSON)",
-                data=lambda: scenario_file(scenario),
-                file_name="scenario.json",
-                mime="application/json",
-                icon=":material/download:",
-                width="stretch",
-            )
+        st.download_button(
+            "Download scenario (JSON)",
+            data=scenario_download(),  # built when clicked: the page may have rerun alone since
+            file_name="scenario.json",
+            mime="application/json",
+            icon=":material/download:",
+            width="stretch",
+        )
         upload = st.file_uploader("Load a scenario (JSON)", type=["json"], key="scenario_upload", max_upload_size=1)
         if upload is not None and st.session_state.get("scenario_upload_id") != upload.file_id:
             st.session_state["scenario_upload_id"] = upload.file_id
@@ -75,13 +98,4 @@ try:
         if err := st.session_state.pop("upload_error", None):
             st.error(plain(err))
 
-    note = write_url()
-    messages = [*st.session_state.get("_link_messages", []), *([problem] if problem else [])]
-    set_context(PageContext(scenario, values, tuple(messages), (note,) if note else (), price_list(values)))
-    guard.yield_turn()
-    page.run()
-finally:
-    try:
-        write_url()  # the page's own inputs (traffic, prices...) too
-    finally:
-        guard.after_run(cpu_at_start)
+    body()

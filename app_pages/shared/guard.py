@@ -57,6 +57,8 @@ import itertools
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import streamlit as st
@@ -341,3 +343,22 @@ def after_run(started_cpu: float) -> None:
     if sid is None or not FAIR_SHARE:
         return
     _charge(sid, max(0.0, time.thread_time() - started_cpu), time.monotonic())
+
+
+@contextmanager
+def turn() -> Iterator[None]:
+    """before_run() ... after_run() around a run. Re-entrant in a thread: the app wraps its whole run and the page's
+    fragment wraps itself (app.py), so a full run is charged once and a fragment-only run, which skips the app's
+    top level, is charged too."""
+    if getattr(_local, "in_turn", False):
+        yield
+        return
+    _local.in_turn = True
+    try:
+        started = before_run()
+        try:
+            yield
+        finally:
+            after_run(started)
+    finally:
+        _local.in_turn = False

@@ -5,6 +5,7 @@ workshop preset, a plan), and scenario files in and out."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -108,6 +109,27 @@ def unshowable(values: Values) -> list[str]:
 
 def scenario_file(sc: Scenario) -> str:
     return json.dumps({"scenario": sc.model_dump(mode="json", exclude_defaults=True)}, indent=2)
+
+
+LATEST = "_latest_scenario"  # {"scenario": Scenario | None, "problem": str | None}, kept up to date by the page
+
+
+def remember_scenario(sc: Scenario | None, problem: str | None) -> None:
+    """Note the scenario the page was drawn for, for the sidebar's download (scenario_download)."""
+    st.session_state.setdefault(LATEST, {}).update(scenario=sc, problem=problem)
+
+
+def scenario_download() -> Callable[[], str]:
+    """The sidebar's download, built when clicked from the scenario the page last drew: the page may have rerun on
+    its own since the sidebar was drawn. Streamlit runs the callable outside the session's script thread, where
+    st.session_state cannot be read, so it keeps the session's own holder (a dict the page updates in place)."""
+    holder = st.session_state.setdefault(LATEST, {})
+
+    def build() -> str:
+        sc = holder.get("scenario")
+        return scenario_file(sc) if sc is not None else json.dumps({"error": holder.get("problem") or "no scenario yet"}, indent=2)
+
+    return build
 
 
 def load_scenario_json(data: bytes) -> tuple[Values | None, str | None]:

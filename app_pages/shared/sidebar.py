@@ -10,7 +10,9 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from app_pages.shared.fields import Field, Values, fields
+from app_pages.shared import guard
+from app_pages.shared.fields import Field, fields
+from app_pages.shared.rerun import INPUTS, after_sidebar_change, rerun_all, sidebar_shape
 from app_pages.shared.state import CFG_TEXT, MAX_CONFIG_CHARS, current_values
 from app_pages.shared.text import plain
 from core.cli import describe_validation_error
@@ -19,10 +21,13 @@ from core.model.hub import HUB_BASE_URL, HubError, fetch_hub_model
 SECTIONS = (("model", "Model"), ("workload", "Workload"), ("parallel", None), ("run", None), ("display", "Display"))
 
 
-def widget(f: Field, container: Any = st) -> Any:
-    """The widget for a field, keyed by its URL key; its value lives in st.session_state[f.key]."""
+def widget(f: Field, container: Any = st, shape: tuple | None = None) -> Any:
+    """The widget for a field, keyed by its URL key; its value lives in st.session_state[f.key]. A sidebar input
+    gets the sidebar's `shape` (rerun.py): a change that keeps it reruns only the page."""
     st.session_state.setdefault(f.key, f.default)
     common: dict[str, Any] = {"key": f.key, "help": f.help or None}
+    if shape is not None:
+        common.update(on_change=after_sidebar_change, args=(shape,))
     if f.widget == "toggle":
         return container.toggle(f.label, **common)
     if f.widget == "number":
@@ -58,13 +63,14 @@ def _hub_import() -> None:
             st.session_state[CFG_TEXT] = got.config_text
             count = f"; the checkpoint holds {got.params:,} parameters" + (f" ({got.dtype})" if got.dtype else "") if got.params else ""
             st.session_state["hub_note"] = ("info", f"config.json of {got.repo_id} from huggingface.co{count}.")
+        st.rerun()  # the sidebar's inputs reran alone (rerun.py): the whole app takes the new config
     if note := st.session_state.get("hub_note"):
         (st.warning if note[0] == "warning" else st.caption)(plain(note[1]))
 
 
 def _config_input() -> None:
     _hub_import()
-    upload = st.file_uploader("Upload config.json", type=["json"], key="cfg_upload", max_upload_size=1)
+    upload = st.file_uploader("Upload config.json", type=["json"], key="cfg_upload", max_upload_size=1, on_change=rerun_all)
     if upload is not None and st.session_state.get("cfg_upload_id") != upload.file_id:
         st.session_state["cfg_upload_id"] = upload.file_id
         data = upload.getvalue()
@@ -76,36 +82,49 @@ def _config_input() -> None:
             except UnicodeDecodeError:
                 st.error("That file is not UTF-8 text. Nothing was changed.")
     st.session_state.setdefault(CFG_TEXT, "")
-    st.text_area("...or paste config.json", key=CFG_TEXT, height=160, max_chars=MAX_CONFIG_CHARS, placeholder='{"model_type": "llama", "hidden_size": 4096, ...}')
+    st.text_area(
+        "...or paste config.json",
+        key=CFG_TEXT,
+        height=160,
+        max_chars=MAX_CONFIG_CHARS,
+        placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
+        on_change=rerun_all,
+    )
 
 
-def render_sidebar() -> Values:
-    """Draw every sidebar input that applies; return all input values (hidden ones keep theirs). Widget changes are
-    in st.session_state before the run starts, so the values read once up front decide what shows."""
+@st.fragment(key=INPUTS)
+def render_sidebar() -> None:
+    """Draw every sidebar input that applies (hidden ones keep their values), where it is called (app.py: in the
+    sidebar). Widget changes are in st.session_state before the run starts, so the values read once up front decide
+    what shows. A fragment (rerun.py): each input's change reruns the page alone or the whole app."""
+    with guard.turn():  # alone, this run skips the app's top level and its guard
+        _inputs()
+
+
+def _inputs() -> None:
     table = fields()
     values = current_values()
-    with st.sidebar:
-        st.subheader("Model")
-        for f in table.values():
-            if f.section == "model" and f.applies(values):
-                widget(f)
-        if values["src"] == "config":
-            _config_input()
-        for section, title in SECTIONS[1:]:
-            rows = [f for f in table.values() if f.section == section and f.applies(values)]
-            if not rows:
-                continue
-            if section == "parallel":
-                container = st.expander("Sharding and parallelism" if values["mode"] == "training" else "Parallelism")
-            elif section == "run":
-                container = st.expander("Training run (time and cost)")
-            else:
-                st.subheader(title or section)
-                container = st.container()
-            with container:
-                for f in rows:
-                    widget(f)
-    return current_values()
+    shape = sidebar_shape(values)
+    st.subheader("Model")
+    for f in table.values():
+        if f.section == "model" and f.applies(values):
+            widget(f, shape=shape)
+    if values["src"] == "config":
+        _config_input()
+    for section, title in SECTIONS[1:]:
+        rows = [f for f in table.values() if f.section == section and f.applies(values)]
+        if not rows:
+            continue
+        if section == "parallel":
+            container = st.expander("Sharding and parallelism" if values["mode"] == "training" else "Parallelism")
+        elif section == "run":
+            container = st.expander("Training run (time and cost)")
+        else:
+            st.subheader(title or section)
+            container = st.container()
+        with container:
+            for f in rows:
+                widget(f, shape=shape)
 
 
 def traffic_inputs(last_key: str):

@@ -19,6 +19,7 @@ import zlib
 from typing import Any
 
 import streamlit as st
+from streamlit.errors import StreamlitWidgetAlreadyInstantiatedError
 
 from app_pages.shared.fields import Values, fields, url_problems
 
@@ -67,10 +68,16 @@ def decode_blob(token: str, limit: int) -> str:
 
 def keep_across_pages() -> None:
     """Streamlit forgets a widget's value when a page that does not draw it runs; writing each value back as the
-    app's own state keeps it (Streamlit docs, "Widget behavior": interrupt the widget clean-up process)."""
+    app's own state keeps it (Streamlit docs, "Widget behavior": interrupt the widget clean-up process). Called at
+    the top of every run and again where the page starts (app.py's fragment): a value typed in a fragment-only run
+    lives only as widget state until then, and a page switch would drop it. A widget already drawn in this run
+    (the sidebar's, when the page starts in a full run) keeps its value itself and may not be written."""
     for key in (*fields(), *PERSISTENT):
         if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
+            try:
+                st.session_state[key] = st.session_state[key]
+            except StreamlitWidgetAlreadyInstantiatedError:
+                pass
 
 
 OPENED_WITH_PARAMS = "_opened_with_params"

@@ -458,6 +458,8 @@ def test_bad_config_text_gets_a_message_and_is_kept(text):
     assert at.text_area(key="cfg_text").value == text
     at.select_slider(key="seq").set_value(8192).run()  # an unrelated change keeps the text too
     no_exception(at)
+    assert at.session_state["cfg_text"] == text  # that change reran the page alone (app_pages/shared/rerun.py)
+    at.run()  # and the next full run draws the sidebar with it
     assert at.text_area(key="cfg_text").value == text
 
 

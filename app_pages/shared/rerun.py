@@ -1,0 +1,59 @@
+"""What reruns when an input changes. The page is a keyed fragment (app.py's `body`); a sidebar input whose change
+leaves the sidebar as drawn (the same inputs shown, the same slider stops, the same sections) reruns only that
+fragment, so the sidebar is neither rebuilt on the server nor sent and redrawn in the browser. Any other change
+(the workload switch, the model source, an input that shows or hides others) reruns the whole app.
+
+The sidebar's inputs are a fragment too (sidebar.render_sidebar), and each of its widgets says what its change
+reruns (after_sidebar_change, rerun_all); a widget there without a callback reruns only the inputs (typing a Hub
+id). Streamlit starts a run that a widget outside every fragment asked for as a full run, dropping the session's
+download files, before a callback can narrow it to a fragment: the sidebar's downloads (the scenario, the price
+template) then failed after one move. A widget inside a fragment asks for a fragment run from the start."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from app_pages.shared.fields import Values, fields
+
+BODY = "body"  # the page fragment's key
+INPUTS = "inputs"  # the sidebar inputs' fragment key
+SIDEBAR_SECTIONS = ("model", "workload", "parallel", "run", "display")
+
+
+def sidebar_shape(values: Values) -> tuple:
+    """Everything about the sidebar that the inputs' values decide: which inputs show, each slider's stops, the
+    workload (it names the parallelism section) and the model source (the config.json box)."""
+    shown = tuple(
+        (f.key, tuple(f.stops(values[f.key])) if f.widget == "slider" else None) for f in fields().values() if f.section in SIDEBAR_SECTIONS and f.applies(values)
+    )
+    return (*shown, values["src"], values["mode"])
+
+
+def after_sidebar_change(shape: tuple) -> None:
+    """A sidebar input's on_change: rerun only the page when the sidebar keeps its shape (Streamlit: a widget
+    callback may rerun a keyed fragment with st.rerun(key)); otherwise the whole app."""
+    from app_pages.shared.state import current_values
+
+    if sidebar_shape(current_values()) == shape:
+        try:
+            st.rerun(BODY)
+        except StreamlitAPIException:  # the page fragment did not draw last time (a run stopped early)
+            pass
+    st.rerun()
+
+
+def rerun_all() -> None:
+    """An on_change for a sidebar widget whose change the whole app takes (the config.json box and upload)."""
+    st.rerun()
+
+
+def run_page(page: Any) -> None:
+    """Run the page st.navigation chose. Streamlit lets a page run once per run of the app and marks it spent; a
+    fragment-only run is a run of its own that reaches the page again through the fragment's closure, so the mark
+    is cleared first (an internal of streamlit.navigation.page.StreamlitPage, pinned in requirements.txt;
+    tests/browser/test_fragment.py)."""
+    page._can_be_called = True
+    page.run()
