@@ -23,12 +23,16 @@ class InputError(Exception):
     pass
 
 
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def describe_validation_error(exc: ValidationError, prefix: str = "", what: str = "scenario") -> str:
     """One line: the field and the problem of the first error."""
     err = exc.errors()[0]
     loc = [str(p) for p in err["loc"] if str(p) not in MODEL_SPEC_TAGS]
-    field = ".".join(loc) or what
-    msg = err["msg"].removeprefix("Value error, ")
+    field = _shorten(".".join(loc), 100) or what
+    msg = _shorten(err["msg"].removeprefix("Value error, "), 300)  # a message may quote a hostile file's value
     count = len(exc.errors())
     more = f" (and {count - 1} more problem{'s' * (count > 2)})" if count > 1 else ""
     return f"{prefix}{field}: {msg}{more}"

@@ -32,11 +32,23 @@ def sidebar_shape(values: Values) -> tuple:
     return (*shown, values["src"], values["mode"])
 
 
+def _fragment_run() -> bool:
+    """Whether the run now starting is a fragment's alone. A sidebar change can share a run with a request for the
+    whole app (a page switch or a preset clicked while a run was in progress): that run must stay whole."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
+
+
 def after_sidebar_change(shape: tuple) -> None:
     """A sidebar input's on_change: rerun only the page when the sidebar keeps its shape (Streamlit: a widget
-    callback may rerun a keyed fragment with st.rerun(key)); otherwise the whole app."""
+    callback may rerun a keyed fragment with st.rerun(key)); otherwise the whole app. Inside a run that is already
+    whole, nothing to narrow."""
     from app_pages.shared.state import current_values
 
+    if not _fragment_run():
+        return
     if sidebar_shape(current_values()) == shape:
         try:
             st.rerun(BODY)
@@ -53,7 +65,12 @@ def rerun_all() -> None:
 def run_page(page: Any) -> None:
     """Run the page st.navigation chose. Streamlit lets a page run once per run of the app and marks it spent; a
     fragment-only run is a run of its own that reaches the page again through the fragment's closure, so the mark
-    is cleared first (an internal of streamlit.navigation.page.StreamlitPage, pinned in requirements.txt;
-    tests/browser/test_fragment.py)."""
+    is cleared first. `_can_be_called` and `_script_hash` are internals of streamlit.navigation.page.StreamlitPage
+    (Streamlit pinned to 1.67 in requirements.txt and pyproject.toml; tests/app/test_rerun_scope.py)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is not None and ctx.page_script_hash != page._script_hash:  # a page switch since: run it whole
+        st.rerun()
     page._can_be_called = True
     page.run()

@@ -1,9 +1,16 @@
 """What reruns when an input changes (app_pages/shared/rerun.py): a sidebar input that leaves the sidebar as drawn
 reruns only the page fragment, which AppTest shows as a run that sent no sidebar element; one that changes the
 sidebar (the workload switch, a slider value off its stops) reruns everything. Either way every value is kept and
-the fragment-only run is charged by the fair-share guard."""
+the fragment-only run is charged by the fair-share guard.
+
+A browser asks for a run of the sidebar inputs' fragment when one of them changes; AppTest asks for a whole run.
+`page_alone` stands in for the browser's request (the callback sees a fragment run); tests/browser/test_fragment.py
+checks the real one."""
 
 from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
 
 from app_pages.shared import guard
 from app_pages.shared.fields import fields
@@ -12,7 +19,14 @@ from app_pages.shared.rerun import sidebar_shape
 from .conftest import metric, no_exception, run_app
 
 
-def test_a_slider_move_reruns_the_page_alone_and_updates_it():
+@pytest.fixture
+def page_alone(monkeypatch):
+    from app_pages.shared import rerun
+
+    monkeypatch.setattr(rerun, "_fragment_run", lambda: True)
+
+
+def test_a_slider_move_reruns_the_page_alone_and_updates_it(page_alone):
     at = run_app("memory", {"model": "llama-3.1-8b"})
     assert len(at.sidebar.select_slider) == 2
     before = metric(at, "Memory per device")
@@ -23,7 +37,7 @@ def test_a_slider_move_reruns_the_page_alone_and_updates_it():
     assert at.query_params["seq"] == "32768"
 
 
-def test_a_change_that_reshapes_the_sidebar_reruns_everything():
+def test_a_change_that_reshapes_the_sidebar_reruns_everything(page_alone):
     at = run_app("memory", {"model": "llama-3.1-8b"})
     at.segmented_control(key="mode").set_value("training").run()
     no_exception(at)
@@ -31,7 +45,7 @@ def test_a_change_that_reshapes_the_sidebar_reruns_everything():
     assert {"method", "opt", "stack"} <= shown, "training inputs appear at once"
 
 
-def test_values_typed_in_page_alone_runs_survive_a_full_run():
+def test_values_typed_in_page_alone_runs_survive_a_full_run(page_alone):
     at = run_app("memory", {"model": "llama-3.1-8b"})
     at.select_slider(key="seq").set_value(16384).run()
     at.run()  # AppTest keeps only what a run sent: a plain run (a full one) draws the sidebar again
@@ -51,7 +65,7 @@ def test_shape_covers_what_the_sidebar_shows():
     assert sidebar_shape(dict(values, seq=5000)) != sidebar_shape(values), "a value between stops adds a stop"
 
 
-def test_a_page_alone_run_is_charged_by_the_guard(monkeypatch):
+def test_a_page_alone_run_is_charged_by_the_guard(page_alone, monkeypatch):
     at = run_app("memory", {"model": "llama-3.1-8b"})
     calls = []
     original = guard.before_run
@@ -62,3 +76,27 @@ def test_a_page_alone_run_is_charged_by_the_guard(monkeypatch):
     assert calls == [1, 1]
     at.segmented_control(key="mode").set_value("training").run()
     assert calls == [1, 1, 1]
+
+
+def test_the_page_internals_rerun_py_relies_on_exist():
+    def app():
+        import streamlit as st
+
+        page = st.navigation([st.Page(lambda: None, title="A", url_path="a")])
+        st.write(f"{page._can_be_called} {type(page._script_hash).__name__}")
+
+    at = AppTest.from_function(app).run()
+    assert at.markdown[0].value == "True str"
+
+
+def test_a_sidebar_change_inside_a_whole_run_keeps_it_whole(monkeypatch):
+    """A move that shares its run with a page switch (clicked while a run was in progress) must not narrow that run
+    to the old page's fragment: the callback leaves a whole run alone."""
+    from app_pages.shared import rerun
+
+    monkeypatch.setattr(rerun, "_fragment_run", lambda: False)
+    at = run_app("memory", {"model": "llama-3.1-8b"})
+    at.select_slider(key="seq").set_value(32768).run()
+    no_exception(at)
+    assert len(at.sidebar.select_slider) == 2, "a whole run: the sidebar was drawn"
+    assert at.query_params["seq"] == "32768"
