@@ -6,8 +6,9 @@ fragment, so the sidebar is neither rebuilt on the server nor sent and redrawn i
 The sidebar's inputs are a fragment too (sidebar.render_sidebar), and each of its widgets says what its change
 reruns (after_sidebar_change, rerun_all); a widget there without a callback reruns only the inputs (typing a Hub
 id). Streamlit starts a run that a widget outside every fragment asked for as a full run, dropping the session's
-download files, before a callback can narrow it to a fragment: the sidebar's downloads (the scenario, the price
-template) then failed after one move. A widget inside a fragment asks for a fragment run from the start."""
+download files, before a callback can narrow it to a fragment: with callbacks alone, the sidebar's scenario download
+failed after one move ("Deferred file ... not found"; tests/browser/test_fragment.py). A widget inside a fragment
+asks for a fragment run from the start."""
 
 from __future__ import annotations
 
