@@ -9,7 +9,7 @@ import streamlit as st
 from app_pages.shared import guard
 from app_pages.shared.context import PageContext, set_context
 from app_pages.shared.prices import price_inputs, price_list
-from app_pages.shared.rerun import BODY, run_page
+from app_pages.shared.rerun import BODY, fragment_run, run_page
 from app_pages.shared.scenario_io import build_scenario, load_scenario_json, remember_scenario, scenario_download, scenario_values
 from app_pages.shared.sidebar import render_sidebar
 from app_pages.shared.state import (
@@ -47,7 +47,8 @@ def body() -> None:
     draws; the sidebar's ~30 elements are then neither rebuilt nor sent again (bench/latency.py, README). The URL is
     written at its start and end (the page's own inputs)."""
     with guard.turn():  # a fragment-only run skips the app's top level, and its guard
-        keep_across_pages()
+        if fragment_run():  # a whole run kept every value at its top
+            keep_across_pages()
         values = current_values()
         scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))
         remember_scenario(scenario, problem)

@@ -18,22 +18,20 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from app_pages.shared.fields import Values, fields
+from app_pages.shared.state import current_values
 
 BODY = "body"  # the page fragment's key
 INPUTS = "inputs"  # the sidebar inputs' fragment key
-SIDEBAR_SECTIONS = ("model", "workload", "parallel", "run", "display")
 
 
 def sidebar_shape(values: Values) -> tuple:
     """Everything about the sidebar that the inputs' values decide: which inputs show, each slider's stops, the
     workload (it names the parallelism section) and the model source (the config.json box)."""
-    shown = tuple(
-        (f.key, tuple(f.stops(values[f.key])) if f.widget == "slider" else None) for f in fields().values() if f.section in SIDEBAR_SECTIONS and f.applies(values)
-    )
+    shown = tuple((f.key, tuple(f.stops(values[f.key])) if f.widget == "slider" else None) for f in fields().values() if f.section != "page" and f.applies(values))
     return (*shown, values["src"], values["mode"])
 
 
-def _fragment_run() -> bool:
+def fragment_run() -> bool:
     """Whether the run now starting is a fragment's alone. A sidebar change can share a run with a request for the
     whole app (a page switch or a preset clicked while a run was in progress): that run must stay whole."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -46,9 +44,7 @@ def after_sidebar_change(shape: tuple) -> None:
     """A sidebar input's on_change: rerun only the page when the sidebar keeps its shape (Streamlit: a widget
     callback may rerun a keyed fragment with st.rerun(key)); otherwise the whole app. Inside a run that is already
     whole, nothing to narrow."""
-    from app_pages.shared.state import current_values
-
-    if not _fragment_run():
+    if not fragment_run():
         return
     if sidebar_shape(current_values()) == shape:
         try:

@@ -69,9 +69,10 @@ def decode_blob(token: str, limit: int) -> str:
 def keep_across_pages() -> None:
     """Streamlit forgets a widget's value when a page that does not draw it runs; writing each value back as the
     app's own state keeps it (Streamlit docs, "Widget behavior": interrupt the widget clean-up process). Called at
-    the top of every run and again where the page starts (app.py's fragment): a value typed in a fragment-only run
-    lives only as widget state until then, and a page switch would drop it. A widget already drawn in this run
-    (the sidebar's, when the page starts in a full run) keeps its value itself and may not be written."""
+    the top of every whole run and where the page starts in a run of the page alone (app.py's fragment): a value
+    typed in such a run lives only as widget state until then, and a page switch would drop it. A widget already
+    drawn in this run (the sidebar's inputs, when their fragment ran first in the same run) keeps its value itself
+    and may not be written."""
     for key in (*fields(), *PERSISTENT):
         if key in st.session_state:
             try:

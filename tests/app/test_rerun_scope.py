@@ -23,7 +23,7 @@ from .conftest import metric, no_exception, run_app
 def page_alone(monkeypatch):
     from app_pages.shared import rerun
 
-    monkeypatch.setattr(rerun, "_fragment_run", lambda: True)
+    monkeypatch.setattr(rerun, "fragment_run", lambda: True)
 
 
 def test_a_slider_move_reruns_the_page_alone_and_updates_it(page_alone):
@@ -94,7 +94,7 @@ def test_a_sidebar_change_inside_a_whole_run_keeps_it_whole(monkeypatch):
     to the old page's fragment: the callback leaves a whole run alone."""
     from app_pages.shared import rerun
 
-    monkeypatch.setattr(rerun, "_fragment_run", lambda: False)
+    monkeypatch.setattr(rerun, "fragment_run", lambda: False)
     at = run_app("memory", {"model": "llama-3.1-8b"})
     at.select_slider(key="seq").set_value(32768).run()
     no_exception(at)
