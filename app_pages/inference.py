@@ -22,7 +22,7 @@ from core.speed.roofline import decode_curve
 
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
 if sc.mode != "inference":
-    sc, err = as_mode(sc, "inference")
+    sc, err, _ = as_mode(sc, "inference")
     st.info("The sidebar is set to training; this page shows the same model **served** (weights in the sidebar's format).", icon=":material/info:")
     if sc is None:
         st.error(plain(err))

@@ -15,11 +15,14 @@ from core.money.serving import dedicated_vs_per_token, train_vs_serve
 
 sc, values, units = page_header("Training vs inference", "A one-off training or fine-tuning bill next to the monthly serving bill, and owning vs renting.")
 acc = get_accelerator(sc.accelerator)
-train_sc, err = as_mode(sc, "training", train_tokens=sc.train_tokens or 1e9)
-serve_sc, err2 = as_mode(sc, "inference")
+train_sc, err, note = as_mode(sc, "training", train_tokens=sc.train_tokens or 1e9)
+serve_sc, err2, _ = as_mode(sc, "inference")
 if train_sc is None or serve_sc is None:
     st.error(plain(err or err2 or ""))
     st.stop()
+with st.container():  # one slot whether the note is shown or not: the charts below keep their place
+    if note:
+        st.caption(note)
 PRICES = priced()  # the price list in use: (cache key, rows)
 if not sc.train_tokens:
     st.caption("No training-token count set: the training bill assumes **1 billion tokens** (sidebar: *Training run*).")

@@ -17,9 +17,10 @@ from core.money.cost import training_curve, training_options
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
 DEFAULT_TOKENS = 1e9
 if sc.mode != "training":
-    sc, err = as_mode(sc, "training")
+    sc, err, note = as_mode(sc, "training")
     st.info(
-        "The sidebar is set to serving; this page shows the same model **trained** (switch *Workload* to *Train / fine-tune* to set the method, sharding and batch).",
+        "The sidebar is set to serving; this page shows the same model **trained** (switch *Workload* to *Train / fine-tune* to set the method, sharding and batch)."
+        + (" " + note if note else ""),
         icon=":material/info:",
     )
     if sc is None:

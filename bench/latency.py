@@ -2,11 +2,13 @@
 
 For each case (every page on the default scenario, then each workshop preset on its page) the page is opened and
 the sidebar's context-length slider is moved one stop (arrow key) `--moves` times, alternating right and left, after
-two untimed moves. A
-move is timed from the key press until the app wrote the new value into the link, is idle again
+two untimed moves. A move is timed from the key press until the app wrote the new value into the link, is idle again
 (data-test-script-state="notRunning") and the browser painted twice more (the charts' redraw). The same is measured
-on a bare page holding one slider and one small Plotly chart (what Streamlit and Plotly cost at least), in the same
-run. Medians and p95s per case are printed with their ratio to the bare page's, and JSON on the last line.
+on a bare page holding one slider and one small Plotly chart (what Streamlit and Plotly cost at least), open in the
+same browser beside the case: its moves alternate with the case's, one for one, so both are taken under the same
+load of this machine (measured once at the start, the bare page's median drifted by 126-172 ms from run to run and
+the ratio with it). Medians and p95s per case are printed with their ratio to the bare page's moves taken beside
+that case, and JSON on the last line.
 
     python3 bench/latency.py                       # this checkout
     python3 bench/latency.py --root /path/to/old   # another checkout (e.g. a git worktree of an older commit)
@@ -39,6 +41,8 @@ st.write(seq)
 st.plotly_chart(go.Figure(go.Bar(x=["weights", "KV cache"], y=[16, seq / 1024])), key="chart")
 """
 PAINTED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
+BARE_NOW = "(document.querySelector('[data-testid=stMarkdown]') || {innerText: null}).innerText"  # the value it printed
+BARE_LABEL = "(bare: slider + one Plotly chart)"
 # the link's seq parameter (written when a run ends) and the main pane's text (numbers that depend on the context
 # length): either changes once the app has taken the new value, in this version or an older one
 SEQ_NOW = "(m => m && new URLSearchParams(location.search).get('seq') + '|' + m.innerText)(document.querySelector('[data-testid=stMain]'))"
@@ -68,20 +72,31 @@ def settle(page) -> None:
 WARM_UP_MOVES = 2  # untimed: the first redraw loads the chart library and fills the server's caches
 
 
-def timed_moves(page, slider, n: int, state: str) -> list[float]:
-    """Seconds per move, after WARM_UP_MOVES untimed ones; `state` is a JS expression that changes once the app has
+def timed_move(page, slider, i: int, state: str) -> float:
+    """Seconds for one move (right on even i, left on odd); `state` is a JS expression that changes once the app has
     taken the new value (the link's seq parameter on the app, the printed value on the bare page)."""
-    out = []
+    prev = page.evaluate(state)
+    slider.focus()
+    t0 = time.perf_counter()
+    page.keyboard.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
+    page.wait_for_function(f"prev => {{ const now = ({state}); return now !== null && now !== prev; }}", arg=prev, timeout=30_000, polling=5)
+    settle(page)
+    elapsed = time.perf_counter() - t0
+    time.sleep(0.2)
+    return elapsed
+
+
+def paired_moves(case: tuple, bare: tuple, n: int) -> tuple[list[float], list[float]]:
+    """(case seconds, bare seconds): n timed moves each, alternating one for one, after WARM_UP_MOVES untimed ones;
+    each of `case` and `bare` is (page, slider, state)."""
+    mine, floor = [], []
     for i in range(n + WARM_UP_MOVES):
-        prev = page.evaluate(state)
-        slider.focus()
-        t0 = time.perf_counter()
-        page.keyboard.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
-        page.wait_for_function(f"prev => {{ const now = ({state}); return now !== null && now !== prev; }}", arg=prev, timeout=30_000, polling=5)
-        settle(page)
-        out.append(time.perf_counter() - t0)
-        time.sleep(0.4)
-    return out[WARM_UP_MOVES:]
+        b = timed_move(*bare[:2], i, bare[2])
+        c = timed_move(*case[:2], i, case[2])
+        if i >= WARM_UP_MOVES:
+            floor.append(b)
+            mine.append(c)
+    return mine, floor
 
 
 def summary(times: list[float]) -> dict[str, float]:
@@ -118,25 +133,21 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     results: dict[str, dict[str, float]] = {}
+    floors: dict[str, dict[str, float]] = {}
+    every_floor: list[float] = []
     cases = [(name, f"{name}?model=llama-3.1-8b") for name in args.pages.split(",") if name]
     if not args.no_workshop:
         cases += workshop_cases()
-    with sync_playwright() as p:
+    with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        with tempfile.TemporaryDirectory() as tmp:
-            (Path(tmp) / "bare.py").write_text(BARE_APP)
-            proc, url = serve(Path(tmp), "bare.py")
-            try:
-                page = browser.new_page(viewport={"width": 1440, "height": 900})
-                page.goto(url)
-                settle(page)
-                slider = page.locator('[data-testid="stSlider"]').first.get_by_role("slider")
-                times = timed_moves(page, slider, args.moves, "(document.querySelector('[data-testid=stMarkdown]') || {innerText: null}).innerText")
-                results["(bare: slider + one Plotly chart)"] = summary(times)
-            finally:
-                proc.terminate()
+        (Path(tmp) / "bare.py").write_text(BARE_APP)
+        bare_proc, bare_url = serve(Path(tmp), "bare.py")
         proc, url = serve(args.root, "app.py")
         try:
+            bare_page = browser.new_page(viewport={"width": 1440, "height": 900})
+            bare_page.goto(bare_url)
+            settle(bare_page)
+            bare = (bare_page, bare_page.locator('[data-testid="stSlider"]').first.get_by_role("slider"), BARE_NOW)
             for label, path in cases:
                 page = browser.new_page(viewport={"width": 1440, "height": 900})
                 page.goto(f"{url}/{path}")
@@ -146,18 +157,27 @@ def main() -> None:
                 settle(page)
                 slider = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"]').filter(has_text="Sequence length").get_by_role("slider")
                 try:
-                    results[label] = summary(timed_moves(page, slider, args.moves, SEQ_NOW))
+                    mine, floor = paired_moves((page, slider, SEQ_NOW), bare, args.moves)
+                    results[label], floors[label] = summary(mine), summary(floor)
+                    every_floor += floor
                 except PlaywrightError as exc:  # a page an older checkout does not have
                     print(f"{label}: not measured ({str(exc).splitlines()[0]})", file=sys.stderr)
                 page.close()
         finally:
             proc.terminate()
+            bare_proc.terminate()
         browser.close()
-    floor = results["(bare: slider + one Plotly chart)"]
-    print(f"{'case':40s} {'median ms':>10s} {'p95 ms':>8s} {'x bare median':>14s} {'x bare p95':>11s}")
+    print(f"{'case':40s} {'median ms':>10s} {'p95 ms':>8s} {'bare beside':>12s} {'x bare median':>14s} {'x bare p95':>11s}")
+    print(f"{BARE_LABEL:40s} {summary(every_floor)['median_ms']:10.0f} {summary(every_floor)['p95_ms']:8.0f} {'(all)':>12s} {1:14.2f} {1:11.2f}")
     for name, r in results.items():
-        print(f"{name:40s} {r['median_ms']:10.0f} {r['p95_ms']:8.0f} {r['median_ms'] / floor['median_ms']:14.2f} {r['p95_ms'] / floor['p95_ms']:11.2f}")
-    print(json.dumps({k: {m: round(v) for m, v in r.items()} for k, r in results.items()}))
+        f = floors[name]
+        print(
+            f"{name:40s} {r['median_ms']:10.0f} {r['p95_ms']:8.0f} {f['median_ms']:6.0f} / {f['p95_ms']:3.0f} "
+            f"{r['median_ms'] / f['median_ms']:14.2f} {r['p95_ms'] / f['p95_ms']:11.2f}"
+        )
+    out = {BARE_LABEL: {m: round(v) for m, v in summary(every_floor).items()}}
+    out |= {k: {m: round(v) for m, v in r.items()} | {"bare_" + m: round(v) for m, v in floors[k].items()} for k, r in results.items()}
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -96,6 +96,36 @@ function draw(Plotly, div, parentElement, spec, config) {
   return Plotly.react(div, figure.data || [], layout, config);
 }
 
+// A chart out of view is not redrawn on every rerun: it is drawn when it comes into view (or the page is printed), so
+// a slider move waits only for the charts a person can see. Each Plotly.react costs 15-30 ms of the browser's main
+// thread (bench/latency.py); at 1440 x 900, two of the Memory page's three charts sit below the fold.
+const waiting = new Set(); // charts whose latest figure is not drawn yet
+
+function inView(div) {
+  const box = div.getBoundingClientRect();
+  if (box.width === 0 && box.height === 0) return false; // hidden: a closed expander, another tab
+  return box.bottom > 0 && box.top < window.innerHeight;
+}
+
+function drawLatest(Plotly, div) {
+  const latest = div.llmgpLatest;
+  waiting.delete(div);
+  if (div.dataset.digest === latest.digest) return;
+  draw(Plotly, div, div.llmgpParent, latest.spec, latest.config);
+  div.dataset.digest = latest.digest;
+  if (latest.clicks && !div.llmgpClicks) {
+    div.on("plotly_click", (event) => {
+      const point = event.points[0];
+      div.llmgpSend({ curve: point.curveNumber, point: point.pointNumber, customdata: point.customdata ?? null });
+    });
+    div.llmgpClicks = true;
+  }
+}
+
+window.addEventListener("beforeprint", () => {
+  if (window.Plotly) for (const div of [...waiting]) drawLatest(window.Plotly, div);
+});
+
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
   let div = parentElement.querySelector("div.llmgp-chart");
@@ -108,35 +138,35 @@ export default function (component) {
   div.setAttribute("aria-label", data.title);
   div.style.minHeight = `${data.height}px`; // the chart's room is kept before Plotly has drawn it
   div.llmgpSend = (value) => setTriggerValue("click", value); // the setter of the latest run
-  let observer = null;
+  div.llmgpLatest = data;
+  div.llmgpParent = parentElement;
+  let resized = null;
+  let seen = null;
   let gone = false;
   plotlyLibrary(data.chunk)
     .then((Plotly) => {
       if (gone) return;
-      if (div.dataset.digest !== data.digest) {
-        draw(Plotly, div, parentElement, data.spec, data.config);
-        div.dataset.digest = data.digest;
-      }
-      if (data.clicks && !div.llmgpClicks) {
-        div.on("plotly_click", (event) => {
-          const point = event.points[0];
-          div.llmgpSend({ curve: point.curveNumber, point: point.pointNumber, customdata: point.customdata ?? null });
-        });
-        div.llmgpClicks = true;
-      }
-      observer = new ResizeObserver(() => {
+      if (inView(div)) drawLatest(Plotly, div);
+      else if (div.dataset.digest !== data.digest) waiting.add(div);
+      seen = new IntersectionObserver((entries) => {
+        if (entries.some((entry) => entry.isIntersecting) && waiting.has(div)) drawLatest(Plotly, div);
+      });
+      seen.observe(div);
+      resized = new ResizeObserver(() => {
         const width = div.clientWidth;
-        if (width <= 0 || !div._fullLayout) return;
-        if (width < NARROW_PX !== div.llmgpNarrow) draw(Plotly, div, parentElement, data.spec, data.config);
+        if (width <= 0 || !div._fullLayout || waiting.has(div)) return;
+        if (width < NARROW_PX !== div.llmgpNarrow) draw(Plotly, div, parentElement, div.llmgpLatest.spec, div.llmgpLatest.config);
         else if (Math.abs(div._fullLayout.width - width) > 1) Plotly.Plots.resize(div);
       });
-      observer.observe(div);
+      resized.observe(div);
     })
     .catch(() => {
       if (!div._fullLayout) div.textContent = "This chart could not be drawn. Reload the page to try again.";
     });
   return () => {
     gone = true;
-    if (observer) observer.disconnect();
+    waiting.delete(div);
+    if (resized) resized.disconnect();
+    if (seen) seen.disconnect();
   };
 }

@@ -52,17 +52,29 @@ def page_header(title: str, caption: str) -> tuple[Scenario, dict[str, Any], Uni
     return ctx.scenario, ctx.values, ctx.units
 
 
-def as_mode(sc: Scenario, mode: str, **update: Any) -> tuple[Scenario | None, str | None]:
-    """The same model and accelerator as a training or serving scenario."""
+def as_mode(sc: Scenario, mode: str, **update: Any) -> tuple[Scenario | None, str | None, str | None]:
+    """The same model and accelerator as a training or serving scenario: (scenario, error, note). A serving format
+    (AWQ, GPTQ, GGUF, FP8...) cannot be fully fine-tuned, so the training view trains the model's 16-bit weights in the
+    sidebar's precision and the note says so."""
     from core.cli import describe_validation_error
+    from core.model.formats import FORMATS
 
     fields = dict(sc) | {"mode": mode} | update
+    note = None
     if mode == "training" and fields.get("offload") != "none" and not fields.get("zero_stage"):
         fields["offload"] = "none"
+    if mode == "training" and fields.get("method", "full") == "full" and FORMATS[fields["weights_format"]].is_quantized:
+        weights = str(fields.get("precision", "bf16")).removesuffix("-true")
+        note = (
+            f"The sidebar's weights are {FORMATS[fields['weights_format']].label}, a format for serving: a full fine-tune "
+            f"trains the model's {FORMATS[weights].label} weights, which is what this page shows (for training on a "
+            "4-bit base, switch *Workload* to *Train / fine-tune* and pick QLoRA)."
+        )
+        fields["weights_format"] = weights
     try:
-        return Scenario(**fields), None
+        return Scenario(**fields), None, note
     except ValidationError as exc:
-        return None, describe_validation_error(exc)
+        return None, describe_validation_error(exc), None
 
 
 def show_messages() -> None:

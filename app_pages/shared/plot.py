@@ -3,7 +3,9 @@
 A chart is a small Streamlit component (app_pages/shared/chart.js) that keeps its <div> between reruns and updates
 it with Plotly.react, drawing with the Plotly that Streamlit already ships; a figure that did not change is not
 redrawn. st.plotly_chart redraws every changed chart from nothing (a new element each time): on the Memory page that
-was about half of the wait after a slider move (bench/latency.py, numbers in the README).
+was about half of the wait after a slider move (bench/latency.py, numbers in the README). A chart out of view is drawn
+when it is scrolled into view (or the page is printed), not on every rerun: a slider move waits only for the charts on
+screen.
 
 Where Streamlit's Plotly module cannot be found (another Streamlit version) or LLMGP_NATIVE_CHARTS=1 is set, charts
 are drawn with st.plotly_chart instead, with the same figures and the same answers.

@@ -38,6 +38,22 @@ def test_training_page_numbers_equal_core_and_follow_tokens():
     assert metric(at, "Compute") == flops_text(2 * est.flops)
 
 
+@pytest.mark.parametrize("fmt", ["awq-4bit", "gguf-q4_k_m", "fp8"])
+def test_a_serving_format_is_trained_from_its_16_bit_weights(fmt):
+    """Serving weights in a quantized format (AWQ, GGUF, FP8) cannot be fully fine-tuned: the Training page showed an
+    error box for them. It now trains the model's BF16 weights, says so, and its numbers are that scenario's."""
+    at = run_app("training", params={"model": "qwen3-32b", "fmt": fmt, "acc": "rtx-4090"})
+    no_exception(at)
+    assert not at.error, [e.value for e in at.error]
+    assert any("BF16 weights" in i.value and "QLoRA" in i.value for i in at.info), [i.value for i in at.info]
+    est = estimate(Scenario(model="qwen3-32b", mode="training", accelerator="rtx-4090", train_tokens=1e9, seq_len=4096)).training  # the page assumes 1B tokens
+    assert metric(at, "Compute") == flops_text(est.flops)
+    assert metric(at, "Device-hours") == f"{est.gpu_hours:,.0f}"
+    tvs = run_app("train_vs_serve", params={"model": "qwen3-32b", "fmt": fmt, "acc": "rtx-4090"})
+    no_exception(tvs)
+    assert not tvs.error and any("BF16 weights" in c.value for c in tvs.caption)
+
+
 def test_inference_page_numbers_equal_core_and_follow_batch():
     at = run_app("inference", params={"model": "llama-3.1-70b", "fmt": "fp8", "tp": "2", "batch": "32", "seq": "8192"})
     no_exception(at)

@@ -153,3 +153,38 @@ def test_memory_bars_far_over_capacity_keep_their_axis_and_label(open_page, path
     assert any(c.startswith("Memory per device") for c in charts), charts
     assert page.evaluate(NEGATIVE_TICKS) == []
     assert page.evaluate(CLIPPED) == []
+
+
+# each chart's drawn figure: its title and every trace's y values (Plotly keeps the data it drew on the element)
+DRAWN = """() => [...document.querySelectorAll('.llmgp-chart')].map(d => d._fullLayout
+  ? (d.querySelector('.gtitle') || {}).textContent + ' ' + JSON.stringify((d.data || []).map(t => t.y)) : null)"""
+COUNT_DRAWS = """() => { window.testDraws = []; const react = window.Plotly.react;
+  window.Plotly.react = function (div, ...rest) { window.testDraws.push(div.getAttribute('aria-label')); return react.call(this, div, ...rest); }; }"""
+
+
+def test_a_chart_out_of_view_is_drawn_when_scrolled_to(open_page):
+    """At 1440 x 900 only the first of Memory's three charts is in view: a slider move redraws that one (the wait a
+    person sees is for what they can see), and the two below are drawn with the new numbers once scrolled to,
+    exactly as a page opened fresh at the new link draws them."""
+    page = open_page("/memory?model=llama-3.1-8b", width=1440, height=900)
+    metrics(page)
+    page.wait_for_function("window.Plotly && document.querySelector('.llmgp-chart')._fullLayout", timeout=30_000)
+    assert page.evaluate(DRAWN)[1:] == [None, None], "charts below the fold are not drawn before they are seen"
+    page.evaluate(COUNT_DRAWS)
+    _move_context_slider(page)
+    assert "seq=8192" in page.url
+    drawn = page.evaluate("window.testDraws")
+    assert len(drawn) == 1 and drawn[0].startswith("Memory per device"), drawn
+    page.locator(".llmgp-chart").nth(2).scroll_into_view_if_needed()
+    page.wait_for_function("[...document.querySelectorAll('.llmgp-chart')].every(d => d._fullLayout)", timeout=10_000)
+    fresh = open_page("/" + page.url.split("/", 3)[3], width=1440, height=2400)
+    fresh.wait_for_function("[...document.querySelectorAll('.llmgp-chart')].every(d => d._fullLayout)", timeout=30_000)
+    assert page.evaluate(DRAWN) == fresh.evaluate(DRAWN)
+
+
+def test_printing_draws_the_charts_not_yet_seen(open_page):
+    page = open_page("/memory?model=llama-3.1-8b", width=1440, height=900)
+    metrics(page)
+    page.wait_for_function("window.Plotly && document.querySelector('.llmgp-chart')._fullLayout", timeout=30_000)
+    page.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")
+    assert None not in page.evaluate(DRAWN)
