@@ -88,10 +88,12 @@ def timed_move(page, slider, i: int, state: str) -> float:
 
 def paired_moves(case: tuple, bare: tuple, n: int) -> tuple[list[float], list[float]]:
     """(case seconds, bare seconds): n timed moves each, alternating one for one, after WARM_UP_MOVES untimed ones;
-    each of `case` and `bare` is (page, slider, state)."""
+    each of `case` and `bare` is (page, slider, state, moves made so far: a list of one count, kept across cases, so
+    the bare page's slider goes right and left in turn whatever a case did)."""
     mine, floor = [], []
     for i in range(n + WARM_UP_MOVES):
-        b = timed_move(*bare[:2], i, bare[2])
+        b = timed_move(*bare[:2], bare[3][0], bare[2])
+        bare[3][0] += 1
         c = timed_move(*case[:2], i, case[2])
         if i >= WARM_UP_MOVES:
             floor.append(b)
@@ -147,7 +149,7 @@ def main() -> None:
             bare_page = browser.new_page(viewport={"width": 1440, "height": 900})
             bare_page.goto(bare_url)
             settle(bare_page)
-            bare = (bare_page, bare_page.locator('[data-testid="stSlider"]').first.get_by_role("slider"), BARE_NOW)
+            bare = (bare_page, bare_page.locator('[data-testid="stSlider"]').first.get_by_role("slider"), BARE_NOW, [0])
             for label, path in cases:
                 page = browser.new_page(viewport={"width": 1440, "height": 900})
                 page.goto(f"{url}/{path}")
@@ -167,6 +169,8 @@ def main() -> None:
             proc.terminate()
             bare_proc.terminate()
         browser.close()
+    if not results:
+        sys.exit("no case was measured")
     print(f"{'case':40s} {'median ms':>10s} {'p95 ms':>8s} {'bare beside':>12s} {'x bare median':>14s} {'x bare p95':>11s}")
     print(f"{BARE_LABEL:40s} {summary(every_floor)['median_ms']:10.0f} {summary(every_floor)['p95_ms']:8.0f} {'(all)':>12s} {1:14.2f} {1:11.2f}")
     for name, r in results.items():

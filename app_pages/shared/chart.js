@@ -107,12 +107,20 @@ function inView(div) {
   return box.bottom > 0 && box.top < window.innerHeight;
 }
 
+const FAILED = "This chart could not be drawn. Reload the page to try again.";
+
 function drawLatest(Plotly, div) {
   const latest = div.llmgpLatest;
   waiting.delete(div);
-  if (div.dataset.digest === latest.digest) return;
-  draw(Plotly, div, div.llmgpParent, latest.spec, latest.config);
-  div.dataset.digest = latest.digest;
+  if (div.dataset.digest !== latest.digest) {
+    try {
+      draw(Plotly, div, div.llmgpParent, latest.spec, latest.config);
+    } catch {
+      if (!div._fullLayout) div.textContent = FAILED;
+      return;
+    }
+    div.dataset.digest = latest.digest;
+  }
   if (latest.clicks && !div.llmgpClicks) {
     div.on("plotly_click", (event) => {
       const point = event.points[0];
@@ -120,6 +128,23 @@ function drawLatest(Plotly, div) {
     });
     div.llmgpClicks = true;
   }
+}
+
+// Observers are made once per chart element: Streamlit calls the module again on every new figure but runs the
+// returned clean-up only when the chart leaves the page.
+function watch(Plotly, div) {
+  if (div.llmgpObservers) return;
+  const seen = new IntersectionObserver((entries) => {
+    if (entries.some((entry) => entry.isIntersecting) && waiting.has(div)) drawLatest(Plotly, div);
+  });
+  const resized = new ResizeObserver(() => {
+    const width = div.clientWidth;
+    if (width <= 0 || !div._fullLayout || waiting.has(div)) return;
+    if (width < NARROW_PX !== div.llmgpNarrow) draw(Plotly, div, div.llmgpParent, div.llmgpLatest.spec, div.llmgpLatest.config);
+    else if (Math.abs(div._fullLayout.width - width) > 1) Plotly.Plots.resize(div);
+  });
+  div.llmgpObservers = [seen, resized];
+  for (const observer of div.llmgpObservers) observer.observe(div);
 }
 
 window.addEventListener("beforeprint", () => {
@@ -140,33 +165,22 @@ export default function (component) {
   div.llmgpSend = (value) => setTriggerValue("click", value); // the setter of the latest run
   div.llmgpLatest = data;
   div.llmgpParent = parentElement;
-  let resized = null;
-  let seen = null;
   let gone = false;
   plotlyLibrary(data.chunk)
     .then((Plotly) => {
       if (gone) return;
-      if (inView(div)) drawLatest(Plotly, div);
-      else if (div.dataset.digest !== data.digest) waiting.add(div);
-      seen = new IntersectionObserver((entries) => {
-        if (entries.some((entry) => entry.isIntersecting) && waiting.has(div)) drawLatest(Plotly, div);
-      });
-      seen.observe(div);
-      resized = new ResizeObserver(() => {
-        const width = div.clientWidth;
-        if (width <= 0 || !div._fullLayout || waiting.has(div)) return;
-        if (width < NARROW_PX !== div.llmgpNarrow) draw(Plotly, div, parentElement, div.llmgpLatest.spec, div.llmgpLatest.config);
-        else if (Math.abs(div._fullLayout.width - width) > 1) Plotly.Plots.resize(div);
-      });
-      resized.observe(div);
+      // in view, or back to the figure already drawn (it leaves the waiting list): drawn now; else when seen
+      if (inView(div) || div.dataset.digest === div.llmgpLatest.digest) drawLatest(Plotly, div);
+      else waiting.add(div);
+      watch(Plotly, div);
     })
     .catch(() => {
-      if (!div._fullLayout) div.textContent = "This chart could not be drawn. Reload the page to try again.";
+      if (!div._fullLayout) div.textContent = FAILED;
     });
   return () => {
     gone = true;
     waiting.delete(div);
-    if (resized) resized.disconnect();
-    if (seen) seen.disconnect();
+    for (const observer of div.llmgpObservers || []) observer.disconnect();
+    delete div.llmgpObservers;
   };
 }

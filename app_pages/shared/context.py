@@ -54,8 +54,8 @@ def page_header(title: str, caption: str) -> tuple[Scenario, dict[str, Any], Uni
 
 def as_mode(sc: Scenario, mode: str, **update: Any) -> tuple[Scenario | None, str | None, str | None]:
     """The same model and accelerator as a training or serving scenario: (scenario, error, note). A serving format
-    (AWQ, GPTQ, GGUF, FP8...) cannot be fully fine-tuned, so the training view trains the model's 16-bit weights in the
-    sidebar's precision and the note says so."""
+    (AWQ, GPTQ, GGUF, FP8...) cannot be fully fine-tuned, so the training view trains the model's weights in the
+    sidebar's precision (BF16, FP16 or FP32) and the note says so."""
     from core.cli import describe_validation_error
     from core.model.formats import FORMATS
 
@@ -67,8 +67,8 @@ def as_mode(sc: Scenario, mode: str, **update: Any) -> tuple[Scenario | None, st
         weights = str(fields.get("precision", "bf16")).removesuffix("-true")
         note = (
             f"The sidebar's weights are {FORMATS[fields['weights_format']].label}, a format for serving: a full fine-tune "
-            f"trains the model's {FORMATS[weights].label} weights, which is what this page shows (for training on a "
-            "4-bit base, switch *Workload* to *Train / fine-tune* and pick QLoRA)."
+            f"trains the model's {FORMATS[weights].label} weights, and the training numbers here are for that (for "
+            "training on a 4-bit base, switch *Workload* to *Train / fine-tune* and pick QLoRA)."
         )
         fields["weights_format"] = weights
     try:

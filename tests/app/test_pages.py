@@ -41,7 +41,8 @@ def test_training_page_numbers_equal_core_and_follow_tokens():
 @pytest.mark.parametrize("fmt", ["awq-4bit", "gguf-q4_k_m", "fp8"])
 def test_a_serving_format_is_trained_from_its_16_bit_weights(fmt):
     """Serving weights in a quantized format (AWQ, GGUF, FP8) cannot be fully fine-tuned: the Training page showed an
-    error box for them. It now trains the model's BF16 weights, says so, and its numbers are that scenario's."""
+    error box for them. It now trains the model's weights in the sidebar's precision (BF16 here), says so, and its
+    numbers are that scenario's; weights already in BF16 get no such note."""
     at = run_app("training", params={"model": "qwen3-32b", "fmt": fmt, "acc": "rtx-4090"})
     no_exception(at)
     assert not at.error, [e.value for e in at.error]
@@ -52,6 +53,9 @@ def test_a_serving_format_is_trained_from_its_16_bit_weights(fmt):
     tvs = run_app("train_vs_serve", params={"model": "qwen3-32b", "fmt": fmt, "acc": "rtx-4090"})
     no_exception(tvs)
     assert not tvs.error and any("BF16 weights" in c.value for c in tvs.caption)
+    plain = run_app("training", params={"model": "qwen3-32b", "acc": "rtx-4090"})
+    assert not any("BF16 weights" in i.value for i in plain.info)
+    assert metric(plain, "Compute") == metric(at, "Compute")
 
 
 def test_inference_page_numbers_equal_core_and_follow_batch():

@@ -175,6 +175,7 @@ def test_a_chart_out_of_view_is_drawn_when_scrolled_to(open_page):
     assert "seq=8192" in page.url
     drawn = page.evaluate("window.testDraws")
     assert len(drawn) == 1 and drawn[0].startswith("Memory per device"), drawn
+    page.locator(".llmgp-chart").nth(1).scroll_into_view_if_needed()
     page.locator(".llmgp-chart").nth(2).scroll_into_view_if_needed()
     page.wait_for_function("[...document.querySelectorAll('.llmgp-chart')].every(d => d._fullLayout)", timeout=10_000)
     fresh = open_page("/" + page.url.split("/", 3)[3], width=1440, height=2400)
@@ -183,8 +184,10 @@ def test_a_chart_out_of_view_is_drawn_when_scrolled_to(open_page):
 
 
 def test_printing_draws_the_charts_not_yet_seen(open_page):
+    """A printout has every chart: the ones never scrolled to are drawn before the page is printed."""
     page = open_page("/memory?model=llama-3.1-8b", width=1440, height=900)
     metrics(page)
     page.wait_for_function("window.Plotly && document.querySelector('.llmgp-chart')._fullLayout", timeout=30_000)
+    assert None in page.evaluate(DRAWN), "a chart below the fold waits to be seen"
     page.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")
     assert None not in page.evaluate(DRAWN)
