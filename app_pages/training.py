@@ -10,7 +10,7 @@ from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, scenario_of
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import frozen, layout
-from app_pages.shared.text import flops_text, md, plain
+from app_pages.shared.text import flops_text, hours_text, md, plain
 from core.catalog.accelerators import get_accelerator
 from core.money.cost import training_curve, training_options
 
@@ -75,7 +75,7 @@ c[2].metric(
     "Cheapest run", f"${cost(cheapest):,.0f}", help=f"{cheapest.provider} {cheapest.instance_type}, {cheapest.devices} x {get_accelerator(cheapest.accelerator_id).name}"
 )
 c[3].metric(
-    "Fastest run", f"{fastest.wall_hours:,.1f} h", help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {get_accelerator(fastest.accelerator_id).name}"
+    "Fastest run", hours_text(fastest.wall_hours), help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {get_accelerator(fastest.accelerator_id).name}"
 )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from app_pages.shared.style import COMPONENT_COLORS, COMPONENT_LABELS, Units, capacity_line, layout
-from app_pages.shared.text import chart_text
+from app_pages.shared.text import chart_text, hours_text
 from core.memory.estimate import estimate_memory
 from core.memory.sweep import COMPONENTS
 from core.plan import Plan
@@ -49,14 +49,6 @@ def _money(usd: float) -> str:
     return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
 
 
-def _hours(h: float) -> str:
-    if h < 1:
-        return f"{h * 60:.0f} min"
-    if h < 72:
-        return f"{h:,.1f} h"
-    return f"{h / 24:,.1f} days"
-
-
 def where(p: Plan) -> str:
     inst = f"{p.provider} {p.instance}" + (f" x {p.instances}" if p.instances > 1 else "")
     return f"{p.devices} x {p.accelerator_name} ({inst})"
@@ -71,7 +63,7 @@ def headline(p: Plan, pricing: str) -> str:
         shard = f", ZeRO-3 over {p.data_parallel}" if p.zero_stage == 3 else ""
         mp = f", tensor parallel {p.tensor_parallel}" if p.tensor_parallel > 1 else ""
         mp += f", {p.pipeline_parallel} pipeline stages" if p.pipeline_parallel > 1 else ""
-        return f"{what} on {where(p)}{shard}{mp}: {_hours(p.hours)}, {_money(p.usd)} {price}{idle}."
+        return f"{what} on {where(p)}{shard}{mp}: {hours_text(p.hours)}, {_money(p.usd)} {price}{idle}."
     replicas = f"{p.data_parallel} replica{'s' * (p.data_parallel > 1)}"
     return (
         f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights on {where(p)}, up to {p.micro_batch} "

@@ -64,3 +64,12 @@ def flops_text(flops: float) -> str:
         if flops >= scale:
             return f"{flops / scale:,.3g} {prefix}FLOP"
     return f"{flops:,.0f} FLOP"
+
+
+def hours_text(h: float) -> str:
+    """A duration for a person: 12 min, 5.3 h, 4.2 days (a run of a few minutes is not "0.0 h")."""
+    if h < 1:
+        return f"{h * 60:.0f} min"
+    if h < 72:
+        return f"{h:,.1f} h"
+    return f"{h / 24:,.1f} days"

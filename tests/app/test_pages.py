@@ -6,7 +6,7 @@ import base64
 import numpy as np
 import pytest
 
-from app_pages.shared.text import flops_text
+from app_pages.shared.text import flops_text, hours_text
 from core.estimate import estimate
 from core.memory.validation import load_cases
 from core.money.buy_rent import buy_vs_rent
@@ -56,6 +56,16 @@ def test_a_serving_format_is_trained_from_its_16_bit_weights(fmt):
     plain = run_app("training", params={"model": "qwen3-32b", "acc": "rtx-4090"})
     assert not any("BF16 weights" in i.value for i in plain.info)
     assert metric(plain, "Compute") == metric(at, "Compute")
+
+
+def test_a_run_of_minutes_reads_in_minutes():
+    """Qwen3 32B on a billion tokens: the fastest offer (hundreds of devices) takes minutes, which the metric showed
+    as "0.0 h"; it reads in minutes, as the Plan page does."""
+    at = run_app("training", params={"model": "qwen3-32b", "acc": "rtx-4090", "price": "spot"})
+    no_exception(at)
+    fastest = metric(at, "Fastest run")
+    assert fastest.endswith(" min") and fastest != "0 min", fastest
+    assert [hours_text(h) for h in (0.05, 5.25, 100.0)] == ["3 min", "5.2 h", "4.2 days"]
 
 
 def test_inference_page_numbers_equal_core_and_follow_batch():
