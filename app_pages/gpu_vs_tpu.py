@@ -7,11 +7,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.context import page_header, priced
-from app_pages.shared.planning import SPEED_TICKS, log_ticks
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_comparison, scenario_of
 from app_pages.shared.style import frozen, layout
 from app_pages.shared.text import md
+from app_pages.shared.ticks import SPEED_TICKS, log_ticks
 from core.catalog.ecosystem import load_ecosystem
 
 PLATFORM_COLORS = {

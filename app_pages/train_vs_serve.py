@@ -1,14 +1,13 @@
 """Training vs inference: the one-off bill next to the monthly bill; buy vs rent."""
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header, priced
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, cached_serving
 from app_pages.shared.sidebar import page_widget, traffic_inputs
-from app_pages.shared.style import layout
 from app_pages.shared.text import md, plain
+from app_pages.shared.train_serve_views import bills_figure, cumulative_figure, own_vs_rent_figure
 from core.catalog.accelerators import get_accelerator
 from core.money.buy_rent import buy_vs_rent
 from core.money.serving import dedicated_vs_per_token, train_vs_serve
@@ -57,28 +56,11 @@ def bills() -> int:
         help="set API prices on the Inference page to compare" if alternative is None else "when owning the model beats paying per token",
     )
 
-    fig = go.Figure()
-    xs = list(range(len(be.cumulative_usd)))
-    fig.add_scatter(x=xs, y=be.cumulative_usd, name="Train once + serve on own instances", mode="lines", line={"width": 3})
-    if be.cumulative_alternative_usd:
-        fig.add_scatter(x=xs, y=be.cumulative_alternative_usd, name="Per-token API", mode="lines", line={"dash": "dash", "width": 3})
-    if be.break_even_month is not None:
-        fig.add_vline(x=be.break_even_month, line={"color": "#54A24B"}, annotation_text=f"break-even: month {be.break_even_month}")
-    fig.update_layout(xaxis_title="Months", yaxis_title="Cumulative cost (USD)")
     left, right = st.columns([2, 1])
     with left:
-        show(layout(fig, "Cumulative cost: the training bill is paid once, serving every month", height=420), key="chart_be")
-    bars = go.Figure()
-    bars.add_bar(
-        x=["Training (one-off)", f"Serving ({months} months)"],
-        y=[training.cost_usd, plan.usd_per_month * months],
-        marker_color=["#F58518", "#4C78A8"],
-        text=[f"${training.cost_usd:,.0f}", f"${plan.usd_per_month * months:,.0f}"],
-        textposition="outside",
-    )
-    bars.update_layout(yaxis_title="USD", showlegend=False)
+        show(cumulative_figure(tuple(be.cumulative_usd), tuple(be.cumulative_alternative_usd or ()), be.break_even_month), key="chart_be")
     with right:
-        show(layout(bars, f"Over {months} months", height=420), key="chart_bills")
+        show(bills_figure(training.cost_usd, plan.usd_per_month, months), key="chart_bills")
     if alternative is None:
         st.caption("Type per-token API prices above to see when training and hosting your own model beats paying per token.")
     return training.devices
@@ -124,11 +106,7 @@ if bvr is not None:
     us = [u / 100 for u in range(5, 101, 5)]
     own = [bvr.own_usd_per_year_at(u) for u in us]
     rent = [bvr.rent_usd_per_year_at(u) for u in us]
-    bf = go.Figure()
-    bf.add_scatter(x=[u * 100 for u in us], y=own, name="Own (amortised purchase + power)", mode="lines")
-    bf.add_scatter(x=[u * 100 for u in us], y=rent, name="Rent (cloud hours)", mode="lines")
-    bf.update_layout(xaxis_title="Utilisation (% of hours in use)", yaxis_title="USD per year")
-    show(layout(bf, "Owning vs renting as utilisation grows", height=380), key="chart_bvr")
+    show(own_vs_rent_figure(tuple(u * 100 for u in us), tuple(own), tuple(rent)), key="chart_bvr")
     st.caption(
         f"Owning: the purchase price spread over {bvr.amortisation_years:g} years plus electricity at the rated power while busy, "
         f"times the PUE ({pue:g}: cooling and power delivery). Renting: cloud device-hours, paid only while busy. "

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from app_pages.shared.style import COMPONENT_COLORS, COMPONENT_LABELS, Units, capacity_line, layout
 from app_pages.shared.text import chart_text, hours_text
+from app_pages.shared.ticks import SPEED_TICKS, TIME_TICKS, USD_TICKS, log_ticks
 from core.memory.estimate import estimate_memory
 from core.memory.sweep import COMPONENTS
 from core.plan import Plan
@@ -81,37 +82,6 @@ def _group(p: Plan, serving: bool) -> str:
     return FORMAT_WORDS.get(p.weights_format, p.weights_format) + " weights" if serving else METHOD_WORDS.get(p.method, p.method)
 
 
-# Time-axis marks a manager reads at a glance (hours, label).
-TIME_TICKS = (
-    (1 / 60, "1 min"),
-    (5 / 60, "5 min"),
-    (0.25, "15 min"),
-    (0.5, "30 min"),
-    (1, "1 h"),
-    (2, "2 h"),
-    (5, "5 h"),
-    (12, "12 h"),
-    (24, "1 day"),
-    (72, "3 days"),
-    (168, "1 week"),
-    (720, "1 month"),
-    (2190, "3 months"),
-    (8760, "1 year"),
-)
-
-
-# Speeds in tokens/s: 1, 2, 5, 10, 20, 50 ... (Plotly's own marks on a short log axis are bare digits: "2" for 20).
-SPEED_TICKS = tuple((m * 10.0**e, f"{m * 10**e:,}") for e in range(0, 5) for m in (1, 2, 5))
-
-
-def log_ticks(values: list[float], marks: tuple[tuple[float, str], ...]) -> dict[str, Any]:
-    """Tick marks for a log axis: the `marks` within the data's range (a little either side); none (Plotly's own)
-    when fewer than two fall in it."""
-    low, high = min(values) / 1.3, max(values) * 1.3
-    kept = [(v, text) for v, text in marks if low <= v <= high]
-    return {"tickvals": [v for v, _ in kept], "ticktext": [text for _, text in kept]} if len(kept) >= 2 else {}
-
-
 def frontier_figure(plans: tuple[Plan, ...], serving: bool, deadline: float | None, budget: float | None) -> go.Figure:
     """Each shown plan a point (time or speed vs cost) coloured by method (format when serving), the frontier joined,
     the cheapest and the fastest labelled, bounds shaded; customdata[0] = plan index. Groups come in the order of
@@ -175,7 +145,11 @@ def frontier_figure(plans: tuple[Plan, ...], serving: bool, deadline: float | No
         xaxis={"type": "log", "title": "Generation speed each user sees (tokens/s, log scale)", **log_ticks([x for p in plans if (x := x_of(p))], SPEED_TICKS)}
         if serving
         else {"type": "log", "title": "Wall-clock time (log scale)", **log_ticks([p.hours for p in plans if p.hours], TIME_TICKS)},
-        yaxis={"type": "log", "dtick": 1, "tickprefix": "$", "title": "Monthly bill (USD, log scale)" if serving else "Cost of the run (USD, log scale)"},
+        yaxis={
+            "type": "log",
+            "title": "Monthly bill (USD, log scale)" if serving else "Cost of the run (USD, log scale)",
+            **(log_ticks([y for p in plans if (y := y_of(p))], USD_TICKS) or {"dtick": 1, "tickprefix": "$"}),
+        },
     )
     title = "Speed vs monthly bill of each plan" if serving else "Time vs cost of each plan"
     return layout(fig, title, height=480)

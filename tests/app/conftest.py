@@ -59,3 +59,14 @@ def charts(at: AppTest) -> list[dict]:
         if element.proto.component_name == "llmgp_chart":
             out.append(json.loads(json.loads(element.proto.json)["spec"]))
     return out
+
+
+def array_of(value) -> list:
+    """A figure's data array as a list: plotly writes numpy arrays as {"dtype", "bdata"} (base64), lists as lists."""
+    if isinstance(value, dict) and "bdata" in value:
+        import base64
+
+        import numpy as np
+
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"]).tolist()
+    return list(value)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from app_pages.shared.planning import METHOD_WORDS, TIME_TICKS, frontier_figure, log_ticks
+from app_pages.shared.planning import METHOD_WORDS, frontier_figure
+from app_pages.shared.ticks import TIME_TICKS, log_ticks
 from core.plan import Goal, plan
 
-from .conftest import charts, no_exception, open_link
+from .conftest import array_of, charts, no_exception, open_link
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +63,58 @@ def test_serving_frontier_marks_speeds_in_full_numbers():
     assert list(fig.layout.xaxis.ticktext) == [f"{t:,g}" for t in ticks]
     legend = {t.name for t in fig.data if t.showlegend is not False} - {"Frontier (nothing is both cheaper and faster)"}
     assert legend and all(name.endswith(" weights") for name in legend), "coloured by weights format"
+
+
+def test_training_time_cost_chart_keeps_every_run_that_matters():
+    """Training's time-vs-cost scatter: every device count of the nine accelerators with the cheapest runs and of the
+    sidebar's own, marked as yours (A100 SXM 80GB ranks below ten for Llama 3.1 8B); of the rest only runs that nothing beats on both
+    time and cost. The cheapest and the fastest run are drawn, and the axes are marked in words and dollars."""
+    from core.catalog.accelerators import get_accelerator
+    from core.money.cost import training_options
+    from core.scenario import Scenario
+
+    at = open_link("training", {"model": "llama-3.1-8b", "acc": "a100-sxm-80gb", "mode": "training", "tokens": "1"})
+    no_exception(at)
+    fig = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("Time vs cost"))
+    options = training_options(Scenario(model="llama-3.1-8b", accelerator="a100-sxm-80gb", mode="training", train_tokens=1e9, seq_len=4096)).options
+    runs = [(o.wall_hours, o.on_demand_usd) for o in options]
+    points = [t for t in fig["data"] if t["mode"] == "markers"]
+    named = [t for t in points if not t["name"].startswith("Other accelerators")]
+    own = get_accelerator("a100-sxm-80gb").name
+    assert len(named) == 10 and f"{own} (yours)" in [t["name"] for t in named], "the top nine and the sidebar's accelerator"
+    assert len({t["marker"]["color"] for t in points}) == len(points), "a colour each"
+    for t in named:  # one point per device count the accelerator can run at
+        counts = {o.devices for o in options if get_accelerator(o.accelerator_id).name == t["customdata"][0][0]}
+        assert sorted(row[3] for row in t["customdata"]) == sorted(counts)
+    (others,) = [t for t in points if t["name"].startswith("Other accelerators")]
+    for h, usd in zip(array_of(others["x"]), array_of(others["y"]), strict=True):
+        assert not any(h2 <= h and u2 <= usd and (h2, u2) != (h, usd) for h2, u2 in runs), "a grey point something beats"
+    xs = [x for t in points for x in array_of(t["x"])]
+    ys = [y for t in points for y in array_of(t["y"])]
+    assert min(xs) == pytest.approx(min(h for h, _ in runs)) and min(ys) == pytest.approx(min(u for _, u in runs))
+    assert len(xs) < 0.5 * len({(o.accelerator_id, o.devices) for o in options}), "fewer points to redraw"
+    assert all(text.startswith("$") for text in fig["layout"]["yaxis"]["ticktext"])
+    assert any(text.endswith(("min", "h", "day", "days")) for text in fig["layout"]["xaxis"]["ticktext"])
+
+
+def test_on_frontier_keeps_the_runs_nothing_beats():
+    import pandas as pd
+
+    from app_pages.shared.training_views import on_frontier
+
+    hours = pd.Series([1.0, 2.0, 2.0, 4.0, 0.5, 3.0], index=list("abcdef"))
+    usd = pd.Series([10.0, 5.0, 6.0, 5.0, 40.0, 1.0], index=list("abcdef"))
+    assert list(on_frontier(hours, usd)[on_frontier(hours, usd)].index) == ["a", "b", "e", "f"]
+
+
+def test_decode_chart_is_one_panel_of_tokens_per_second_on_marked_log_axes():
+    at = open_link("inference", {"model": "llama-3.1-8b"})
+    no_exception(at)
+    fig = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("Decode"))
+    lay = fig["layout"]
+    assert "yaxis2" not in lay and lay["yaxis"]["type"] == "log"
+    per_user, all_users = array_of(fig["data"][0]["y"]), array_of(fig["data"][1]["y"])
+    assert per_user[0] == pytest.approx(all_users[0]), "at batch 1 one user is all users"
+    values = lay["yaxis"]["tickvals"]
+    assert len(values) >= 3 and min(values) <= min(per_user) * 1.3 and max(values) >= max(all_users) / 1.3
+    assert lay["yaxis"]["ticktext"][values.index(1000)] == "1,000"

@@ -213,3 +213,38 @@ def test_inference_prices_say_what_they_assume_and_no_label_repeats():
     per_token = [label for label in labels if "/ M" in label or "per million" in label]
     assert len(per_token) == 2
     assert any("batch 64" in label for label in per_token) and any("load" in label for label in per_token)
+
+
+def test_inference_table_lists_each_accelerator_at_its_cheapest_instance():
+    """One row per priced accelerator (its cheapest instance, how many instances price it), cheapest first; every
+    instance is in the CSV download beside it."""
+    import io
+
+    import pandas as pd
+
+    from app_pages.shared.inference_views import every_offer_csv
+    from core.catalog.accelerators import get_accelerator
+    from core.money.serving import serving_options
+
+    at = run_app("inference")
+    no_exception(at)
+    table = next(d.value for d in at.dataframe if "Instances priced" in d.value.columns)
+    sc = Scenario(model="llama-3.1-8b")
+    traffic = Traffic(requests_per_day=10_000, input_tokens_per_request=1000, output_tokens_per_request=300)
+    opts = serving_options(sc, traffic, max_utilisation=0.7)
+    assert table["Accelerator"].is_unique and table["Instances priced"].sum() == len(opts)
+    assert list(table["Monthly (USD)"].dropna()) == sorted(table["Monthly (USD)"].dropna())
+    for _, row in table.iterrows():
+        mine = [o for o in opts if get_accelerator(o.accelerator_id).name == row["Accelerator"]]
+        assert row["Monthly (USD)"] == round(min(o.usd_per_month for o in mine))
+    every = pd.read_csv(io.StringIO(every_offer_csv(sc.model_dump_json(), traffic.model_dump_json(), 0.7)))
+    assert len(every) == len(opts) and set(every["Accelerator"]) == set(table["Accelerator"])
+
+
+def test_inference_warning_names_the_sidebars_layout():
+    """Llama 3.1 70B in FP8 at 32 x 16k tokens overflows the sidebar's two H100s (TP 2): the warning says so (it said
+    "one H100"), and the speeds are for the three-device layout that fits."""
+    at = run_app("inference", {"model": "llama-3.1-70b", "fmt": "fp8", "kv": "fp8", "tp": "2", "batch": "32", "seq": "16384"})
+    no_exception(at)
+    (warning,) = [w.value for w in at.warning if "not hold the model" in w.value]
+    assert "the sidebar's 2 x NVIDIA H100" in warning and "(3 devices)" in warning, warning

@@ -1,0 +1,105 @@
+"""The Inference page's cached figures and tables: built once per scenario (and traffic, prices, units) and shared by
+every session. Defined here, not in the page script, so a rerun does not hash their source again."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app_pages.shared.results import Rows, cached_estimate, cached_serving, scenario_of
+from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, FrozenFigure, Units, frozen, layout, vmarker
+from app_pages.shared.ticks import SPEED_TICKS, log_ticks
+from core.catalog.accelerators import get_accelerator
+from core.memory.sweep import sweep
+from core.money.blocks import InferenceEstimate
+from core.money.serving import ServingPlan
+from core.scenario import Scenario
+from core.speed.roofline import decode_curve
+
+
+def replica_scenario(sc: Scenario, inf: InferenceEstimate) -> Scenario:
+    """The scenario on the layout the speeds above are for (the smallest that fits when the sidebar's does not): the
+    charts below draw that replica too, not the sidebar's layout (they showed one device's speed and memory next to
+    metrics for two)."""
+    return Scenario(**(dict(sc) | {"tensor_parallel": inf.tensor_parallel, "pipeline_parallel": inf.pipeline_parallel}))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def decode_figure(key: str) -> FrozenFigure:
+    """Tokens/s per user and for all users against the batch, through the scenario's own batch, with the memory's
+    limit on concurrent sequences."""
+    inf = cached_estimate(key).inference
+    sc = replica_scenario(scenario_of(key), inf)
+    top = max(2, min(1024, max(inf.max_concurrent_sequences, sc.batch_size) * 2))
+    batches = sorted({int(b) for b in np.unique(np.geomspace(1, top, 24).astype(int))} | {sc.batch_size})  # through your setting
+    pts = decode_curve(sc, batches)
+    # one panel on one log axis: both lines are tokens/s (at batch 1 they meet; with more sequences each user is
+    # slower and all of them together faster). Two panels over a shared batch axis took twice as long to redraw.
+    xs = [p.batch_size for p in pts]
+    per_user, all_users = [p.decode_tokens_per_s for p in pts], [p.aggregate_tokens_per_s for p in pts]
+    fig = go.Figure()
+    fig.add_scatter(x=xs, y=per_user, name="Per user (tokens/s)", mode="lines")
+    fig.add_scatter(x=xs, y=all_users, name="All users (tokens/s)", mode="lines")
+    low, high = min(per_user + all_users), max(per_user + all_users)
+    if inf.max_concurrent_sequences:
+        vmarker(fig, inf.max_concurrent_sequences, f"memory limit: {inf.max_concurrent_sequences}", color="#E45756", dash="solid")
+    powers = [2**k for k in range(int(np.log2(max(batches))) + 1)]  # batch marks 1, 2, 4, ... (every other past 7)
+    fig.update_xaxes(type="log", tickvals=powers if len(powers) <= 7 else powers[::2], title="Concurrent sequences (batch, log scale)")
+    fig.update_yaxes(type="log", **(log_ticks([low, high], SPEED_TICKS) or {"dtick": 1}), title="Tokens/s (log scale)")
+    fig.update_layout(hovermode="x unified")
+    return frozen(layout(fig, "Decode speed by batch size", height=460))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def kv_figure(key: str, unit: str) -> FrozenFigure:
+    """The KV cache of the scenario's batch against the context, and the memory one device has left for it."""
+    result, units = cached_estimate(key), Units(unit)
+    sc = replica_scenario(scenario_of(key), result.inference)
+    top_ctx = max(sc.architecture.max_context, sc.seq_len)
+    ctx = np.unique(np.geomspace(256, top_ctx, 60).astype(int))
+    grid = sweep(sc, sc.batch_size, ctx)
+    # What one device has left for KV after everything else (0 when nothing is left).
+    free = np.maximum(result.fit_capacity_bytes - (grid["total"] - grid["kv_cache"]), 0.0)
+    kf = go.Figure()
+    kf.add_scatter(
+        x=ctx, y=units.value(grid["kv_cache"]), name=f"KV cache for {sc.batch_size} sequence(s)", mode="lines", line={"color": COMPONENT_COLORS["kv_cache"], "width": 3}
+    )
+    kf.add_scatter(x=ctx, y=units.value(free), name="Memory left for KV cache", mode="lines", line={"color": CAPACITY_COLOR, "dash": "dash"})
+    vmarker(kf, sc.seq_len, "your context")
+    kf.update_layout(xaxis={"type": "log", "dtick": 1, "title": "Context per sequence (tokens, log scale)"}, yaxis_title=f"{units.name} per device")
+    return frozen(layout(kf, f"KV cache vs context ({result.kv_cache_bytes_per_token:,} bytes per token)", height=420))
+
+
+def _offer_row(o: ServingPlan) -> dict:
+    return {
+        "Accelerator": get_accelerator(o.accelerator_id).name,
+        "Provider": o.provider,
+        "Instance": o.instance_type,
+        "Devices per replica": o.devices_per_replica,
+        "Replicas": o.replicas,
+        "Monthly (USD)": np.nan if o.usd_per_month is None else round(o.usd_per_month),
+        "Spot monthly (USD)": np.nan if o.spot_usd_per_month is None else round(o.spot_usd_per_month),
+        "USD / M output tokens": np.nan if o.usd_per_million_output_tokens is None else round(o.usd_per_million_output_tokens, 3),
+        "TTFT (ms)": round(o.time_to_first_token_s * 1e3),
+        "Tokens/s per user": round(o.decode_tokens_per_s, 1),
+    }
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def offers_by_accelerator(key: str, traffic_key: str, max_utilisation: float, price_key: str = "", _rows: Rows = None) -> pd.DataFrame:
+    """One row per accelerator at its cheapest instance for this traffic, cheapest first, with how many instances
+    price it (a few dozen rows: every priced instance, ~750, made the table the slowest thing on the page to update)."""
+    opts = cached_serving(key, traffic_key, max_utilisation, price_key, _rows)[2]
+    every = pd.DataFrame([_offer_row(o) for o in opts]).sort_values("Monthly (USD)", kind="stable")
+    counts = every.groupby("Accelerator")["Instance"].transform("size")
+    table = every.assign(**{"Instances priced": counts}).drop_duplicates("Accelerator")
+    first = ["Accelerator", "Monthly (USD)", "USD / M output tokens", "Provider", "Instance", "Instances priced"]  # the money in view
+    return table[first + [c for c in table.columns if c not in first]]
+
+
+def every_offer_csv(key: str, traffic_key: str, max_utilisation: float, price_key: str = "", _rows: Rows = None) -> str:
+    """Every priced instance for this traffic as CSV, cheapest first (the download beside the table)."""
+    opts = cached_serving(key, traffic_key, max_utilisation, price_key, _rows)[2]
+    return pd.DataFrame([_offer_row(o) for o in opts]).sort_values("Monthly (USD)", kind="stable").to_csv(index=False)

@@ -1,0 +1,172 @@
+"""The Training page's cached results and figures: built once per scenario (and price kind and list) and shared by
+every session. Defined here, not in the page script, so a rerun does not hash their source again."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+from app_pages.shared.results import Rows, scenario_of
+from app_pages.shared.style import FrozenFigure, frozen, layout
+from app_pages.shared.ticks import TIME_TICKS, USD_TICKS, log_ticks
+from core.catalog.accelerators import get_accelerator
+from core.money.cost import CurvePoint, TrainingOption, TrainingOptions, training_curve, training_options
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def training_options_of(key: str, price_key: str = "", _rows: Rows = None) -> TrainingOptions:
+    return training_options(scenario_of(key), _rows)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def training_curve_of(key: str, price_key: str = "", _rows: Rows = None) -> tuple[CurvePoint, ...]:
+    return training_curve(scenario_of(key), _rows)
+
+
+# The colour of each of the accelerators with the cheapest runs (the template's colours without its grey, which marks
+# the others), one more for the sidebar's own when it is not among them, and the others' grey.
+TOP_COLORS = ("#4C78A8", "#F58518", "#E45756", "#72B7B2", "#54A24B", "#EECA3B", "#B279A2", "#FF9DA6", "#9D755D")
+OWN_EXTRA_COLOR = "#1B6F8A"
+OTHER_COLOR = "#9A9A9A"
+
+
+def on_frontier(hours: pd.Series, usd: pd.Series) -> pd.Series:
+    """True for each run that no other run beats on both time and cost (at most as long and as dear, better in one):
+    the time-cost frontier."""
+    order = sorted(range(len(hours)), key=lambda i: (hours.iat[i], usd.iat[i]))
+    keep, cheapest = [False] * len(hours), float("inf")
+    for i in order:
+        if usd.iat[i] < cheapest:
+            keep[i], cheapest = True, usd.iat[i]
+    return pd.Series(keep, index=hours.index)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows = None) -> FrozenFigure:
+    """One point per accelerator and device count, at its cheapest offer (the others take as long and cost more: the
+    table below lists them); cheapest and fastest circled. Cached per scenario, price kind and list. A fifth of the
+    points of one per offer (245 instead of 1,204 for Llama 3.1 8B), so the chart redraws faster."""
+    priced = [o for o in training_options_of(key, price_key, _rows).options if (o.spot_usd if use_spot else o.on_demand_usd) is not None]
+
+    def cost(o):
+        return o.spot_usd if use_spot else o.on_demand_usd
+
+    cheapest = min(priced, key=cost)
+    fastest = min(priced, key=lambda o: (o.wall_hours, cost(o)))
+    fig = go.Figure()
+    df = pd.DataFrame(
+        [
+            {
+                "accelerator": o.accelerator_id,
+                "provider": o.provider,
+                "instance": o.instance_type,
+                "devices": o.devices,
+                "hours": o.wall_hours,
+                "usd": cost(o),
+                "layout": f"DP {o.data_parallel} x TP {o.tensor_parallel} x PP {o.pipeline_parallel}" + (f", ZeRO-{o.zero_stage}" if o.zero_stage else ""),
+                "estimate": o.price_is_estimate,
+            }
+            for o in priced
+        ]
+    )
+    offers = df.groupby(["accelerator", "devices"])["usd"].transform("size")
+    df = df.assign(offers=offers).sort_values("usd", kind="stable").drop_duplicates(["accelerator", "devices"])
+    # The nine accelerators with the cheapest runs, and the sidebar's (a diamond, "yours"), get a colour and a legend
+    # entry each (by name). Of the rest, only the runs no other run beats on both time and cost are drawn, as grey
+    # rings (the fastest run is often among them): the table below lists every instance, the legend stays readable on
+    # a phone, and the chart redraws in two thirds of the time of all ~250 points (bench/latency.py).
+    df["name"] = [get_accelerator(a).name for a in df["accelerator"]]
+    ranked = df.groupby("name", sort=False)["usd"].min().sort_values()
+    top = list(ranked.index[: len(TOP_COLORS)])
+    own = get_accelerator(scenario_of(key).accelerator).name
+    if own in ranked.index and own not in top:
+        top.append(own)
+    groups = [(name, df[df["name"] == name], TOP_COLORS[i] if i < len(TOP_COLORS) else OWN_EXTRA_COLOR) for i, name in enumerate(top)]
+    rest = df[~df["name"].isin(top) & on_frontier(df["hours"], df["usd"])]
+    if len(rest):
+        groups.append(("Other accelerators: runs nothing beats on both time and cost", rest, OTHER_COLOR))
+    for name, g, color in groups:
+        symbol = "diamond" if name == own else "circle-open" if color == OTHER_COLOR else "circle"
+        fig.add_scatter(
+            x=g["hours"],
+            y=g["usd"],
+            mode="markers",
+            name=f"{name} (yours)" if name == own else name,
+            marker={"size": 11 if name == own else 9, "opacity": 0.85, "color": color, "symbol": symbol, **({"line": {"width": 2}} if color == OTHER_COLOR else {})},
+            customdata=g[["name", "provider", "instance", "devices", "layout", "offers"]].values,
+            hovertemplate="%{customdata[0]}: %{customdata[1]} %{customdata[2]}<br>%{customdata[3]} devices (%{customdata[4]})<br>"
+            "%{x:,.1f} h, $%{y:,.0f} (cheapest of %{customdata[5]} offers)<extra></extra>",
+        )
+    marks = [(cheapest, "cheapest and fastest" if cheapest is fastest else "cheapest", "#54A24B")]
+    if fastest is not cheapest:
+        marks.append((fastest, "fastest", "#E45756"))
+    for o, text, color in marks:
+        fig.add_scatter(
+            x=[o.wall_hours],
+            y=[cost(o)],
+            mode="markers+text",
+            text=[text],
+            textposition="top center",
+            marker={"size": 18, "symbol": "circle-open", "color": color, "line": {"width": 3}},
+            showlegend=False,
+            hoverinfo="skip",
+            cliponaxis=False,  # the label of a point at the top of the range sits above the plot, not cut off
+        )
+    fig.update_layout(
+        xaxis={"type": "log", "title": "Wall-clock time (log scale)", **(log_ticks(list(df["hours"]), TIME_TICKS) or {"dtick": 1})},
+        yaxis={"type": "log", "title": "Run cost (USD, log scale)", **(log_ticks(list(df["usd"]), USD_TICKS) or {"dtick": 1, "tickprefix": "$"})},
+    )
+    return frozen(layout(fig, f"Time vs cost of the run ({'spot' if use_spot else 'on-demand'})", height=480))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def curve_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows = None) -> FrozenFigure | None:
+    """Hours and run cost on the sidebar's accelerator against its device count (None without a price for it): two
+    panels over one device axis, one scale each (no dual axis)."""
+    curve = training_curve_of(key, price_key, _rows)
+    if not curve:
+        return None
+    name = get_accelerator(scenario_of(key).accelerator).name
+    xs = [p.devices for p in curve]
+    ys = [p.spot_usd if use_spot and p.spot_usd is not None else p.on_demand_usd for p in curve]
+    cf = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
+    cf.add_scatter(x=xs, y=[p.wall_hours for p in curve], name="Wall-clock hours", mode="lines+markers", row=1, col=1)
+    cf.add_scatter(x=xs, y=ys, name="Run cost (USD)", mode="lines+markers", row=2, col=1)
+    cf.update_xaxes(type="log", dtick=1)
+    cf.update_xaxes(title=f"Number of {name} devices (log scale)", row=2, col=1)
+    cf.update_yaxes(type="log", dtick=1, title="Hours (log)", row=1, col=1)
+    cf.update_yaxes(title="Run cost (USD)", rangemode="tozero", tickprefix="$", row=2, col=1)
+    return frozen(layout(cf, f"More {name} devices: shorter, and what it costs", height=460))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def offers_table(key: str, use_spot: bool, price_key: str = "", _rows: Rows = None) -> pd.DataFrame:
+    """One row per provider and instance at its cheapest device count for the price kind, cheapest first."""
+
+    def cost(o):
+        return o.spot_usd if use_spot else o.on_demand_usd
+
+    best: dict[tuple[str, str], TrainingOption] = {}
+    for o in training_options_of(key, price_key, _rows).options:
+        if cost(o) is None:
+            continue
+        k = (o.provider, o.instance_type)
+        if k not in best or cost(o) < cost(best[k]):
+            best[k] = o
+    return pd.DataFrame(
+        [
+            {
+                "Provider": o.provider,
+                "Instance": o.instance_type,
+                "Accelerator": get_accelerator(o.accelerator_id).name,
+                "Devices": o.devices,
+                "Hours": round(o.wall_hours, 1),
+                "On-demand (USD)": round(o.on_demand_usd),
+                "Spot (USD)": None if o.spot_usd is None else round(o.spot_usd),
+                "Price is an estimate": "yes" if o.price_is_estimate else "",
+            }
+            for o in sorted(best.values(), key=cost)
+        ]
+    )
