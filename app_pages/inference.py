@@ -99,7 +99,7 @@ if opts:
         hide_index=True,
         width="stretch",
         height=360,
-        column_config={"Accelerator": st.column_config.TextColumn(pinned=True), "USD / M output tokens": st.column_config.NumberColumn(format="%.2f")},
+        column_config={"Accelerator": st.column_config.TextColumn(pinned=True), "USD / M output tokens": st.column_config.NumberColumn(format="%.3f")},
     )
     st.download_button(
         f"Every priced instance ({len(opts):,} rows, CSV)",

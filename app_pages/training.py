@@ -68,8 +68,9 @@ c[3].metric(
 show(time_cost_figure(KEY, spot, *PRICES), key="chart_tc")
 st.caption(
     "Each dot is one accelerator at one device count, at its cheapest offer (hover for the provider and how many offers there are): "
-    "every count for the nine accelerators with the cheapest runs and for yours (diamonds); for the others (grey rings), only the runs that nothing beats on both "
-    "time and cost. The table lists every provider and instance."
+    "every count for the nine accelerators with the cheapest runs"
+    + (" and for yours (diamonds)" if mine else "")
+    + "; for the others (grey rings), only the runs that nothing beats on both time and cost. The table lists every provider and instance."
 )
 
 left, right = st.columns(2)

@@ -91,6 +91,7 @@ function decoded(value) {
   if (bytes.length % Typed.BYTES_PER_ELEMENT !== 0) return null;
   const array = new Typed(bytes.buffer);
   array.llmgpBdata = value.bdata;
+  array.llmgpDtype = value.dtype;
   return array;
 }
 
@@ -105,7 +106,7 @@ function keepUnchanged(traces, drawn) {
     const old = (Array.isArray(drawn) && drawn[i]) || {};
     for (const [key, value] of Object.entries(trace)) {
       if (value && typeof value === "object" && typeof value.bdata === "string") {
-        if (old[key] && old[key].llmgpBdata === value.bdata) trace[key] = old[key];
+        if (old[key] && old[key].llmgpBdata === value.bdata && old[key].llmgpDtype === value.dtype) trace[key] = old[key];
         else trace[key] = decoded(value) || value;
       } else if (samePrimitives(value, old[key])) trace[key] = old[key];
     }
@@ -124,8 +125,6 @@ function keepTemplate(layout, div) {
 function draw(Plotly, div, parentElement, spec, config) {
   const figure = JSON.parse(spec);
   const layout = figure.layout || {};
-  keepUnchanged(figure.data || [], div.data);
-  keepTemplate(layout, div);
   const narrow = div.clientWidth > 0 && div.clientWidth < NARROW_PX;
   if (narrow) {
     for (const trace of figure.data || []) {
@@ -137,6 +136,8 @@ function draw(Plotly, div, parentElement, spec, config) {
     }
     fitTitles(layout, div.clientWidth);
   }
+  keepUnchanged(figure.data || [], div.data); // after the narrow labels are in: on a phone they are what was drawn
+  keepTemplate(layout, div);
   followPage(layout, parentElement);
   layout.autosize = true;
   delete layout.width;

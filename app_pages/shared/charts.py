@@ -125,9 +125,9 @@ def sweep_chart(x: np.ndarray, grid: dict[str, np.ndarray], capacity: float, uni
     )
     top = float(np.max(grid["total"])) if len(grid["total"]) else capacity
     top = units.value(max(top, capacity) * 1.05)
-    vmarker(fig, current, "your setting")
+    vmarker(fig, current, "your setting", log_x=True)
     if limit:
-        vmarker(fig, limit, f"largest that fits: {limit:,.0f}", color="#E45756", dash="solid", side="left", at_top=False)
+        vmarker(fig, limit, f"largest that fits: {limit:,.0f}", log_x=True, color="#E45756", dash="solid", side="left", at_top=False)
     ticks = [t for t in 2.0 ** np.arange(0, 22, 2) if x.min() <= t <= x.max()]  # 1, 4, 16, ... 1M: one label per factor of 4
     fig.update_layout(
         xaxis={"type": "log", "title": x_title, "tickvals": ticks, "ticktext": [f"{t / 1024:g}k" if t >= 1024 else f"{t:g}" for t in ticks]},

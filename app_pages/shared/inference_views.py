@@ -10,7 +10,8 @@ import streamlit as st
 
 from app_pages.shared.results import Rows, cached_estimate, cached_serving, scenario_of
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, FrozenFigure, Units, frozen, layout, vmarker
-from app_pages.shared.ticks import SPEED_TICKS, log_ticks
+from app_pages.shared.text import spreadsheet_safe
+from app_pages.shared.ticks import number_ticks
 from core.catalog.accelerators import get_accelerator
 from core.memory.sweep import sweep
 from core.money.blocks import InferenceEstimate
@@ -44,10 +45,10 @@ def decode_figure(key: str) -> FrozenFigure:
     fig.add_scatter(x=xs, y=all_users, name="All users (tokens/s)", mode="lines")
     low, high = min(per_user + all_users), max(per_user + all_users)
     if inf.max_concurrent_sequences:
-        vmarker(fig, inf.max_concurrent_sequences, f"memory limit: {inf.max_concurrent_sequences}", color="#E45756", dash="solid")
+        vmarker(fig, inf.max_concurrent_sequences, f"memory limit: {inf.max_concurrent_sequences}", log_x=True, color="#E45756", dash="solid")
     powers = [2**k for k in range(int(np.log2(max(batches))) + 1)]  # batch marks 1, 2, 4, ... (every other past 7)
     fig.update_xaxes(type="log", tickvals=powers if len(powers) <= 7 else powers[::2], title="Concurrent sequences (batch, log scale)")
-    fig.update_yaxes(type="log", **(log_ticks([low, high], SPEED_TICKS) or {"dtick": 1}), title="Tokens/s (log scale)")
+    fig.update_yaxes(type="log", **number_ticks([low, high]), title="Tokens/s (log scale)")
     fig.update_layout(hovermode="x unified")
     return frozen(layout(fig, "Decode speed by batch size", height=460))
 
@@ -67,7 +68,7 @@ def kv_figure(key: str, unit: str) -> FrozenFigure:
         x=ctx, y=units.value(grid["kv_cache"]), name=f"KV cache for {sc.batch_size} sequence(s)", mode="lines", line={"color": COMPONENT_COLORS["kv_cache"], "width": 3}
     )
     kf.add_scatter(x=ctx, y=units.value(free), name="Memory left for KV cache", mode="lines", line={"color": CAPACITY_COLOR, "dash": "dash"})
-    vmarker(kf, sc.seq_len, "your context")
+    vmarker(kf, sc.seq_len, "your context", log_x=True)
     kf.update_layout(xaxis={"type": "log", "dtick": 1, "title": "Context per sequence (tokens, log scale)"}, yaxis_title=f"{units.name} per device")
     return frozen(layout(kf, f"KV cache vs context ({result.kv_cache_bytes_per_token:,} bytes per token)", height=420))
 
@@ -102,4 +103,5 @@ def offers_by_accelerator(key: str, traffic_key: str, max_utilisation: float, pr
 def every_offer_csv(key: str, traffic_key: str, max_utilisation: float, price_key: str = "", _rows: Rows = None) -> str:
     """Every priced instance for this traffic as CSV, cheapest first (the download beside the table)."""
     opts = cached_serving(key, traffic_key, max_utilisation, price_key, _rows)[2]
-    return pd.DataFrame([_offer_row(o) for o in opts]).sort_values("Monthly (USD)", kind="stable").to_csv(index=False)
+    every = pd.DataFrame([{k: spreadsheet_safe(v) for k, v in _offer_row(o).items()} for o in opts])  # names may come from a link
+    return every.sort_values("Monthly (USD)", kind="stable").to_csv(index=False)

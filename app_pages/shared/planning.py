@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from app_pages.shared.style import COMPONENT_COLORS, COMPONENT_LABELS, Units, capacity_line, layout
 from app_pages.shared.text import chart_text, hours_text
-from app_pages.shared.ticks import SPEED_TICKS, TIME_TICKS, USD_TICKS, log_ticks
+from app_pages.shared.ticks import TIME_TICKS, log_ticks, number_ticks
 from core.memory.estimate import estimate_memory
 from core.memory.sweep import COMPONENTS
 from core.plan import Plan
@@ -142,13 +142,13 @@ def frontier_figure(plans: tuple[Plan, ...], serving: bool, deadline: float | No
     if budget:
         fig.add_hrect(y0=budget, y1=max(y_of(p) or 0 for p in plans) * 2, fillcolor="#E45756", opacity=0.08, line_width=0, annotation_text="over the budget")
     fig.update_layout(
-        xaxis={"type": "log", "title": "Generation speed each user sees (tokens/s, log scale)", **log_ticks([x for p in plans if (x := x_of(p))], SPEED_TICKS)}
+        xaxis={"type": "log", "title": "Generation speed each user sees (tokens/s, log scale)", **number_ticks([x for p in plans if (x := x_of(p))])}
         if serving
-        else {"type": "log", "title": "Wall-clock time (log scale)", **log_ticks([p.hours for p in plans if p.hours], TIME_TICKS)},
+        else {"type": "log", "title": "Wall-clock time (log scale)", **(log_ticks([p.hours for p in plans if p.hours], TIME_TICKS) or {"ticksuffix": " h"})},
         yaxis={
             "type": "log",
             "title": "Monthly bill (USD, log scale)" if serving else "Cost of the run (USD, log scale)",
-            **(log_ticks([y for p in plans if (y := y_of(p))], USD_TICKS) or {"dtick": 1, "tickprefix": "$"}),
+            **number_ticks([y for p in plans if (y := y_of(p))], "$"),
         },
     )
     title = "Speed vs monthly bill of each plan" if serving else "Time vs cost of each plan"

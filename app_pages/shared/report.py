@@ -12,7 +12,7 @@ import streamlit as st
 
 from app_pages.shared.charts import capacity_phrase, layout_text
 from app_pages.shared.style import COMPONENT_LABELS, Units
-from app_pages.shared.text import plain, say
+from app_pages.shared.text import plain, say, spreadsheet_safe
 from core.estimate import Result
 from core.memory.explain import explain
 from core.scenario import Scenario
@@ -36,7 +36,7 @@ def results_csv(sc: Scenario, result: Result, units: Units) -> str:
         "kv_cache_bytes_per_token": result.kv_cache_bytes_per_token,
     }
     for key, value in extra.items():
-        buf.write(f"{key},{value},\n")
+        buf.write(f"{key},{spreadsheet_safe(value)},\n")  # an accelerator typed in: never a formula
     return buf.getvalue()
 
 

@@ -98,7 +98,7 @@ def layout(fig: go.Figure, title: str, height: int = 380) -> go.Figure:
     return fig
 
 
-def vmarker(fig: go.Figure, x: float, text: str, color: str = "#8C8C8C", dash: str = "dot", side: str = "center", at_top: bool = True, log_x: bool = True) -> None:
+def vmarker(fig: go.Figure, x: float, text: str, *, log_x: bool, color: str = "#8C8C8C", dash: str = "dot", side: str = "center", at_top: bool = True) -> None:
     """A labelled vertical line at data value x over the plot's height: side="left" puts the label left of the line (a
     line at the right end of the axis), at_top=False at its foot (clear of other lines' labels on a narrow screen).
     Drawn as a layout shape and annotation, not a trace: when only the marker moves (the slider it marks), the

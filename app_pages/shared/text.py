@@ -52,6 +52,11 @@ def chart_text(text: Any) -> str:
     return "".join(c for c in str(text) if c not in "<>&" and c.isprintable())
 
 
+def spreadsheet_safe(value: Any) -> Any:
+    """A CSV cell a spreadsheet will not run: text starting with = + - @ (a formula) gets a leading apostrophe."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
 def md(template: str, **values: Any) -> str:
     """A trusted Markdown template (this code's own text, bold and all) with every value escaped:
     md("No price for **{acc}**: {why}", acc=name, why=reason)."""

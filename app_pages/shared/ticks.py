@@ -10,6 +10,8 @@ Marks = tuple[tuple[float, str], ...]
 
 # (hours, label)
 TIME_TICKS: Marks = (
+    (10 / 3600, "10 s"),
+    (30 / 3600, "30 s"),
     (1 / 60, "1 min"),
     (5 / 60, "5 min"),
     (0.25, "15 min"),
@@ -24,16 +26,29 @@ TIME_TICKS: Marks = (
     (720, "1 month"),
     (2190, "3 months"),
     (8760, "1 year"),
+    *((8760 * n, f"{n} years") for n in (2, 5, 10, 20, 50, 100)),
 )
 
 
-def number_marks(prefix: str = "", decades: range = range(0, 5)) -> Marks:
-    """1, 2 and 5 times each power of ten in `decades`, labelled in full ("1,000", "$0.5")."""
-    return tuple((m * 10.0**e, f"{prefix}{m * 10**e:,}" if e >= 0 else f"{prefix}{m * 10.0**e:g}") for e in decades for m in (1, 2, 5))
+def _label(value: float, prefix: str) -> str:
+    return f"{prefix}{value:,.0f}" if value >= 1 and value.is_integer() else f"{prefix}{value:g}"
 
 
-SPEED_TICKS = number_marks()  # tokens/s: 1 to 50,000
-USD_TICKS = number_marks("$", range(-2, 9))  # $0.01 to $500,000,000
+def number_marks(prefix: str = "", decades: range = range(0, 5), steps: tuple[float, ...] = (1, 2, 5)) -> Marks:
+    """`steps` times each power of ten in `decades`, labelled in full ("1,000", "$0.5", "1.5")."""
+    return tuple((m * 10.0**e, _label(m * 10.0**e, prefix)) for e in decades for m in steps)
+
+
+SPEED_TICKS = number_marks()  # tokens/s: 1 to 50,000 (the Plan page's speed axis, GPU vs TPU's)
+_WIDE = range(-3, 10)
+_COARSE = {prefix: number_marks(prefix, _WIDE) for prefix in ("", "$")}
+_FINE = {prefix: number_marks(prefix, _WIDE, (1, 1.5, 2, 3, 5, 7)) for prefix in ("", "$")}
+
+
+def number_ticks(values: list[float], prefix: str = "") -> dict[str, Any]:
+    """Marks for a log axis of plain numbers ("" or "$"): 1, 2 and 5 times each power of ten, finer steps on a range
+    too short for two of those, else Plotly's own marks (with the prefix)."""
+    return log_ticks(values, _COARSE[prefix]) or log_ticks(values, _FINE[prefix]) or ({"tickprefix": prefix} if prefix else {})
 
 
 def log_ticks(values: list[float], marks: Marks) -> dict[str, Any]:

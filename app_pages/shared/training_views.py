@@ -10,7 +10,8 @@ from plotly.subplots import make_subplots
 
 from app_pages.shared.results import Rows, scenario_of
 from app_pages.shared.style import FrozenFigure, frozen, layout
-from app_pages.shared.ticks import TIME_TICKS, USD_TICKS, log_ticks
+from app_pages.shared.text import chart_text
+from app_pages.shared.ticks import TIME_TICKS, log_ticks, number_ticks
 from core.catalog.accelerators import get_accelerator
 from core.money.cost import CurvePoint, TrainingOption, TrainingOptions, training_curve, training_options
 
@@ -45,9 +46,10 @@ def on_frontier(hours: pd.Series, usd: pd.Series) -> pd.Series:
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows = None) -> FrozenFigure:
-    """One point per accelerator and device count, at its cheapest offer (the others take as long and cost more: the
-    table below lists them); cheapest and fastest circled. Cached per scenario, price kind and list. A fifth of the
-    points of one per offer (245 instead of 1,204 for Llama 3.1 8B), so the chart redraws faster."""
+    """Each run as a point: wall-clock hours against cost, one per accelerator and device count at its cheapest offer
+    (the offers there take as long and cost more: the table lists them), for the cheapest accelerators and the
+    sidebar's, and the time-cost frontier of the others; cheapest and fastest circled. Cached per scenario, price
+    kind and list."""
     priced = [o for o in training_options_of(key, price_key, _rows).options if (o.spot_usd if use_spot else o.on_demand_usd) is not None]
 
     def cost(o):
@@ -60,8 +62,8 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows 
         [
             {
                 "accelerator": o.accelerator_id,
-                "provider": o.provider,
-                "instance": o.instance_type,
+                "provider": chart_text(o.provider),  # a price list from a link names these: no tags in the hover
+                "instance": chart_text(o.instance_type),
                 "devices": o.devices,
                 "hours": o.wall_hours,
                 "usd": cost(o),
@@ -77,10 +79,10 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows 
     # entry each (by name). Of the rest, only the runs no other run beats on both time and cost are drawn, as grey
     # rings (the fastest run is often among them): the table below lists every instance, the legend stays readable on
     # a phone, and the chart redraws in two thirds of the time of all ~250 points (bench/latency.py).
-    df["name"] = [get_accelerator(a).name for a in df["accelerator"]]
+    df["name"] = [chart_text(get_accelerator(a).name) for a in df["accelerator"]]
     ranked = df.groupby("name", sort=False)["usd"].min().sort_values()
     top = list(ranked.index[: len(TOP_COLORS)])
-    own = get_accelerator(scenario_of(key).accelerator).name
+    own = chart_text(get_accelerator(scenario_of(key).accelerator).name)
     if own in ranked.index and own not in top:
         top.append(own)
     groups = [(name, df[df["name"] == name], TOP_COLORS[i] if i < len(TOP_COLORS) else OWN_EXTRA_COLOR) for i, name in enumerate(top)]
@@ -115,8 +117,8 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows 
             cliponaxis=False,  # the label of a point at the top of the range sits above the plot, not cut off
         )
     fig.update_layout(
-        xaxis={"type": "log", "title": "Wall-clock time (log scale)", **(log_ticks(list(df["hours"]), TIME_TICKS) or {"dtick": 1})},
-        yaxis={"type": "log", "title": "Run cost (USD, log scale)", **(log_ticks(list(df["usd"]), USD_TICKS) or {"dtick": 1, "tickprefix": "$"})},
+        xaxis={"type": "log", "title": "Wall-clock time (log scale)", **(log_ticks(list(df["hours"]), TIME_TICKS) or {"ticksuffix": " h"})},
+        yaxis={"type": "log", "title": "Run cost (USD, log scale)", **number_ticks(list(df["usd"]), "$")},
     )
     return frozen(layout(fig, f"Time vs cost of the run ({'spot' if use_spot else 'on-demand'})", height=480))
 

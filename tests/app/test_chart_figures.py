@@ -118,3 +118,28 @@ def test_decode_chart_is_one_panel_of_tokens_per_second_on_marked_log_axes():
     values = lay["yaxis"]["tickvals"]
     assert len(values) >= 3 and min(values) <= min(per_user) * 1.3 and max(values) >= max(all_users) / 1.3
     assert lay["yaxis"]["ticktext"][values.index(1000)] == "1,000"
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "command-r-35b"])
+def test_decode_speed_axis_is_labelled_however_short_its_range(model):
+    """Command R 35B barely fits an H100 (one or two sequences): its speeds span a factor of two, where 1-2-5 marks
+    leave one label or none; finer marks then label it."""
+    at = open_link("inference", {"model": model})
+    no_exception(at)
+    fig = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("Decode"))
+    ys = array_of(fig["data"][0]["y"]) + array_of(fig["data"][1]["y"])
+    values = fig["layout"]["yaxis"]["tickvals"]
+    inside = [v for v in values if min(ys) <= v <= max(ys)]
+    assert len(inside) >= 2 or (len(values) >= 2 and min(values) <= min(ys) * 1.3 and max(values) >= max(ys) / 1.3), (values, min(ys), max(ys))
+    assert all(text.replace(",", "").replace(".", "").isdigit() for text in fig["layout"]["yaxis"]["ticktext"])
+
+
+def test_number_ticks_fall_back_to_finer_marks_then_to_plotlys_own():
+    from app_pages.shared.ticks import TIME_TICKS, number_ticks
+
+    assert number_ticks([20.0, 5000.0])["ticktext"][:3] == ["20", "50", "100"]
+    assert number_ticks([34.6, 69.2])["ticktext"] == ["30", "50", "70"], "a factor of two: 1, 1.5, 2, 3, 5, 7 steps"
+    assert number_ticks([28.0, 105.0], "$")["ticktext"] == ["$50", "$100"]
+    assert number_ticks([100_000.0, 368_000.0])["ticktext"][-1] == "200,000", "past the 50,000 the Plan page's marks stop at"
+    assert number_ticks([1.0, 1.1], "$") == {"tickprefix": "$"}
+    assert log_ticks([20_000.0, 99_333.0], TIME_TICKS)["ticktext"] == ["2 years", "5 years", "10 years"], "a 1T-token pretrain"

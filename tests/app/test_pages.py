@@ -241,6 +241,13 @@ def test_inference_table_lists_each_accelerator_at_its_cheapest_instance():
     assert len(every) == len(opts) and set(every["Accelerator"]) == set(table["Accelerator"])
 
 
+def test_a_csv_cell_from_a_link_is_not_a_formula():
+    from app_pages.shared.text import spreadsheet_safe
+
+    assert spreadsheet_safe('=HYPERLINK("http://x")') == '\'=HYPERLINK("http://x")'
+    assert [spreadsheet_safe(v) for v in ("+1", "-x", "@A1", "lambda", 5, -3.0)] == ["'+1", "'-x", "'@A1", "lambda", 5, -3.0]
+
+
 def test_inference_warning_names_the_sidebars_layout():
     """Llama 3.1 70B in FP8 at 32 x 16k tokens overflows the sidebar's two H100s (TP 2): the warning says so (it said
     "one H100"), and the speeds are for the three-device layout that fits."""

@@ -4,6 +4,7 @@ tools are there, and its text follows a dark page."""
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -208,6 +209,9 @@ def test_a_moved_marker_redraws_without_recomputing_the_data(open_page):
     drawn = page.evaluate(f"() => {{ const d = {kv}; return [d._fullLayout.shapes[0].x0, Array.from(d.data[1].y)]; }}")
     seq = int(page.evaluate("() => new URLSearchParams(location.search).get('seq')"))
     assert seq == 8192 and drawn[0] == pytest.approx(seq)
+    # the label over the line: annotations on a log axis take log10 coordinates, shapes data values
+    label = page.evaluate(f"() => {{ const d = {kv}; return [d._fullLayout.annotations[0].x, d._fullLayout.annotations[0].text]; }}")
+    assert label == [pytest.approx(math.log10(seq)), "your context"]
     fresh = open_page(f"/inference?model=llama-3.1-8b&seq={seq}")
     metrics(fresh)
     again = fresh.evaluate(f"() => {{ const d = {kv}; return [d._fullLayout.shapes[0].x0, Array.from(d.data[1].y)]; }}")
