@@ -7,7 +7,7 @@ from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.text import flops_text, hours_text, md, plain
-from app_pages.shared.training_views import curve_figure, offers_table, time_cost_figure, training_options_of
+from app_pages.shared.training_views import curve_figure, offers_table, run_cost, time_cost_figure, training_options_of
 from core.catalog.accelerators import get_accelerator
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
@@ -41,7 +41,7 @@ spot = price_kind == "spot"
 
 
 def cost(o):
-    return o.spot_usd if spot else o.on_demand_usd
+    return run_cost(o, spot)
 
 
 priced = [o for o in opts.options if cost(o) is not None]

@@ -88,12 +88,16 @@ def _offer_row(o: ServingPlan) -> dict:
     }
 
 
+def _every_offer(opts: tuple[ServingPlan, ...]) -> pd.DataFrame:
+    """Every priced instance for a traffic, cheapest first."""
+    return pd.DataFrame([_offer_row(o) for o in opts]).sort_values("Monthly (USD)", kind="stable")
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
 def offers_by_accelerator(key: str, traffic_key: str, max_utilisation: float, price_key: str = "", _rows: Rows = None) -> pd.DataFrame:
     """One row per accelerator at its cheapest instance for this traffic, cheapest first, with how many instances
     price it (a few dozen rows: every priced instance, ~750, made the table the slowest thing on the page to update)."""
-    opts = cached_serving(key, traffic_key, max_utilisation, price_key, _rows)[2]
-    every = pd.DataFrame([_offer_row(o) for o in opts]).sort_values("Monthly (USD)", kind="stable")
+    every = _every_offer(cached_serving(key, traffic_key, max_utilisation, price_key, _rows)[2])
     counts = every.groupby("Accelerator")["Instance"].transform("size")
     table = every.assign(**{"Instances priced": counts}).drop_duplicates("Accelerator")
     first = ["Accelerator", "Monthly (USD)", "USD / M output tokens", "Provider", "Instance", "Instances priced"]  # the money in view
@@ -102,6 +106,5 @@ def offers_by_accelerator(key: str, traffic_key: str, max_utilisation: float, pr
 
 def every_offer_csv(key: str, traffic_key: str, max_utilisation: float, price_key: str = "", _rows: Rows = None) -> str:
     """Every priced instance for this traffic as CSV, cheapest first (the download beside the table)."""
-    opts = cached_serving(key, traffic_key, max_utilisation, price_key, _rows)[2]
-    every = pd.DataFrame([{k: spreadsheet_safe(v) for k, v in _offer_row(o).items()} for o in opts])  # names may come from a link
-    return every.sort_values("Monthly (USD)", kind="stable").to_csv(index=False)
+    every = _every_offer(cached_serving(key, traffic_key, max_utilisation, price_key, _rows)[2])
+    return every.map(spreadsheet_safe).to_csv(index=False)  # instance names may come from a link's price list

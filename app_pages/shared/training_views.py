@@ -3,6 +3,8 @@ every session. Defined here, not in the page script, so a rerun does not hash th
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -14,6 +16,7 @@ from app_pages.shared.text import chart_text
 from app_pages.shared.ticks import TIME_TICKS, log_ticks, number_ticks
 from core.catalog.accelerators import get_accelerator
 from core.money.cost import CurvePoint, TrainingOption, TrainingOptions, training_curve, training_options
+from core.plan.frontier import frontier
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -34,14 +37,15 @@ OTHER_COLOR = "#9A9A9A"
 
 
 def on_frontier(hours: pd.Series, usd: pd.Series) -> pd.Series:
-    """True for each run that no other run beats on both time and cost (at most as long and as dear, better in one):
-    the time-cost frontier."""
-    order = sorted(range(len(hours)), key=lambda i: (hours.iat[i], usd.iat[i]))
-    keep, cheapest = [False] * len(hours), float("inf")
-    for i in order:
-        if usd.iat[i] < cheapest:
-            keep[i], cheapest = True, usd.iat[i]
-    return pd.Series(keep, index=hours.index)
+    """True for each run that no other run beats on both time and cost: the planner's time-cost frontier
+    (core.plan.frontier) over these runs."""
+    kept = frontier([SimpleNamespace(cost=u, duration=h) for h, u in zip(hours, usd, strict=True)])
+    return pd.Series([i in kept for i in range(len(hours))], index=hours.index)
+
+
+def run_cost(o: TrainingOption, use_spot: bool) -> float | None:
+    """What a run costs at the price kind shown (None: no spot price for its instance)."""
+    return o.spot_usd if use_spot else o.on_demand_usd
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -50,10 +54,10 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows 
     (the offers there take as long and cost more: the table lists them), for the cheapest accelerators and the
     sidebar's, and the time-cost frontier of the others; cheapest and fastest circled. Cached per scenario, price
     kind and list."""
-    priced = [o for o in training_options_of(key, price_key, _rows).options if (o.spot_usd if use_spot else o.on_demand_usd) is not None]
+    priced = [o for o in training_options_of(key, price_key, _rows).options if run_cost(o, use_spot) is not None]
 
     def cost(o):
-        return o.spot_usd if use_spot else o.on_demand_usd
+        return run_cost(o, use_spot)
 
     cheapest = min(priced, key=cost)
     fastest = min(priced, key=lambda o: (o.wall_hours, cost(o)))
@@ -148,7 +152,7 @@ def offers_table(key: str, use_spot: bool, price_key: str = "", _rows: Rows = No
     """One row per provider and instance at its cheapest device count for the price kind, cheapest first."""
 
     def cost(o):
-        return o.spot_usd if use_spot else o.on_demand_usd
+        return run_cost(o, use_spot)
 
     best: dict[tuple[str, str], TrainingOption] = {}
     for o in training_options_of(key, price_key, _rows).options:
