@@ -4,7 +4,7 @@ import streamlit as st
 
 from app_pages.shared.box import box_section
 from app_pages.shared.context import as_mode, page_header, priced
-from app_pages.shared.inference_views import decode_figure, every_offer_csv, kv_figure, offers_by_accelerator
+from app_pages.shared.inference_views import decode_figure, every_offer_csv, kv_figure, kv_on_sidebars_layout, offers_by_accelerator
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, cached_serving
 from app_pages.shared.sidebar import page_widget, traffic_inputs
@@ -21,7 +21,8 @@ if sc.mode != "inference":
         st.stop()
 acc = get_accelerator(sc.accelerator)
 PRICES = priced()  # the price list in use: (cache key, rows)
-result = cached_estimate(sc.model_dump_json(), *PRICES)
+KEY = sc.model_dump_json()
+result = cached_estimate(KEY, *PRICES)
 inf = result.inference
 
 c = st.columns(5)
@@ -38,17 +39,23 @@ c[4].metric(
 if result.layout_needed is None:
     st.error(md("{model} does not fit on any layout of {acc} at these settings: no speeds to show.", model=sc.architecture.name, acc=acc.name))
     st.stop()
-with st.container():  # always there, so a warning that comes and goes does not shift (and redraw) the charts below
-    if not result.fits:
-        own = sc.tensor_parallel * sc.pipeline_parallel  # the sidebar's devices per replica
-        held_by = md("one {acc} does", acc=acc.name) if own == 1 else md("the sidebar's {k} x {acc} do", k=own, acc=acc.name)
+with st.container():  # one alert always there (what holds the model), so a move across the fit only restyles it
+    own = sc.tensor_parallel * sc.pipeline_parallel  # the sidebar's devices per replica
+    held_by = md("one {acc}", acc=acc.name) if own == 1 else md("the sidebar's {k} x {acc}", k=own, acc=acc.name)
+    load = f"{sc.batch_size:,} sequence(s) of {sc.seq_len:,} tokens"
+    if result.fits:
+        st.info(
+            f"At these settings {held_by} {'holds' if own == 1 else 'hold'} the model and {load} (at most {inf.max_concurrent_sequences:,}).",
+            icon=":material/check_circle:",
+        )
+    else:
         st.warning(
-            f"At these settings {held_by} not hold the model; speeds are for the smallest layout that fits ({inf.devices_per_replica} devices).",
+            f"At these settings {held_by} {'does' if own == 1 else 'do'} not hold the model and {load}"
+            + (" (the KV chart shows where memory runs out)" if kv_on_sidebars_layout(KEY) else "")
+            + f"; speeds are for the smallest layout that fits ({inf.devices_per_replica} devices).",
             icon=":material/warning:",
         )
 
-
-KEY = sc.model_dump_json()
 left, right = st.columns(2)
 with left:
     show(decode_figure(KEY), key="chart_decode")
@@ -61,7 +68,7 @@ st.subheader("What serving your traffic costs")
 traffic, util = traffic_inputs("util")
 if traffic is None:
     st.stop()
-plan, why, opts = cached_serving(sc.model_dump_json(), traffic.model_dump_json(), util / 100, *PRICES)
+plan, why, opts = cached_serving(KEY, traffic.model_dump_json(), util / 100, *PRICES)
 if plan is None:
     st.info(md("No serving bill on {acc}: {why}. The table below lists the accelerators that can be priced.", acc=acc.name, why=why or ""), icon=":material/info:")
 m = st.columns(4) if plan else []
@@ -91,7 +98,7 @@ if plan and (api_in or api_out):
     )
 
 if opts:
-    args = (sc.model_dump_json(), traffic.model_dump_json(), util / 100, *PRICES)
+    args = (KEY, traffic.model_dump_json(), util / 100, *PRICES)
     table = offers_by_accelerator(*args)
     st.markdown("**Every priced accelerator for this traffic, at its cheapest instance (cheapest first)**")
     st.dataframe(

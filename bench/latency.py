@@ -12,6 +12,7 @@ that case, and JSON on the last line.
 
     python3 bench/latency.py                       # this checkout
     python3 bench/latency.py --root /path/to/old   # another checkout (e.g. a git worktree of an older commit)
+    python3 bench/latency.py --only serve-70b     # one case (the label holds the text), e.g. to compare two versions
 """
 
 from __future__ import annotations
@@ -130,6 +131,7 @@ def main() -> None:
     ap.add_argument("--moves", type=int, default=20)
     ap.add_argument("--no-workshop", action="store_true", help="pages only")
     ap.add_argument("--pages", default=",".join(PAGES), help="comma-separated url paths to measure (default: every page)")
+    ap.add_argument("--only", default="", help="measure only the cases whose label holds this text (e.g. serve-70b)")
     args = ap.parse_args()
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
@@ -140,6 +142,7 @@ def main() -> None:
     cases = [(name, f"{name}?model=llama-3.1-8b") for name in args.pages.split(",") if name]
     if not args.no_workshop:
         cases += workshop_cases()
+    cases = [c for c in cases if args.only in c[0]]
     with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         (Path(tmp) / "bare.py").write_text(BARE_APP)

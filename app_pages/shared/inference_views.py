@@ -22,8 +22,8 @@ from core.speed.roofline import decode_curve
 
 def replica_scenario(sc: Scenario, inf: InferenceEstimate) -> Scenario:
     """The scenario on the layout the speeds above are for (the smallest that fits when the sidebar's does not): the
-    charts below draw that replica too, not the sidebar's layout (they showed one device's speed and memory next to
-    metrics for two)."""
+    decode chart draws that replica too, not the sidebar's layout (it showed one device's speed next to metrics for
+    two)."""
     return Scenario(**(dict(sc) | {"tensor_parallel": inf.tensor_parallel, "pipeline_parallel": inf.pipeline_parallel}))
 
 
@@ -53,11 +53,30 @@ def decode_figure(key: str) -> FrozenFigure:
     return frozen(layout(fig, "Decode speed by batch size", height=460))
 
 
+def kv_on_sidebars_layout(key: str) -> bool:
+    """Whether the KV chart draws the sidebar's layout: while its devices hold everything but the KV cache. Then where
+    they do not hold the batch the chart shows why (the KV line above what is left, at your context), and a context
+    move only moves the chart's marker (drawn on the layout that fits, which changes with the context, a move across
+    the fit redrew the whole chart). Where they cannot hold even that (a 70B model's weights on one H100), the chart
+    draws the layout the speeds are for: one with nothing left at any context said less than the warning above it."""
+    result = cached_estimate(key)
+    m = result.memory_per_device_bytes
+    return m.total - m.kv_cache < result.fit_capacity_bytes
+
+
+def kv_scenario(key: str) -> Scenario:
+    """The layout the KV chart draws (kv_on_sidebars_layout)."""
+    sc = scenario_of(key)
+    return sc if kv_on_sidebars_layout(key) else replica_scenario(sc, cached_estimate(key).inference)
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
 def kv_figure(key: str, unit: str) -> FrozenFigure:
-    """The KV cache of the scenario's batch against the context, and the memory one device has left for it."""
+    """The KV cache of the scenario's batch against the context, and the memory one device has left for it, on the
+    layout kv_scenario picks."""
     result, units = cached_estimate(key), Units(unit)
-    sc = replica_scenario(scenario_of(key), result.inference)
+    sc = kv_scenario(key)
+    devices = sc.tensor_parallel * sc.pipeline_parallel
     top_ctx = max(sc.architecture.max_context, sc.seq_len)
     ctx = np.unique(np.geomspace(256, top_ctx, 60).astype(int))
     grid = sweep(sc, sc.batch_size, ctx)
@@ -69,7 +88,8 @@ def kv_figure(key: str, unit: str) -> FrozenFigure:
     )
     kf.add_scatter(x=ctx, y=units.value(free), name="Memory left for KV cache", mode="lines", line={"color": CAPACITY_COLOR, "dash": "dash"})
     vmarker(kf, sc.seq_len, "your context", log_x=True)
-    kf.update_layout(xaxis={"type": "log", "dtick": 1, "title": "Context per sequence (tokens, log scale)"}, yaxis_title=f"{units.name} per device")
+    y_title = f"{units.name} per device" if devices == 1 else f"{units.name} on each of {devices} devices"
+    kf.update_layout(xaxis={"type": "log", "dtick": 1, "title": "Context per sequence (tokens, log scale)"}, yaxis_title=y_title)
     return frozen(layout(kf, f"KV cache vs context ({result.kv_cache_bytes_per_token:,} bytes per token)", height=420))
 
 

@@ -14,7 +14,7 @@ from core.money.compare import compare_accelerators
 from core.money.serving import Traffic, serving_plan
 from core.scenario import Scenario
 
-from .conftest import PAGES, charts, metric, no_exception, open_link, run_app
+from .conftest import PAGES, array_of, charts, metric, no_exception, open_link, run_app
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -246,6 +246,27 @@ def test_a_csv_cell_from_a_link_is_not_a_formula():
 
     assert spreadsheet_safe('=HYPERLINK("http://x")') == '\'=HYPERLINK("http://x")'
     assert [spreadsheet_safe(v) for v in ("+1", "-x", "@A1", "lambda", 5, -3.0)] == ["'+1", "'-x", "'@A1", "lambda", 5, -3.0]
+
+
+def test_the_kv_chart_shows_why_the_sidebars_layout_does_not_hold_the_batch():
+    """Llama 3.1 70B in FP8, 32 sequences, the sidebar's two H100s: they hold the weights and 32 x 8k tokens but not
+    32 x 16k. The KV chart stays on those two devices (it jumped to the three-device layout that fits, where nothing
+    looked wrong): at 16k the KV line is above what is left for it, at 8k below, and the line of what is left (the
+    chart's data) is the same at both contexts, so a move only moves the marker."""
+    drawn = {}
+    for seq in ("8192", "16384"):
+        at = run_app("inference", {"model": "llama-3.1-70b", "fmt": "fp8", "kv": "fp8", "tp": "2", "batch": "32", "seq": seq})
+        no_exception(at)
+        kv = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("KV"))
+        assert kv["layout"]["yaxis"]["title"]["text"] == "GiB on each of 2 devices"
+        x, need, left = (np.array(array_of(kv["data"][i][a])) for i, a in ((0, "x"), (0, "y"), (1, "y")))
+        at_seq = np.interp(np.log(int(seq)), np.log(x), need), np.interp(np.log(int(seq)), np.log(x), left)
+        drawn[seq] = (x, left, at_seq)
+        alert = [a.value for a in at.info] + [w.value for w in at.warning]
+        assert any("the sidebar's 2 x NVIDIA H100" in a for a in alert), alert
+    assert drawn["8192"][2][0] < drawn["8192"][2][1], "8k fits: the KV line is below what is left"
+    assert drawn["16384"][2][0] > drawn["16384"][2][1], "16k does not: the KV line is above what is left"
+    assert np.array_equal(drawn["8192"][0], drawn["16384"][0]) and np.array_equal(drawn["8192"][1], drawn["16384"][1])
 
 
 def test_inference_warning_names_the_sidebars_layout():
