@@ -45,7 +45,7 @@ with st.container():  # one alert always there (what holds the model), so a move
     load = f"{sc.batch_size:,} sequence(s) of {sc.seq_len:,} tokens"
     if result.fits:
         st.info(
-            f"At these settings {held_by} {'holds' if own == 1 else 'hold'} the model and {load} (at most {inf.max_concurrent_sequences:,}).",
+            f"At these settings {held_by} {'holds' if own == 1 else 'hold'} the model and {load} (room for {inf.max_concurrent_sequences:,}).",
             icon=":material/check_circle:",
         )
     else:
