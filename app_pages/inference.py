@@ -39,22 +39,23 @@ c[4].metric(
 if result.layout_needed is None:
     st.error(md("{model} does not fit on any layout of {acc} at these settings: no speeds to show.", model=sc.architecture.name, acc=acc.name))
     st.stop()
-with st.container():  # one alert always there (what holds the model), so a move across the fit only restyles it
-    own = sc.tensor_parallel * sc.pipeline_parallel  # the sidebar's devices per replica
-    held_by = md("one {acc}", acc=acc.name) if own == 1 else md("the sidebar's {k} x {acc}", k=own, acc=acc.name)
-    load = f"{sc.batch_size:,} sequence(s) of {sc.seq_len:,} tokens"
-    if result.fits:
-        st.info(
-            f"At these settings {held_by} {'holds' if own == 1 else 'hold'} the model and {load} (room for {inf.max_concurrent_sequences:,}).",
-            icon=":material/check_circle:",
-        )
-    else:
-        st.warning(
-            f"At these settings {held_by} {'does' if own == 1 else 'do'} not hold the model and {load}"
-            + (" (the KV chart shows where memory runs out)" if kv_on_sidebars_layout(KEY) else "")
-            + f"; speeds are for the smallest layout that fits ({inf.devices_per_replica} devices).",
-            icon=":material/warning:",
-        )
+# One alert always in this place (what holds the model), so a move across the fit only restyles it; one that came
+# and went was mounted and removed and shifted the charts below (README, bench/ab_latency.py).
+own = sc.tensor_parallel * sc.pipeline_parallel  # the sidebar's devices per replica
+held_by = md("one {acc}", acc=acc.name) if own == 1 else md("the sidebar's {k} x {acc}", k=own, acc=acc.name)
+load = f"{sc.batch_size:,} sequence(s) of {sc.seq_len:,} tokens"
+if result.fits:
+    st.info(
+        f"At these settings {held_by} {'holds' if own == 1 else 'hold'} the model and {load} (room for {inf.max_concurrent_sequences:,}).",
+        icon=":material/check_circle:",
+    )
+else:
+    st.warning(
+        f"At these settings {held_by} {'does' if own == 1 else 'do'} not hold the model and {load}"
+        + (" (the KV chart shows where memory runs out)" if kv_on_sidebars_layout(result) else "")
+        + f"; speeds are for the smallest layout that fits ({inf.devices_per_replica} devices).",
+        icon=":material/warning:",
+    )
 
 left, right = st.columns(2)
 with left:
@@ -68,7 +69,8 @@ st.subheader("What serving your traffic costs")
 traffic, util = traffic_inputs("util")
 if traffic is None:
     st.stop()
-plan, why, opts = cached_serving(KEY, traffic.model_dump_json(), util / 100, *PRICES)
+args = (KEY, traffic.model_dump_json(), util / 100, *PRICES)  # the traffic and prices the bill, table and CSV are for
+plan, why, opts = cached_serving(*args)
 if plan is None:
     st.info(md("No serving bill on {acc}: {why}. The table below lists the accelerators that can be priced.", acc=acc.name, why=why or ""), icon=":material/info:")
 m = st.columns(4) if plan else []
@@ -98,7 +100,6 @@ if plan and (api_in or api_out):
     )
 
 if opts:
-    args = (KEY, traffic.model_dump_json(), util / 100, *PRICES)
     table = offers_by_accelerator(*args)
     st.markdown("**Every priced accelerator for this traffic, at its cheapest instance (cheapest first)**")
     st.dataframe(

@@ -7,7 +7,7 @@ from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.text import flops_text, hours_text, md, plain
-from app_pages.shared.training_views import curve_figure, offers_table, run_cost, time_cost_figure, training_options_of
+from app_pages.shared.training_views import TOP_COLORS, curve_figure, offers_table, run_cost, time_cost_figure, training_options_of
 from core.catalog.accelerators import get_accelerator
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
@@ -68,7 +68,7 @@ c[3].metric(
 show(time_cost_figure(KEY, spot, *PRICES), key="chart_tc")
 st.caption(
     "Each dot is one accelerator at one device count, at its cheapest offer (hover for the provider and how many offers there are): "
-    "every count for the nine accelerators with the cheapest runs"
+    f"every count for the {len(TOP_COLORS)} accelerators with the cheapest runs"
     + (" and for yours (diamonds)" if mine else "")
     + "; for the others (grey rings), only the runs that nothing beats on both time and cost. The table lists every provider and instance."
 )

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from latency import SEQ_NOW, WARM_UP_MOVES, serve, settle, summary, timed_move
+from latency import SEQ_NOW, open_case, paired_moves, serve, summary
 from serve import CHROMIUM, CHROMIUM_ARGS
 
 HERE = Path(__file__).resolve().parent.parent
@@ -30,34 +29,24 @@ def main() -> None:
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
-    versions = {"before": args.before, "after": args.after}
-    times: dict[str, list[float]] = {name: [] for name in versions}
     procs = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            pages = {}
-            for name, root in versions.items():
+            cases = []
+            for root in (args.before, args.after):
                 proc, url = serve(root, "app.py")
                 procs.append(proc)
-                page = browser.new_page(viewport={"width": 1440, "height": 900})
-                page.goto(f"{url}/{args.link}")
-                settle(page)
-                time.sleep(1.0)
-                slider = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"]').filter(has_text="Sequence length").get_by_role("slider")
-                pages[name] = (page, slider)
-            for i in range(args.moves + WARM_UP_MOVES):
-                for name, (page, slider) in pages.items():
-                    seconds = timed_move(page, slider, i, SEQ_NOW)
-                    if i >= WARM_UP_MOVES:
-                        times[name].append(seconds)
+                cases.append((*open_case(browser, url, args.link), SEQ_NOW))
+            # the "bare" side of latency's pairs is the older version here: its move first, then this one's
+            after, before = paired_moves(cases[1], (*cases[0], [0]), args.moves)
         finally:
             for proc in procs:
                 proc.terminate()
         browser.close()
-    for name, ts in times.items():
+    for name, root, ts in (("before", args.before, before), ("after", args.after, after)):
         r = summary(ts)
-        print(f"{name:7s} {versions[name]}  median {r['median_ms']:.0f} ms  p95 {r['p95_ms']:.0f} ms  ({len(ts)} moves)")
+        print(f"{name:7s} {root}  median {r['median_ms']:.0f} ms  p95 {r['p95_ms']:.0f} ms  ({len(ts)} moves)")
 
 
 if __name__ == "__main__":

@@ -102,6 +102,17 @@ def paired_moves(case: tuple, bare: tuple, n: int) -> tuple[list[float], list[fl
     return mine, floor
 
 
+def open_case(browser, url: str, path: str) -> tuple:
+    """A page of the app at `path` (path?query), settled, and its sidebar's context slider."""
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.goto(f"{url}/{path}")
+    settle(page)
+    time.sleep(1.0)
+    page.keyboard.press("Escape")  # an older version opened deep links under a "Page not found" dialog
+    settle(page)
+    return page, page.locator('[data-testid="stSidebar"] [data-testid="stSlider"]').filter(has_text="Sequence length").get_by_role("slider")
+
+
 def summary(times: list[float]) -> dict[str, float]:
     ordered = sorted(times)
     return {"median_ms": statistics.median(times) * 1e3, "p95_ms": ordered[round(0.95 * (len(ordered) - 1))] * 1e3}
@@ -154,13 +165,7 @@ def main() -> None:
             settle(bare_page)
             bare = (bare_page, bare_page.locator('[data-testid="stSlider"]').first.get_by_role("slider"), BARE_NOW, [0])
             for label, path in cases:
-                page = browser.new_page(viewport={"width": 1440, "height": 900})
-                page.goto(f"{url}/{path}")
-                settle(page)
-                time.sleep(1.0)
-                page.keyboard.press("Escape")  # an older version opened deep links under a "Page not found" dialog
-                settle(page)
-                slider = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"]').filter(has_text="Sequence length").get_by_role("slider")
+                page, slider = open_case(browser, url, path)
                 try:
                     mine, floor = paired_moves((page, slider, SEQ_NOW), bare, args.moves)
                     results[label], floors[label] = summary(mine), summary(floor)

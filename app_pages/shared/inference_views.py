@@ -13,6 +13,7 @@ from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, FrozenFigur
 from app_pages.shared.text import spreadsheet_safe
 from app_pages.shared.ticks import number_ticks
 from core.catalog.accelerators import get_accelerator
+from core.estimate import Result
 from core.memory.sweep import sweep
 from core.money.blocks import InferenceEstimate
 from core.money.serving import ServingPlan
@@ -21,9 +22,9 @@ from core.speed.roofline import decode_curve
 
 
 def replica_scenario(sc: Scenario, inf: InferenceEstimate) -> Scenario:
-    """The scenario on the layout the speeds above are for (the smallest that fits when the sidebar's does not): the
-    decode chart draws that replica too, not the sidebar's layout (it showed one device's speed next to metrics for
-    two)."""
+    """The scenario on the layout the page's speeds are for (the smallest that fits when the sidebar's does not). The
+    decode chart draws it (it showed one device's speed next to metrics for two), and so does the KV chart where the
+    sidebar's devices cannot hold even the weights (kv_on_sidebars_layout)."""
     return Scenario(**(dict(sc) | {"tensor_parallel": inf.tensor_parallel, "pipeline_parallel": inf.pipeline_parallel}))
 
 
@@ -53,21 +54,19 @@ def decode_figure(key: str) -> FrozenFigure:
     return frozen(layout(fig, "Decode speed by batch size", height=460))
 
 
-def kv_on_sidebars_layout(key: str) -> bool:
-    """Whether the KV chart draws the sidebar's layout: while its devices hold everything but the KV cache. Then where
-    they do not hold the batch the chart shows why (the KV line above what is left, at your context), and a context
-    move only moves the chart's marker (drawn on the layout that fits, which changes with the context, a move across
-    the fit redrew the whole chart). Where they cannot hold even that (a 70B model's weights on one H100), the chart
-    draws the layout the speeds are for: one with nothing left at any context said less than the warning above it."""
-    result = cached_estimate(key)
+def kv_on_sidebars_layout(result: Result) -> bool:
+    """Whether the KV chart draws the sidebar's layout: while its devices hold everything but the KV cache. Then, where
+    they do not hold the batch, the chart shows why (the KV line above what is left, at your context), and a context
+    move only moves its marker. Drawn on the layout that fits, which changes with the context, it was redrawn whole on
+    every move across the fit. Where the sidebar's devices cannot hold even that (Llama 3.1 70B in BF16 on one H100),
+    the chart draws the layout the speeds are for: one with nothing left at any context said less than the warning."""
     m = result.memory_per_device_bytes
     return m.total - m.kv_cache < result.fit_capacity_bytes
 
 
-def kv_scenario(key: str) -> Scenario:
-    """The layout the KV chart draws (kv_on_sidebars_layout)."""
-    sc = scenario_of(key)
-    return sc if kv_on_sidebars_layout(key) else replica_scenario(sc, cached_estimate(key).inference)
+def kv_scenario(sc: Scenario, result: Result) -> Scenario:
+    """The layout the KV chart draws (kv_on_sidebars_layout); `result` is the estimate of `sc`."""
+    return sc if kv_on_sidebars_layout(result) else replica_scenario(sc, result.inference)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -75,7 +74,7 @@ def kv_figure(key: str, unit: str) -> FrozenFigure:
     """The KV cache of the scenario's batch against the context, and the memory one device has left for it, on the
     layout kv_scenario picks."""
     result, units = cached_estimate(key), Units(unit)
-    sc = kv_scenario(key)
+    sc = kv_scenario(scenario_of(key), result)
     devices = sc.tensor_parallel * sc.pipeline_parallel
     top_ctx = max(sc.architecture.max_context, sc.seq_len)
     ctx = np.unique(np.geomspace(256, top_ctx, 60).astype(int))

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from app_pages.shared.style import COMPONENT_COLORS, COMPONENT_LABELS, Units, capacity_line, layout
 from app_pages.shared.text import chart_text, hours_text
-from app_pages.shared.ticks import TIME_TICKS, log_ticks, number_ticks
+from app_pages.shared.ticks import number_ticks, time_ticks
 from core.memory.estimate import estimate_memory
 from core.memory.sweep import COMPONENTS
 from core.plan import Plan
@@ -144,7 +144,7 @@ def frontier_figure(plans: tuple[Plan, ...], serving: bool, deadline: float | No
     fig.update_layout(
         xaxis={"type": "log", "title": "Generation speed each user sees (tokens/s, log scale)", **number_ticks([x for p in plans if (x := x_of(p))])}
         if serving
-        else {"type": "log", "title": "Wall-clock time (log scale)", **(log_ticks([p.hours for p in plans if p.hours], TIME_TICKS) or {"ticksuffix": " h"})},
+        else {"type": "log", "title": "Wall-clock time (log scale)", **time_ticks([p.hours for p in plans if p.hours])},
         yaxis={
             "type": "log",
             "title": "Monthly bill (USD, log scale)" if serving else "Cost of the run (USD, log scale)",

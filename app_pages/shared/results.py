@@ -25,9 +25,15 @@ def scenario_of(key: str) -> Scenario:
     return Scenario.model_validate_json(key)
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
 def cached_estimate(key: str, price_key: str = "", _rows: Rows = None) -> Result:
-    """estimate() of the scenario whose JSON is `key` (Scenario.model_dump_json())."""
+    """estimate() of the scenario whose JSON is `key` (Scenario.model_dump_json()). Streamlit's cache keys a call by
+    the arguments passed, not by the defaults filled in: `cached_estimate(key)` and `cached_estimate(key, "", None)`
+    were two entries, and a figure beside its page computed the same estimate again. Every call passes all of them."""
+    return _estimate(key, price_key, _rows)
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _estimate(key: str, price_key: str, _rows: Rows) -> Result:
     return estimate(scenario_of(key), _rows)
 
 

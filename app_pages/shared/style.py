@@ -54,11 +54,13 @@ _AXIS = {
     "tickfont": {"color": _GREY, "size": 12},
     "title": {"font": {"color": _GREY, "size": 14}, "standoff": 14},
 }
+# The charts' colours in order (Vega's "tableau10" scheme, Vega-Lite's default); the last, grey, marks "the rest".
+COLORWAY = ("#4C78A8", "#F58518", "#E45756", "#72B7B2", "#54A24B", "#EECA3B", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC")
 pio.templates["llmgp"] = go.layout.Template(
     layout={
         "font": {"family": '"Source Sans", sans-serif', "size": 12, "color": _GREY},
         "title": {"font": {"size": 16, "weight": 600}, "x": 0, "xanchor": "left", "pad": {"l": 4}},
-        "colorway": ["#4C78A8", "#F58518", "#E45756", "#72B7B2", "#54A24B", "#EECA3B", "#B279A2", "#FF9DA6", "#9D755D", "#BAB0AC"],
+        "colorway": list(COLORWAY),
         "paper_bgcolor": "rgba(0, 0, 0, 0)",
         "plot_bgcolor": "rgba(0, 0, 0, 0)",
         "xaxis": {**_AXIS, "showgrid": False},

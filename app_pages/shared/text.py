@@ -53,7 +53,8 @@ def chart_text(text: Any) -> str:
 
 
 def spreadsheet_safe(value: Any) -> Any:
-    """A CSV cell a spreadsheet will not run: text starting with = + - @ (a formula) gets a leading apostrophe."""
+    """A CSV cell a spreadsheet will not run: text starting with = + - @ (a formula), a tab or a carriage return gets a
+    leading apostrophe (OWASP, "CSV Injection": the characters a spreadsheet reads as the start of a formula)."""
     return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
 
 

@@ -26,7 +26,7 @@ TIME_TICKS: Marks = (
     (720, "1 month"),
     (2190, "3 months"),
     (8760, "1 year"),
-    *((8760 * n, f"{n} years") for n in (2, 5, 10, 20, 50, 100)),
+    *((8760 * n, f"{n} years") for n in (2, 5, 10, 20, 50, 100)),  # a 1T-token pretrain on few devices: 11 years (README)
 )
 
 
@@ -40,7 +40,7 @@ def number_marks(prefix: str = "", decades: range = range(0, 5), steps: tuple[fl
 
 
 SPEED_TICKS = number_marks()  # tokens/s: 1 to 50,000 (the Plan page's speed axis, GPU vs TPU's)
-_WIDE = range(-3, 10)
+_WIDE = range(-3, 10)  # 0.001 to 5 x 10^9: fractions of a dollar up to a fleet's tokens/s (368,000 for a small model ran past 50,000)
 _COARSE = {prefix: number_marks(prefix, _WIDE) for prefix in ("", "$")}
 _FINE = {prefix: number_marks(prefix, _WIDE, (1, 1.5, 2, 3, 5, 7)) for prefix in ("", "$")}
 
@@ -49,6 +49,11 @@ def number_ticks(values: list[float], prefix: str = "") -> dict[str, Any]:
     """Marks for a log axis of plain numbers ("" or "$"): 1, 2 and 5 times each power of ten, finer steps on a range
     too short for two of those, else Plotly's own marks (with the prefix)."""
     return log_ticks(values, _COARSE[prefix]) or log_ticks(values, _FINE[prefix]) or ({"tickprefix": prefix} if prefix else {})
+
+
+def time_ticks(hours: list[float]) -> dict[str, Any]:
+    """Marks for a log axis of hours: minutes, hours, days, ... years (TIME_TICKS), else Plotly's own in hours."""
+    return log_ticks(hours, TIME_TICKS) or {"ticksuffix": " h"}
 
 
 def log_ticks(values: list[float], marks: Marks) -> dict[str, Any]:

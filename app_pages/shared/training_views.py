@@ -11,9 +11,9 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from app_pages.shared.results import Rows, scenario_of
-from app_pages.shared.style import FrozenFigure, frozen, layout
+from app_pages.shared.style import COLORWAY, FrozenFigure, frozen, layout
 from app_pages.shared.text import chart_text
-from app_pages.shared.ticks import TIME_TICKS, log_ticks, number_ticks
+from app_pages.shared.ticks import number_ticks, time_ticks
 from core.catalog.accelerators import get_accelerator
 from core.money.cost import CurvePoint, TrainingOption, TrainingOptions, training_curve, training_options
 from core.plan.frontier import frontier
@@ -31,7 +31,7 @@ def training_curve_of(key: str, price_key: str = "", _rows: Rows = None) -> tupl
 
 # The colour of each of the accelerators with the cheapest runs (the template's colours without its grey, which marks
 # the others), one more for the sidebar's own when it is not among them, and the others' grey.
-TOP_COLORS = ("#4C78A8", "#F58518", "#E45756", "#72B7B2", "#54A24B", "#EECA3B", "#B279A2", "#FF9DA6", "#9D755D")
+TOP_COLORS = COLORWAY[:-1]
 OWN_EXTRA_COLOR = "#1B6F8A"
 OTHER_COLOR = "#9A9A9A"
 
@@ -72,7 +72,6 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows 
                 "hours": o.wall_hours,
                 "usd": cost(o),
                 "layout": f"DP {o.data_parallel} x TP {o.tensor_parallel} x PP {o.pipeline_parallel}" + (f", ZeRO-{o.zero_stage}" if o.zero_stage else ""),
-                "estimate": o.price_is_estimate,
             }
             for o in priced
         ]
@@ -121,7 +120,7 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows 
             cliponaxis=False,  # the label of a point at the top of the range sits above the plot, not cut off
         )
     fig.update_layout(
-        xaxis={"type": "log", "title": "Wall-clock time (log scale)", **(log_ticks(list(df["hours"]), TIME_TICKS) or {"ticksuffix": " h"})},
+        xaxis={"type": "log", "title": "Wall-clock time (log scale)", **time_ticks(list(df["hours"]))},
         yaxis={"type": "log", "title": "Run cost (USD, log scale)", **number_ticks(list(df["usd"]), "$")},
     )
     return frozen(layout(fig, f"Time vs cost of the run ({'spot' if use_spot else 'on-demand'})", height=480))
