@@ -94,7 +94,9 @@ largest batch that keeps the time to first token and each user's tokens/s within
 - **Only plans that fit**, sized with the same memory model as the Memory page.
 - **A plan pays for what it rents**: whole instances, 730 hours a month for serving; devices a rented instance leaves
   unused become data-parallel ranks or replicas where the global batch or the traffic has work for them, else they are
-  shown as idle. A job spans several instances only when they are whole nodes (8 GPUs) with a cluster network.
+  shown as idle. A job spans several instances only when they are whole nodes (8 GPUs) of a provider that rents them
+  on a cluster network (InfiniBand, RoCE, EFA, ICI; data/providers.csv, sourced per provider): a marketplace's listing
+  (Vast, Lium) or an aggregator's single machine is one host and is rented one at a time.
 - **Communication-aware time**: tensor-parallel all-reduces, the pipeline bubble, the exposed data-parallel gradient
   all-reduce and ZeRO-3's weight all-gathers over the part's interconnect; each plan shows its scaling efficiency and a
   plan below 50% is never called cheapest or fastest while another is not. Each instance is also billed for a

@@ -126,6 +126,8 @@ def assumptions(goal: Goal) -> list[str]:
         out += [
             "Training time = FLOPs / (devices x peak x MFU) plus the communication the core models (tensor-parallel "
             "all-reduces, pipeline bubble, the exposed data-parallel gradient all-reduce over the part's interconnect).",
+            "A job spans several instances only when they are whole nodes (8 GPUs) of a provider that rents them on a "
+            "cluster network (data/providers.csv); a marketplace's listing (Vast, Lium...) is one host, rented one at a time.",
             f"Global batch: {FINE_TUNE_GLOBAL_SEQUENCES} sequences for fine-tuning; for pretraining by model size as "
             "GPT-3 (Brown et al. 2020, Table 2.1) and Llama (4M tokens): more data-parallel ranks than the batch has "
             "sequences cannot help, so extra devices on an instance stay idle.",

@@ -15,6 +15,7 @@ import numpy as np
 
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.prices import PriceRow, load_prices
+from core.catalog.providers import spans_nodes
 from core.layout import Layout
 from core.memory.components import qlora_upcast
 from core.memory.estimate import Evaluator
@@ -131,12 +132,15 @@ class _Candidate:
     micro_batch: int
 
 
-def _candidates(shapes: list[_Shape], acc: Accelerator, row: PriceRow, global_seqs: int) -> list[tuple[_Candidate, int]]:
-    """(layout, instances) pairs for one price row: each shape on 1, 2, 4, ... instances, every device used as a
-    data-parallel rank while the global batch allows. A job spans several instances only when they are whole nodes
-    (8 GPUs, 16 Trainium chips; TPU chips of one pod), which clouds sell with a cluster network (InfiniBand, EFA,
-    ICI): smaller instances, e.g. one-GPU rentals, have ordinary networking and run one at a time."""
+def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_seqs: int) -> list[tuple[_Candidate, int]]:
+    """(layout, instances) pairs for one price row: each shape on 1, 2, 4, ... instances (from `rental.first`), every
+    device used as a data-parallel rank while the global batch allows. A job spans several instances only when they
+    are whole nodes (8 GPUs, 16 Trainium chips; TPU chips of one pod) of a provider that rents them on a cluster
+    network (InfiniBand, EFA, ICI; data/providers.csv): smaller instances, e.g. one-GPU rentals, and a marketplace's
+    single hosts have ordinary networking and run one at a time."""
+    row = rental.row
     k = row.accelerators_per_instance
+    spans = rental.spans_nodes and k >= DEVICES_PER_NODE[acc.kind]
     cap = float(acc.usable_memory_bytes)
     tpu = acc.kind == "tpu"
     out = []
@@ -147,8 +151,10 @@ def _candidates(shapes: list[_Shape], acc: Accelerator, row: PriceRow, global_se
         group = s.tensor_parallel * s.pipeline_parallel
         if s.tensor_parallel > k and not tpu:
             continue  # a tensor-parallel group stays inside one instance
-        n = 1
-        while n * k <= MAX_DEVICES and (n == 1 or k >= DEVICES_PER_NODE[acc.kind]):
+        n = rental.first
+        while n * k <= MAX_DEVICES and (n == 1 or spans):
+            if n > 1 and ((n // 2) * k) // group >= global_seqs:
+                break  # half as many instances already had a rank for every sequence
             dp = min((n * k) // group, global_seqs)
             if s.single and (n * k != 1):
                 break
@@ -180,6 +186,29 @@ def cheapest_rows(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -
         if k not in best or (price, r.provider, r.instance_type) < (best[k][1], best[k][0].provider, best[k][0].instance_type):
             best[k] = (r, price)
     return sorted(best.values(), key=lambda t: t[0].accelerators_per_instance)
+
+
+@dataclass(frozen=True)
+class Rental:
+    """A price row the training planner rents from: `first` instances at least, several only when `spans_nodes`."""
+
+    row: PriceRow
+    price: float
+    spans_nodes: bool
+    first: int = 1
+
+
+def training_rows(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -> list[Rental]:
+    """cheapest_rows, and for each instance size whose cheapest row is a single host (a marketplace listing: one
+    machine, no cluster network to the next), the cheapest row of a provider that rents nodes on a cluster network,
+    from two instances up (one of them would cost more than the single host)."""
+    clustered = {r.accelerators_per_instance: (r, p) for r, p in cheapest_rows(tuple(r for r in rows if spans_nodes(r.provider)), accelerator_id, spot)}
+    out = []
+    for row, price in cheapest_rows(rows, accelerator_id, spot):
+        out.append(Rental(row, price, spans_nodes(row.provider)))
+        if not out[-1].spans_nodes and row.accelerators_per_instance in clustered:
+            out.append(Rental(*clustered[row.accelerators_per_instance], True, first=2))
+    return out
 
 
 @dataclass
@@ -224,8 +253,9 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
             skipped.append(f"{aid}: an inference-only part")
             continue
         found = False
-        for row, price in cheapest_rows(rows, aid, goal.pricing == "spot"):
-            for cand, n in _candidates(shapes, acc, row, global_seqs):
+        for rental in training_rows(rows, aid, goal.pricing == "spot"):
+            row, price = rental.row, rental.price
+            for cand, n in _candidates(shapes, acc, rental, global_seqs):
                 s, dp, b = cand.shape, cand.data_parallel, cand.micro_batch
                 used = dp * s.tensor_parallel * s.pipeline_parallel
                 accumulation = max(1, math.ceil(global_seqs / (dp * b)))
@@ -309,15 +339,15 @@ def training_plan(goal: Goal, o: TrainingOption) -> Plan:
 def price_training_scenario(goal: Goal, sc: Scenario, prices: tuple[PriceRow, ...] | None = None) -> tuple[PriceRow, int, float, float] | None:
     """A configuration as it stands (the sidebar's), priced by the planner's rules: (row, instances, hours, USD) on
     the cheapest row of its accelerator that holds its tensor-parallel group (several instances only when they are
-    whole nodes), or None when no row does."""
+    whole nodes on a cluster network, _candidates), or None when no row does."""
     acc = get_accelerator(sc.accelerator)
     devices = sc.devices
-    priced = [
-        (math.ceil(devices / r.accelerators_per_instance) * p, r)
-        for r, p in cheapest_rows(load_prices() if prices is None else prices, acc.id, goal.pricing == "spot")
-        if (acc.kind == "tpu" or r.accelerators_per_instance >= sc.tensor_parallel)
-        and (devices <= r.accelerators_per_instance or r.accelerators_per_instance >= DEVICES_PER_NODE[acc.kind])
-    ]
+    priced = []
+    for rental in training_rows(load_prices() if prices is None else prices, acc.id, goal.pricing == "spot"):
+        k = rental.row.accelerators_per_instance
+        n = math.ceil(devices / k)
+        if (acc.kind == "tpu" or k >= sc.tensor_parallel) and n >= rental.first and (n == 1 or (rental.spans_nodes and k >= DEVICES_PER_NODE[acc.kind])):
+            priced.append((n * rental.price, rental.row))
     if not priced:
         return None
     hourly, row = min(priced, key=lambda t: t[0])

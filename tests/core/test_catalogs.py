@@ -77,3 +77,16 @@ def test_api_and_purchase_catalogs_are_sourced():
     assert all(r.source and r.as_of for r in api)
     assert {"h100-sxm", "b200", "rtx-4090"} <= {p.accelerator_id for p in load_purchases()}
     assert 1.0 < load_facility()["pue_industry_average_uptime_2023"].value < 2.0
+
+
+def test_every_provider_renting_whole_nodes_says_whether_they_form_a_cluster():
+    """A provider with rows of whole nodes (8 GPUs and up) is in data/providers.csv, sourced and dated: one left out
+    would silently be allowed to span nodes (core/catalog/providers.py)."""
+    from core.catalog.providers import load_providers
+
+    providers = load_providers()
+    whole_nodes = {p.provider for p in load_prices() if p.accelerators_per_instance >= 8}
+    assert whole_nodes - set(providers) == set()
+    for p in providers.values():
+        assert p.source.startswith("https://") and p.as_of and len(p.evidence) >= 20, p.provider
+    assert not providers["vast"].multi_node and providers["aws"].multi_node  # a host marketplace; EFA clusters

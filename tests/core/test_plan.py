@@ -232,3 +232,46 @@ def test_serving_plans_only_use_4_bit_kernels_the_part_has():
         assert acc.vendor == "nvidia", (acc_id, fmt)
         assert fmt == ("gptq-4bit" if acc_id in ("v100-16gb", "v100-32gb") else "awq-4bit"), (acc_id, fmt)
     assert any(a.startswith("v100") for a, _ in four_bit), "Volta keeps a 4-bit plan, as GPTQ"
+
+
+PRETRAIN_8B = Goal(goal="pretrain", model="llama-3.1-8b", tokens=1e12, seq_len=4096)
+
+
+def test_a_marketplace_listing_is_never_scaled_to_a_cluster():
+    """A marketplace's row is one host with ordinary networking to the next (data/providers.csv): the planner rents
+    one of it. Before, pretraining 8B on 1T tokens put 512 copies of one vast.ai 8 x V100 listing on the frontier."""
+    from core.catalog.providers import spans_nodes
+
+    r = plan(PRETRAIN_8B)
+    several = [p for p in r.plans if p.instances > 1]
+    assert several and r.fastest is not None and r.fastest.instances > 1
+    assert all(spans_nodes(p.provider) for p in several), {(p.provider, p.instance, p.instances) for p in several}
+    assert any(p.instances == 1 and not spans_nodes(p.provider) for p in r.plans)  # one host still competes
+
+
+def _eight_h100(provider: str, usd_per_hour: float):
+    from core.catalog.prices import PriceRow
+
+    return PriceRow(
+        provider=provider,
+        instance_type=f"{provider}-8x-h100",
+        accelerator_id="h100-sxm",
+        accelerators_per_instance=8,
+        on_demand_usd_per_hour=usd_per_hour,
+        region="test",
+        estimate=False,
+        as_of="2026-11-25",
+        source="test rows",
+    )
+
+
+def test_a_cheaper_single_host_leaves_the_cluster_provider_for_several_nodes():
+    """The cheapest 8-GPU row is a single host (vast): one node is rented there, and several from the dearer
+    provider with a cluster network; a provider the catalog does not know (the person's own cluster) may span nodes."""
+    rows = (_eight_h100("vast", 10.0), _eight_h100("coreweave", 20.0))
+    goal = Goal(goal="pretrain", model="llama-3.2-1b", tokens=1e11, accelerators=("h100-sxm",))
+    r = plan(goal, rows)
+    assert {p.provider for p in r.plans if p.instances == 1} == {"vast"}
+    assert {p.provider for p in r.plans if p.instances > 1} == {"coreweave"}
+    own = plan(goal, (_eight_h100("our-own-cluster", 20.0),))
+    assert max(p.instances for p in own.plans) > 1

@@ -1,0 +1,35 @@
+"""Which providers rent several nodes on one cluster network (data/providers.csv): a training job spans several
+instances only there. A marketplace of single hosts (vast.ai), an aggregator of other clouds' single machines or a
+sandbox service rents machines with ordinary networking between them, and a catalog row of one is one host: the
+planner runs it one instance at a time. Each row dated and sourced."""
+
+from __future__ import annotations
+
+import functools
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.catalog.accelerators import DATA_DIR, PartialDate, read_catalog_rows
+
+PROVIDERS_CSV = DATA_DIR / "providers.csv"
+
+
+class Provider(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    provider: str = Field(min_length=1, max_length=64)
+    multi_node: bool  # rents several nodes on a cluster network (InfiniBand, RoCE, EFA, ICI...) for the rows we list
+    evidence: str = Field(min_length=3)
+    as_of: PartialDate
+    source: str = Field(min_length=3)
+
+
+@functools.lru_cache(maxsize=1)
+def load_providers() -> dict[str, Provider]:
+    return {p.provider: p for p in read_catalog_rows(PROVIDERS_CSV, Provider)}
+
+
+def spans_nodes(provider: str) -> bool:
+    """Whether a job may span several of this provider's instances. A provider the catalog does not list (a row of
+    the person's own price CSV: their own cluster, which they know) may."""
+    known = load_providers().get(provider)
+    return known is None or known.multi_node
