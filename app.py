@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shared import guard
-from app_pages.shared.context import PageContext, set_context
+from app_pages.shared import guard, lower
+from app_pages.shared.context import PageContext, PageStopped, set_context
 from app_pages.shared.prices import price_inputs, price_list
-from app_pages.shared.rerun import BODY, fragment_run, run_page
+from app_pages.shared.rerun import BODY, LOWER, fragment_run, run_page
 from app_pages.shared.scenario_io import build_scenario, load_scenario_json, remember_scenario, scenario_download, scenario_values
 from app_pages.shared.sidebar import render_sidebar
 from app_pages.shared.state import (
@@ -45,7 +45,8 @@ def body() -> None:
     """The page itself, built from the inputs' current values so that it can rerun on its own: a sidebar input that
     leaves the sidebar as it is reruns only this (app_pages/shared/rerun.py), and so does every input the page
     draws; the sidebar's ~30 elements are then neither rebuilt nor sent again (bench/latency.py, README). The URL is
-    written at its start and end (the page's own inputs)."""
+    written at its start and end (the page's own inputs). A page that stops early (stop_page) ends this fragment,
+    not the run: the lower section below still runs."""
     with guard.turn():  # a fragment-only run skips the app's top level, and its guard
         if fragment_run():  # a whole run kept every value at its top
             keep_across_pages()
@@ -54,10 +55,31 @@ def body() -> None:
         remember_scenario(scenario, problem)
         note = write_url()
         messages = [*st.session_state.get("_link_messages", []), *([problem] if problem else [])]
-        set_context(PageContext(scenario, values, tuple(messages), (note,) if note else (), price_list(values)))
+        ctx = PageContext(scenario, values, tuple(messages), (note,) if note else (), price_list(values))
+        set_context(ctx)
         guard.yield_turn()
         try:
             run_page(page)
+        except PageStopped:
+            pass
+        finally:
+            write_url()
+    if fragment_run() and lower.stale(ctx):
+        st.rerun()  # the lower section reads something this run changed and does not run after it: a whole run draws both
+
+
+@st.fragment(key=LOWER)
+def lower_section() -> None:
+    """The page's lower section (app_pages/shared/lower.py; nothing on most pages), below the page: it reruns with
+    the page when what it reads changed, alone when one of its own inputs changes, and is left as drawn otherwise."""
+    if page.url_path not in lower.SECTIONS:
+        lower.draw(page.url_path, {})
+        return
+    with guard.turn():
+        if fragment_run():
+            keep_across_pages()
+        try:
+            lower.draw(page.url_path, current_values())
         finally:
             write_url()
 
@@ -100,3 +122,4 @@ with guard.turn():
             st.error(plain(err))
 
     body()
+    lower_section()

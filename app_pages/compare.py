@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.charts import layout_text
-from app_pages.shared.context import page_header, priced
+from app_pages.shared.context import page_header, priced, stop_page
 from app_pages.shared.fields import fields
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
@@ -35,7 +35,7 @@ if len(saved) < len(rows):
     st.warning(f"{len(rows) - len(saved)} saved scenario(s) in the link could not be read (not a valid scenario) and are not shown.", icon=":material/warning:")
 if not saved:
     st.info("Nothing saved yet: set up a scenario in the sidebar and press **Save current scenario**.")
-    st.stop()
+    stop_page()
 
 PRICES = priced()  # the price list in use: (cache key, rows)
 results = [(name, s, cached_estimate(s.model_dump_json(), *PRICES)) for name, s in saved]

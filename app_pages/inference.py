@@ -1,16 +1,15 @@
-"""Inference: latency, throughput vs batch, KV cache vs context, and what serving costs."""
+"""Inference: latency, throughput vs batch, KV cache vs context; what serving your traffic costs is the page's lower
+section (app_pages/shared/serving_section.py)."""
 
 import streamlit as st
 
 from app_pages.shared.box import box_section
-from app_pages.shared.context import as_mode, page_header, priced
-from app_pages.shared.inference_views import decode_figure, every_offer_csv, kv_figure, kv_on_sidebars_layout, offers_by_accelerator
+from app_pages.shared.context import as_mode, page_header, priced, stop_page
+from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sidebars_layout
 from app_pages.shared.plot import show
-from app_pages.shared.results import cached_estimate, cached_serving
-from app_pages.shared.sidebar import page_widget, traffic_inputs
+from app_pages.shared.results import cached_estimate
 from app_pages.shared.text import md, plain
 from core.catalog.accelerators import get_accelerator
-from core.money.serving import dedicated_vs_per_token
 
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
 if sc.mode != "inference":
@@ -18,7 +17,7 @@ if sc.mode != "inference":
     st.info("The sidebar is set to training; this page shows the same model **served** (weights in the sidebar's format).", icon=":material/info:")
     if sc is None:
         st.error(plain(err))
-        st.stop()
+        stop_page()
 acc = get_accelerator(sc.accelerator)
 PRICES = priced()  # the price list in use: (cache key, rows)
 KEY = sc.model_dump_json()
@@ -38,7 +37,7 @@ c[4].metric(
 )
 if result.layout_needed is None:
     st.error(md("{model} does not fit on any layout of {acc} at these settings: no speeds to show.", model=sc.architecture.name, acc=acc.name))
-    st.stop()
+    stop_page()
 # One alert always in this place (what holds the model), so a move across the fit only restyles it; one that came
 # and went was mounted and removed and shifted the charts below (README, bench/ab_latency.py).
 own = sc.tensor_parallel * sc.pipeline_parallel  # the sidebar's devices per replica
@@ -62,60 +61,8 @@ with left:
     show(decode_figure(KEY), key="chart_decode")
 with right:
     show(kv_figure(KEY, units.name), key="chart_kv")
-box_section(sc, units)
-
-
-st.subheader("What serving your traffic costs")
-traffic, util = traffic_inputs("util")
-if traffic is None:
-    st.stop()
-args = (KEY, traffic.model_dump_json(), util / 100, *PRICES)  # the traffic and prices the bill, table and CSV are for
-plan, why, opts = cached_serving(*args)
-if plan is None:
-    st.info(md("No serving bill on {acc}: {why}. The table below lists the accelerators that can be priced.", acc=acc.name, why=why or ""), icon=":material/info:")
-m = st.columns(4) if plan else []
-if plan:
-    m[0].metric("Replicas needed", f"{plan.replicas:,}", help=f"{plan.devices_per_replica} device(s) each, batch {plan.batch_size}")
-    m[1].metric(
-        "Monthly cost",
-        "—" if plan.usd_per_month is None else f"${plan.usd_per_month:,.0f}",
-        help=f"{plan.provider} {plan.instance_type}, {plan.instances} instance(s), 730 h per month",
-    )
-    m[2].metric("Utilisation", f"{plan.utilisation:.0%}", help="average load on the fleet for this traffic")
-    m[3].metric(
-        f"USD / M output tokens at {plan.utilisation:.0%} load",
-        "—" if plan.usd_per_million_output_tokens is None else f"${plan.usd_per_million_output_tokens:,.2f}",
-        help=f"the monthly bill over this traffic's output tokens: batch {plan.batch_size}, {plan.utilisation:.0%} average utilisation, idle capacity included",
-    )
-
-a = st.columns(2)
-api_in = page_widget("api_in", a[0])
-api_out = page_widget("api_out", a[1])
-if plan and (api_in or api_out):
-    cmp = dedicated_vs_per_token(plan, traffic, api_in, api_out)
-    st.markdown(
-        f"**Dedicated vs per-token API:** dedicated \\${cmp.dedicated_usd_per_month:,.0f}/month vs per-token "
-        f"\\${cmp.per_token_usd_per_month:,.0f}/month — **{cmp.cheaper}** is cheaper"
-        + (f"; dedicated breaks even above {cmp.break_even_requests_per_day:,.0f} requests/day." if cmp.break_even_requests_per_day else ".")
-    )
-
-if opts:
-    table = offers_by_accelerator(*args)
-    st.markdown("**Every priced accelerator for this traffic, at its cheapest instance (cheapest first)**")
-    st.dataframe(
-        table,
-        hide_index=True,
-        width="stretch",
-        height=360,
-        column_config={"Accelerator": st.column_config.TextColumn(pinned=True), "USD / M output tokens": st.column_config.NumberColumn(format="%.3f")},
-    )
-    st.download_button(
-        f"Every priced instance ({len(opts):,} rows, CSV)",
-        data=lambda: every_offer_csv(*args),
-        file_name="llm-gpu-planner-serving-offers.csv",
-        mime="text/csv",
-        icon=":material/download:",
-        on_click="ignore",
-    )
 with st.expander("How this is computed"):
     st.markdown("\n".join("- " + plain(line) for line in inf.assumptions))  # one element, not one per line
+box_section(sc, units)
+# "What serving your traffic costs" is the page's lower section (app_pages/shared/serving_section.py): a fragment of
+# its own below this one, which a context move leaves as drawn.

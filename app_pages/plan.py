@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 from pydantic import ValidationError
 
-from app_pages.shared.context import page_header, priced
+from app_pages.shared.context import page_header, priced, stop_page
 from app_pages.shared.planning import faster_for_users, frontier_figure, goal_dict, headline, plan_table, strategies_figure
 from app_pages.shared.plot import show
 from app_pages.shared.scenario_io import scenario_values
@@ -52,7 +52,7 @@ try:
     goal = Goal.model_validate(goal_dict(values, sc.model))
 except ValidationError as exc:
     st.warning(plain("This goal is not valid: " + describe_validation_error(exc, what="goal")), icon=":material/warning:")
-    st.stop()
+    stop_page()
 KEY = goal.model_dump_json()
 PRICES = priced()  # the price list in use: (cache key, rows)
 
@@ -80,7 +80,7 @@ def load(plan_index: int) -> None:
 
 if result.cheapest is None:
     st.error("No plan fits: " + plain("; ".join(result.skipped[:4])))
-    st.stop()
+    stop_page()
 
 with st.container(border=True):
     st.markdown("**Cheapest plan that works**")

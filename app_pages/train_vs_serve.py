@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages.shared.context import as_mode, page_header, priced
+from app_pages.shared.context import as_mode, page_header, priced, stop_page
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, cached_serving
 from app_pages.shared.sidebar import page_widget, traffic_inputs
@@ -18,7 +18,7 @@ train_sc, err, note = as_mode(sc, "training", train_tokens=sc.train_tokens or 1e
 serve_sc, err2, _ = as_mode(sc, "inference")
 if train_sc is None or serve_sc is None:
     st.error(plain(err or err2 or ""))
-    st.stop()
+    stop_page()
 with st.container():  # one slot whether the note is shown or not: the charts below keep their place
     if note:
         st.caption(note)

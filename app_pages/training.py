@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages.shared.context import as_mode, page_header, priced
+from app_pages.shared.context import as_mode, page_header, priced, stop_page
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.sidebar import page_widget
@@ -21,7 +21,7 @@ if sc.mode != "training":
     )
     if sc is None:
         st.error(plain(err))
-        st.stop()
+        stop_page()
 if not sc.train_tokens:
     sc = sc.model_copy(update={"train_tokens": DEFAULT_TOKENS})
     st.caption(f"No training-token count set: assuming **{DEFAULT_TOKENS / 1e9:g} billion tokens** (set *Training tokens* under *Training run* in the sidebar).")
@@ -35,7 +35,7 @@ PRICES = priced()  # the price list in use: (cache key, rows)
 opts = training_options_of(KEY, *PRICES)
 if not opts.options:
     st.warning("No price row can run this setup (it fits on no priced accelerator). " + plain("; ".join(opts.skipped[:3])))
-    st.stop()
+    stop_page()
 
 spot = price_kind == "spot"
 

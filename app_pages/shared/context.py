@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import streamlit as st
 from pydantic import ValidationError
@@ -31,6 +31,16 @@ class PageContext:
         return Units(self.values.get("units", "GiB"))
 
 
+class PageStopped(Exception):
+    """Raised by stop_page(): the page has said why it cannot go on. app.py's page fragment catches it, so the run goes
+    on to the page's lower section (app_pages/shared/lower.py); st.stop() would end the whole run there."""
+
+
+def stop_page() -> NoReturn:
+    """End the page here (in place of st.stop(); PageStopped)."""
+    raise PageStopped
+
+
 def set_context(ctx: PageContext) -> None:
     _local.ctx = ctx
 
@@ -47,7 +57,7 @@ def page_header(title: str, caption: str) -> tuple[Scenario, dict[str, Any], Uni
     show_messages()
     if ctx.scenario is None:
         st.info("Fix the input above (in the sidebar) to see results; everything you entered is kept.")
-        st.stop()
+        stop_page()
     assert ctx.scenario is not None
     return ctx.scenario, ctx.values, ctx.units
 

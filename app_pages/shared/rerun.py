@@ -21,6 +21,7 @@ from app_pages.shared.fields import Values, fields
 from app_pages.shared.state import current_values
 
 BODY = "body"  # the page fragment's key
+LOWER = "lower"  # the page's lower section's fragment key (lower.py)
 INPUTS = "inputs"  # the sidebar inputs' fragment key
 
 
@@ -42,14 +43,19 @@ def fragment_run() -> bool:
 
 def after_sidebar_change(shape: tuple) -> None:
     """A sidebar input's on_change: rerun only the page when the sidebar keeps its shape (Streamlit: a widget
-    callback may rerun a keyed fragment with st.rerun(key)); otherwise the whole app. Inside a run that is already
-    whole, nothing to narrow."""
+    callback may rerun keyed fragments with st.rerun(keys)), with its lower section when that reads something the
+    change moved (lower.py); otherwise the whole app. Inside a run that is already whole, nothing to narrow."""
     if not fragment_run():
         return
-    if sidebar_shape(current_values()) == shape:
+    values = current_values()
+    if sidebar_shape(values) == shape:
+        from app_pages.shared import lower
+
+        both = not lower.current(values)
+        st.session_state[lower.QUEUED] = both  # the page fragment's check that the lower section is not left stale
         try:
-            st.rerun(BODY)
-        except StreamlitAPIException:  # the page fragment did not draw last time (a run stopped early)
+            st.rerun([BODY, LOWER] if both else BODY)
+        except StreamlitAPIException:  # a fragment did not draw last time (a run stopped early)
             pass
     st.rerun()
 

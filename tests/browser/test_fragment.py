@@ -60,3 +60,54 @@ def test_sidebar_stays_whole_and_in_step_through_page_alone_runs(open_page):
     assert page.locator('[data-testid="stSidebar"]').get_by_text("Optimizer", exact=True).count() == 1
     assert "seq=8192" in page.url and "mode=training" in page.url
     assert page.query_selector('[data-testid="stException"]') is None
+
+
+PRESET = "/inference?batch=32&seq=8192&fmt=fp8&kv=fp8&tp=2&model=llama-3.1-70b"  # the serve-70B workshop preset
+METRICS = "() => [...document.querySelectorAll('[data-testid=stMetric]')].map(e => e.innerText)"
+MARK_BILL = "() => { const m = [...document.querySelectorAll('[data-testid=stMetric]')]; m[m.length - 1].__kept = 1; }"
+BILL_KEPT = "() => { const m = [...document.querySelectorAll('[data-testid=stMetric]')]; return m[m.length - 1].__kept === 1; }"
+
+
+def move(page, label: str, key: str) -> None:
+    page.locator(SEQ).filter(has_text=label).get_by_role("slider").focus()
+    page.keyboard.press(key)
+    time.sleep(0.5)
+    wait_ready(page)
+
+
+def as_a_fresh_link_shows(open_page, page) -> list[str]:
+    fresh = open_page("/" + page.url.split("/", 3)[3])
+    metrics(fresh, 9)
+    return fresh.evaluate(METRICS)
+
+
+def test_a_context_move_leaves_the_serving_bill_as_drawn_and_what_it_reads_redraws_it(open_page):
+    """Inference's serving bill is its lower section (app_pages/shared/lower.py). A context move reruns the page
+    alone: the bill's elements are the same DOM nodes and every number equals a fresh page at the new link. A batch
+    move reruns both; a traffic input reruns the bill alone; each time the page equals a fresh one at its link."""
+    page = open_page(PRESET)
+    metrics(page, 9)
+    shown = page.evaluate(METRICS)
+    page.evaluate(MARK_BILL)
+    move(page, "Sequence length", "ArrowRight")
+    assert "seq=16384" in page.url
+    now = page.evaluate(METRICS)
+    assert now[:5] != shown[:5] and now[5:] == shown[5:]
+    assert page.evaluate(BILL_KEPT), "the bill was left as drawn"
+    assert now == as_a_fresh_link_shows(open_page, page)
+
+    move(page, "Batch", "ArrowLeft")
+    assert "batch=16" in page.url
+    now = page.evaluate(METRICS)
+    assert now[5:] != shown[5:] and now == as_a_fresh_link_shows(open_page, page)
+
+    top = now[:5]
+    box = page.get_by_label("Requests per day", exact=True)
+    box.fill("50000")
+    box.press("Enter")
+    time.sleep(0.5)
+    wait_ready(page)
+    assert "rpd=50000" in page.url
+    now = page.evaluate(METRICS)
+    assert now[:5] == top and now == as_a_fresh_link_shows(open_page, page)
+    assert page.query_selector('[data-testid="stException"]') is None
