@@ -85,6 +85,7 @@ def lower_section() -> None:
 
 
 with guard.turn():
+    st.session_state.pop(lower.QUEUED, None)  # a mark for a run of fragments; this run is whole (lower.py)
     keep_across_pages()
     if link_messages := load_link_once():
         st.session_state["_link_messages"] = link_messages

@@ -1,13 +1,15 @@
-"""A page's lower section: a second fragment below the page (app.py's `lower`), rerun only when what it reads
-changes. A sidebar move reruns the page fragment alone when the sidebar keeps its shape (rerun.py); if the lower
+"""A page's lower section: a second fragment below the page (app.py's `lower_section`), rerun only when what it
+reads changes. A sidebar move reruns the page fragment alone when the sidebar keeps its shape (rerun.py); if the lower
 section's reads are the same for the new values it is left as drawn (the browser keeps a fragment's elements that a
 run of another fragment did not touch), else it reruns in the same run, after the page. Its own inputs rerun it alone.
 
 The Inference page's serving bill is one: it reads the served scenario but not its context length (the traffic sets
 each request's), so a context move on Inference no longer re-sends and re-renders its six inputs, four metrics and
-table (bench/latency.py, README). A section declares what it reads; the page fragment checks after every run of its
-own that the section did not go stale (a full rerun if it did), so a wrong declaration costs time, never a wrong
-number (tests/app/test_lower_section.py)."""
+table (bench/latency.py, README). A section declares what it reads (`reads`), and the declaration is what decides:
+one that left out something the section draws from would leave it stale after a move of that. So the declaration is
+tested against what is drawn (tests/app/test_lower_section.py: fresh links that differ only in what it leaves out
+draw the same section, element for element). The page fragment also checks after each run of its own that the
+section is not stale by that declaration (its own inputs, which no callback sees), rerunning the whole app if it is."""
 
 from __future__ import annotations
 

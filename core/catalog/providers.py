@@ -21,6 +21,7 @@ class Provider(BaseModel):
     evidence: str = Field(min_length=3)
     as_of: PartialDate
     source: str = Field(min_length=3)
+    single_host: str = ""  # instance types holding this text are single hosts even here (RunPod's Community Cloud)
 
 
 @functools.lru_cache(maxsize=1)
@@ -28,8 +29,11 @@ def load_providers() -> dict[str, Provider]:
     return {p.provider: p for p in read_catalog_rows(PROVIDERS_CSV, Provider)}
 
 
-def spans_nodes(provider: str) -> bool:
-    """Whether a job may span several of this provider's instances. A provider the catalog does not list (a row of
-    the person's own price CSV: their own cluster, which they know) may."""
-    known = load_providers().get(provider)
-    return known is None or known.multi_node
+def spans_nodes(provider: str, instance_type: str = "") -> bool:
+    """Whether a job may span several of this provider's instances (of this type). A provider the catalog does not
+    list (a row of the person's own price CSV: their own cluster, which they know) may; names are matched without
+    regard to case, so a row of one's own for "Vast" is Vast's."""
+    known = load_providers().get(provider.lower())
+    if known is None:
+        return True
+    return known.multi_node and not (known.single_host and known.single_host.lower() in instance_type.lower())

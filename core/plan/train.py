@@ -133,7 +133,7 @@ class _Candidate:
 
 
 def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_seqs: int) -> list[tuple[_Candidate, int]]:
-    """(layout, instances) pairs for one price row: each shape on 1, 2, 4, ... instances (from `rental.first`), every
+    """(layout, instances) pairs for one rental (a price row): each shape on 1, 2, 4, ... instances (from `rental.first`), every
     device used as a data-parallel rank while the global batch allows. A job spans several instances only when they
     are whole nodes (8 GPUs, 16 Trainium chips; TPU chips of one pod) of a provider that rents them on a cluster
     network (InfiniBand, EFA, ICI; data/providers.csv): smaller instances, e.g. one-GPU rentals, and a marketplace's
@@ -202,10 +202,12 @@ def training_rows(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -
     """cheapest_rows, and for each instance size whose cheapest row is a single host (a marketplace listing: one
     machine, no cluster network to the next), the cheapest row of a provider that rents nodes on a cluster network,
     from two instances up (one of them would cost more than the single host)."""
-    clustered = {r.accelerators_per_instance: (r, p) for r, p in cheapest_rows(tuple(r for r in rows if spans_nodes(r.provider)), accelerator_id, spot)}
+    node = DEVICES_PER_NODE[get_accelerator(accelerator_id).kind]
+    spanning = tuple(r for r in rows if r.accelerators_per_instance >= node and spans_nodes(r.provider, r.instance_type))
+    clustered = {r.accelerators_per_instance: (r, p) for r, p in cheapest_rows(spanning, accelerator_id, spot)}
     out = []
     for row, price in cheapest_rows(rows, accelerator_id, spot):
-        out.append(Rental(row, price, spans_nodes(row.provider)))
+        out.append(Rental(row, price, spans_nodes(row.provider, row.instance_type)))
         if not out[-1].spans_nodes and row.accelerators_per_instance in clustered:
             out.append(Rental(*clustered[row.accelerators_per_instance], True, first=2))
     return out

@@ -85,6 +85,7 @@ def test_a_context_move_reruns_the_page_alone_and_a_batch_move_both(page_alone):
     at.run()  # AppTest keeps only what a run sent: a plain run (a whole one) draws the sidebar again
     at.select_slider(key="batch").set_value(16).run()
     no_exception(at)
+    assert not at.sidebar.children, "a run of the two fragments, not of the whole app"
     fresh = run_app("inference", PRESET | {"seq": "16384", "batch": "16"})
     assert drawn(at) == drawn(fresh) != bill
     assert at.query_params["seq"] == "16384" and at.query_params["batch"] == "16"

@@ -90,3 +90,15 @@ def test_every_provider_renting_whole_nodes_says_whether_they_form_a_cluster():
     for p in providers.values():
         assert p.source.startswith("https://") and p.as_of and len(p.evidence) >= 20, p.provider
     assert not providers["vast"].multi_node and providers["aws"].multi_node  # a host marketplace; EFA clusters
+
+
+def test_resold_and_community_hosts_never_span_nodes():
+    """A row that resells another cloud's machine (its instance type names that cloud: `lambdalabs__8xA100...`) or a
+    community host (RunPod's Community Cloud) is one host with ordinary networking, whatever its seller offers
+    besides; names are matched without regard to case."""
+    from core.catalog.providers import spans_nodes
+
+    resold = [p for p in load_prices() if "__" in p.instance_type]
+    assert resold and not any(spans_nodes(p.provider, p.instance_type) for p in resold)
+    assert not spans_nodes("runpod", "8x H100 SXM (Community Cloud)") and spans_nodes("runpod", "8x H100 SXM (Secure Cloud)")
+    assert not spans_nodes("Vast", "8x") and spans_nodes("AWS", "p5.48xlarge") and spans_nodes("our own cluster", "8x")

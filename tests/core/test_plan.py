@@ -245,8 +245,8 @@ def test_a_marketplace_listing_is_never_scaled_to_a_cluster():
     r = plan(PRETRAIN_8B)
     several = [p for p in r.plans if p.instances > 1]
     assert several and r.fastest is not None and r.fastest.instances > 1
-    assert all(spans_nodes(p.provider) for p in several), {(p.provider, p.instance, p.instances) for p in several}
-    assert any(p.instances == 1 and not spans_nodes(p.provider) for p in r.plans)  # one host still competes
+    assert all(spans_nodes(p.provider, p.instance) for p in several), {(p.provider, p.instance, p.instances) for p in several}
+    assert any(p.instances == 1 and not spans_nodes(p.provider, p.instance) for p in r.plans)  # one host still competes
 
 
 def _eight_h100(provider: str, usd_per_hour: float):
