@@ -7,7 +7,7 @@ from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.text import flops_text, hours_text, md, plain
-from app_pages.shared.training_views import TOP_COLORS, curve_figure, offers_table, run_cost, time_cost_figure, training_options_of
+from app_pages.shared.training_views import TOP_COLORS, curve_figure, offers_table, run_cost, time_cost_figure, training_curve_of, training_options_of
 from core.catalog.accelerators import get_accelerator
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
@@ -78,6 +78,16 @@ with left:
     cf = curve_figure(KEY, spot, *PRICES)
     if cf is not None:
         show(cf, key="chart_curve")
+        unpriced = [p.devices for p in training_curve_of(KEY, *PRICES) if p.on_demand_usd is None]
+        if unpriced:
+            st.caption(
+                md(
+                    "No price from {n} devices: no provider in the price list rents several {acc} nodes on one cluster network "
+                    "(Method page), and no single instance holds that many.",
+                    n=f"{min(unpriced):,}",
+                    acc=acc.name,
+                )
+            )
     else:
         st.info(md("No price rows for {acc}: the curve needs a price.", acc=acc.name))
 with right:

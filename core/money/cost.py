@@ -19,7 +19,7 @@ from core.catalog.prices import PriceRow, load_prices
 from core.layout import Layout
 from core.memory.estimate import Evaluator, MemoryResult, devices_needed, fit_capacity
 from core.memory.fit import MAX_DEVICES
-from core.money.pricing import instances_for, label, rows_for, run_usd_per_hour
+from core.money.pricing import instances_for, label, rows_for, run_usd_per_hour, training_rows_for
 from core.scenario import Scenario
 from core.speed.comm import training_comm
 from core.speed.timing import TrainingTime, training_time
@@ -155,13 +155,13 @@ def training_options(
         for t in timed:
             # The cheapest way each provider rents this many devices (its dearer instance shapes never win).
             best: dict[str, tuple[float, PriceRow]] = {}
-            for r in rows_for(aid, pool, t.layout.tensor_parallel):
+            for r in training_rows_for(aid, pool, t.layout.tensor_parallel, t.layout.devices):
                 hourly = run_usd_per_hour(r, t.layout.devices) or 0.0
                 if r.provider not in best or (hourly, r.instance_type) < (best[r.provider][0], best[r.provider][1].instance_type):
                     best[r.provider] = (hourly, r)
             options += [_option(r, t) for _, r in best.values()]
         if timed and len(options) == before:
-            skipped.append(f"{aid}: no instance holds the tensor-parallel group of {timed[0].layout.tensor_parallel}")
+            skipped.append(f"{aid}: no instance holds the tensor-parallel group of {timed[0].layout.tensor_parallel}, or rents several on a cluster network")
     options.sort(key=lambda o: (round(o.on_demand_usd, 6), o.on_demand_usd_with_comm, o.wall_hours, o.provider, o.instance_type))
     spot = [o for o in options if o.spot_usd is not None]
     return TrainingOptions.model_construct(
@@ -197,7 +197,7 @@ def training_curve(sc: Scenario, rows: tuple[PriceRow, ...] | None = None, devic
     points = []
     for item in timed:
         layout, _, t, overhead = item
-        acc_rows = rows_for(acc.id, rows, layout.tensor_parallel)
+        acc_rows = training_rows_for(acc.id, rows, layout.tensor_parallel, layout.devices)
         costs = [(run_usd_per_hour(r, layout.devices) or 0.0, r) for r in acc_rows]
         hourly, row = min(costs, key=lambda c: (c[0], c[1].provider, c[1].instance_type)) if costs else (None, None)
         spots = [p for r in acc_rows if (p := run_usd_per_hour(r, layout.devices, spot=True)) is not None]

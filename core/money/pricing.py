@@ -6,8 +6,10 @@ replicas of d devices pack floor(k / d) to an instance when they fit in one.
 A tensor-parallel group must sit inside one instance (it all-reduces every
 layer, Shoeybi et al. 2019), so rows with fewer devices than the tensor-parallel
 size are not offered for that layout; data and pipeline parallelism may span
-instances. TPU rows price one chip of a slice whose chips share the ICI
-interconnect, so they are offered for any group.
+instances, but only instances that are whole nodes of a provider that rents
+them on a cluster network (training_rows_for; the planner's own rule,
+core/plan/train.py). TPU rows price one chip of a slice whose chips share the
+ICI interconnect, so they are offered for any group.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Callable
 
 from core.catalog.accelerators import get_accelerator
 from core.catalog.prices import PriceRow, load_prices
+from core.catalog.providers import spans_nodes
+from core.speed.comm import DEVICES_PER_NODE
 
 # 8,760 hours a year / 12: the month cloud price pages quote (AWS and Google
 # Cloud pricing calculators use 730 hours per month).
@@ -31,6 +35,18 @@ def instance_usd_per_hour(row: PriceRow, spot: bool = False) -> float | None:
 
 def instances_for(row: PriceRow, devices: int) -> int:
     return math.ceil(devices / row.accelerators_per_instance)
+
+
+def training_rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None, tensor_parallel: int, devices: int) -> tuple[PriceRow, ...]:
+    """rows_for, less the rows a training run of `devices` devices cannot rent: several instances of a row only when
+    they are whole nodes (8 GPUs) of a provider that rents them on a cluster network (data/providers.csv); the
+    data-parallel ranks exchange gradients every step, which a marketplace's single hosts have no fabric for."""
+    node = DEVICES_PER_NODE[get_accelerator(accelerator_id).kind]
+    return tuple(
+        r
+        for r in rows_for(accelerator_id, rows, tensor_parallel)
+        if devices <= r.accelerators_per_instance or (r.accelerators_per_instance >= node and spans_nodes(r.provider, r.instance_type))
+    )
 
 
 def run_usd_per_hour(row: PriceRow, devices: int, spot: bool = False) -> float | None:

@@ -276,3 +276,14 @@ def test_inference_warning_names_the_sidebars_layout():
     no_exception(at)
     (warning,) = [w.value for w in at.warning if "not hold the model" in w.value]
     assert "the sidebar's 2 x NVIDIA H100" in warning and "(3 devices)" in warning, warning
+
+
+def test_training_curve_says_why_it_has_no_price_beyond_one_host():
+    """No provider in the catalog rents RTX 4090 nodes on a cluster network (data/providers.csv): the curve's cost
+    stops at one instance, and the page says why; an H100 run is priced at every count and says nothing."""
+    at = run_app("training", {"model": "llama-3.1-8b", "mode": "training", "acc": "rtx-4090", "tokens": "10"})
+    no_exception(at)
+    notes = [c.value for c in at.caption if c.value.startswith("No price from")]
+    assert len(notes) == 1 and "RTX 4090" in notes[0] and "16 devices" in notes[0], notes
+    at = run_app("training", {"model": "llama-3.1-8b", "mode": "training", "acc": "h100-sxm", "tokens": "10"})
+    assert not [c for c in at.caption if c.value.startswith("No price from")]

@@ -114,3 +114,21 @@ def test_needs_train_tokens():
         training_options(SC.model_copy(update={"train_tokens": None}))
     with pytest.raises(ValueError, match="train_tokens"):
         training_curve(SC.model_copy(update={"train_tokens": None}))
+
+
+def test_a_run_spans_instances_only_on_a_cluster_network(options):
+    """The Training page's rule is the planner's: several instances of a row only when they are whole nodes of a
+    provider that rents them on a cluster network (data/providers.csv). Before, 8B's runs on 64+ devices were priced
+    as 8+ copies of single marketplace hosts (vast, lium, a resold machine)."""
+    from core.catalog.providers import spans_nodes
+
+    by_instance = {(r.provider, r.instance_type): r for r in load_prices()}
+    several = [o for o in options.options if o.instances > 1]
+    assert several and {o.provider for o in several} >= {"aws", "lambda"}
+    for o in several:
+        row = by_instance[(o.provider, o.instance_type)]
+        assert spans_nodes(o.provider, o.instance_type) and row.accelerators_per_instance >= 8, (o.provider, o.instance_type, o.instances)
+    assert any(o.instances == 1 and not spans_nodes(o.provider, o.instance_type) for o in options.options), "one host still competes"
+    for point in training_curve(SC.model_copy(update={"accelerator": "rtx-4090"})):
+        if point.devices > 8 and point.price_instance is not None:
+            assert "vast" not in point.price_instance.lower(), point.price_instance
