@@ -7,7 +7,7 @@ A tensor-parallel group must sit inside one instance (it all-reduces every
 layer, Shoeybi et al. 2019), so rows with fewer devices than the tensor-parallel
 size are not offered for that layout; data and pipeline parallelism may span
 instances, but only instances that are whole nodes of a provider that rents
-them on a cluster network (training_rows_for; the planner's own rule,
+them on a cluster network (forms_cluster, which the planner uses too,
 core/plan/train.py). TPU rows price one chip of a slice whose chips share the
 ICI interconnect, so they are offered for any group.
 """
@@ -37,16 +37,18 @@ def instances_for(row: PriceRow, devices: int) -> int:
     return math.ceil(devices / row.accelerators_per_instance)
 
 
+def forms_cluster(row: PriceRow, kind: str) -> bool:
+    """Whether several instances of this row can run one training job: whole nodes (8 GPUs, 16 Trainium chips, a TPU
+    pod's 256 chips) of a provider that rents them on a cluster network (data/providers.csv). The data-parallel ranks
+    exchange gradients every step, which smaller instances and a marketplace's single hosts have no fabric for."""
+    return row.accelerators_per_instance >= DEVICES_PER_NODE[kind] and spans_nodes(row.provider, row.instance_type)
+
+
 def training_rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None, tensor_parallel: int, devices: int) -> tuple[PriceRow, ...]:
-    """rows_for, less the rows a training run of `devices` devices cannot rent: several instances of a row only when
-    they are whole nodes (8 GPUs) of a provider that rents them on a cluster network (data/providers.csv); the
-    data-parallel ranks exchange gradients every step, which a marketplace's single hosts have no fabric for."""
-    node = DEVICES_PER_NODE[get_accelerator(accelerator_id).kind]
-    return tuple(
-        r
-        for r in rows_for(accelerator_id, rows, tensor_parallel)
-        if devices <= r.accelerators_per_instance or (r.accelerators_per_instance >= node and spans_nodes(r.provider, r.instance_type))
-    )
+    """rows_for, less the rows a training run of `devices` devices cannot rent: one instance, or several that form a
+    cluster (forms_cluster)."""
+    kind = get_accelerator(accelerator_id).kind
+    return tuple(r for r in rows_for(accelerator_id, rows, tensor_parallel) if devices <= r.accelerators_per_instance or forms_cluster(r, kind))
 
 
 def run_usd_per_hour(row: PriceRow, devices: int, spot: bool = False) -> float | None:

@@ -15,15 +15,15 @@ import numpy as np
 
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.prices import PriceRow, load_prices
-from core.catalog.providers import spans_nodes
 from core.layout import Layout
 from core.memory.components import qlora_upcast
 from core.memory.estimate import Evaluator
 from core.memory.fit import MAX_DEVICES
+from core.money.pricing import forms_cluster
 from core.plan.goal import Goal
 from core.plan.result import Plan, rental_fields
 from core.scenario import Scenario
-from core.speed.comm import DEVICES_PER_NODE, training_comm
+from core.speed.comm import training_comm
 from core.speed.timing import training_time
 
 MICRO_BATCHES = np.array([1, 2, 4, 8, 16, 32], dtype=np.float64)
@@ -140,7 +140,6 @@ def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_s
     single hosts have ordinary networking and run one at a time."""
     row = rental.row
     k = row.accelerators_per_instance
-    spans = rental.spans_nodes and k >= DEVICES_PER_NODE[acc.kind]
     cap = float(acc.usable_memory_bytes)
     tpu = acc.kind == "tpu"
     out = []
@@ -152,7 +151,7 @@ def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_s
         if s.tensor_parallel > k and not tpu:
             continue  # a tensor-parallel group stays inside one instance
         n = rental.first
-        while n * k <= MAX_DEVICES and (n == 1 or spans):
+        while n * k <= MAX_DEVICES and (n == 1 or rental.spans_nodes):
             if n > 1 and ((n // 2) * k) // group >= global_seqs:
                 break  # half as many instances already had a rank for every sequence
             dp = min((n * k) // group, global_seqs)
@@ -190,7 +189,8 @@ def cheapest_rows(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -
 
 @dataclass(frozen=True)
 class Rental:
-    """A price row the training planner rents from: `first` instances at least, several only when `spans_nodes`."""
+    """A price row the training planner rents from: `first` instances at least, several only when `spans_nodes`
+    (core/money/pricing.forms_cluster)."""
 
     row: PriceRow
     price: float
@@ -202,12 +202,11 @@ def training_rows(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -
     """cheapest_rows, and for each instance size whose cheapest row is a single host (a marketplace listing: one
     machine, no cluster network to the next), the cheapest row of a provider that rents nodes on a cluster network,
     from two instances up (one of them would cost more than the single host)."""
-    node = DEVICES_PER_NODE[get_accelerator(accelerator_id).kind]
-    spanning = tuple(r for r in rows if r.accelerators_per_instance >= node and spans_nodes(r.provider, r.instance_type))
-    clustered = {r.accelerators_per_instance: (r, p) for r, p in cheapest_rows(spanning, accelerator_id, spot)}
+    kind = get_accelerator(accelerator_id).kind
+    clustered = {r.accelerators_per_instance: (r, p) for r, p in cheapest_rows(tuple(r for r in rows if forms_cluster(r, kind)), accelerator_id, spot)}
     out = []
     for row, price in cheapest_rows(rows, accelerator_id, spot):
-        out.append(Rental(row, price, spans_nodes(row.provider, row.instance_type)))
+        out.append(Rental(row, price, forms_cluster(row, kind)))
         if not out[-1].spans_nodes and row.accelerators_per_instance in clustered:
             out.append(Rental(*clustered[row.accelerators_per_instance], True, first=2))
     return out
@@ -348,7 +347,7 @@ def price_training_scenario(goal: Goal, sc: Scenario, prices: tuple[PriceRow, ..
     for rental in training_rows(load_prices() if prices is None else prices, acc.id, goal.pricing == "spot"):
         k = rental.row.accelerators_per_instance
         n = math.ceil(devices / k)
-        if (acc.kind == "tpu" or k >= sc.tensor_parallel) and n >= rental.first and (n == 1 or (rental.spans_nodes and k >= DEVICES_PER_NODE[acc.kind])):
+        if (acc.kind == "tpu" or k >= sc.tensor_parallel) and n >= rental.first and (n == 1 or rental.spans_nodes):
             priced.append((n * rental.price, rental.row))
     if not priced:
         return None
