@@ -12,6 +12,7 @@ from app_pages.shared.results import cached_estimate
 from app_pages.shared.scenario_io import saved_scenario
 from app_pages.shared.state import MAX_SAVED, saved_rows, set_saved_rows
 from app_pages.shared.style import COMPONENT_COLORS, COMPONENT_LABELS, layout
+from app_pages.shared.tables import show_table
 from app_pages.shared.text import chart_text, plain
 from core.memory.sweep import COMPONENTS
 from core.model.hf_config import safe_label
@@ -62,7 +63,7 @@ fig.add_scatter(
 fig.update_layout(barmode="stack", yaxis_title=f"Memory per device ({units.name})")
 show(layout(fig, "Memory per device, by scenario (line = the device's usable memory)", height=460), key="chart_compare")
 
-st.dataframe(
+show_table(
     pd.DataFrame(
         [
             {
@@ -94,8 +95,8 @@ st.markdown("**Every setting of the saved scenarios**")
 settings = {}
 for f in fields().values():
     if f.scenario:
-        settings[f.label] = [f.fmt(f.from_scenario(getattr(s, f.scenario))) for _, s, _ in results]
-st.dataframe(pd.DataFrame(settings, index=names).T, width="stretch")
+        settings[f.label] = [f.scenario_text(getattr(s, f.scenario)) for _, s, _ in results]  # exact: not a slider's stop
+show_table(pd.DataFrame(settings, index=names).T, width="stretch")
 
 remove = st.selectbox("Remove a saved scenario", ["—", *names], key="cmp_remove")
 if remove != "—" and st.button("Remove", icon=":material/remove:"):

@@ -10,6 +10,7 @@ from app_pages.shared.context import page_header, priced
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_comparison, scenario_of
 from app_pages.shared.style import frozen, layout
+from app_pages.shared.tables import show_table
 from app_pages.shared.text import md
 from app_pages.shared.ticks import SPEED_TICKS, log_ticks
 from core.catalog.ecosystem import load_ecosystem
@@ -163,7 +164,7 @@ st.caption(
     "Up and to the left is better; marker size is memory per chip; named chips are those nothing beats on both price and "
     "throughput (hover for the others). Accelerators without a price in the price list are in the table only."
 )
-st.dataframe(comparison_table(KEY, *PRICES), hide_index=True, width="stretch", height=420)
+show_table(comparison_table(KEY, *PRICES), hide_index=True, width="stretch", height=420)
 
 st.subheader("Ecosystem trade-offs (with sources)")
 eco = load_ecosystem()
@@ -173,7 +174,7 @@ grid = pd.DataFrame(
     {PLATFORM_LABELS[p]: [next((e.summary for e in eco if e.platform == p and e.aspect == a), "") for a in aspects] for p in platforms},
     index=[a.replace("-", " ").capitalize() for a in aspects],
 )
-st.table(grid)
+show_table(grid, static=True)
 with st.expander("Sources"):
     for e in eco:
         st.markdown(

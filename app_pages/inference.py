@@ -8,7 +8,7 @@ from app_pages.shared.context import as_mode, page_header, priced, stop_page
 from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sidebars_layout
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
-from app_pages.shared.text import md, plain
+from app_pages.shared.text import md, metric, plain
 from core.catalog.accelerators import get_accelerator
 
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
@@ -25,11 +25,12 @@ result = cached_estimate(KEY, *PRICES)
 inf = result.inference
 
 c = st.columns(5)
-c[0].metric("Time to first token", f"{inf.time_to_first_token_s * 1e3:,.0f} ms", help=f"prefill of {inf.prompt_tokens:,} prompt tokens")
-c[1].metric("Tokens/s per user", f"{inf.decode_tokens_per_s:,.1f}", help=f"decode at batch {inf.batch_size} ({inf.decode_bound}-bound)")
-c[2].metric("Tokens/s, all users", f"{inf.aggregate_tokens_per_s:,.0f}", help="decode tokens per second summed over the batch")
-c[3].metric("Most concurrent sequences", f"{inf.max_concurrent_sequences:,}", help=f"at {sc.seq_len:,} tokens each, on {inf.devices_per_replica} device(s)")
-c[4].metric(
+metric(c[0], "Time to first token", f"{inf.time_to_first_token_s * 1e3:,.0f} ms", help=f"prefill of {inf.prompt_tokens:,} prompt tokens")
+metric(c[1], "Tokens/s per user", f"{inf.decode_tokens_per_s:,.1f}", help=f"decode at batch {inf.batch_size} ({inf.decode_bound}-bound)")
+metric(c[2], "Tokens/s, all users", f"{inf.aggregate_tokens_per_s:,.0f}", help="decode tokens per second summed over the batch")
+metric(c[3], "Most concurrent sequences", f"{inf.max_concurrent_sequences:,}", help=f"at {sc.seq_len:,} tokens each, on {inf.devices_per_replica} device(s)")
+metric(
+    c[4],
     f"\\$ / M tokens, batch {inf.batch_size}",
     "—" if inf.usd_per_million_tokens is None else f"${inf.usd_per_million_tokens:,.2f}",
     help=(inf.price_instance or "no price for this accelerator in the price list")

@@ -10,10 +10,12 @@ from app_pages.shared.report import report_downloads
 from app_pages.shared.results import cached_estimate, cached_explain, scenario_of
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import COMPONENT_LABELS, Units, frozen
-from app_pages.shared.text import plain, say
+from app_pages.shared.tables import show_table
+from app_pages.shared.text import metric, plain, say
 from core.catalog.accelerators import get_accelerator
 from core.memory.engines import ENGINES
 from core.memory.stacks import STACKS
+from core.units import BYTES_PER_GIB
 
 sc, values, units = page_header("Memory", "How much accelerator memory the scenario needs per device, and where it fits.")
 KEY = sc.model_dump_json()
@@ -22,18 +24,32 @@ acc = get_accelerator(sc.accelerator)
 m = result.memory_per_device_bytes
 own = f"{result.devices_in_layout} devices" if result.devices_in_layout > 1 else "one device"
 
+# llama.cpp with layers in system RAM: the verdict can be the RAM's, not the device's (every answer below says which)
+ram_short = result.host_memory_fits is False
+ram_bytes = sc.host_memory_gib * BYTES_PER_GIB
+if result.fits:
+    fit_delta = f"{units(result.fit_capacity_bytes - m.total)} headroom"
+elif ram_short and m.total <= result.fit_capacity_bytes:
+    fit_delta = f"system RAM {units(result.cpu_memory_per_device_bytes - ram_bytes)} short"
+else:
+    fit_delta = f"{units(m.total - result.fit_capacity_bytes)} short"
+ram_note = f"; system RAM: {units(result.cpu_memory_per_device_bytes)} needed for the layers off the GPU, {units(ram_bytes)} set" if ram_short else ""
 cols = st.columns(5)
-cols[0].metric("Memory per device", units(m.total), help="Sum of the components below")
-cols[1].metric(
+metric(cols[0], "Memory per device", units(m.total), help="Sum of the components below")
+metric(
+    cols[1],
     f"Fits {own}?",
     "Yes" if result.fits else "No",
-    help=capacity_text(result, acc.name, units),
-    delta=f"{units(result.fit_capacity_bytes - m.total)} headroom" if result.fits else f"{units(m.total - result.fit_capacity_bytes)} short",
+    help=capacity_text(result, acc.name, units) + ram_note,
+    delta=fit_delta,
     delta_color="normal" if result.fits else "inverse",
 )
-cols[2].metric("Fewest devices that fit", layout_text(result.layout_needed).split(" (")[0], help="Smallest layout that fits: " + layout_text(result.layout_needed))
-cols[3].metric("Largest batch that fits", f"{result.max_batch_size:,}" if result.max_batch_size else "none", help=f"at {sc.seq_len:,} tokens, on {own}")
-cols[4].metric("Longest context that fits", f"{result.max_seq_len:,}" if result.max_seq_len else "none", help=f"tokens, at batch {sc.batch_size}, on {own}")
+if result.layout_needed is None and ram_short:
+    metric(cols[2], "Fewest devices that fit", "none", help="more devices do not help: the layers kept off them stay in system RAM" + ram_note)
+else:
+    metric(cols[2], "Fewest devices that fit", layout_text(result.layout_needed).split(" (")[0], help="Smallest layout that fits: " + layout_text(result.layout_needed))
+metric(cols[3], "Largest batch that fits", f"{result.max_batch_size:,}" if result.max_batch_size else "none", help=f"at {sc.seq_len:,} tokens, on {own}")
+metric(cols[4], "Longest context that fits", f"{result.max_seq_len:,}" if result.max_seq_len else "none", help=f"tokens, at batch {sc.batch_size}, on {own}")
 with st.container():  # always there, so a note that comes and goes does not shift (and redraw) the charts below
     if result.layout_note is not None:
         st.caption(say(result.layout_note, units.name))
@@ -44,23 +60,24 @@ software = STACKS[sc.training_stack] if sc.mode == "training" else ENGINES[sc.se
 with st.container(border=True):
     fit_cols = st.columns(4)
     if sc.mode == "training" or software.preallocate_fraction is None:  # type: ignore[union-attr]
-        fit_cols[0].metric("Live tensors at the peak", units(result.allocated_peak_bytes), help="torch.cuda.max_memory_allocated()")
-        fit_cols[1].metric("PyTorch's reserved pool", units(result.reserved_peak_bytes), help="torch.cuda.max_memory_reserved(): live tensors + freed blocks kept")
-        fit_cols[2].metric("What nvidia-smi shows", units(m.total), help="the reserved pool + CUDA context and libraries: the number a fit is decided on")
+        metric(fit_cols[0], "Live tensors at the peak", units(result.allocated_peak_bytes), help="torch.cuda.max_memory_allocated()")
+        metric(fit_cols[1], "PyTorch's reserved pool", units(result.reserved_peak_bytes), help="torch.cuda.max_memory_reserved(): live tensors + freed blocks kept")
+        metric(fit_cols[2], "What nvidia-smi shows", units(m.total), help="the reserved pool + CUDA context and libraries: the number a fit is decided on")
         phases = {"loss": "the loss step", "recomputation of a checkpointed block": "a recomputed block", "optimizer step": "the optimizer step"}
         phase = phases.get(result.peak_phase, "the forward pass")
-        fit_cols[3].metric("Peak happens at", phase if sc.mode == "training" else "the prefill")
+        metric(fit_cols[3], "Peak happens at", phase if sc.mode == "training" else "the prefill")
     else:
-        fit_cols[0].metric("Engine reserves at start", units(result.engine_reserved_bytes or 0), help="gpu_memory_utilization x device memory: taken whatever the load")
-        fit_cols[1].metric("Of it, KV-cache pool", units(result.kv_pool_bytes or 0), help="what is left for KV blocks after weights, runtime and the profiled prefill")
-        fit_cols[2].metric("Sequences the pool holds", f"{result.kv_pool_sequences or 0:,.2f}", help=f"of {sc.seq_len:,} tokens each (vLLM's 'Maximum concurrency')")
-        fit_cols[3].metric("Needed for this batch", units(m.total), help="weights + KV cache + working memory + runtime")
+        metric(fit_cols[0], "Engine reserves at start", units(result.engine_reserved_bytes or 0), help="gpu_memory_utilization x device memory: taken whatever the load")
+        metric(fit_cols[1], "Of it, KV-cache pool", units(result.kv_pool_bytes or 0), help="what is left for KV blocks after weights, runtime and the profiled prefill")
+        metric(fit_cols[2], "Sequences the pool holds", f"{result.kv_pool_sequences or 0:,.2f}", help=f"of {sc.seq_len:,} tokens each (vLLM's 'Maximum concurrency')")
+        metric(fit_cols[3], "Needed for this batch", units(m.total), help="weights + KV cache + working memory + runtime")
     if result.max_gpu_layers is not None:  # llama.cpp: partial offload to system RAM
         layers = sc.architecture.num_layers
         off = st.columns(3)
-        off[0].metric("Layers on the GPU", f"{result.gpu_layers} of {layers}", help="llama.cpp -ngl; the rest stay in system RAM")
-        off[1].metric("Most layers that fit", f"{result.max_gpu_layers} of {layers}", help=f"{acc.name}: {units(result.fit_capacity_bytes)} usable, at this context")
-        off[2].metric(
+        metric(off[0], "Layers on the GPU", f"{result.gpu_layers} of {layers}", help="llama.cpp -ngl; the rest stay in system RAM")
+        metric(off[1], "Most layers that fit", f"{result.max_gpu_layers} of {layers}", help=f"{acc.name}: {units(result.fit_capacity_bytes)} usable, at this context")
+        metric(
+            off[2],
             "System RAM for the rest",
             units(result.cpu_memory_per_device_bytes),
             delta=None if result.host_memory_fits else f"more than the {sc.host_memory_gib:g} GiB set",
@@ -106,8 +123,9 @@ with right:
 
 st.subheader("Explain: each number, its formula and its source")
 parts = cached_explain(KEY)
-st.table(
-    pd.DataFrame(
+show_table(
+    static=True,
+    data=pd.DataFrame(
         [
             {
                 "Component": COMPONENT_LABELS.get(p.component, p.component.capitalize()),
@@ -118,7 +136,7 @@ st.table(
             }
             for p in parts
         ]
-    ).set_index("Component")
+    ).set_index("Component"),
 )
 with st.expander(f"What the {label.lower()} changes, and where each effect comes from", expanded=False):
     st.markdown(f"**{plain(software.label)}**")

@@ -8,6 +8,7 @@ import streamlit as st
 
 from app_pages.shared.context import context, show_messages
 from app_pages.shared.method_text import FORMULAS
+from app_pages.shared.tables import show_table
 from app_pages.shared.text import plain
 from core.catalog.accelerators import load_accelerators
 from core.catalog.api_prices import load_api_prices
@@ -33,7 +34,7 @@ def validation_table() -> pd.DataFrame:
                 "Case": case.label,
                 "Measured (GB)": round(case.measured_bytes / 1e9, 2),
                 "Our estimate (GB)": round(est / 1e9, 2),
-                "Error": f"{est / case.measured_bytes - 1:+.1%}",
+                "Error (%)": round(100 * (est / case.measured_bytes - 1), 1),
                 "Within 15%": "yes" if abs(est / case.measured_bytes - 1) <= 0.15 else "no",
                 "What was measured": case.metric,
                 "Source": case.source,
@@ -44,7 +45,7 @@ def validation_table() -> pd.DataFrame:
 
 
 st.subheader("Our estimates against published measurements")
-st.dataframe(validation_table(), hide_index=True, width="stretch")
+show_table(validation_table(), hide_index=True, width="stretch")
 st.caption(
     "Measured peaks are `torch.cuda.max_memory_allocated`, which excludes the CUDA context, so the estimate shown here is "
     "our total minus the 0.5 GiB context budget. GB = 10^9 bytes."
@@ -61,7 +62,7 @@ accs = load_accelerators()
 prices = load_prices()
 api = load_api_prices()
 bought = load_purchases()
-st.dataframe(
+show_table(
     pd.DataFrame(
         [
             {"Catalog": "Model presets (data/models.json)", "Rows": len(presets), "As of": f"{min(p.as_of for p in presets)} – {max(p.as_of for p in presets)}"},
@@ -113,9 +114,9 @@ def price_table(day: dt.date) -> pd.DataFrame:
 
 
 with st.expander("Every cloud price and its source"):
-    st.dataframe(price_table(today), hide_index=True, width="stretch")
+    show_table(price_table(today), hide_index=True, width="stretch")
 with st.expander("Managed services people start from (Colab, SageMaker, Azure ML, Snowflake)"):
-    st.dataframe(
+    show_table(
         pd.DataFrame(
             [
                 {
@@ -135,7 +136,7 @@ with st.expander("Managed services people start from (Colab, SageMaker, Azure ML
         width="stretch",
     )
 with st.expander("Every accelerator and its source"):
-    st.dataframe(
+    show_table(
         pd.DataFrame(
             [
                 {
@@ -155,7 +156,7 @@ with st.expander("Every accelerator and its source"):
         width="stretch",
     )
 with st.expander("Every model preset and its source"):
-    st.dataframe(
+    show_table(
         pd.DataFrame(
             [
                 {"Preset": p.name, "Parameters": f"{p.architecture.total_params:,}", "Published": f"{p.published_params:,.0f}", "Source": p.source, "As of": p.as_of}

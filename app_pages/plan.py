@@ -12,7 +12,8 @@ from app_pages.shared.scenario_io import scenario_values
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.state import request_values
 from app_pages.shared.style import Units, frozen
-from app_pages.shared.text import md, plain
+from app_pages.shared.tables import show_table
+from app_pages.shared.text import md, metric, plain
 from core.catalog.accelerators import get_accelerator
 from core.catalog.quality import caveats
 from core.cli import describe_validation_error
@@ -101,10 +102,10 @@ with st.container(border=True):
 if serving:
     c = result.cheapest
     m = st.columns(4)
-    m[0].metric("Monthly bill", f"${c.usd_per_month:,.0f}", help="whole instances, 730 hours a month")
-    m[1].metric("USD / M tokens (in + out)", f"${c.usd_per_million_tokens:,.3f}", help="the bill / the month's tokens at this traffic, idle capacity included")
-    m[2].metric("USD / M output tokens", f"${c.usd_per_million_output_tokens:,.3f}", help="the same bill over output tokens only")
-    m[3].metric("Average load of the fleet", f"{100 * c.utilisation:.0f}%", help=f"{c.data_parallel} replica(s), batch up to {c.micro_batch}")
+    metric(m[0], "Monthly bill", f"${c.usd_per_month:,.0f}", help="whole instances, 730 hours a month")
+    metric(m[1], "USD / M tokens (in + out)", f"${c.usd_per_million_tokens:,.3f}", help="the bill / the month's tokens at this traffic, idle capacity included")
+    metric(m[2], "USD / M output tokens", f"${c.usd_per_million_output_tokens:,.3f}", help="the same bill over output tokens only")
+    metric(m[3], "Average load of the fleet", f"{100 * c.utilisation:.0f}%", help=f"{c.data_parallel} replica(s), batch up to {c.micro_batch}")
 
 picked = show(_frontier(KEY, *PRICES), key="chart_frontier", clicks=True)
 if picked:
@@ -116,7 +117,7 @@ st.caption(
 )
 
 with st.expander("All shown plans", expanded=False):
-    st.dataframe(pd.DataFrame(plan_table(result.plans, serving)), hide_index=True, width="stretch")
+    show_table(pd.DataFrame(plan_table(result.plans, serving)), hide_index=True, width="stretch")
 
 if serving and result.api_quotes:
     st.subheader("The same traffic through a per-token API")
@@ -128,7 +129,7 @@ if serving and result.api_quotes:
             rpd=f"{goal.requests_per_day:,.0f}",
         )
     )
-    st.dataframe(
+    show_table(
         pd.DataFrame(
             [
                 {
@@ -154,7 +155,7 @@ if not serving:
     def _strategies(key: str, unit: str, device: str):
         return frozen(strategies_figure(Scenario.model_validate_json(key), Units(unit), device))
 
-    show(_strategies(sc.model_copy(update={"seq_len": goal.seq_len}).model_dump_json(), units.name, acc.name), key="chart_strategies")
+    show(_strategies(sc.replace(seq_len=goal.seq_len, output_tokens=None).model_dump_json(), units.name, acc.name), key="chart_strategies")
     st.caption(md("For the sidebar's accelerator (**{acc}**), one sequence of {n} tokens per device; ZeRO-3 over 8 devices.", acc=acc.name, n=f"{goal.seq_len:,}"))
 
 notes = caveats(result.cheapest.weights_format, None, None)

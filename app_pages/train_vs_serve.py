@@ -6,7 +6,7 @@ from app_pages.shared.context import as_mode, page_header, priced, stop_page
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, cached_serving
 from app_pages.shared.sidebar import page_widget, traffic_inputs
-from app_pages.shared.text import md, plain
+from app_pages.shared.text import md, metric, plain
 from app_pages.shared.train_serve_views import bills_figure, cumulative_figure, own_vs_rent_figure
 from core.catalog.accelerators import get_accelerator
 from core.money.buy_rent import buy_vs_rent
@@ -47,10 +47,11 @@ def bills() -> int:
     be = train_vs_serve(training.cost_usd, plan.usd_per_month, alternative, months=months)
 
     m = st.columns(4)
-    m[0].metric("Training run (one-off)", f"${training.cost_usd:,.0f}", help=f"{training.devices} x {acc.name}, {training.wall_hours:,.1f} h; {training.price_instance}")
-    m[1].metric("Serving (per month)", f"${plan.usd_per_month:,.0f}", help=f"{plan.replicas} replica(s) on {plan.provider} {plan.instance_type}")
-    m[2].metric("Training = months of serving", f"{be.months_of_serving_per_one_off:,.1f}")
-    m[3].metric(
+    metric(m[0], "Training run (one-off)", f"${training.cost_usd:,.0f}", help=f"{training.devices} x {acc.name}, {training.wall_hours:,.1f} h; {training.price_instance}")
+    metric(m[1], "Serving (per month)", f"${plan.usd_per_month:,.0f}", help=f"{plan.replicas} replica(s) on {plan.provider} {plan.instance_type}")
+    metric(m[2], "Training = months of serving", f"{be.months_of_serving_per_one_off:,.1f}")
+    metric(
+        m[3],
         "Break-even vs per-token API",
         "—" if be.break_even_month is None else f"month {be.break_even_month}",
         help="set API prices on the Inference page to compare" if alternative is None else "when owning the model beats paying per token",
@@ -74,7 +75,7 @@ busy = page_widget("busy", b[1])
 pue = page_widget("pue", b[2])
 buy_usd = page_widget("buy_usd", b[3])
 devices = max(1, training_devices)
-b[4].metric("Devices", f"{devices}", help="the training layout's device count")
+metric(b[4], "Devices", f"{devices}", help="the training layout's device count")
 try:
     bvr = buy_vs_rent(acc.id, usd_per_kwh=kwh, utilisation=busy / 100, devices=devices, purchase_usd_per_device=buy_usd or None, pue=pue, rows=PRICES[1])
 except ValueError as exc:
@@ -83,15 +84,17 @@ except ValueError as exc:
 if bvr is not None:
     beyond_a_year = bvr.break_even_utilisation is not None and bvr.break_even_utilisation > 1
     r = st.columns(4)
-    r[0].metric("Own: per year", f"${bvr.own_usd_per_year:,.0f}", help=f"purchase ${bvr.purchase_usd:,.0f} over {bvr.amortisation_years:g} years + power")
-    r[1].metric("Rent: per year", f"${bvr.rent_usd_per_year:,.0f}", help=f"at {busy:g}% utilisation")
-    r[2].metric(
+    metric(r[0], "Own: per year", f"${bvr.own_usd_per_year:,.0f}", help=f"purchase ${bvr.purchase_usd:,.0f} over {bvr.amortisation_years:g} years + power")
+    metric(r[1], "Rent: per year", f"${bvr.rent_usd_per_year:,.0f}", help=f"at {busy:g}% utilisation")
+    metric(
+        r[2],
         "Break-even utilisation",
         "never" if beyond_a_year or bvr.break_even_utilisation is None else f"{bvr.break_even_utilisation:.0%}",
         help="above this share of hours in use, owning is cheaper"
         + (f" (here it would take {bvr.break_even_utilisation:.0%} of the year's hours)" if beyond_a_year else ""),
     )
-    r[3].metric(
+    metric(
+        r[3],
         "Pays for itself after",
         "never" if bvr.payback_months is None else f"{bvr.payback_months:,.0f} months",
         help="the purchase / what each month of renting at this utilisation would cost beyond the electricity"

@@ -6,7 +6,8 @@ from app_pages.shared.context import as_mode, page_header, priced, stop_page
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.sidebar import page_widget
-from app_pages.shared.text import flops_text, hours_text, md, plain
+from app_pages.shared.tables import show_table
+from app_pages.shared.text import flops_text, hours_text, md, metric, plain
 from app_pages.shared.training_views import TOP_COLORS, curve_figure, offers_table, run_cost, time_cost_figure, training_curve_of, training_options_of
 from core.catalog.accelerators import get_accelerator
 
@@ -55,13 +56,19 @@ mine = [o for o in priced if o.accelerator_id == acc.id]
 
 est = cached_estimate(KEY, *PRICES).training
 c = st.columns(4)
-c[0].metric("Compute", flops_text(est.flops), help=f"{est.flops:.3g} FLOPs = {sc.train_tokens / 1e9:,.3g} B tokens x {est.flops_per_token:.3g} FLOPs per token")
-c[1].metric("Device-hours", f"{est.gpu_hours:,.0f}", help=f"on {acc.name}: {est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%}")
-c[2].metric(
-    "Cheapest run", f"${cost(cheapest):,.0f}", help=f"{cheapest.provider} {cheapest.instance_type}, {cheapest.devices} x {get_accelerator(cheapest.accelerator_id).name}"
+metric(c[0], "Compute", flops_text(est.flops), help=f"{est.flops:.3g} FLOPs = {sc.train_tokens / 1e9:,.3g} B tokens x {est.flops_per_token:.3g} FLOPs per token")
+metric(c[1], "Device-hours", f"{est.gpu_hours:,.0f}", help=f"on {acc.name}: {est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%}")
+metric(
+    c[2],
+    "Cheapest run",
+    f"${cost(cheapest):,.0f}",
+    help=f"{cheapest.provider} {cheapest.instance_type}, {cheapest.devices} x {get_accelerator(cheapest.accelerator_id).name}",
 )
-c[3].metric(
-    "Fastest run", hours_text(fastest.wall_hours), help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {get_accelerator(fastest.accelerator_id).name}"
+metric(
+    c[3],
+    "Fastest run",
+    hours_text(fastest.wall_hours),
+    help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {get_accelerator(fastest.accelerator_id).name}",
 )
 
 
@@ -93,7 +100,7 @@ with left:
 with right:
     table = offers_table(KEY, spot, *PRICES)
     st.markdown("**Per provider and instance: the cheapest way to run it**")
-    st.dataframe(table, hide_index=True, width="stretch", height=400, column_config={"Provider": st.column_config.TextColumn(pinned=True)})
+    show_table(table, hide_index=True, width="stretch", height=400, column_config={"Provider": st.column_config.TextColumn(pinned=True)})
 
 with st.expander("How this is computed"):
     t = (mine or [cheapest])[0]
@@ -102,8 +109,14 @@ with st.expander("How this is computed"):
         "(Kaplan et al. 2020; 8 with full recomputation, Narayanan et al. 2021); LoRA skips the frozen weights' gradients. "
         "Time = FLOPs / (devices x peak dense TFLOP/s x MFU). The MFU default depends on the setup (full 40%, LoRA 35%, "
         "QLoRA 30%; Llama 3.1 405B trained at 38-43% on H100s) and the sidebar's *MFU* overrides it. "
-        f"The cheapest option here uses {t.devices} x {get_accelerator(t.accelerator_id).name} on {t.provider} {t.instance_type}. "
-        "Prices are the catalog's list prices (see Method for sources and dates)."
+        + md(
+            "The cheapest option here uses {n} x {acc} on {provider} {instance}. ",
+            n=t.devices,
+            acc=get_accelerator(t.accelerator_id).name,
+            provider=t.provider,
+            instance=t.instance_type,
+        )
+        + "Prices are the catalog's list prices (see Method for sources and dates)."
     )
     if opts.skipped:
         st.markdown("Not shown: " + plain("; ".join(opts.skipped[:8])))

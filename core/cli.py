@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -112,6 +113,17 @@ def _plan(path: str, prices: Any = None) -> Any:
     return results if isinstance(data, list) else results[0]
 
 
+def _non_finite(value: Any, path: str = "") -> str | None:
+    """The path of the first number in a result that is not finite (inf or nan), or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path or "result"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if (found := _non_finite(item, f"{path}.{key}" if path else str(key))) is not None:
+            return found
+    return None
+
+
 def _models() -> Any:
     from core.catalog.presets import load_presets
 
@@ -188,11 +200,10 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    try:
-        text = json.dumps(out, indent=2, allow_nan=False)
-    except ValueError:
-        print("error: the result is not a finite number (check mfu and train_tokens)", file=sys.stderr)
+    if (where := _non_finite(out)) is not None:  # the inputs' bounds are meant to make this unreachable
+        print(f"error: {where} came out as no finite number: the inputs are beyond what the model covers", file=sys.stderr)
         return 2
+    text = json.dumps(out, indent=2, allow_nan=False)
     sys.stdout.write(text)
     sys.stdout.write("\n")
     return 0

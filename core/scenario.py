@@ -15,6 +15,7 @@ from core.model.hf_config import ConfigError, parse_hf_config
 from core.model.shape import representative_architecture
 
 _STRICT = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+MAX_TRAIN_TOKENS = 1e16  # 1,000x Llama 3's 15T-token pretraining (Meta, 2024): a run beyond it is a typo
 
 
 class ParamCount(BaseModel):
@@ -144,7 +145,7 @@ class Scenario(BaseModel):
     host_memory_gib: float = Field(default=64.0, gt=0, le=65536, description="system RAM in GiB (holds the layers llama.cpp keeps off the accelerators)")
     host_memory_bandwidth_gbps: float = Field(default=76.8, gt=0, le=100_000, description="system RAM bandwidth in GB/s (dual-channel DDR5-4800: 76.8; DDR4-3200: 51.2)")
     accelerator: str = Field(default="h100-sxm", max_length=64)
-    train_tokens: float | None = Field(default=None, ge=1, le=1e16)
+    train_tokens: float | None = Field(default=None, ge=1, le=MAX_TRAIN_TOKENS)
     mfu: float | None = Field(default=None, ge=0.001, le=1)
 
     @field_validator("model", mode="before")
@@ -183,6 +184,12 @@ class Scenario(BaseModel):
             if self.offload == "optimizer+params" and self.zero_stage != 3:
                 raise ValueError("offloading parameters needs zero_stage 3 (ZeRO-Infinity / FSDP)")
         return self
+
+    def replace(self, **changes: Any) -> Scenario:
+        """A copy with `changes`, validated like a new scenario. model_copy(update=...) validates nothing: a Plan goal's
+        2,048-token sequence beside the sidebar's 2,048 output tokens made a scenario no rule had seen, which failed
+        deep in a chart. The model spec passes as the validated object it is (not parsed again)."""
+        return Scenario.model_validate({**dict(self), **changes})
 
     @property
     def architecture(self) -> Architecture:

@@ -9,7 +9,7 @@ import streamlit as st
 from app_pages.shared.plot import show
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, Units, frozen, layout
-from app_pages.shared.text import chart_text, md, plain
+from app_pages.shared.text import chart_text, md, metric, plain
 from core.memory.engines import ENGINES
 from core.scenario import Scenario
 from core.speed.mixed import MAX_CARDS, MixedBox, mixed_box
@@ -83,10 +83,10 @@ def box_section(sc: Scenario, units: Units) -> None:
         st.info(plain(f"No split for this box: {why}."), icon=":material/info:")
         return
     m = st.columns(4)
-    m[0].metric("Tokens/s per user (box)", f"{box.decode_tokens_per_s:,.1f}", help=f"batch {sc.batch_size}: the sum of each card's time for its layers")
-    m[1].metric("Time to first token (box)", f"{box.time_to_first_token_s * 1e3:,.0f} ms")
-    m[2].metric("Layers per card", " + ".join(str(c.layers) for c in box.cards), help=f"split {box.split}")
-    m[3].metric("Fits in the box?", "Yes" if box.fits else "No", help=None if box.fits else f"short by {units(box.short_by_bytes)} in all")
+    metric(m[0], "Tokens/s per user (box)", f"{box.decode_tokens_per_s:,.1f}", help=f"batch {sc.batch_size}: the sum of each card's time for its layers")
+    metric(m[1], "Time to first token (box)", f"{box.time_to_first_token_s * 1e3:,.0f} ms")
+    metric(m[2], "Layers per card", " + ".join(str(c.layers) for c in box.cards), help=f"split {box.split}")
+    metric(m[3], "Fits in the box?", "Yes" if box.fits else "No", help=None if box.fits else f"short by {units(box.short_by_bytes)} in all")
     if not box.fits:
         st.warning(
             md("The cards lack {short} for this model at these settings: a smaller format, a shorter context, or more cards.", short=units(box.short_by_bytes)),

@@ -94,7 +94,25 @@ class Field:
     def fmt(self, value: Any) -> str:
         if value in self.labels:
             return self.labels[value]
-        return f"{value:,}" if self.kind == "int" and isinstance(value, int) else str(value)
+        return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+    def shows(self, scenario_value: Any, widget_value: Any) -> bool:
+        """Whether the widget value stands for the scenario value exactly (a slider snaps to its nearest stop)."""
+        if scenario_value is None:
+            return True
+        back = self.to_scenario(widget_value)
+        if isinstance(scenario_value, float) and isinstance(back, int | float) and not isinstance(back, bool):
+            return math.isclose(back, scenario_value, rel_tol=1e-9)
+        return back == scenario_value
+
+    def scenario_text(self, value: Any) -> str:
+        """A scenario's value in this input's terms (its scale and labels), exactly: not snapped to a slider stop."""
+        if value is None:
+            return self.fmt(self.default)
+        if self.scale != 1.0:
+            value = value / self.scale
+            value = int(value) if float(value).is_integer() and self.kind != "float" else value
+        return self.fmt(value)
 
     def stops(self, value: Any) -> list[Any]:
         """A slider's stops: its options, plus the current value when a whole-number field holds one between them."""

@@ -89,21 +89,25 @@ def scenario_values(sc: Scenario) -> Values:
         out.update(src="params", params=sc.model.params / 1e9)
     else:
         out.update(src="config")
-        out[CFG_TEXT] = json.dumps(sc.model.hf_config, indent=2)
+        out[CFG_TEXT] = json.dumps(sc.model.hf_config, indent=2, ensure_ascii=False)  # as written: é stays one character
     return out
 
 
-def unshowable(values: Values) -> list[str]:
-    """Values the widgets cannot show exactly (a number outside a widget's range, a choice it does not offer)."""
+def unshowable(sc: Scenario, values: Values) -> list[str]:
+    """What the widgets cannot show exactly: a number outside a widget's range, a choice it does not offer, or a value
+    between a slider's stops (batch 3 would show as 2: a scenario is refused rather than changed without a word)."""
     out = []
     for key, value in values.items():
         f = fields().get(key)
-        if f is None or f.widget == "slider":
+        if f is None:
             continue
         try:
             f.parse(f.serialize(value))
         except ValueError:
-            out.append(f"{f.label} = {value}")
+            out.append(f"{f.label} = {f.scenario_text(getattr(sc, f.scenario)) if f.scenario else value}")
+            continue
+        if f.scenario and f.applies(values) and not f.shows(getattr(sc, f.scenario), value):
+            out.append(f"{f.label} = {f.scenario_text(getattr(sc, f.scenario))} (the input has {f.fmt(value)} nearest)")
     return out
 
 
@@ -153,8 +157,10 @@ def load_scenario_json(data: bytes) -> tuple[Values | None, str | None]:
     except (ValueError, TypeError, RecursionError) as exc:
         return None, f"That scenario is not valid: {str(exc)[:200]}. Nothing was changed."
     values = scenario_values(sc)
-    if off := unshowable(values):
+    if off := unshowable(sc, values):
         return None, ("The dashboard's inputs cannot show " + "; ".join(off) + ". Nothing was changed (python -m core estimate accepts the file as it is).")
+    if len(values.get(CFG_TEXT, "")) > MAX_CONFIG_CHARS:  # the size that stays in the session, after re-encoding
+        return None, f"That scenario's config.json is {len(values[CFG_TEXT]):,} characters as text; the config box holds {MAX_CONFIG_CHARS:,}. Nothing was changed."
     return values, None
 
 

@@ -14,7 +14,8 @@ from app_pages.shared.context import PageContext, as_mode
 from app_pages.shared.inference_views import every_offer_csv, offers_by_accelerator
 from app_pages.shared.results import cached_serving
 from app_pages.shared.sidebar import page_widget, traffic_inputs
-from app_pages.shared.text import md
+from app_pages.shared.tables import show_table
+from app_pages.shared.text import md, metric
 from core.catalog.accelerators import get_accelerator
 from core.money.serving import dedicated_vs_per_token
 from core.scenario import Scenario
@@ -52,14 +53,16 @@ def draw(ctx: PageContext) -> None:
         st.info(md("No serving bill on {acc}: {why}. The table below lists the accelerators that can be priced.", acc=acc.name, why=why or ""), icon=":material/info:")
     else:
         m = st.columns(4)
-        m[0].metric("Replicas needed", f"{plan.replicas:,}", help=f"{plan.devices_per_replica} device(s) each, batch {plan.batch_size}")
-        m[1].metric(
+        metric(m[0], "Replicas needed", f"{plan.replicas:,}", help=f"{plan.devices_per_replica} device(s) each, batch {plan.batch_size}")
+        metric(
+            m[1],
             "Monthly cost",
             "—" if plan.usd_per_month is None else f"${plan.usd_per_month:,.0f}",
             help=f"{plan.provider} {plan.instance_type}, {plan.instances} instance(s), 730 h per month",
         )
-        m[2].metric("Utilisation", f"{plan.utilisation:.0%}", help="average load on the fleet for this traffic")
-        m[3].metric(
+        metric(m[2], "Utilisation", f"{plan.utilisation:.0%}", help="average load on the fleet for this traffic")
+        metric(
+            m[3],
             f"USD / M output tokens at {plan.utilisation:.0%} load",
             "—" if plan.usd_per_million_output_tokens is None else f"${plan.usd_per_million_output_tokens:,.2f}",
             help=f"the monthly bill over this traffic's output tokens: batch {plan.batch_size}, {plan.utilisation:.0%} average utilisation, idle capacity included",
@@ -79,7 +82,7 @@ def draw(ctx: PageContext) -> None:
     if opts:
         table = offers_by_accelerator(*args)
         st.markdown("**Every priced accelerator for this traffic, at its cheapest instance (cheapest first)**")
-        st.dataframe(
+        show_table(
             table,
             hide_index=True,
             width="stretch",

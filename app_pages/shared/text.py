@@ -79,3 +79,17 @@ def hours_text(h: float) -> str:
     if h < 72:
         return f"{h:,.1f} h"
     return f"{h / 24:,.1f} days"
+
+
+# inf or nan as Python formats them ("$inf", "nan h"): a number that must never reach the screen as such
+NOT_A_NUMBER = re.compile(r"(?<![\w.])-?(inf|nan)(?![\w])", re.I)
+
+
+def metric(where: Any, label: str, value: str, help: str | None = None, **kwargs: Any) -> None:
+    """st.metric (on `where`: st or a column) with its help escaped: a tooltip renders Markdown, links and images
+    included, and help text quotes providers, instances and model names from a user's price list or config.json. A
+    value that came out as inf or nan is refused in words, not shown. Every page draws its metrics through this
+    (tests/app/test_hostile_families.py checks that no page calls .metric itself)."""
+    if NOT_A_NUMBER.search(value):
+        value, help, kwargs = "not computable", "these inputs are beyond what the model covers: this number came out as no finite number", {}
+    where.metric(label, value, help=None if help is None else plain(help), **kwargs)

@@ -15,13 +15,18 @@ import io
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from core.catalog.accelerators import DATA_DIR, ID_PATTERN, CatalogError, load_accelerators, validation_problems
 
 PRICES_CSV = DATA_DIR / "cloud_prices.csv"
 MAX_ROWS = 5_000
 MAX_BYTES = 5_000_000  # an upload larger than this is refused before parsing
+# What one device-hour can cost, from any row: the catalog's cheapest is $0.05 (a V100 on spot) and its dearest $18
+# (a GB300 on demand), data/cloud_prices.csv as of 2026-11. The bounds leave 5x below and 50x above them, and keep
+# every bill finite: $1,000 x 65,536 devices x the longest run the scenario allows stays far below float range.
+MIN_USD_PER_DEVICE_HOUR = 0.01
+MAX_USD_PER_DEVICE_HOUR = 1_000.0
 
 
 class PriceRow(BaseModel):
@@ -38,6 +43,22 @@ class PriceRow(BaseModel):
     as_of: dt.date
     source: str = Field(min_length=3)
     notes: str = ""
+
+    @field_validator("on_demand_usd_per_hour", "spot_usd_per_hour")
+    @classmethod
+    def _a_rental_price(cls, usd: float | None, info: ValidationInfo) -> float | None:
+        """One gate for every price, whatever its source (catalog, uploaded list, link): a per-device-hour price in
+        [MIN_USD_PER_DEVICE_HOUR, MAX_USD_PER_DEVICE_HOUR], so no bill built on it overflows or rounds to zero."""
+        devices = info.data.get("accelerators_per_instance")
+        if usd is None or devices is None:
+            return usd
+        per_device = usd / devices
+        if not MIN_USD_PER_DEVICE_HOUR <= per_device <= MAX_USD_PER_DEVICE_HOUR:
+            raise ValueError(
+                f"{usd:.4g} USD an hour for {devices:,} device(s) is {per_device:.4g} USD per device-hour; "
+                f"a rental costs {MIN_USD_PER_DEVICE_HOUR:g} to {MAX_USD_PER_DEVICE_HOUR:,.0f} USD per device-hour"
+            )
+        return usd
 
     @property
     def on_demand_usd_per_device_hour(self) -> float:

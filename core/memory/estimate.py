@@ -5,6 +5,7 @@ this result (core/estimate.py); nothing here looks up."""
 
 from __future__ import annotations
 
+import math
 from itertools import combinations
 from typing import Any
 
@@ -111,6 +112,7 @@ class MemoryResult(BaseModel):
     gpu_layers: int | None = None
     max_gpu_layers: int | None = None
     host_memory_fits: bool | None = None
+    min_gpu_layers_for_host: int | None = None  # the fewest -ngl layers that leave system RAM enough for the rest
     # Sentences with their quantities unformatted (core/text.py): pages render them in the reader's units;
     # the CLI's `advice` and `assumptions` are the same sentences in GiB.
     advice_texts: tuple[Text, ...] = Field(default=(), exclude=True)
@@ -136,6 +138,8 @@ class Evaluator:
         self.arch = arch
         self.states = training_states(sc, arch) if sc.mode == "training" else None
         self.weights_total = weight_bytes(arch, FORMATS[sc.weights_format]) if sc.mode == "inference" else 0.0
+        # llama.cpp's layers off the accelerators live in system RAM: a layout, batch or context fits only if they do
+        self.host_limit_bytes = sc.host_memory_gib * BYTES_PER_GIB if sc.mode == "inference" else math.inf
         self._zero: dict[int, Any] = {}
         self._memo: dict[tuple[Any, ...], tuple[Components, float]] = {}  # scalar look-ups (layout searches repeat them)
 
@@ -161,7 +165,13 @@ class Evaluator:
         return peak.components, peak.cpu_bytes
 
     def total(self, layout: Layout, batch: int, seq: int) -> float:
-        return float(self.components(layout, batch, seq)[0].total)
+        """Device memory per device, or infinity where system RAM cannot hold what stays off the devices: every search
+        for what fits (devices, batch, context, advice) asks this, so none offers what the host cannot hold."""
+        comps, host = self.components(layout, batch, seq)
+        return float(comps.total) if float(host) <= self.host_limit_bytes else math.inf
+
+    def host_fits(self, layout: Layout, batch: int, seq: int) -> bool:
+        return float(self.components(layout, batch, seq)[1]) <= self.host_limit_bytes
 
 
 def own_layout(sc: Scenario) -> Layout:
@@ -190,8 +200,7 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
     layout = own_layout(sc)
     comps, cpu = ev.components(layout, sc.batch_size, sc.seq_len)
     phase = training_peak(sc, arch, layout, sc.batch_size, sc.seq_len, ev.states).phase if sc.mode == "training" else ""
-    # the layers llama.cpp keeps in system RAM must fit there too
-    fits = bool(comps.total <= capacity) and float(cpu) <= (sc.host_memory_gib * BYTES_PER_GIB if sc.mode == "inference" else float("inf"))
+    fits = bool(comps.total <= capacity) and ev.host_fits(layout, sc.batch_size, sc.seq_len)
     needed = devices_needed(sc, ev, capacity)
     seq_limit = max(arch.max_context, sc.seq_len)
     fmt = FORMATS["nf4"] if sc.mode == "training" and sc.method == "qlora" else FORMATS[sc.weights_format]
@@ -235,16 +244,35 @@ def _offload(sc: Scenario, arch: Architecture, layout: Layout, capacity: float, 
     and KV cache per layer; what stays is the runtime and the compute buffers), and whether system RAM holds the rest."""
     if sc.mode != "inference" or sc.serving_engine != "llama.cpp":
         return {}
+    return {
+        "gpu_layers": round(gpu_layer_share(sc, arch) * arch.num_layers),
+        "max_gpu_layers": _most_layers(sc, arch, layout, capacity),
+        "host_memory_fits": host_bytes <= sc.host_memory_gib * BYTES_PER_GIB,
+        "min_gpu_layers_for_host": _fewest_layers_for_host(sc, arch),
+    }
+
+
+def _most_layers(sc: Scenario, arch: Architecture, layout: Layout, capacity: float) -> int:
+    """llama.cpp: the most layers the accelerators hold (device memory grows by one layer's weights and KV cache per
+    layer; what stays is the runtime and the compute buffers)."""
     none_on = inference_components(sc.model_copy(update={"gpu_layers": 0}), arch, layout, sc.batch_size, sc.seq_len).total
     all_on = inference_components(sc.model_copy(update={"gpu_layers": None}), arch, layout, sc.batch_size, sc.seq_len).total
     per_layer = (float(all_on) - float(none_on)) / arch.num_layers
     room = capacity - float(none_on)
-    most = 0 if room < 0 else arch.num_layers if per_layer <= 0 else min(arch.num_layers, int(room // per_layer))
-    return {
-        "gpu_layers": round(gpu_layer_share(sc, arch) * arch.num_layers),
-        "max_gpu_layers": most,
-        "host_memory_fits": host_bytes <= sc.host_memory_gib * BYTES_PER_GIB,
-    }
+    return 0 if room < 0 else arch.num_layers if per_layer <= 0 else min(arch.num_layers, int(room // per_layer))
+
+
+def _fewest_layers_for_host(sc: Scenario, arch: Architecture) -> int | None:
+    """llama.cpp: the fewest layers on the accelerators (-ngl) that leave system RAM enough for the rest (the RAM they
+    need falls as layers move over, so a bisection finds it); None when that is not even all of them."""
+    limit = sc.host_memory_gib * BYTES_PER_GIB
+    weights = weight_bytes(arch, FORMATS[sc.weights_format])
+
+    def host_fits(n: int) -> bool:
+        return bool(host_resident_bytes(sc.model_copy(update={"gpu_layers": n}), arch, sc.batch_size, sc.seq_len, weights) <= limit)
+
+    k = smallest_count(lambda k: host_fits(k - 1), arch.num_layers + 1)  # k = n + 1: the count starts at 1
+    return k - 1 if k else None
 
 
 def _kv_pool(sc: Scenario, comps: Components, capacity: float, usable: float) -> dict[str, Any]:
@@ -337,10 +365,14 @@ def _layout_note(sc: Scenario, ev: Evaluator, comps: Components) -> Text | None:
 # ------------------------------------------------------------------------------------------------------------ advice
 
 
-def _alternatives(sc: Scenario) -> list[tuple[str, dict[str, Any]]]:
+def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tuple[str, dict[str, Any]]]:
     alts: list[tuple[str, dict[str, Any]]]
     if sc.mode == "inference":
         alts = [(f"weights in {FORMATS[f].label}", {"weights_format": f}) for f in ("fp8", "int8", "awq-4bit", "gguf-q4_k_m") if f != sc.weights_format]
+        if sc.serving_engine == "llama.cpp" and sc.gpu_layers is not None:  # -ngl: fewer to fit the device, more to fit RAM
+            fewest, most = _fewest_layers_for_host(sc, arch), _most_layers(sc, arch, own_layout(sc), capacity)
+            for n in sorted({fewest, most} - {None, sc.gpu_layers}):  # type: ignore[type-var]
+                alts.append((f"{n} layers on the GPU (-ngl {n})", {"gpu_layers": n}))
         if sc.kv_cache_format in ("bf16", "fp16"):
             alts.append(("KV cache in FP8", {"kv_cache_format": "fp8"}))
         if not sc.flash_attention:
@@ -379,18 +411,30 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
     """Why it does not fit, which changes make it fit on the same devices (one
     change if any does, else the smallest combination of two or three), and
     how many devices it needs as it is."""
-    comps, _ = ev.components(own_layout(sc), sc.batch_size, sc.seq_len)
+    comps, host = ev.components(own_layout(sc), sc.batch_size, sc.seq_len)
     value, name = max(zip(comps, COMPONENT_NAMES, strict=True))
-    out = [
-        Text.of(
+    host_short = float(host) > ev.host_limit_bytes  # llama.cpp: what stays off the devices does not fit in RAM
+    if host_short and comps.total <= capacity:
+        first = Text.of(
+            "System RAM is what is short: the {n} layers kept off the devices (-ngl {ngl}) need {host}, and the machine has "
+            "{ram}. The device holds its part ({total} of {capacity} usable).",
+            n=ev.arch.num_layers - (sc.gpu_layers or 0),
+            ngl=sc.gpu_layers,
+            host=Bytes(host),
+            ram=Bytes(ev.host_limit_bytes),
+            total=Bytes(comps.total),
+            capacity=Bytes(capacity),
+        )
+    else:
+        first = Text.of(
             "Needs {total} per device but the device has {capacity} usable; the largest part is {name} ({part}).",
             total=Bytes(comps.total),
             capacity=Bytes(capacity),
             name=name.replace("_", " "),
             part=Bytes(value),
         )
-    ]
-    alts = _alternatives(sc)
+    out = [first]
+    alts = _alternatives(sc, ev.arch, capacity)
     for size in (1, 2, 3):
         found = []
         for combo in combinations(alts, size):
@@ -413,6 +457,8 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
         if needed.data_parallel > 1:
             parts.append(f"{needed.data_parallel} data-parallel ranks with ZeRO stage {needed.zero_stage}")
         out.append(Text.of("More devices: fits on {parts}.", parts=", ".join(parts)))
+    elif host_short:
+        out.append(Text.of("More devices do not help: the layers kept off them stay in system RAM. {host} of RAM would hold them.", host=Bytes(host)))
     else:
         out.append(Text.of("No layout of up to {n:,} devices fits this setup on this accelerator.", n=MAX_DEVICES))
     return out

@@ -78,7 +78,7 @@ class _Replica(NamedTuple):
 
 def _replica(sc: Scenario, traffic: Traffic) -> _Replica:
     seq = traffic.input_tokens_per_request + traffic.output_tokens_per_request
-    req = sc.model_copy(update={"seq_len": seq, "mode": "inference"})
+    req = sc.replace(seq_len=seq, mode="inference", output_tokens=traffic.output_tokens_per_request)
     inf = estimate_blocks(req)[2]
     if inf is None or inf.max_concurrent_sequences < 1:
         raise ValueError(f"{sc.accelerator}: a {seq:,}-token request does not fit in any layout")

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from core.memory.engines import EngineId
 from core.memory.stacks import StackId
-from core.scenario import Method, ModelSpec, Scenario
+from core.scenario import MAX_TRAIN_TOKENS, Method, ModelSpec, Scenario
 
 GoalKind = Literal["fine-tune", "pretrain", "serve"]
 Pricing = Literal["on-demand", "spot"]
@@ -22,7 +22,7 @@ class Goal(BaseModel):
     goal: GoalKind
     model: ModelSpec = Field(description="as in `estimate`: a preset id, {'params': N} or {'hf_config': {...}}")
     # training goals: tokens per epoch (a dataset's examples x tokens per example) and epochs
-    tokens: float | None = Field(default=None, ge=1e3, le=1e16, description="training tokens per epoch")
+    tokens: float | None = Field(default=None, ge=1e3, le=MAX_TRAIN_TOKENS, description="training tokens per epoch")
     epochs: float = Field(default=1.0, gt=0, le=1_000)
     seq_len: int = Field(default=2048, ge=16, le=1_048_576, description="tokens per training example (packed sequence length)")
     setup_hours: float = Field(
@@ -70,6 +70,8 @@ class Goal(BaseModel):
                 raise ValueError("a serve goal needs requests_per_day")
         elif self.tokens is None:
             raise ValueError(f"a {self.goal} goal needs tokens (the dataset's tokens per epoch)")
+        elif self.train_tokens > MAX_TRAIN_TOKENS:  # each bound holds alone; their product must hold too
+            raise ValueError(f"tokens x epochs is {self.train_tokens:.3g} training tokens: at most {MAX_TRAIN_TOKENS:.0e} (fewer epochs or a smaller dataset)")
         if self.goal == "pretrain" and self.methods not in (None, ("full",)):
             raise ValueError("pretraining trains every weight: methods can only be ['full']")
         return self
