@@ -16,7 +16,8 @@ from app_pages.shared.sidebar import page_widget
 from app_pages.shared.state import PRICE_TEXT
 from app_pages.shared.text import plain
 from core.catalog.accelerators import load_accelerators
-from core.catalog.prices import COLUMNS, PriceRow, merge_prices, parse_price_bytes, parse_price_csv
+from core.catalog.price_trust import merge_prices
+from core.catalog.prices import COLUMNS, PriceRow, parse_price_bytes, parse_price_csv
 
 MAX_PRICE_CHARS = 64_000  # about 500 rows: a team's own price sheet is tens of rows; parsed lists are shared in a small cache
 TEMPLATE = ",".join(COLUMNS) + "\nOur cloud,h100x8-reserved,h100-sxm,8,17.60,,us-east,false,2026-11-01,our 1-year contract,\n"

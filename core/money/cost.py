@@ -15,7 +15,8 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator, get_accelerator
-from core.catalog.prices import PriceRow, load_prices
+from core.catalog.price_trust import billable_prices
+from core.catalog.prices import PriceRow
 from core.layout import Layout
 from core.memory.estimate import Evaluator, MemoryResult, devices_needed, fit_capacity
 from core.memory.fit import MAX_DEVICES
@@ -138,7 +139,7 @@ def training_options(
     count and its doublings, up to 64x)."""
     if sc.train_tokens is None:
         raise ValueError("train_tokens must be set to cost a training run")
-    pool = load_prices() if rows is None else rows
+    pool = billable_prices(rows)
     ids = list(dict.fromkeys(r.accelerator_id for r in pool)) if accelerator_ids is None else list(accelerator_ids)
     counts = None if device_counts is None else tuple(device_counts)
     options: list[TrainingOption] = []

@@ -14,12 +14,12 @@ ICI interconnect, so they are offered for any group.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 
 from core.catalog.accelerators import get_accelerator
-from core.catalog.prices import PriceRow, load_prices
+from core.catalog.price_trust import billable_prices
+from core.catalog.prices import PriceRow
 from core.catalog.providers import spans_nodes
 from core.speed.comm import DEVICES_PER_NODE
 
@@ -90,11 +90,6 @@ def _index(rows: tuple[PriceRow, ...]) -> dict[str, tuple[PriceRow, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-@functools.cache
-def _catalog_index() -> dict[str, tuple[PriceRow, ...]]:
-    return _index(load_prices())
-
-
 # The last few price lists indexed, by identity (an uploaded list is one tuple kept for the session; hashing its
 # rows on each of the thousands of look-ups a page makes would cost more than the look-ups).
 _INDEXES: dict[int, tuple[tuple[PriceRow, ...], dict[str, tuple[PriceRow, ...]]]] = {}
@@ -102,9 +97,8 @@ _MAX_INDEXES = 16
 
 
 def by_accelerator(rows: tuple[PriceRow, ...] | None = None) -> dict[str, tuple[PriceRow, ...]]:
-    """The rows of a price list (the built-in catalog when None) by accelerator."""
-    if rows is None:
-        return _catalog_index()
+    """The rows of a price list (the catalog's billable rows when None: the same tuple all day) by accelerator."""
+    rows = billable_prices(rows)
     hit = _INDEXES.get(id(rows))
     if hit is not None and hit[0] is rows:
         return hit[1]

@@ -11,7 +11,8 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.catalog.accelerators import get_accelerator
-from core.catalog.prices import PriceRow, load_prices
+from core.catalog.price_trust import billable_prices
+from core.catalog.prices import PriceRow
 from core.layout import Layout
 from core.money.blocks import estimate_blocks
 from core.money.pricing import (
@@ -154,7 +155,7 @@ def serving_options(
     """A plan per price row of each priced accelerator (or the ones named),
     cheapest per month first; accelerators the request does not fit are left out."""
     _check_utilisation(max_utilisation)
-    pool = load_prices() if rows is None else rows
+    pool = billable_prices(rows)
     ids = list(dict.fromkeys(r.accelerator_id for r in pool)) if accelerator_ids is None else list(accelerator_ids)
     plans: list[ServingPlan] = []
     for aid in ids:

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from core.catalog.accelerators import Accelerator, get_accelerator
-from core.catalog.prices import PriceRow, load_prices
+from core.catalog.price_trust import billable_prices
+from core.catalog.prices import PriceRow
 from core.layout import Layout
 from core.memory.estimate import Evaluator, fit_capacity
 from core.model.kernels import four_bit_format
@@ -90,7 +91,7 @@ def _fleet(goal: Goal, row: PriceRow, tp: int, per_replica: float) -> tuple[int,
 
 
 def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[list[ServingOption], list[str], int]:
-    rows = load_prices() if prices is None else prices
+    rows = billable_prices(prices)
     wanted = set(goal.accelerators) if goal.accelerators else None
     formats = FORMATS_BY_ENGINE.get(goal.serving_engine, DEFAULT_FORMATS)
     sized: list[tuple[str, int, Scenario, np.ndarray]] = []

@@ -9,7 +9,8 @@ from app_pages.shared.prices import TEMPLATE, PriceList
 from app_pages.shared.scenario_io import build_scenario
 from app_pages.shared.state import PRICE_TEXT, encode_blob
 from core.catalog.accelerators import load_accelerators
-from core.catalog.prices import merge_prices, parse_price_csv
+from core.catalog.price_trust import merge_prices
+from core.catalog.prices import parse_price_csv
 from core.estimate import estimate
 from core.scenario import Scenario
 from tests.app.conftest import metric, no_exception, open_link, run_app
