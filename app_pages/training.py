@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from app_pages.shared.context import as_mode, page_header, priced, stop_page
+from app_pages.shared.context import as_mode, page_header, stop_page
+from app_pages.shared.context import priced as price_list
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.sidebar import page_widget
@@ -29,7 +30,7 @@ if not sc.train_tokens:
 acc = get_accelerator(sc.accelerator)
 price_kind = page_widget("price")
 KEY = sc.model_dump_json()
-PRICES = priced()  # the price list in use: (cache key, rows)
+PRICES = price_list()  # the price list in use: (cache key, rows)
 
 
 opts = training_options_of(KEY, *PRICES)

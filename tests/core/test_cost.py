@@ -1,4 +1,4 @@
-"""Training run cost: price rows x accelerators x device counts (core/cost.py, core/pricing.py)."""
+"""Training run cost: price rows x accelerators x device counts (core/money/cost.py, core/money/pricing.py)."""
 
 import itertools
 import math

@@ -1,5 +1,5 @@
-"""Serving roofline (core/roofline.py), pinned to measured llama.cpp speeds
-(tests/data/decode_speeds.csv) with the known misses stated, plus invariants."""
+"""Serving roofline (core/speed/roofline.py), pinned to measured llama.cpp speeds
+(tests/data/engine_speeds.csv) with the known misses stated, plus invariants."""
 
 import csv
 from pathlib import Path

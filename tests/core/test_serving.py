@@ -1,5 +1,5 @@
 """Serving cost: $/M tokens, a fleet for a stated traffic, dedicated vs per-token,
-training vs serving break-even (core/serving.py)."""
+training vs serving break-even (core/money/serving.py)."""
 
 import math
 
