@@ -6,9 +6,9 @@ from app_pages.shared.context import as_mode, page_header, stop_page
 from app_pages.shared.context import priced as price_list
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
-from app_pages.shared.sidebar import page_widget
 from app_pages.shared.text import flops_text, hours_text, md, plain
 from app_pages.shared.training_views import TOP_COLORS, curve_figure, offers_table, run_cost, time_cost_figure, training_curve_of, training_options_of
+from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")

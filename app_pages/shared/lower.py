@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app_pages.shared import serving_section
-from app_pages.shared.context import PageContext
 from app_pages.shared.fields import Values
+from app_pages.shared.page_types import PageContext
 from app_pages.shared.prices import price_list
 from app_pages.shared.scenario_io import build_scenario
 from app_pages.shared.state import CFG_TEXT
