@@ -25,8 +25,7 @@ def test_plan_for_traffic():
     # the default row is the cheapest fleet, not the cheapest share of a big instance
     fleets = [serving_plan(SC, TRAFFIC, row=r).usd_per_month for r in prices_for("h100-sxm")]
     assert plan.usd_per_month == pytest.approx(min(fleets))
-    if plan.spot_usd_per_month is not None:
-        assert plan.spot_usd_per_month <= plan.usd_per_month
+    assert plan.spot_usd_per_month is not None and plan.spot_usd_per_month <= plan.usd_per_month  # H100s rent on spot
 
 
 def test_more_traffic_never_costs_less_and_headroom_costs_more():
