@@ -5,7 +5,7 @@ it with Plotly.react; a figure that did not change is not redrawn. plotly.js is 
 ships (plotly/package_data/plotly.min.js, the version plotly.offline.get_plotlyjs_version() names), served by a
 declared component folder (st.components.v1.declare_component, a public API) and loaded once per page; nothing of
 Streamlit's own build is used. st.plotly_chart redraws every changed chart from nothing (a new element each time): on the Memory page that
-was about half of the wait after a slider move (bench/latency.py, numbers in the README). A chart out of view is drawn
+was about half of the wait after a slider move (bench/latency.py, numbers in docs/PERFORMANCE.md). A chart out of view is drawn
 when it is scrolled into view (or the page is printed), not on every rerun: a slider move waits only for the charts on
 screen.
 
