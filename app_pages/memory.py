@@ -8,10 +8,10 @@ from app_pages.shared.context import page_header
 from app_pages.shared.plot import show
 from app_pages.shared.report import report_downloads
 from app_pages.shared.results import cached_estimate, cached_explain, scenario_of
-from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import COMPONENT_LABELS, Units, frozen
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import metric, plain, say
+from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.memory.engines import ENGINES
 from core.memory.stacks import STACKS

@@ -9,11 +9,11 @@ from app_pages.shared.context import page_header, priced, stop_page
 from app_pages.shared.planning import faster_for_users, frontier_figure, goal_dict, headline, plan_table, strategies_figure
 from app_pages.shared.plot import show
 from app_pages.shared.scenario_io import scenario_values
-from app_pages.shared.sidebar import page_widget
 from app_pages.shared.state import request_values
 from app_pages.shared.style import Units, frozen
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import hours_text, md, metric, plain
+from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.catalog.quality import caveats
 from core.cli import describe_validation_error

@@ -5,9 +5,9 @@ import streamlit as st
 from app_pages.shared.context import as_mode, page_header, priced, stop_page
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, cached_serving
-from app_pages.shared.sidebar import page_widget, traffic_inputs
 from app_pages.shared.text import md, metric, plain
 from app_pages.shared.train_serve_views import bills_figure, cumulative_figure, own_vs_rent_figure
+from app_pages.shared.widgets import page_widget, traffic_inputs
 from core.catalog.accelerators import get_accelerator
 from core.money.buy_rent import buy_vs_rent
 from core.money.serving import dedicated_vs_per_token, train_vs_serve

@@ -2,13 +2,14 @@
 
 import streamlit as st
 
-from app_pages.shared.context import as_mode, page_header, priced, stop_page
+from app_pages.shared.context import as_mode, page_header, stop_page
+from app_pages.shared.context import priced as price_list
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
-from app_pages.shared.sidebar import page_widget
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import flops_text, hours_text, md, metric, plain
 from app_pages.shared.training_views import TOP_COLORS, curve_figure, offers_table, run_cost, time_cost_figure, training_curve_of, training_options_of
+from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
@@ -30,7 +31,7 @@ if not sc.train_tokens:
 acc = get_accelerator(sc.accelerator)
 price_kind = page_widget("price")
 KEY = sc.model_dump_json()
-PRICES = priced()  # the price list in use: (cache key, rows)
+PRICES = price_list()  # the price list in use: (cache key, rows)
 
 
 opts = training_options_of(KEY, *PRICES)

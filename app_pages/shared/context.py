@@ -4,31 +4,17 @@ run of this session (kept per thread: each session's run has its own)."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import streamlit as st
 from pydantic import ValidationError
 
-from app_pages.shared.prices import PriceList
+from app_pages.shared.page_types import PageContext
 from app_pages.shared.style import Units
 from app_pages.shared.text import plain
 from core.scenario import Scenario
 
 _local = threading.local()
-
-
-@dataclass(frozen=True)
-class PageContext:
-    scenario: Scenario | None
-    values: dict[str, Any]
-    messages: tuple[str, ...] = ()
-    notes: tuple[str, ...] = field(default=())
-    prices: PriceList = field(default=PriceList("", None))  # the price list in use (app_pages/shared/prices.py)
-
-    @property
-    def units(self) -> Units:
-        return Units(self.values.get("units", "GiB"))
 
 
 class PageStopped(Exception):

@@ -8,38 +8,19 @@ page all price from the same rows."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
 import streamlit as st
 
-from app_pages.shared.sidebar import page_widget
+from app_pages.shared.page_types import PriceList
 from app_pages.shared.state import PRICE_TEXT
 from app_pages.shared.text import plain
+from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import load_accelerators
 from core.catalog.price_trust import merge_prices
-from core.catalog.prices import COLUMNS, PriceRow, parse_price_bytes, parse_price_csv
+from core.catalog.prices import COLUMNS, parse_price_bytes, parse_price_csv
 
 MAX_PRICE_CHARS = 64_000  # about 500 rows: a team's own price sheet is tens of rows; parsed lists are shared in a small cache
 TEMPLATE = ",".join(COLUMNS) + "\nOur cloud,h100x8-reserved,h100-sxm,8,17.60,,us-east,false,2026-11-01,our 1-year contract,\n"
-
-
-@dataclass(frozen=True)
-class PriceList:
-    key: str  # "" for the built-in catalog; else a digest of the text and the mode (a cache key)
-    rows: tuple[PriceRow, ...] | None  # None: the built-in catalog
-    own_rows: int = 0
-    accelerators: int = 0
-    problems: tuple[str, ...] = ()
-    as_of: str = ""
-
-    def summary(self) -> str:
-        rows, accs = f"{self.own_rows} row{'s' * (self.own_rows != 1)}", f"{self.accelerators} accelerator{'s' * (self.accelerators != 1)}"
-        return f"Priced from your own list: {rows} for {accs}, as of {self.as_of}"
-
-    @property
-    def args(self) -> tuple[str, tuple[PriceRow, ...] | None]:
-        """(price_key, rows) for the cached results (app_pages/shared/results.py)."""
-        return self.key, self.rows
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

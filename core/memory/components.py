@@ -60,9 +60,6 @@ FRAGMENTATION_OF_LOSS_BUFFER = 0.75
 FRAGMENTATION_FLOOR_BYTES = 0.25 * BYTES_PER_GIB
 PREFILL_FRAGMENTATION = 0.3
 
-# Serving engines prefill long prompts in chunks (core/memory/engines.py): kept for callers that name it.
-PREFILL_CHUNK_TOKENS = 8192
-
 COMPONENT_NAMES = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead", "allocator")
 
 

@@ -6,7 +6,7 @@ takes the roofline time at the engine's bandwidth efficiency plus a fixed
 per-layer overhead (kernel launches and framework time, which dominate small
 batches when there are no CUDA graphs). Each constant is calibrated on one
 measurement, named below, and checked against others in
-tests/core/test_engines.py (tests/data/engine_speeds.csv).
+tests/core/test_roofline.py (tests/data/engine_speeds.csv).
 """
 
 from __future__ import annotations

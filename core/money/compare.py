@@ -13,11 +13,13 @@ from core.catalog.ecosystem import EcosystemEntry, ecosystem_for, platform_of
 from core.catalog.prices import PriceRow
 from core.layout import Layout
 from core.memory.estimate import Evaluator
+from core.memory.fit import MAX_DEVICES
 from core.money.blocks import estimate_blocks
 from core.money.pricing import rows_for
 from core.scenario import Scenario
 from core.speed.roofline import inference_speed
 from core.speed.timing import inference_peak_tflops, peak_tflops, training_time
+from core.units import SECONDS_PER_HOUR
 
 _OUT = ConfigDict(frozen=True)
 
@@ -68,7 +70,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
         ttft, decode = speed.time_to_first_token_s, speed.decode_tokens_per_s
         out_per_dev = speed.output_tokens_per_s / devices
         if per_device is not None:
-            usd_mtok = per_device * devices / (speed.output_tokens_per_s * 3600.0) * 1e6
+            usd_mtok = per_device * devices / (speed.output_tokens_per_s * SECONDS_PER_HOUR) * 1e6
     train_rate = train_hours = train_usd = None
     if sc.mode == "training" or sc.train_tokens:
         t = training_time(sc_a, acc, 1, tokens=sc.train_tokens or 1.0)
@@ -77,7 +79,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
             train_hours, train_usd = training.wall_hours, training.cost_usd
             devices = training.devices if sc.mode == "training" else devices
     if devices is None:
-        notes.append("does not fit in any layout of up to 65,536 devices")
+        notes.append(f"does not fit in any layout of up to {MAX_DEVICES:,} devices")
     return ComparisonRow.model_construct(
         accelerator_id=acc.id,
         name=acc.name,
@@ -98,7 +100,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
         training_tokens_per_s_per_device=train_rate,
         training_wall_hours=train_hours,
         training_run_usd=train_usd,
-        training_tokens_per_usd=None if train_rate is None or per_device is None else train_rate * 3600.0 / per_device,
+        training_tokens_per_usd=None if train_rate is None or per_device is None else train_rate * SECONDS_PER_HOUR / per_device,
         ecosystem=ecosystem_for(acc),
         notes=tuple(notes),
     )

@@ -2,8 +2,8 @@
 cheapest and the fastest option, and the time/cost curve as devices grow.
 
 Cost = whole instances x instance price per hour x wall-clock hours (ideal,
-MFU-based time, core/timing.py). More devices never lengthen the ideal time;
-the time "with communication" (core/comm.py) shows where adding devices stops
+MFU-based time, core/speed/timing.py). More devices never lengthen the ideal time;
+the time "with communication" (core/speed/comm.py) shows where adding devices stops
 paying off.
 """
 
@@ -18,7 +18,7 @@ from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.layout import Layout
-from core.memory.estimate import Evaluator, MemoryResult, devices_needed, fit_capacity
+from core.memory.estimate import Evaluator, devices_needed, fit_capacity
 from core.memory.fit import MAX_DEVICES
 from core.money.pricing import instances_for, label, rows_for, run_usd_per_hour, training_rows_for
 from core.scenario import Scenario
@@ -65,14 +65,7 @@ class _Timed(NamedTuple):
     layout: Layout
     zero_stage: int
     time: TrainingTime
-    comm_overhead: float  # fraction added by communication (core/comm.py)
-
-
-def _base_layout(res: MemoryResult) -> tuple[Layout, int] | None:
-    n = res.layout_needed
-    if n is None:
-        return None
-    return Layout(n.data_parallel, n.tensor_parallel, n.pipeline_parallel), n.zero_stage
+    comm_overhead: float  # fraction added by communication (core/speed/comm.py)
 
 
 def _counts(base: Layout, wanted: Iterable[int] | None, own_devices: int) -> list[Layout]:

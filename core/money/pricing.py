@@ -22,6 +22,7 @@ from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import spans_nodes
 from core.speed.comm import DEVICES_PER_NODE
+from core.units import SECONDS_PER_HOUR
 
 # 8,760 hours a year / 12: the month cloud price pages quote (AWS and Google
 # Cloud pricing calculators use 730 hours per month).
@@ -134,7 +135,7 @@ def usd_per_million_tokens(tokens_per_s: float, usd_per_hour: float, utilisation
         raise ValueError("utilisation must be in (0, 1]")
     if tokens_per_s <= 0:
         raise ValueError("tokens_per_s must be > 0")
-    return usd_per_hour / (tokens_per_s * 3600.0 * utilisation) * 1e6
+    return usd_per_hour / (tokens_per_s * SECONDS_PER_HOUR * utilisation) * 1e6
 
 
 def label(row: PriceRow) -> str:

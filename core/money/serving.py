@@ -23,9 +23,9 @@ from core.money.pricing import (
 )
 from core.scenario import Scenario
 from core.speed.roofline import InferenceSpeed, inference_speed
+from core.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 _OUT = ConfigDict(frozen=True)
-SECONDS_PER_DAY = 86_400.0
 
 
 class Traffic(BaseModel):
@@ -122,7 +122,7 @@ def _plan(row: PriceRow, rep: _Replica, traffic: Traffic, max_utilisation: float
         usd_per_hour=hourly,
         usd_per_month=monthly,
         spot_usd_per_month=None if row.spot_usd_per_hour is None else instances * row.spot_usd_per_hour * HOURS_PER_MONTH,
-        usd_per_million_output_tokens=monthly / (needed * 3600.0 * HOURS_PER_MONTH) * 1e6,
+        usd_per_million_output_tokens=monthly / (needed * SECONDS_PER_HOUR * HOURS_PER_MONTH) * 1e6,
     )
 
 

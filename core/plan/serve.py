@@ -24,9 +24,9 @@ from core.plan.result import Plan, rental_fields
 from core.plan.train import cheapest_rows
 from core.scenario import Scenario
 from core.speed.roofline import serving_curve
+from core.units import SECONDS_PER_DAY
 
 BATCHES = np.array([2**i for i in range(11)], dtype=np.float64)  # 1 ... 1,024 concurrent sequences per replica
-SECONDS_PER_DAY = 86_400.0
 TENSOR_PARALLEL = (1, 2, 4, 8)
 # Formats a serving engine loads: 16-bit, FP8 (W8A8 on Hopper and newer, weight-only elsewhere) and 4-bit AWQ;
 # llama.cpp serves GGUF files.

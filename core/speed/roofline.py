@@ -7,7 +7,7 @@ bandwidth-bound until the batch is large enough to be compute-bound.
   2 x context x width matmul), at the causal average context P/2.
 - Decode step at batch B: every device reads its share of the weights once
   and the KV cache of all B sequences; time = max(bytes / (bandwidth x eff),
-  FLOPs / (peak x eff)) + tensor-parallel all-reduces (core/comm.py).
+  FLOPs / (peak x eff)) + tensor-parallel all-reduces (core/speed/comm.py).
 - Mixture of experts: B tokens each picking k of E experts touch a fraction
   1 - (1 - k/E)^B of each MoE layer's experts (uniform routing assumed).
 - Embedding tables are looked up (B rows), not read; lm_head is read.

@@ -1,4 +1,4 @@
-"""GPU vs TPU comparison rows and the ecosystem trade-offs (core/compare.py, core/ecosystem.py)."""
+"""GPU vs TPU comparison rows and the ecosystem trade-offs (core/money/compare.py, core/catalog/ecosystem.py)."""
 
 import pytest
 
