@@ -88,6 +88,6 @@ def priced() -> tuple[str, Any]:
     """The price list in use as (cache key, rows) for the cached results; says so on the page when it is the user's."""
     prices = context().prices
     if prices.rows is not None:
-        mode = " (the catalog's rows for the others)" if context().values.get("pmode") != "only" else " (only these)"
+        mode = "" if not prices.own_rows else " (the catalog's rows for the others)" if context().values.get("pmode") != "only" else " (only these)"
         st.caption(plain(prices.summary() + mode + "; sidebar: Your own prices."))
     return prices.args

@@ -21,6 +21,8 @@ class PriceList:
     as_of: str = ""
 
     def summary(self) -> str:
+        if not self.own_rows:
+            return "Priced from the whole catalog, its flagged rows too (placeholders, floors and stale rows: Method page)"
         rows, accs = f"{self.own_rows} row{'s' * (self.own_rows != 1)}", f"{self.accelerators} accelerator{'s' * (self.accelerators != 1)}"
         return f"Priced from your own list: {rows} for {accs}, as of {self.as_of}"
 
