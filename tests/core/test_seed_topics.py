@@ -211,3 +211,15 @@ def test_colab_prices_training_but_hosts_no_serving_endpoint():
     assert plans and all(p.provider != "colab" for p in plans)
     sage = {r.instance_type: r for r in load_prices() if r.provider == "sagemaker"}
     assert sage["ml.g5.xlarge"].on_demand_usd_per_hour == 1.408 and sage["ml.p4d.24xlarge"].accelerators_per_instance == 8
+
+
+def test_explain_covers_the_new_engine_and_the_sram_chips():
+    from core.estimate import estimate
+    from core.memory.explain import explain
+
+    mii = Scenario(model="llama-3.1-8b", serving_engine="deepspeed-mii")
+    reservation = next(e for e in explain(mii, estimate(mii)) if e.component == "engine reservation")
+    assert reservation.bytes == pytest.approx(get_accelerator("h100-sxm").usable_memory_bytes - 1e9, abs=1)
+    groq = Scenario(model="llama-3.1-8b", accelerator="groq-lpu")
+    parts = {e.component: e for e in explain(groq, estimate(groq))}
+    assert parts["overhead"].bytes == 0 and "SRAM" in parts["overhead"].formula
