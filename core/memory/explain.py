@@ -185,22 +185,17 @@ def _inference(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     )
     reserved = engine_reservation(sc, float(result.device_memory_bytes))
     fraction = sc.gpu_memory_utilization or engine.preallocate_fraction
-    if reserved is not None and fraction is None:  # DeepSpeed-MII: all of the device but a fixed reserve
+    if reserved is not None:
+        device = bytes_mark(result.device_memory_bytes)
+        if fraction is None:  # DeepSpeed-MII: all of the device but a fixed reserve
+            how, numbers = "device memory less the engine's fixed reserve", f"{device} - {bytes_mark(engine.reserve_bytes or 0.0)}"
+        else:
+            how, numbers = "gpu_memory_utilization x device memory", f"{fraction:g} x {device}"
         out.append(
             Explanation(
                 component="engine reservation",
-                formula="device memory less the engine's fixed reserve, taken at start; what the model does not need becomes KV-cache blocks",
-                numbers=marked(f"{bytes_mark(result.device_memory_bytes)} - {bytes_mark(engine.reserve_bytes or 0.0)} = {bytes_mark(reserved)}"),
-                bytes=round(reserved),
-                source=engine.source,
-            )
-        )
-    elif reserved is not None:
-        out.append(
-            Explanation(
-                component="engine reservation",
-                formula="gpu_memory_utilization x device memory, taken at start; what the model does not need becomes KV-cache blocks",
-                numbers=marked(f"{fraction:g} x {bytes_mark(result.device_memory_bytes)} = {bytes_mark(reserved)}"),
+                formula=f"{how}, taken at start; what the model does not need becomes KV-cache blocks",
+                numbers=marked(f"{numbers} = {bytes_mark(reserved)}"),
                 bytes=round(reserved),
                 source=engine.source,
             )
