@@ -20,7 +20,7 @@ from collections.abc import Callable
 from core.catalog.accelerators import get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
-from core.catalog.providers import spans_nodes
+from core.catalog.providers import can_serve, spans_nodes
 from core.speed.comm import DEVICES_PER_NODE
 from core.units import SECONDS_PER_HOUR
 
@@ -82,6 +82,11 @@ def rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None = None, tens
     if tensor_parallel > 1 and get_accelerator(accelerator_id).kind == "tpu":
         tensor_parallel = 1
     return tuple(r for r in pool if r.accelerators_per_instance >= tensor_parallel)
+
+
+def serving_rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None = None, tensor_parallel: int = 1) -> tuple[PriceRow, ...]:
+    """rows_for, less the rows of providers that may not host a serving endpoint (Colab: data/providers.csv)."""
+    return tuple(r for r in rows_for(accelerator_id, rows, tensor_parallel) if can_serve(r.provider))
 
 
 def _index(rows: tuple[PriceRow, ...]) -> dict[str, tuple[PriceRow, ...]]:

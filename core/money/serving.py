@@ -19,7 +19,7 @@ from core.money.pricing import (
     DAYS_PER_MONTH,
     HOURS_PER_MONTH,
     fleet_instances,
-    rows_for,
+    serving_rows_for,
 )
 from core.scenario import Scenario
 from core.speed.roofline import InferenceSpeed, inference_speed
@@ -143,7 +143,7 @@ def serving_plan(sc: Scenario, traffic: Traffic, *, row: PriceRow | None = None,
         if row.accelerator_id != sc.accelerator:
             raise ValueError(f"price row is for {row.accelerator_id}, the scenario uses {sc.accelerator}")
         return _plan(row, rep, traffic, max_utilisation)
-    plans = [_plan(r, rep, traffic, max_utilisation) for r in rows_for(sc.accelerator, rows, rep.tensor_parallel)]
+    plans = [_plan(r, rep, traffic, max_utilisation) for r in serving_rows_for(sc.accelerator, rows, rep.tensor_parallel)]
     if not plans:
         raise ValueError(f"no price row for {sc.accelerator} with {rep.tensor_parallel}+ devices per instance")
     return min(plans, key=lambda p: (p.usd_per_month, p.provider, p.instance_type))
@@ -164,7 +164,7 @@ def serving_options(
             rep = _replica(sc if sc.accelerator == aid else sc.model_copy(update={"accelerator": aid}), traffic)
         except ValueError:
             continue
-        plans += [_plan(r, rep, traffic, max_utilisation) for r in rows_for(aid, pool, rep.tensor_parallel)]
+        plans += [_plan(r, rep, traffic, max_utilisation) for r in serving_rows_for(aid, pool, rep.tensor_parallel)]
     return tuple(sorted(plans, key=lambda p: (p.usd_per_month, p.provider, p.instance_type)))
 
 

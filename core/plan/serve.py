@@ -15,6 +15,7 @@ import numpy as np
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
+from core.catalog.providers import can_serve
 from core.layout import Layout
 from core.memory.estimate import Evaluator, fit_capacity
 from core.model.kernels import four_bit_format
@@ -91,7 +92,8 @@ def _fleet(goal: Goal, row: PriceRow, tp: int, per_replica: float) -> tuple[int,
 
 
 def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[list[ServingOption], list[str], int]:
-    rows = billable_prices(prices)
+    # rows of providers that may host a serving endpoint (not Colab's notebooks: data/providers.csv)
+    rows = tuple(r for r in billable_prices(prices) if can_serve(r.provider))
     wanted = set(goal.accelerators) if goal.accelerators else None
     formats = FORMATS_BY_ENGINE.get(goal.serving_engine, DEFAULT_FORMATS)
     sized: list[tuple[str, int, Scenario, np.ndarray]] = []
