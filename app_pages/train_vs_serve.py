@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages.shared.context import as_mode, page_header, priced, stop_page
+from app_pages.shared.context import as_mode, page_header, priced, stop_page, training_tokens
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, cached_serving
 from app_pages.shared.text import md, metric, plain
@@ -14,7 +14,8 @@ from core.money.serving import dedicated_vs_per_token, train_vs_serve
 
 sc, values, units = page_header("Training vs inference", "A one-off training or fine-tuning bill next to the monthly serving bill, and owning vs renting.")
 acc = get_accelerator(sc.accelerator)
-train_sc, err, note = as_mode(sc, "training", train_tokens=sc.train_tokens or 1e9)
+tokens, tokens_note = training_tokens(sc, values)
+train_sc, err, note = as_mode(sc, "training", train_tokens=tokens)
 serve_sc, err2, _ = as_mode(sc, "inference")
 if train_sc is None or serve_sc is None:
     st.error(plain(err or err2 or ""))
@@ -23,8 +24,8 @@ with st.container():  # one slot whether the note is shown or not: the charts be
     if note:
         st.caption(note)
 PRICES = priced()  # the price list in use: (cache key, rows)
-if not sc.train_tokens:
-    st.caption("No training-token count set: the training bill assumes **1 billion tokens** (sidebar: *Training run*).")
+if tokens_note:
+    st.caption(tokens_note)
 
 
 def bills() -> int:

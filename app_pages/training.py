@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages.shared.context import as_mode, page_header, stop_page
+from app_pages.shared.context import as_mode, page_header, stop_page, training_tokens
 from app_pages.shared.context import priced as price_list
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
@@ -13,7 +13,6 @@ from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
-DEFAULT_TOKENS = 1e9
 if sc.mode != "training":
     sc, err, note = as_mode(sc, "training")
     st.info(
@@ -24,9 +23,10 @@ if sc.mode != "training":
     if sc is None:
         st.error(plain(err))
         stop_page()
-if not sc.train_tokens:
-    sc = sc.model_copy(update={"train_tokens": DEFAULT_TOKENS})
-    st.caption(f"No training-token count set: assuming **{DEFAULT_TOKENS / 1e9:g} billion tokens** (set *Training tokens* under *Training run* in the sidebar).")
+tokens, tokens_note = training_tokens(sc, values)
+if tokens_note:
+    sc = sc.replace(train_tokens=tokens)
+    st.caption(tokens_note)
 
 acc = get_accelerator(sc.accelerator)
 price_kind = page_widget("price")

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from app_pages.shared.page_types import PageContext
 from app_pages.shared.style import Units
-from app_pages.shared.text import plain
+from app_pages.shared.text import md, plain
 from core.scenario import Scenario
 
 _local = threading.local()
@@ -71,6 +71,24 @@ def as_mode(sc: Scenario, mode: str, **update: Any) -> tuple[Scenario | None, st
         return Scenario(**fields), None, note
     except ValidationError as exc:
         return None, describe_validation_error(exc), None
+
+
+def training_tokens(sc: Scenario, values: dict[str, Any]) -> tuple[float, str | None]:
+    """The tokens a training bill is for, on every page: the sidebar's *Training tokens* when set, else the Plan page's
+    dataset (tokens per epoch x epochs, the same goal the planner plans), with the caption that says which."""
+    if sc.train_tokens:
+        return sc.train_tokens, None
+    from core.scenario import MAX_TRAIN_TOKENS
+
+    per_epoch, epochs = float(values.get("ptok", 20.0)) * 1e6, float(values.get("epochs", 1.0))
+    tokens = min(per_epoch * epochs, MAX_TRAIN_TOKENS)
+    return tokens, md(
+        "No training-token count in the sidebar: the Plan page's dataset, **{n} tokens** ({per} per epoch x {epochs} "
+        "epochs), is billed here as on the Plan page (set *Training tokens* under *Training run* to bill another).",
+        n=f"{tokens:,.0f}",
+        per=f"{per_epoch:,.0f}",
+        epochs=f"{epochs:g}",
+    )
 
 
 def show_messages() -> None:

@@ -389,8 +389,11 @@ def gpu_layer_share(sc: Scenario, arch: Architecture) -> float:
 
 
 def _kv_sequences(sc: Scenario, batch: Any) -> Any:
-    """llama.cpp allocates one KV cache of n_ctx tokens whatever the batch; the other engines one per sequence."""
-    return 1 if ENGINES[sc.serving_engine].kv_whole_context and sc.serving_engine == "llama.cpp" else batch
+    """Sequences whose KV cache is held: one per concurrent sequence, with every engine. llama.cpp allocates one cache
+    of -c (n_ctx) tokens at load and splits it over its -np parallel slots (llama.cpp tools/server/server.cpp:
+    n_ctx_slot = n_ctx / n_parallel), so serving `batch` sequences of `seq` tokens takes -c = batch x seq; before, the
+    cache was counted once whatever the batch, and the Inference page offered 4,096 concurrent sequences where 5 fit."""
+    return batch
 
 
 def host_resident_bytes(sc: Scenario, arch: Architecture, batch: Any, seq: Any, weights_total: float) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from core.catalog.accelerators import Accelerator, get_accelerator
+from core.catalog.engine_hardware import engine_problem
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
@@ -111,6 +112,9 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         if wanted is not None and aid not in wanted:
             continue
         acc = get_accelerator(aid)
+        if (problem := engine_problem(goal.serving_engine, acc)) is not None:
+            skipped.append(problem)  # the engine does not run there (data/engine_hardware.csv)
+            continue
         acc_rows = cheapest_rows(rows, aid, goal.pricing == "spot")
         found, why = False, "no layout fits"
         for fmt, tp, sc, total in sized:
