@@ -16,6 +16,7 @@ from app_pages.shared.text import metric, plain, say
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.memory.engines import ENGINES
+from core.memory.fit import BORDERLINE_BASIS
 from core.memory.stacks import STACKS
 from core.model.formats import FORMATS
 from core.units import BYTES_PER_GIB
@@ -39,11 +40,12 @@ else:
 ram_note = f"; system RAM: {units(result.cpu_memory_per_device_bytes)} needed for the layers off the GPU, {units(ram_bytes)} set" if ram_short else ""
 cols = st.columns(5)
 metric(cols[0], "Memory per device", units(m.total), help="Sum of the components below")
+near = f"; borderline: {BORDERLINE_BASIS}, so it may go either way (leave room)" if result.borderline else ""
 metric(
     cols[1],
     f"Fits {own}?",
-    "Yes" if result.fits else "No",
-    help=capacity_text(result, acc.name, units) + ram_note,
+    ("Yes" if result.fits else "No") + (", barely" if result.borderline and result.fits else ", nearly" if result.borderline else ""),
+    help=capacity_text(result, acc.name, units) + ram_note + near,
     delta=fit_delta,
     delta_color="normal" if result.fits else "inverse",
 )

@@ -28,7 +28,7 @@ from core.memory.components import (
     training_states,
 )
 from core.memory.engines import ENGINES
-from core.memory.fit import MAX_DEVICES, max_batch, max_seq, smallest_count
+from core.memory.fit import MAX_DEVICES, borderline, max_batch, max_seq, smallest_count
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.model.formats import FORMATS, weight_bytes
@@ -98,6 +98,7 @@ class MemoryResult(BaseModel):
     device_memory_bytes: int
     devices_in_layout: int
     fits: bool
+    borderline: bool = False  # the estimate is within its measured error of the capacity (fit.BORDERLINE_FRACTION)
     devices_needed: int | None
     layout_needed: LayoutResult | None
     max_batch_size: int
@@ -224,6 +225,7 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
         device_memory_bytes=round(usable),
         devices_in_layout=layout.devices,
         fits=fits,
+        borderline=borderline(float(comps.total), capacity),
         devices_needed=needed.devices if needed else None,
         layout_needed=needed,
         max_batch_size=max_batch(ev.total, layout, sc.seq_len, capacity),

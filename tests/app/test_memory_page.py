@@ -7,7 +7,7 @@ from app_pages.shared.style import Units
 from core.estimate import estimate
 from core.scenario import Scenario
 
-from .conftest import charts, metric, no_exception, run_app
+from .conftest import charts, metric, no_exception, open_link, run_app
 
 
 def shown_total(at) -> str:
@@ -177,3 +177,25 @@ def test_one_capacity_on_the_page_when_the_engine_reserves_a_share():
     assert fits.proto.delta == f"{units(result.memory_per_device_bytes.total - result.fit_capacity_bytes)} short"
     advice = " ".join(m.value for m in at.markdown).replace("\\", "")
     assert f"has {share} usable" in advice
+
+
+def test_a_fit_inside_the_estimates_measured_error_reads_borderline():
+    """A model sized so that its estimate sits 3% under an H100's usable memory (a parameter count, served with plain
+    generate()): the verdict says "Yes, barely" and names the measurements behind the band; at half the size, "Yes"."""
+    from core.estimate import estimate
+    from core.scenario import Scenario
+
+    def ratio(billions: float) -> float:
+        r = estimate(Scenario(model={"params": billions * 1e9}, serving_engine="hf-transformers", accelerator="h100-sxm"))
+        return r.memory_per_device_bytes.total / r.fit_capacity_bytes
+
+    lo, hi = 1.0, 60.0  # bisect the size whose estimate is 97% of the capacity
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if ratio(mid) < 0.97 else (lo, mid)
+    link = {"src": "params", "params": f"{lo:.3f}", "engine": "hf-transformers", "acc": "h100-sxm"}
+    at = open_link("memory", link)
+    shown = {m.label: (m.value, m.proto.help.replace("\\", "")) for m in at.metric}
+    assert shown["Fits one device?"][0] == "Yes, barely" and "48 measured H100 and H200 peaks" in shown["Fits one device?"][1]
+    at = open_link("memory", link | {"params": f"{lo / 2:.3f}"})
+    assert {m.label: m.value for m in at.metric}["Fits one device?"] == "Yes"

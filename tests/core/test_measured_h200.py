@@ -187,3 +187,23 @@ def test_harness_grid_h200_is_what_ran() -> None:
     for m in ROWS:
         if m.kind == "train" and m.row["precision"] == "bf16-true":
             assert parse_hf_config(harness._config_shape(m.model)).total_params == m.row["total_params"]
+
+
+def test_the_borderline_band_is_the_measured_error():
+    """fit.BORDERLINE_FRACTION is the 90th percentile of |estimate / measured - 1| over every measured training and
+    generate() peak of our H100 and H200 runs: recomputed here, so a change to the model or a new run that moves
+    it fails until the constant (and its stated basis) follow."""
+    import statistics
+    from pathlib import Path
+
+    from core.measured import load_measured
+    from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION, borderline
+
+    errors = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "data" / "measurements").glob("*.jsonl")):
+        for m in load_measured(path):
+            if m.ok and m.kind != "decode" and (est := m.estimate()) and m.device_used_bytes:
+                errors.append(abs(est / m.device_used_bytes - 1))
+    assert len(errors) == 48 and "48" in BORDERLINE_BASIS
+    assert statistics.quantiles(errors, n=10)[-1] == pytest.approx(BORDERLINE_FRACTION, abs=0.005)
+    assert borderline(100.0, 106.0) and borderline(100.0, 94.0) and not borderline(100.0, 108.0) and not borderline(100.0, 92.0)
