@@ -374,7 +374,7 @@ def _accelerate_config(p: _Facts) -> dict[str, Any]:
     }
     if p.processes == 1:
         cfg["distributed_type"] = "NO"
-    elif p.zero_stage == 3:
+    elif p.zero_stage == 3 or _tp_with_data_parallel(p):
         cfg["distributed_type"] = "FSDP"
         cfg["fsdp_config"] = {
             "fsdp_version": 2,
@@ -391,6 +391,12 @@ def _accelerate_config(p: _Facts) -> dict[str, Any]:
     if p.tensor_parallel > 1:
         cfg["parallelism_config"] = {"parallelism_config_tp_size": p.tensor_parallel, "parallelism_config_dp_shard_size": p.data_parallel}
     return cfg
+
+
+def _tp_with_data_parallel(p: _Facts) -> bool:
+    """Accelerate composes tensor parallelism with sharded data parallelism only (ParallelismConfig: DDP + TP is not
+    supported), so a plan's replicated ranks beside TP shard with FSDP2 instead."""
+    return p.tensor_parallel > 1 and p.data_parallel > 1
 
 
 def _hf(p: _Facts) -> list[str]:
@@ -410,14 +416,22 @@ def _hf(p: _Facts) -> list[str]:
     mixed = _MIXED.get(p.precision, "no")
     if mixed != "no":
         args.append(f"--{mixed}")
-    if p.gradient_checkpointing and p.zero_stage != 3:
+    config = _accelerate_config(p)
+    if p.gradient_checkpointing and config["distributed_type"] != "FSDP":  # under FSDP: fsdp_activation_checkpointing
         args.append("--gradient_checkpointing")
     if p.method in ("lora", "qlora"):
         args += ["--use_peft", ("--lora_r", LORA_RANK), ("--lora_target_modules", "all-linear")]
     if p.method == "qlora":
         args += ["--load_in_4bit", ("--bnb_4bit_quant_type", "nf4")]
     out = [_comment("TRL's SFT trainer over Accelerate (trl passes the accelerate launch flags on); ./data holds train.jsonl")]
-    out.append(_file("accelerate_config.yaml", _yaml(_accelerate_config(p))))
+    if _tp_with_data_parallel(p):
+        out.append(
+            _comment(
+                f"Accelerate pairs tensor parallelism with sharded data parallelism only: the {p.data_parallel} data-parallel "
+                "ranks shard with FSDP2 (more memory headroom than the plan's replicas, a little more communication)"
+            )
+        )
+    out.append(_file("accelerate_config.yaml", _yaml(config)))
     out.append(_command(["trl", "sft"], args))
     return out
 
