@@ -6,6 +6,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from app_pages.shared.context import page_header, priced, stop_page
+from app_pages.shared.launch_section import launch_section
 from app_pages.shared.planning import faster_for_users, frontier_figure, goal_dict, headline, plan_table, strategies_figure
 from app_pages.shared.plot import show
 from app_pages.shared.scenario_io import scenario_values
@@ -109,6 +110,8 @@ with st.container(border=True):
         load(result.plans.index(result.cheapest))
     if fastest is not None and fastest is not result.cheapest and b2.button("Load the faster plan" if serving else "Load the fastest plan", width="stretch"):
         load(result.plans.index(fastest))
+    shown = fastest if fastest is not None and fastest.cost > result.cheapest.cost else None
+    launch_section(result.cheapest, shown, "faster" if serving else "fastest")
 
 if serving:
     c = result.cheapest

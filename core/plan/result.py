@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from core.catalog.price_trust import market_note
 
@@ -53,6 +53,15 @@ class Plan(BaseModel):
     within_bounds: bool = True  # meets the goal's deadline and budget
     notes: tuple[str, ...] = ()
     scenario: dict[str, Any]  # reproduces the plan through `python -m core estimate`
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def launch(self) -> str | None:
+        """The shell command (and a trainer's config file) that runs this plan (core/plan/launch.py); built when read,
+        so the search pays nothing for it."""
+        from core.plan.launch import launch_command
+
+        return launch_command(self)
 
     @property
     def cost(self) -> float:

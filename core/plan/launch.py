@@ -1,0 +1,604 @@
+"""From plan to launch (issue #27, part 5): the shell command, and for trainers the config file, that runs a plan.
+
+`launch_command(plan)` turns a Plan (or its scenario dict) into text to paste into a shell: comments that say what
+the plan is and what to replace, `cat > FILE <<'LAUNCH_EOF'` blocks that write a trainer's config, and the command.
+Every flag and config key it writes is in data/launch_flags.csv with the documentation page it comes from; a test
+(tests/core/test_launch.py) holds each generated command to that table and to the plan's values.
+
+Safety: anything that can come from a user (a model name or path, a config's `_name_or_path`, a provider or instance
+name from a user's price list) is `shlex.quote`d on a command line, JSON-encoded inside a config file or a Python
+literal (never a raw newline, so no line of a config can close its quoted here-document early), and stripped of
+control characters in a comment (a newline would end the comment and start a command)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from core.catalog.presets import preset, preset_ids
+
+PLACEHOLDER_MODEL = "REPLACE_WITH_YOUR_MODEL"  # a model given by config or parameter count has no repository we know
+GPU_MEMORY_FRACTION = 0.90  # vLLM's --gpu-memory-utilization default (0.9); SGLang's --mem-fraction-static likewise
+MASTER_PORT = 29500  # torchrun's default rendezvous port
+HEREDOC_END = "LAUNCH_EOF"
+ALL_LAYERS_ON_GPU = 999  # llama.cpp -ngl: more layers than any model has puts every layer on the GPU
+MII_RESTFUL_PORT = 28080
+LORA_RANK = 16  # the planner's LoRA: rank 16 on all linear layers (core/plan/__init__.assumptions)
+OWN_STACK_VENDORS = frozenset({"groq", "cerebras"})  # their chips run the vendor's own serving stack
+
+
+def launch_command(plan_or_scenario: Any) -> str:
+    """The text that runs a plan (a core.plan.result.Plan, or its `scenario` dict): comments, any config file written
+    by a here-document, then the command. Pure: reads the catalogs, writes nothing."""
+    p = _Facts.of(plan_or_scenario)
+    if p.serving:
+        return _serving(p)
+    return _training(p)
+
+
+# --- what a plan says, from a Plan or a bare scenario ---------------------------------------------------------------
+
+
+class _Facts:
+    """The plan's fields that a command carries, read from a Plan or a scenario dict."""
+
+    def __init__(self, sc: Mapping[str, Any], plan: Any = None) -> None:
+        self.sc = sc
+        self.serving = sc.get("mode") == "inference"
+        tp = int(sc.get("tensor_parallel", 1) or 1)
+        pp = int(sc.get("pipeline_parallel", 1) or 1)
+        self.tensor_parallel = tp
+        self.pipeline_parallel = pp
+        self.data_parallel = int(plan.data_parallel if plan is not None else sc.get("data_parallel", 1) or 1)
+        self.micro_batch = int(plan.micro_batch if plan is not None else sc.get("batch_size", 1) or 1)
+        self.accumulation = int(sc.get("gradient_accumulation_steps", 1) or 1)
+        self.seq_len = int(sc.get("seq_len", 2048) or 2048)
+        self.method = str(sc.get("method", "serve" if self.serving else "full"))
+        self.precision = str(sc.get("precision", "bf16"))
+        self.weights_format = str(sc.get("weights_format", "bf16"))
+        self.kv_cache_format = str(sc.get("kv_cache_format", "bf16"))
+        self.zero_stage = int(sc.get("zero_stage", 0) or 0)
+        self.gradient_checkpointing = bool(sc.get("gradient_checkpointing", False))
+        self.stack = str(sc.get("training_stack", "hf"))
+        self.engine = str(sc.get("serving_engine", "vllm"))
+        self.accelerator_id = str(sc.get("accelerator", ""))
+        self.devices = int(plan.devices) if plan is not None else self.data_parallel * tp * pp
+        self.instances = int(plan.instances) if plan is not None else 1
+        self.where = "" if plan is None else f"{plan.instances} x {plan.instance} ({plan.provider}, {plan.region})"
+        self.accelerator_name, self.vendor, self.per_instance = self._accelerator(plan)
+        self.model, self.model_note = _model_id(sc.get("model"))
+
+    @classmethod
+    def of(cls, value: Any) -> _Facts:
+        if isinstance(value, Mapping):
+            return cls(value)
+        return cls(value.scenario, value)
+
+    def _accelerator(self, plan: Any) -> tuple[str, str, int]:
+        from core.catalog.accelerators import get_accelerator
+
+        try:
+            acc = get_accelerator(self.accelerator_id)
+            name, vendor = acc.name, acc.vendor
+        except Exception:  # an unknown id: the command still comes out, without the vendor's notes
+            name, vendor = self.accelerator_id or "the accelerator", "other"
+        if plan is not None:
+            name = plan.accelerator_name
+        per_instance = max(1, -(-self.devices // max(1, self.instances)))  # devices used on each instance
+        return name, vendor, per_instance
+
+    @property
+    def global_batch(self) -> int:
+        return self.data_parallel * self.micro_batch * self.accumulation
+
+    @property
+    def processes(self) -> int:
+        return self.data_parallel * self.tensor_parallel * self.pipeline_parallel
+
+    @property
+    def multi_node(self) -> bool:
+        return self.instances > 1
+
+
+def _model_id(model: Any) -> tuple[str, str | None]:
+    """The Hugging Face repo (or path) to load, and a note when it is a placeholder or comes from user input."""
+    if isinstance(model, str) and model in preset_ids():
+        repo = preset(model).hf_repo
+        if repo:
+            return repo, None
+        return PLACEHOLDER_MODEL, f"replace {PLACEHOLDER_MODEL} with the Hugging Face repo or local path of {preset(model).name}"
+    spec: Mapping[str, Any] = model if isinstance(model, Mapping) else {}
+    if hasattr(model, "model_dump"):
+        spec = model.model_dump(exclude_none=True)
+    config = spec.get("hf_config") if isinstance(spec.get("hf_config"), Mapping) else {}
+    name_or_path = config.get("_name_or_path") if isinstance(config, Mapping) else None
+    if isinstance(name_or_path, str) and name_or_path.strip():
+        return name_or_path, "the model is the config's _name_or_path: check it is the repo or path you mean"
+    what = spec.get("name") or (model if isinstance(model, str) else "your model")
+    return PLACEHOLDER_MODEL, f"replace {PLACEHOLDER_MODEL} with the Hugging Face repo or local path of {what}"
+
+
+# --- text helpers ----------------------------------------------------------------------------------------------------
+
+
+def _comment(text: str) -> str:
+    """One comment line: control characters (a newline would end the comment) become spaces."""
+    clean = "".join(ch if ch.isprintable() else " " for ch in str(text))
+    return "# " + clean
+
+
+def _q(value: Any) -> str:
+    """One shell word. shlex.quote, except that text with a control character (a newline, say) becomes bash's $'...'
+    with the character escaped, so that every command stays on its own lines and a comment stays a comment."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value)
+    if all(ch.isprintable() for ch in text):
+        return shlex.quote(text)
+    return "$'" + "".join(_ansi_c(ch) for ch in text) + "'"
+
+
+def _ansi_c(ch: str) -> str:
+    if ch in "\\'":
+        return "\\" + ch
+    if ch.isprintable():
+        return ch
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _command(program: Sequence[str], args: Sequence[tuple[str, Any] | str]) -> str:
+    """A command over several lines: the program words (already quoted), then `--flag value` pairs or bare flags."""
+    parts = [" ".join(program)]
+    for a in args:
+        parts.append(a if isinstance(a, str) else f"{a[0]} {_q(a[1])}")
+    return " \\\n  ".join(parts)
+
+
+def _file(path: str, body: str) -> str:
+    """A here-document that writes `body` to `path`; the quoted delimiter keeps the shell from expanding anything."""
+    if any(line.strip() == HEREDOC_END for line in body.splitlines()):  # cannot happen: user text is JSON-encoded
+        raise ValueError("config text would close its here-document")
+    return f"cat > {shlex.quote(path)} <<'{HEREDOC_END}'\n{body.rstrip()}\n{HEREDOC_END}"
+
+
+def _yaml(data: Mapping[str, Any], indent: int = 0) -> str:
+    """Block YAML with every string JSON-encoded (a JSON string is a YAML double-quoted scalar)."""
+    lines = []
+    pad = "  " * indent
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            lines.append(f"{pad}{key}:")
+            lines.append(_yaml(value, indent + 1))
+        else:
+            lines.append(f"{pad}{key}: {json.dumps(value)}")
+    return "\n".join(lines)
+
+
+def _header(p: _Facts, what: str) -> list[str]:
+    lines = [_comment(f"{what} on {p.devices} x {p.accelerator_name}" + (f": {p.where}" if p.where else ""))]
+    if p.model_note:
+        lines.append(_comment(p.model_note))
+    return lines
+
+
+# --- serving ---------------------------------------------------------------------------------------------------------
+
+_VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+_QUANTIZATION = {"fp8": "fp8", "awq-4bit": "awq", "gptq-4bit": "gptq"}  # runtime FP8; AWQ/GPTQ need such a checkpoint
+_GGUF_TYPE = {"fp16": "F16", "bf16": "BF16"}
+
+
+def _prequantized_note(p: _Facts) -> list[str]:
+    if p.weights_format in ("awq-4bit", "gptq-4bit"):
+        kind = p.weights_format.split("-")[0].upper()
+        return [_comment(f"{kind} weights: point the model at a {kind} checkpoint of this model (a repo with its quantization_config)")]
+    return []
+
+
+def _replicas_note(p: _Facts) -> list[str]:
+    if p.data_parallel <= 1:
+        return []
+    return [_comment(f"{p.data_parallel} replicas: run this once per replica, each on its own {p.tensor_parallel} GPU(s) (CUDA_VISIBLE_DEVICES), behind a load balancer")]
+
+
+def _serving(p: _Facts) -> str:
+    head = _header(p, f"Serve with {p.engine}")
+    if p.vendor in OWN_STACK_VENDORS:
+        return "\n".join([*head, _comment(f"{p.accelerator_name} runs its vendor's own serving stack: no engine command applies")])
+    body = {
+        "vllm": _vllm,
+        "sglang": _sglang,
+        "tensorrt-llm": _trtllm,
+        "llama.cpp": _llama_cpp,
+        "hf-transformers": _transformers_serve,
+        "hf-transformers-compiled": _transformers_serve,
+        "deepspeed-mii": _mii,
+    }.get(p.engine)
+    if body is None:
+        return "\n".join([*head, _comment(f"no launch command for engine {p.engine!r}")])
+    return "\n".join([*head, *_prequantized_note(p), *_replicas_note(p), *body(p)])
+
+
+def _vllm(p: _Facts) -> list[str]:
+    args: list[tuple[str, Any] | str] = [
+        ("--tensor-parallel-size", p.tensor_parallel),
+        ("--max-num-seqs", p.micro_batch),
+        ("--max-model-len", p.seq_len),
+        ("--gpu-memory-utilization", GPU_MEMORY_FRACTION),
+        ("--kv-cache-dtype", "fp8" if p.kv_cache_format == "fp8" else "auto"),
+    ]
+    if p.weights_format in _QUANTIZATION:
+        args.append(("--quantization", _QUANTIZATION[p.weights_format]))
+    else:
+        args.append(("--dtype", _VLLM_DTYPE.get(p.weights_format, "auto")))
+    return [_command(["vllm", "serve", _q(p.model)], args)]
+
+
+def _sglang(p: _Facts) -> list[str]:
+    args: list[tuple[str, Any] | str] = [
+        ("--model-path", p.model),
+        ("--tp", p.tensor_parallel),
+        ("--max-running-requests", p.micro_batch),
+        ("--context-length", p.seq_len),
+        ("--mem-fraction-static", GPU_MEMORY_FRACTION),
+        ("--kv-cache-dtype", "fp8_e4m3" if p.kv_cache_format == "fp8" else "auto"),
+    ]
+    if p.weights_format in _QUANTIZATION:
+        args.append(("--quantization", _QUANTIZATION[p.weights_format]))
+    else:
+        args.append(("--dtype", _VLLM_DTYPE.get(p.weights_format, "auto")))
+    return [_command(["python", "-m", "sglang.launch_server"], args)]
+
+
+def _trtllm(p: _Facts) -> list[str]:
+    out = []
+    if p.weights_format in ("fp8", "awq-4bit", "gptq-4bit"):
+        out.append(_comment(f"{p.weights_format} weights: serve a checkpoint quantized to it (NVIDIA TensorRT Model Optimizer)"))
+    args: list[tuple[str, Any] | str] = [
+        ("--backend", "pytorch"),
+        ("--tp_size", p.tensor_parallel),
+        ("--max_batch_size", p.micro_batch),
+        ("--max_seq_len", p.seq_len),
+        ("--kv_cache_free_gpu_memory_fraction", GPU_MEMORY_FRACTION),
+    ]
+    if p.kv_cache_format == "fp8":
+        out.append(_file("extra_llm_api_options.yaml", _yaml({"kv_cache_config": {"dtype": "fp8"}})))
+        args.append(("--extra_llm_api_options", "extra_llm_api_options.yaml"))
+    out.append(_command(["trtllm-serve", _q(p.model)], args))
+    return out
+
+
+def _llama_cpp(p: _Facts) -> list[str]:
+    quant = p.weights_format.removeprefix("gguf-").upper() if p.weights_format.startswith("gguf-") else _GGUF_TYPE.get(p.weights_format, "F16")
+    gguf = f"model-{quant}.gguf"
+    out = [_comment(f"a GGUF file of {p.model} at {quant} (a published GGUF, or convert_hf_to_gguf.py then llama-quantize)")]
+    out.append(_comment(f"-np {p.micro_batch} slots share one -c context: {p.micro_batch} x {p.seq_len:,} tokens"))
+    args: list[tuple[str, Any] | str] = [
+        ("-m", gguf),
+        ("-c", p.micro_batch * p.seq_len),
+        ("-np", p.micro_batch),
+        ("-ngl", ALL_LAYERS_ON_GPU),
+    ]
+    if p.kv_cache_format in ("q8_0", "q4_0"):
+        args += [("--cache-type-k", p.kv_cache_format), ("--cache-type-v", p.kv_cache_format)]
+    if p.tensor_parallel > 1:
+        args += [("--split-mode", "layer"), ("--tensor-split", ",".join(["1"] * p.tensor_parallel))]
+    out.append(_command(["llama-server"], args))
+    return out
+
+
+def _transformers_serve(p: _Facts) -> list[str]:
+    out = [
+        _comment(
+            f"transformers serve loads {p.weights_format} weights as the checkpoint stores them and places them over the "
+            f"{p.tensor_parallel} visible GPU(s); it has no batch-size flag (continuous batching schedules up to the "
+            f"plan's {p.micro_batch} sequences as memory allows)"
+        )
+    ]
+    if p.engine == "hf-transformers-compiled":
+        out.append(_comment("the plan's speed assumes torch.compile with CUDA graphs (a generation_config with compile settings)"))
+    args: list[tuple[str, Any] | str] = [("--force-model", p.model), ("--port", 8000), "--continuous-batching"]
+    out.append(_command(["transformers", "serve"], args))
+    return out
+
+
+def _mii(p: _Facts) -> list[str]:
+    call = (
+        f"import mii; mii.serve({json.dumps(p.model)}, tensor_parallel={p.tensor_parallel}, "
+        f"replica_num={p.data_parallel}, max_length={p.seq_len}, enable_restful_api=True, "
+        f"restful_api_port={MII_RESTFUL_PORT})"
+    )
+    return [
+        _comment(f"MII runs the {p.data_parallel} replica(s) itself behind its load balancer"),
+        _command(["python", "-c", shlex.quote(call)], []),
+    ]
+
+
+# --- training --------------------------------------------------------------------------------------------------------
+
+_MIXED = {"bf16": "bf16", "fp16": "fp16", "bf16-true": "bf16", "fp16-true": "fp16", "fp32": "no"}
+_LITGPT_PRECISION = {"bf16": "bf16-mixed", "bf16-true": "bf16-true", "fp16": "16-mixed", "fp16-true": "16-true", "fp32": "32-true"}
+_TORCHTUNE_DTYPE = {"bf16": "bf16", "bf16-true": "bf16", "fp32": "fp32"}  # torchtune trains in bf16 or fp32
+
+
+def _training(p: _Facts) -> str:
+    what = {"full": "Full training", "lora": "LoRA fine-tune", "qlora": "QLoRA fine-tune"}.get(p.method, p.method)
+    lines = _header(p, f"{what} with {p.stack}")
+    lines.append(
+        _comment(
+            f"layout: data parallel {p.data_parallel} x tensor parallel {p.tensor_parallel} x pipeline parallel "
+            f"{p.pipeline_parallel}, ZeRO stage {p.zero_stage}; micro-batch {p.micro_batch}, gradient accumulation "
+            f"{p.accumulation} (global batch {p.global_batch} sequences of {p.seq_len:,} tokens); precision {p.precision}"
+        )
+    )
+    if p.multi_node:
+        lines.append(
+            _comment(f"{p.instances} nodes of {p.per_instance} devices: run on every node with NODE_RANK=0..{p.instances - 1} and MAIN_IP set to node 0's address")
+        )
+    if p.vendor in ("google", "aws", "intel"):
+        lines.append(
+            _comment(f"{p.accelerator_name}: run the stack through its port for this part (PyTorch/XLA, Optimum Neuron or Optimum Habana); the layout is the same")
+        )
+    lines.append(_comment("data/train.jsonl: your dataset, one example per line"))
+    if p.method == "full":
+        lines.append(_comment("pretraining from scratch: start from the model's config (random weights) rather than its checkpoint"))
+    body = {
+        "hf": _hf,
+        "torchtune": _torchtune,
+        "unsloth": _unsloth,
+        "litgpt": _litgpt,
+        "deepspeed": _deepspeed,
+        "megatron": _megatron,
+    }.get(p.stack)
+    if body is None:
+        return "\n".join([*lines, _comment(f"no launch command for training stack {p.stack!r}")])
+    return "\n".join([*lines, *body(p)])
+
+
+def _node_args(p: _Facts) -> list[tuple[str, Any] | str]:
+    """accelerate launch's multi-node flags (NODE_RANK and MAIN_IP are the user's environment variables)."""
+    if not p.multi_node:
+        return []
+    return ['--machine_rank "$NODE_RANK"', '--main_process_ip "$MAIN_IP"', ("--main_process_port", MASTER_PORT)]
+
+
+def _accelerate_config(p: _Facts) -> dict[str, Any]:
+    cfg: dict[str, Any] = {
+        "compute_environment": "LOCAL_MACHINE",
+        "num_machines": p.instances,
+        "num_processes": p.processes,
+        "mixed_precision": _MIXED.get(p.precision, "no"),
+    }
+    if p.processes == 1:
+        cfg["distributed_type"] = "NO"
+    elif p.zero_stage == 3 or _tp_with_data_parallel(p):
+        cfg["distributed_type"] = "FSDP"
+        cfg["fsdp_config"] = {
+            "fsdp_version": 2,
+            "fsdp_reshard_after_forward": True,
+            "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+            "fsdp_activation_checkpointing": p.gradient_checkpointing,
+            "fsdp_state_dict_type": "SHARDED_STATE_DICT",
+        }
+    elif p.zero_stage in (1, 2):
+        cfg["distributed_type"] = "DEEPSPEED"
+        cfg["deepspeed_config"] = {"zero_stage": p.zero_stage, "gradient_accumulation_steps": p.accumulation}
+    else:
+        cfg["distributed_type"] = "MULTI_GPU"
+    if p.tensor_parallel > 1:
+        cfg["parallelism_config"] = {"parallelism_config_tp_size": p.tensor_parallel, "parallelism_config_dp_shard_size": p.data_parallel}
+    return cfg
+
+
+def _tp_with_data_parallel(p: _Facts) -> bool:
+    """Accelerate composes tensor parallelism with sharded data parallelism only (ParallelismConfig: DDP + TP is not
+    supported), so a plan's replicated ranks beside TP shard with FSDP2 instead."""
+    return p.tensor_parallel > 1 and p.data_parallel > 1
+
+
+def _hf(p: _Facts) -> list[str]:
+    args: list[tuple[str, Any] | str] = [
+        ("--accelerate_config", "accelerate_config.yaml"),
+        ("--num_processes", p.processes),
+        ("--num_machines", p.instances),
+        *_node_args(p),
+        ("--model_name_or_path", p.model),
+        ("--dataset_name", "./data"),
+        ("--per_device_train_batch_size", p.micro_batch),
+        ("--gradient_accumulation_steps", p.accumulation),
+        ("--max_length", p.seq_len),
+        "--packing",
+        ("--dtype", "bfloat16" if "bf16" in p.precision else "float16" if "fp16" in p.precision else "float32"),
+    ]
+    mixed = _MIXED.get(p.precision, "no")
+    if mixed != "no":
+        args.append(f"--{mixed}")
+    config = _accelerate_config(p)
+    if p.gradient_checkpointing and config["distributed_type"] != "FSDP":  # under FSDP: fsdp_activation_checkpointing
+        args.append("--gradient_checkpointing")
+    if p.method in ("lora", "qlora"):
+        args += ["--use_peft", ("--lora_r", LORA_RANK), ("--lora_target_modules", "all-linear")]
+    if p.method == "qlora":
+        args += ["--load_in_4bit", ("--bnb_4bit_quant_type", "nf4")]
+    out = [_comment("TRL's SFT trainer over Accelerate (trl passes the accelerate launch flags on); ./data holds train.jsonl")]
+    if _tp_with_data_parallel(p):
+        out.append(
+            _comment(
+                f"Accelerate pairs tensor parallelism with sharded data parallelism only: the {p.data_parallel} data-parallel "
+                "ranks shard with FSDP2 (more memory headroom than the plan's replicas, a little more communication)"
+            )
+        )
+    out.append(_file("accelerate_config.yaml", _yaml(config)))
+    out.append(_command(["trl", "sft"], args))
+    return out
+
+
+def _torchtune(p: _Facts) -> list[str]:
+    distributed = p.processes > 1
+    kind = "full_finetune" if p.method == "full" else "lora_finetune"
+    recipe = f"{kind}_{'distributed' if distributed else 'single_device'}"
+    suffix = {"full": "full", "lora": "lora", "qlora": "qlora"}[p.method if p.method in ("full", "lora", "qlora") else "full"]
+    config = f"REPLACE_WITH_CONFIG_{suffix}"
+    out = [
+        _comment(f"replace {config} with the torchtune config of your model for {suffix} ('tune ls' lists them, e.g. llama3_1/8B_{suffix})"),
+        _comment("point the config's dataset at data/train.jsonl (torchtune.datasets.instruct_dataset with source json)"),
+    ]
+    if p.precision.startswith("fp16"):
+        out.append(_comment("torchtune trains in bf16 or fp32 only: this part has no bf16, so the run uses fp32"))
+    if distributed and p.zero_stage == 0:
+        out.append(_comment("torchtune's distributed recipes shard with FSDP2 (the plan's DDP layout becomes ZeRO-3 sharding)"))
+    launcher: list[tuple[str, Any] | str] = []
+    if distributed:
+        launcher += [("--nnodes", p.instances), ("--nproc_per_node", p.per_instance)]
+        if p.multi_node:
+            launcher += [("--rdzv_backend", "c10d"), f'--rdzv_endpoint "$MAIN_IP:{MASTER_PORT}"']
+    overrides = [
+        f"batch_size={p.micro_batch}",
+        f"gradient_accumulation_steps={p.accumulation}",
+        f"dtype={_TORCHTUNE_DTYPE.get(p.precision, 'fp32')}",
+        f"enable_activation_checkpointing={p.gradient_checkpointing}",
+        f"tokenizer.max_seq_len={p.seq_len}",
+        "checkpointer.checkpoint_dir=./model",
+    ]
+    out.append(_command(["tune", "download", _q(p.model)], [("--output-dir", "./model")]))
+    out.append(_command(["tune", "run"], [*launcher, recipe, ("--config", config), *overrides]))
+    return out
+
+
+def _unsloth(p: _Facts) -> list[str]:
+    four_bit = p.method == "qlora"
+    bf16 = "bf16" in p.precision
+    script = [
+        "from datasets import load_dataset",
+        "from trl import SFTConfig, SFTTrainer",
+        "from unsloth import FastLanguageModel",
+        "",
+        "model, tokenizer = FastLanguageModel.from_pretrained(",
+        f"    model_name={json.dumps(p.model)},",
+        f"    max_seq_length={p.seq_len},",
+        f"    load_in_4bit={four_bit},",
+        f"    full_finetuning={p.method == 'full'},",
+        ")",
+    ]
+    if p.method in ("lora", "qlora"):
+        gc = '"unsloth"' if p.gradient_checkpointing else "False"
+        script += [
+            "model = FastLanguageModel.get_peft_model(",
+            "    model,",
+            f"    r={LORA_RANK},",
+            '    target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],',
+            f"    use_gradient_checkpointing={gc},",
+            ")",
+        ]
+    script += [
+        "trainer = SFTTrainer(",
+        "    model=model,",
+        "    processing_class=tokenizer,",
+        '    train_dataset=load_dataset("json", data_files="data/train.jsonl", split="train"),',
+        "    args=SFTConfig(",
+        f"        per_device_train_batch_size={p.micro_batch},",
+        f"        gradient_accumulation_steps={p.accumulation},",
+        f"        max_length={p.seq_len},",
+        f"        bf16={bf16},",
+        f"        fp16={not bf16 and 'fp16' in p.precision},",
+        f"        gradient_checkpointing={p.gradient_checkpointing and p.method == 'full'},",
+        '        output_dir="outputs",',
+        "    ),",
+        ")",
+        "trainer.train()",
+    ]
+    out = [_file("train_unsloth.py", "\n".join(script))]
+    if p.processes > 1:
+        out.append(_command(["accelerate", "launch"], [*(["--use_fsdp"] if p.zero_stage == 3 else []), ("--num_processes", p.processes), "train_unsloth.py"]))
+    else:
+        out.append("python train_unsloth.py")
+    return out
+
+
+def _litgpt(p: _Facts) -> list[str]:
+    sub = {"full": "finetune_full", "lora": "finetune_lora", "qlora": "finetune_lora"}.get(p.method, "finetune_full")
+    args: list[tuple[str, Any] | str] = [
+        ("--devices", p.per_instance),
+        ("--num_nodes", p.instances),
+        ("--precision", _LITGPT_PRECISION.get(p.precision, "bf16-true")),
+        ("--train.micro_batch_size", p.micro_batch),
+        ("--train.global_batch_size", p.global_batch),
+        ("--train.max_seq_length", p.seq_len),
+        ("--data", "JSON"),
+        ("--data.json_path", "data/train.jsonl"),
+        ("--out_dir", "out"),
+    ]
+    if p.method == "qlora":
+        args.append(("--quantize", "bnb.nf4"))
+    if p.method in ("lora", "qlora"):
+        args.append(("--lora_r", LORA_RANK))
+    out = [_comment(f"gradient accumulation {p.accumulation} = global batch / (micro-batch x {p.data_parallel} data-parallel ranks); several devices run FSDP")]
+    if p.method == "full":
+        out.append(_comment("pretraining: litgpt pretrain takes the same flags"))
+    out.append(_command(["litgpt", sub, _q(p.model)], args))
+    return out
+
+
+def _deepspeed_config(p: _Facts) -> dict[str, Any]:
+    bf16 = "bf16" in p.precision
+    cfg: dict[str, Any] = {
+        "train_micro_batch_size_per_gpu": p.micro_batch,
+        "gradient_accumulation_steps": p.accumulation,
+        "train_batch_size": p.global_batch,
+        "gradient_clipping": 1.0,
+        "zero_optimization": {"stage": p.zero_stage},
+        "bf16": {"enabled": bf16},
+        "fp16": {"enabled": not bf16 and "fp16" in p.precision},
+    }
+    if p.tensor_parallel > 1:
+        cfg["tensor_parallel"] = {"autotp_size": p.tensor_parallel}
+    return cfg
+
+
+def _deepspeed(p: _Facts) -> list[str]:
+    out = [_comment("train.py: your training script; it loads --model_name_or_path and calls deepspeed.initialize(args=args, model=model, ...) with the config below")]
+    if p.pipeline_parallel > 1:
+        out.append(_comment(f"pipeline parallel {p.pipeline_parallel}: build the model as deepspeed.pipe.PipelineModule(layers, num_stages={p.pipeline_parallel})"))
+    if p.gradient_checkpointing:
+        out.append(_comment("gradient checkpointing: turn it on in the model (model.gradient_checkpointing_enable() for a Transformers model)"))
+    out.append(_file("ds_config.json", json.dumps(_deepspeed_config(p), indent=2)))
+    launcher: list[tuple[str, Any] | str] = [("--num_nodes", p.instances), ("--num_gpus", p.per_instance)]
+    if p.multi_node:
+        launcher += [("--hostfile", "hostfile"), '--master_addr "$MAIN_IP"', ("--master_port", MASTER_PORT)]
+        out.append(_comment(f"hostfile: one line per node, 'HOSTNAME slots={p.per_instance}'"))
+    out.append(_command(["deepspeed"], [*launcher, "train.py", ("--model_name_or_path", p.model), ("--deepspeed", "ds_config.json")]))
+    return out
+
+
+def _megatron(p: _Facts) -> list[str]:
+    out = [
+        _comment("Megatron-LM's pretrain_gpt.py; add your model's architecture flags (--num-layers, --hidden-size, --num-attention-heads ...) and data flags"),
+    ]
+    if p.method in ("lora", "qlora"):
+        out.append(_comment("LoRA runs through Megatron Bridge / NeMo PEFT on the same parallel layout"))
+    out.append(_comment("fine-tuning: load the converted checkpoint with --load and add --finetune"))
+    launcher: list[tuple[str, Any] | str] = [("--nnodes", p.instances), ("--nproc_per_node", p.per_instance)]
+    if p.multi_node:
+        launcher += ['--node_rank "$NODE_RANK"', '--master_addr "$MAIN_IP"', ("--master_port", MASTER_PORT)]
+    args: list[tuple[str, Any] | str] = [
+        *launcher,
+        "pretrain_gpt.py",
+        ("--tensor-model-parallel-size", p.tensor_parallel),
+        ("--pipeline-model-parallel-size", p.pipeline_parallel),
+        ("--micro-batch-size", p.micro_batch),
+        ("--global-batch-size", p.global_batch),
+        ("--seq-length", p.seq_len),
+        ("--max-position-embeddings", p.seq_len),
+        ("--tokenizer-type", "HuggingFaceTokenizer"),
+        ("--tokenizer-model", p.model),
+        "--bf16" if "bf16" in p.precision else "--fp16",
+    ]
+    if p.zero_stage >= 1:
+        args.append("--use-distributed-optimizer")
+    if p.gradient_checkpointing:
+        args += [("--recompute-granularity", "full"), ("--recompute-method", "uniform"), ("--recompute-num-layers", 1)]
+    out.append(_command(["torchrun"], args))
+    return out

@@ -1,0 +1,455 @@
+"""From plan to launch (issue #27, part 5): every generated command is held to the sourced flag table
+(data/launch_flags.csv) and to the plan it runs.
+
+- Every `--flag` / `-f`, config-file key, torchtune override and Python keyword the text sets is in the table for
+  that engine or stack.
+- Each table row that carries a plan field carries the plan's value (tensor parallel 4 -> --tensor-parallel-size 4),
+  and each engine or stack carries the fields a run cannot do without (batch, accumulation, layout, nodes).
+- Over the plans of several goals: fine-tune, pretrain and serve, for every training stack (data/stack_layouts.csv)
+  and every serving engine (data/engine_hardware.csv).
+- A hostile model name (`$(rm -rf /)`, quotes, newlines) comes out quoted: the shell parses it back to the same one
+  word, and running the text under bash with every program stubbed out runs nothing else."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import re
+import shlex
+import shutil
+import subprocess
+from collections import defaultdict
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from core.catalog.presets import preset
+from core.plan import Goal, plan
+from core.plan.launch import HEREDOC_END, PLACEHOLDER_MODEL, launch_command
+from core.plan.result import Plan
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLE_CSV = ROOT / "data" / "launch_flags.csv"
+PROGRAMS = {"vllm", "python", "trtllm-serve", "llama-server", "transformers", "trl", "tune", "accelerate", "litgpt", "deepspeed", "torchrun", "cat"}
+HOSTILE = ["$(rm -rf /)", "`rm -rf /`", "a'b\"c", "x\nrm -rf /\n", "; rm -rf / #", "LAUNCH_EOF", "x\nLAUNCH_EOF\nrm -rf /"]
+
+
+@cache
+def table() -> dict[str, dict[str, str]]:
+    """engine or stack -> {flag or key: the plan field it carries ('' for none)}."""
+    out: dict[str, dict[str, str]] = defaultdict(dict)
+    with TABLE_CSV.open() as f:
+        for row in csv.DictReader(f):
+            out[row["engine_or_stack"]][row["name"]] = row["carries"]
+    return dict(out)
+
+
+def test_every_table_row_is_sourced_and_dated():
+    with TABLE_CSV.open() as f:
+        rows = list(csv.DictReader(f))
+    assert rows
+    for r in rows:
+        assert r["kind"] in {"flag", "config_key", "override", "kwarg"}, r
+        assert len(r["source"]) > 10 and ("http" in r["source"]), r
+        assert re.fullmatch(r"\d{4}-\d{2}", r["as_of"]), r
+        assert r["meaning"], r
+
+
+def test_the_table_covers_every_engine_and_stack():
+    with (ROOT / "data" / "engine_hardware.csv").open() as f:
+        engines = {r["engine"] for r in csv.DictReader(f)}
+    with (ROOT / "data" / "stack_layouts.csv").open() as f:
+        stacks = {r["stack"] for r in csv.DictReader(f)}
+    assert engines | stacks <= set(table())
+
+
+# --- reading a generated text back --------------------------------------------------------------------------------
+
+
+def parse(text: str) -> tuple[dict[str, str], list[list[str]]]:
+    """The files its here-documents write, and its commands as the shell splits them (comments dropped)."""
+    files: dict[str, str] = {}
+    commands: list[list[str]] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = re.fullmatch(rf"cat > (\S+) <<'{HEREDOC_END}'", line)
+        if m:
+            end = lines.index(HEREDOC_END, i + 1)
+            files[m[1]] = "\n".join(lines[i + 1 : end])
+            i = end + 1
+            continue
+        if line.startswith("#") or not line.strip():
+            i += 1
+            continue
+        joined = line
+        while joined.endswith("\\"):
+            i += 1
+            joined = joined[:-1] + lines[i]
+        commands.append(shlex.split(joined))
+        i += 1
+    return files, commands
+
+
+def _flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for k, v in data.items():
+            out.update(_flat(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: data}
+
+
+def settings(text: str) -> dict[str, Any]:
+    """Every flag, config key, override and keyword the text sets, with its value (None for a bare flag)."""
+    files, commands = parse(text)
+    found: dict[str, Any] = {}
+    for words in commands:
+        assert words[0] in PROGRAMS, f"unexpected command {words[0]!r} in:\n{text}"
+        for i, w in enumerate(words[1:], 1):
+            if w.startswith("-") and not re.fullmatch(r"-?\d+(\.\d+)?", w):
+                nxt = words[i + 1] if i + 1 < len(words) else None
+                found[w] = None if nxt is None or nxt.startswith("--") else nxt
+            elif re.fullmatch(r"[A-Za-z_][\w.]*=.*", w) and words[0] == "tune":
+                key, _, value = w.partition("=")
+                found[key] = value
+        if words[:2] == ["python", "-c"]:
+            found.update(_kwargs(words[2]))
+    for name, body in files.items():
+        if name.endswith(".json"):
+            found.update(_flat(json.loads(body)))
+        elif name.endswith(".yaml"):
+            found.update(_flat(yaml.safe_load(body)))
+        elif name.endswith(".py"):
+            found.update(_kwargs(body))
+        else:
+            raise AssertionError(f"unexpected file {name}")
+    return found
+
+
+def _kwargs(source: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                out[kw.arg or "**"] = kw.value.value if isinstance(kw.value, ast.Constant) else ast.unparse(kw.value)
+    return out
+
+
+# --- what a plan's text must carry ----------------------------------------------------------------------------------
+
+REQUIRED = {
+    "vllm": {"tensor_parallel", "micro_batch", "seq_len", "kv_cache_format"},
+    "sglang": {"tensor_parallel", "micro_batch", "seq_len", "kv_cache_format"},
+    "tensorrt-llm": {"tensor_parallel", "micro_batch", "seq_len"},
+    "llama.cpp": {"micro_batch", "context_tokens"},
+    "hf-transformers": {"model"},
+    "hf-transformers-compiled": {"model"},
+    "deepspeed-mii": {"tensor_parallel", "data_parallel", "seq_len"},
+    "hf": {"micro_batch", "gradient_accumulation_steps", "seq_len", "processes", "instances", "precision"},
+    "torchtune": {"micro_batch", "gradient_accumulation_steps", "seq_len", "precision"},
+    "unsloth": {"micro_batch", "gradient_accumulation_steps", "seq_len", "precision"},
+    "litgpt": {"micro_batch", "global_batch", "seq_len", "instances", "devices_per_instance", "precision"},
+    "deepspeed": {"micro_batch", "gradient_accumulation_steps", "global_batch", "zero_stage", "instances", "devices_per_instance", "precision"},
+    "megatron": {"tensor_parallel", "pipeline_parallel", "micro_batch", "global_batch", "seq_len", "instances", "devices_per_instance", "precision"},
+}
+TENSOR_PARALLEL_STACKS = {"hf", "deepspeed", "megatron"}
+
+
+def expected(field: str, p: Plan) -> str | None:
+    """The plan's value of a numeric field, as the command writes it; None where the field is not a number."""
+    seq = int(p.scenario["seq_len"])
+    per_node = -(-p.devices // p.instances)
+    values = {
+        "tensor_parallel": p.tensor_parallel,
+        "pipeline_parallel": p.pipeline_parallel,
+        "data_parallel": p.data_parallel,
+        "micro_batch": p.micro_batch,
+        "gradient_accumulation_steps": p.gradient_accumulation_steps,
+        "global_batch": p.data_parallel * p.micro_batch * p.gradient_accumulation_steps,
+        "processes": p.data_parallel * p.tensor_parallel * p.pipeline_parallel,
+        "instances": p.instances,
+        "devices_per_instance": per_node,
+        "seq_len": seq,
+        "context_tokens": p.micro_batch * seq,
+        "zero_stage": p.zero_stage,
+    }
+    return None if field not in values else str(values[field])
+
+
+def check(p: Plan, text: str | None = None) -> None:
+    text = p.launch if text is None else text
+    assert text
+    engine = p.scenario.get("serving_engine") if p.method == "serve" else p.scenario.get("training_stack")
+    rows = table()[engine]
+    found = settings(text)
+    unknown = sorted(set(found) - set(rows))
+    assert not unknown, f"{engine}: not in data/launch_flags.csv: {unknown}\n{text}"
+    carried = set()
+    for name, value in found.items():
+        field = rows[name]
+        if not field:
+            continue
+        carried.add(field)
+        want = expected(field, p)
+        if want is None or value is None or isinstance(value, bool):
+            continue
+        got = str(value)
+        if name == "--tensor-split":
+            got = str(len(got.split(",")))
+        if name == "distributed_type":
+            continue
+        assert got == want, f"{engine}: {name} carries {field} = {want}, got {got}\n{text}"
+    need = set(REQUIRED[engine])
+    if p.method != "serve":
+        if p.tensor_parallel > 1 and engine in TENSOR_PARALLEL_STACKS:
+            need.add("tensor_parallel")
+        if p.instances > 1:
+            need.add("instances")
+        if engine == "torchtune" and p.devices > 1:
+            need |= {"instances", "devices_per_instance"}
+        if (p.method in ("lora", "qlora") and engine == "hf") or (p.method == "qlora" and engine == "litgpt"):
+            need.add("method")
+        _check_precision(engine, p.precision, found, text)
+    elif p.data_parallel > 1 and engine not in ("deepspeed-mii",):
+        assert f"{p.data_parallel} replicas" in text, text
+    missing = need - carried
+    assert not missing, f"{engine}: the plan's {sorted(missing)} not carried\n{text}"
+    if p.method != "serve" and p.pipeline_parallel > 1 and engine == "deepspeed":
+        assert f"num_stages={p.pipeline_parallel}" in text
+
+
+def _check_precision(engine: str, precision: str, found: dict[str, Any], text: str) -> None:
+    bf16 = "bf16" in precision
+    if engine == "deepspeed":
+        assert found["bf16.enabled"] is bf16, text
+    if engine == "hf":
+        assert ("--bf16" in found) is bf16 and found["mixed_precision"] == ("bf16" if bf16 else "fp16" if "fp16" in precision else "no"), text
+    if engine == "megatron":
+        assert ("--bf16" in found) is bf16 and ("--fp16" in found) is not bf16, text
+    if engine == "litgpt":
+        assert found["--precision"].startswith("bf16" if bf16 else "16" if "fp16" in precision else "32"), text
+
+
+# --- the plans of several goals, for every stack and engine ---------------------------------------------------------
+
+
+def _engines() -> list[str]:
+    with (ROOT / "data" / "engine_hardware.csv").open() as f:
+        return [r["engine"] for r in csv.DictReader(f)]
+
+
+def _stacks() -> list[str]:
+    with (ROOT / "data" / "stack_layouts.csv").open() as f:
+        return [r["stack"] for r in csv.DictReader(f)]
+
+
+TRAINING_GOALS = [
+    {"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 2e7},
+    {"goal": "fine-tune", "model": "llama-3.1-70b", "tokens": 2e7, "methods": ["full"]},
+    {"goal": "fine-tune", "model": "llama-3.1-70b", "tokens": 2e7, "methods": ["qlora"]},
+    {"goal": "pretrain", "model": "llama-3.1-70b", "tokens": 2e12},
+]
+SERVING_GOALS = [
+    {"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 20_000},
+    {"goal": "serve", "model": "llama-3.1-70b", "requests_per_day": 2_000_000},
+    {"goal": "serve", "model": "llama-3.2-1b", "requests_per_day": 500, "tokens_per_s_per_user": 5, "ttft_s": 30},
+]
+
+
+def _plans(spec: dict[str, Any]) -> list[Plan]:
+    r = plan(Goal.model_validate(spec))
+    picks = [p for p in (r.cheapest, r.fastest, r.cheaper_if_longer) if p is not None]
+    return [*picks, *r.plans]
+
+
+@pytest.mark.parametrize("stack", _stacks())
+def test_every_training_plan_of_every_stack_passes_the_flag_table(stack):
+    layouts: set[tuple[int, int, int, int, bool]] = set()
+    for spec in TRAINING_GOALS:
+        for p in _plans({**spec, "training_stack": stack}):
+            check(p)
+            layouts.add((p.tensor_parallel, p.pipeline_parallel, p.zero_stage, p.instances, p.method == "qlora"))
+    assert any(inst > 1 for *_, inst, _q in layouts) or stack == "unsloth", f"{stack}: no multi-node plan was checked"
+
+
+@pytest.mark.parametrize("engine", _engines())
+def test_every_serving_plan_of_every_engine_passes_the_flag_table(engine):
+    seen = 0
+    for spec in SERVING_GOALS:
+        for p in _plans({**spec, "serving_engine": engine}):
+            check(p)
+            seen += 1
+    assert seen
+
+
+def test_the_cli_result_carries_the_launch_command():
+    r = plan(Goal(goal="fine-tune", model="llama-3.1-8b", tokens=2e7))
+    dumped = r.model_dump(mode="json")
+    assert r.cheapest is not None
+    assert dumped["cheapest"]["launch"] == r.cheapest.launch
+    assert all(p["launch"] for p in dumped["plans"])
+
+
+def test_tensor_parallel_four_is_tensor_parallel_size_four():
+    sc = {
+        "model": "llama-3.1-70b",
+        "mode": "inference",
+        "weights_format": "fp8",
+        "tensor_parallel": 4,
+        "batch_size": 32,
+        "seq_len": 4096,
+        "serving_engine": "vllm",
+        "accelerator": "h100-sxm",
+    }
+    words = parse(launch_command(sc))[1][0]
+    assert words[:3] == ["vllm", "serve", preset("llama-3.1-70b").hf_repo]
+    assert words[words.index("--tensor-parallel-size") + 1] == "4"
+    assert words[words.index("--quantization") + 1] == "fp8"
+
+
+@pytest.mark.parametrize(
+    ("engine", "flag", "value"), [("vllm", "--kv-cache-dtype", "fp8"), ("sglang", "--kv-cache-dtype", "fp8_e4m3"), ("tensorrt-llm", "kv_cache_config.dtype", "fp8")]
+)
+def test_an_fp8_kv_cache_is_passed_on(engine, flag, value):
+    sc = {
+        "model": "llama-3.1-8b",
+        "mode": "inference",
+        "weights_format": "bf16",
+        "kv_cache_format": "fp8",
+        "tensor_parallel": 1,
+        "batch_size": 8,
+        "seq_len": 2048,
+        "serving_engine": engine,
+        "accelerator": "h100-sxm",
+    }
+    found = settings(launch_command(sc))
+    assert set(found) <= set(table()[engine])
+    assert found[flag] == value
+
+
+def test_llama_cpp_slots_share_one_context_and_quantized_cache():
+    sc = {
+        "model": "llama-3.1-70b",
+        "mode": "inference",
+        "weights_format": "gguf-q4_k_m",
+        "kv_cache_format": "q8_0",
+        "tensor_parallel": 1,
+        "batch_size": 5,
+        "seq_len": 4096,
+        "serving_engine": "llama.cpp",
+        "accelerator": "m2-max-64gb",
+    }
+    found = settings(launch_command(sc))
+    assert found["-np"] == "5" and found["-c"] == str(5 * 4096)
+    assert found["--cache-type-k"] == found["--cache-type-v"] == "q8_0"
+    assert found["-m"].endswith("Q4_K_M.gguf")
+
+
+# --- hostile model names ----------------------------------------------------------------------------------------------
+
+
+def _hostile_scenarios(name: str) -> list[dict[str, Any]]:
+    config = {**(preset("llama-3.1-8b").config or {}), "_name_or_path": name}
+    model = {"hf_config": config, "name": name[:120]}
+    common = {"model": model, "accelerator": "h100-sxm", "seq_len": 2048}
+    out = [{**common, "mode": "inference", "weights_format": "bf16", "tensor_parallel": 2, "batch_size": 16, "serving_engine": e} for e in _engines()]
+    for stack in _stacks():
+        for method, zero, tp, pp, dp in (("qlora", 0, 1, 1, 1), ("full", 3, 1, 1, 8), ("lora", 1, 2, 2, 2)):
+            out.append(
+                {
+                    **common,
+                    "mode": "training",
+                    "method": method,
+                    "precision": "bf16",
+                    "zero_stage": zero,
+                    "tensor_parallel": tp,
+                    "pipeline_parallel": pp,
+                    "data_parallel": dp,
+                    "batch_size": 2,
+                    "gradient_accumulation_steps": 4,
+                    "gradient_checkpointing": True,
+                    "training_stack": stack,
+                }
+            )
+    return out
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_hostile_model_name_comes_out_as_one_quoted_word(name):
+    for sc in _hostile_scenarios(name):
+        text = launch_command(sc)
+        files, commands = parse(text)  # a newline in the name must not start a line of its own
+        assert all(c[0] in PROGRAMS for c in commands), text
+        words = [_decoded(w) for c in commands for w in c]
+        in_python = any(name in _kwargs(w).values() or f"{json.dumps(name)}" in w for w in words if "mii.serve" in w)
+        in_files = any(json.dumps(name) in body for body in files.values())
+        gguf = sc.get("serving_engine") == "llama.cpp"  # serves a GGUF file named in the text, not the repo
+        assert gguf or name in words or in_python or in_files, f"the model name did not survive quoting:\n{text}"
+        for body in files.values():
+            assert HEREDOC_END not in [line.strip() for line in body.splitlines()]
+
+
+def _decoded(word: str) -> str:
+    """A word as bash reads it: shlex.split leaves bash's $'...' (used for text with control characters) as $ + body."""
+    if word.startswith("$") and "\\" in word:
+        return word[1:].encode().decode("unicode_escape")
+    return word
+
+
+def test_a_hostile_name_in_a_comment_stays_a_comment():
+    sc = {
+        "model": {"params": 8e9, "name": "x\nrm -rf /\n# y"},
+        "mode": "inference",
+        "weights_format": "bf16",
+        "tensor_parallel": 1,
+        "batch_size": 1,
+        "seq_len": 512,
+        "serving_engine": "vllm",
+        "accelerator": "h100-sxm",
+    }
+    text = launch_command(sc)
+    assert PLACEHOLDER_MODEL in text
+    assert all(line.startswith(("#", "vllm", "  --")) for line in text.splitlines()), text
+
+
+def test_a_hostile_provider_from_a_users_price_list_stays_a_comment():
+    p = plan(Goal(goal="serve", model="llama-3.1-8b", requests_per_day=2000)).cheapest
+    assert p is not None
+    evil = p.model_copy(update={"provider": "evil\ntouch PWNED\n", "instance": "$(touch PWNED)"})
+    assert evil.launch
+    _, commands = parse(evil.launch)
+    assert all(c[0] in PROGRAMS for c in commands)
+
+
+STUB = """
+set -e
+record() { prog="$1"; shift; printf '%s\\0' "$@" >> "$prog.args"; }
+for p in vllm python trtllm-serve llama-server transformers trl tune accelerate litgpt deepspeed torchrun; do
+  eval "$p() { record $p \\"\\$@\\"; }"
+done
+"""
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("name", ["$(touch PWNED1)", "`touch PWNED2`", "'; touch PWNED3; '", 'x"; touch PWNED4; "', "x\ntouch PWNED5\n"])
+def test_running_the_text_with_stubbed_programs_runs_nothing_else(tmp_path, name):
+    """bash runs each text with every program replaced by a function that records its arguments: no canary file
+    appears, and the program receives the model name byte for byte."""
+    for i, sc in enumerate(_hostile_scenarios(name)):
+        d = tmp_path / str(i)
+        d.mkdir()
+        text = launch_command(sc)
+        script = STUB + "\n" + text + "\n"
+        done = subprocess.run(["bash", "-c", script], cwd=d, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr + text
+        assert not list(d.glob("PWNED*")), f"the text ran an injected command:\n{text}"
+        received = [a for f in d.glob("*.args") for a in f.read_text().split("\0")]
+        written = [f.read_text() for f in d.iterdir() if f.suffix in (".py", ".yaml", ".json")]
+        gguf = sc.get("serving_engine") == "llama.cpp"
+        assert gguf or name in received or any(json.dumps(name) in a for a in received + written), text
