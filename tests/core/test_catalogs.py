@@ -44,7 +44,11 @@ def test_every_preset_evaluates(preset):
 
 @pytest.mark.parametrize("accelerator", ACCELERATORS)
 def test_every_accelerator_evaluates(accelerator):
-    inf = estimate(Scenario(model="llama-3.1-8b", accelerator=accelerator))
+    from core.catalog.accelerators import get_accelerator
+    from core.catalog.engine_hardware import engine_problem
+
+    engine = next(e for e in ("vllm", "llama.cpp", "hf-transformers") if engine_problem(e, get_accelerator(accelerator)) is None)
+    inf = estimate(Scenario(model="llama-3.1-8b", accelerator=accelerator, serving_engine=engine))
     assert inf.inference is not None and inf.inference.time_to_first_token_s > 0
     train = estimate(Scenario(model="llama-3.1-8b", mode="training", method="qlora", train_tokens=1e8, accelerator=accelerator))
     assert train.training is not None and train.training.gpu_hours > 0

@@ -200,3 +200,16 @@ def test_plans_at_the_price_bounds_are_finite():
         result = plan(Goal.model_validate({"goal": "pretrain", "model": "llama-3.1-8b", "tokens": 1e12, "accelerators": ["h100-sxm"]}), merge_prices(own, "only"))
         assert result.cheapest is not None
         assert _non_finite(result.model_dump(mode="json")) is None
+
+
+def test_an_engine_is_refused_on_hardware_it_does_not_run_on(tmp_path, capsys):
+    """Issue #27: vLLM on an M2 Max was accepted without a word. Now one line names the engines that run there;
+    Groq's chip (its vendor's own stack) and hardware of one's own are not checked."""
+    (tmp_path / "s.json").write_text(json.dumps({"model": "llama-3.1-8b", "accelerator": "apple-m2-max"}))
+    code, out, err = _run(capsys, ["estimate", str(tmp_path / "s.json")])
+    assert code == 2 and out == "" and err.count("\n") == 1 and "vllm does not run on Apple M2 Max" in err and "llama.cpp" in err, err
+    for ok in ({"accelerator": "apple-m2-max", "serving_engine": "llama.cpp"}, {"accelerator": "groq-lpu"}, {"accelerator": "custom-24gib-936gbps-71tflops"}):
+        Scenario.model_validate({"model": "llama-3.1-8b", **ok})
+    with pytest.raises(ValidationError, match="tensorrt-llm does not run on AMD Instinct MI300X"):
+        Scenario.model_validate({"model": "llama-3.1-8b", "accelerator": "mi300x", "serving_engine": "tensorrt-llm"})
+    assert Scenario.model_validate({"model": "llama-3.1-8b", "accelerator": "mi300x", "serving_engine": "tensorrt-llm", "mode": "training"}).mode == "training"

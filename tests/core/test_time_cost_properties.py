@@ -2,10 +2,11 @@
 
 import math
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from core.catalog.accelerators import load_accelerators
+from core.catalog.accelerators import get_accelerator, load_accelerators
+from core.catalog.engine_hardware import engine_problem
 from core.catalog.presets import preset_ids
 from core.estimate import estimate
 from core.model.formats import FORMATS
@@ -18,6 +19,7 @@ scenarios = st.fixed_dictionaries(
     {
         "model": st.one_of(st.sampled_from(sorted(preset_ids())), st.builds(lambda p: {"params": p}, st.floats(1e8, 2e12))),
         "accelerator": st.sampled_from([a.id for a in load_accelerators()]),
+        "serving_engine": st.sampled_from(["vllm", "llama.cpp", "hf-transformers"]),
         "weights_format": st.sampled_from(sorted(FORMATS)),
         "batch_size": st.integers(1, 256),
         "seq_len": st.integers(1, 65536),
@@ -35,6 +37,7 @@ def finite(model) -> bool:
 @FAST
 @given(scenarios)
 def test_inference_block_is_finite_and_consistent(d):
+    assume(engine_problem(d["serving_engine"], get_accelerator(d["accelerator"])) is None)  # refused otherwise (tested apart)
     res = estimate(Scenario(**d))
     inf = res.inference
     assert inf is not None and finite(inf)
