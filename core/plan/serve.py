@@ -34,7 +34,6 @@ from core.plan.goal import Goal
 from core.plan.result import Plan, rental_fields
 from core.scenario import Scenario
 
-SECONDS_PER_DAY = 86_400.0
 TENSOR_PARALLEL = (1, 2, 4, 8)
 # Formats a serving engine loads: 16-bit, FP8 (W8A8 on Hopper and newer, weight-only elsewhere) and 4-bit AWQ;
 # llama.cpp serves GGUF files.
@@ -69,10 +68,6 @@ def serving_scenario(goal: Goal, weights_format: str, tp: int, **update: Any) ->
             **update,
         }
     )
-
-
-def peak_output_tokens_per_s(goal: Goal) -> float:
-    return (goal.requests_per_day or 0.0) * goal.output_tokens / SECONDS_PER_DAY * goal.peak_to_average
 
 
 def kv_formats(goal: Goal) -> tuple[str, ...]:
