@@ -44,7 +44,7 @@ page = st.navigation(list(PAGES.values()))
 def body() -> None:
     """The page itself, built from the inputs' current values so that it can rerun on its own: a sidebar input that
     leaves the sidebar as it is reruns only this (app_pages/shared/rerun.py), and so does every input the page
-    draws; the sidebar's ~30 elements are then neither rebuilt nor sent again (bench/latency.py, README). The URL is
+    draws; the sidebar's ~30 elements are then neither rebuilt nor sent again (bench/latency.py, docs/PERFORMANCE.md). The URL is
     written at its start and end (the page's own inputs). A page that stops early (stop_page) ends this fragment,
     not the run: the lower section below still runs."""
     with guard.turn():  # a fragment-only run skips the app's top level, and its guard

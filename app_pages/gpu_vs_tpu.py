@@ -1,4 +1,5 @@
-"""GPU vs TPU: price-performance for the chosen workload, side by side, with the qualitative trade-offs."""
+"""GPU vs TPU vs inference chips: price-performance for the chosen workload, side by side, the chips whose model
+lives in on-chip SRAM (Groq's LPU, Cerebras' wafer) beside them, and the qualitative trade-offs."""
 
 import math
 
@@ -13,6 +14,8 @@ from app_pages.shared.style import frozen, layout
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import md
 from app_pages.shared.ticks import SPEED_TICKS, log_ticks
+from core.catalog.accelerators import SRAM_KINDS
+from core.catalog.api_prices import load_api_prices
 from core.catalog.ecosystem import load_ecosystem
 
 PLATFORM_COLORS = {
@@ -22,6 +25,8 @@ PLATFORM_COLORS = {
     "aws-trainium": "#F58518",
     "apple-silicon": "#B279A2",
     "intel-gaudi": "#9D755D",
+    "groq-lpu": "#FF9DA6",
+    "cerebras-wse": "#72B7B2",
 }
 PLATFORM_LABELS = {
     "nvidia-gpu": "NVIDIA GPU",
@@ -30,9 +35,14 @@ PLATFORM_LABELS = {
     "aws-trainium": "AWS Trainium / Inferentia",
     "apple-silicon": "Apple silicon",
     "intel-gaudi": "Intel Gaudi",
+    "groq-lpu": "Groq LPU",
+    "cerebras-wse": "Cerebras WSE",
 }
 
-sc, values, units = page_header("GPU vs TPU", "For this model and workload: memory, throughput and price-performance per chip, and the ecosystem trade-offs.")
+sc, values, units = page_header(
+    "GPU vs TPU vs inference chips",
+    "For this model and workload: memory, throughput and price-performance per chip, the chips that hold the model in on-chip SRAM, and the ecosystem trade-offs.",
+)
 KEY = sc.model_dump_json()
 PRICES = priced()  # the price list in use: (cache key, rows)
 cached_comparison(KEY, *PRICES)  # the expensive part, here between turns (results.cached_comparison); then cache hits
@@ -165,6 +175,71 @@ st.caption(
     "throughput (hover for the others). Accelerators without a price in the price list are in the table only."
 )
 show_table(comparison_table(KEY, *PRICES), hide_index=True, width="stretch", height=420)
+
+# GPUs and TPUs beside the SRAM chips: the cheapest-to-rent data-center parts of each kind that the catalog prices
+REFERENCE_IDS = ("h100-sxm", "tpu-v6e")
+SRAM_PROVIDERS = {"groq-lpu": "groq", "cerebras-wse": "cerebras"}
+
+
+def _api_price(model: object, platform: str) -> str:
+    """The provider's published per-token price for this preset (data/api_prices.csv), if it lists one."""
+    provider = SRAM_PROVIDERS.get(platform)
+    if provider is None or not isinstance(model, str):
+        return ""
+    hit = next((p for p in load_api_prices() if p.provider == provider and p.preset == model and p.available), None)
+    return "" if hit is None else f"${hit.output_usd_per_million:g} per M output tokens ({hit.model}, as of {hit.as_of})"
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def sram_chips(key: str, price_key: str = "", _rows=None) -> tuple[go.Figure | None, pd.DataFrame]:
+    """Tokens/s each user sees on the SRAM chips and two reference parts, and how many chips hold the model."""
+    model = scenario_of(key).model
+    rows = [r for r in cached_comparison(key, price_key, _rows) if r.kind in SRAM_KINDS or r.accelerator_id in REFERENCE_IDS]
+    table = pd.DataFrame(
+        [
+            {
+                "Chip": r.name,
+                "Memory per chip (GiB)": round(r.usable_memory_gib, 3),
+                "Memory bandwidth (TB/s)": r.memory_bandwidth_gbps / 1000,
+                "Chips to hold the model": r.devices,
+                "Tokens/s per user": None if r.decode_tokens_per_s is None else round(r.decode_tokens_per_s),
+                "Priced": (f"${r.usd_per_device_hour:,.2f} per chip-hour" if r.usd_per_device_hour else "")
+                or _api_price(model, r.platform)
+                or "no public hourly price (sold per token)",
+            }
+            for r in rows
+        ]
+    )
+    served = [r for r in rows if r.decode_tokens_per_s]
+    if not served:
+        return None, table
+    fig = go.Figure(
+        go.Bar(
+            y=[_short(r.name) for r in served],
+            x=[r.decode_tokens_per_s for r in served],
+            orientation="h",
+            marker={"color": [PLATFORM_COLORS.get(r.platform, "#888") for r in served]},
+            text=[f"{r.decode_tokens_per_s:,.0f} tokens/s on {r.devices} chip{'s' if r.devices != 1 else ''}" for r in served],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:,.0f} tokens/s per user<extra></extra>",
+        )
+    )
+    fig.update_layout(xaxis={"title": "Tokens/s per user (decode)"}, yaxis={"autorange": "reversed"}, showlegend=False)
+    return frozen(layout(fig, f"Decode speed per user for {scenario_of(key).architecture.name}", height=300)), table
+
+
+if sc.mode == "inference":
+    st.subheader("Inference chips: the model in on-chip SRAM")
+    st.caption(
+        "Groq's LPU (230 MB of SRAM per chip at 80 TB/s) and Cerebras' WSE-3 (44 GB per wafer at 21 PB/s) keep the "
+        "weights on chip: the count below is the chips that hold the weights and KV cache; the speed is the weights "
+        "read at SRAM bandwidth plus the per-layer communication. Both are sold per token or per system, with no "
+        "public hourly price, so they are not on the chart above."
+    )
+    fig, table = sram_chips(KEY, *PRICES)
+    if fig is not None:
+        show(fig, key="chart_sram")
+    show_table(table, hide_index=True, width="stretch")
 
 st.subheader("Ecosystem trade-offs (with sources)")
 eco = load_ecosystem()

@@ -1,5 +1,7 @@
 """Memory: the per-device breakdown, where it fits, how it grows, and why."""
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -8,13 +10,14 @@ from app_pages.shared.context import page_header
 from app_pages.shared.plot import show
 from app_pages.shared.report import report_downloads
 from app_pages.shared.results import cached_estimate, cached_explain, scenario_of
-from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import COMPONENT_LABELS, Units, frozen
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import metric, plain, say
+from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.memory.engines import ENGINES
 from core.memory.stacks import STACKS
+from core.model.formats import FORMATS
 from core.units import BYTES_PER_GIB
 
 sc, values, units = page_header("Memory", "How much accelerator memory the scenario needs per device, and where it fits.")
@@ -59,7 +62,23 @@ with st.container():  # always there, so a note that comes and goes does not shi
 software = STACKS[sc.training_stack] if sc.mode == "training" else ENGINES[sc.serving_engine]
 with st.container(border=True):
     fit_cols = st.columns(4)
-    if sc.mode == "training" or software.preallocate_fraction is None:  # type: ignore[union-attr]
+    if sc.mode == "inference" and acc.weights_in_sram:  # Groq LPU, Cerebras WSE: the model in on-chip SRAM
+        metric(fit_cols[0], "Weights, all chips", units(result.weights_bytes_total), help=f"{FORMATS[sc.weights_format].label}")
+        sram_per_chip = units(result.device_memory_bytes) if result.device_memory_bytes >= 2**30 else f"{result.device_memory_bytes / 1e6:,.0f} MB"
+        metric(fit_cols[1], "SRAM per chip", sram_per_chip, help=f"{acc.name}: on-chip SRAM, all of it usable")
+        metric(
+            fit_cols[2],
+            "Chips for the weights alone",
+            f"{math.ceil(result.weights_bytes_total / result.device_memory_bytes):,}",
+            help="weights / SRAM per chip; the fewest that fit above add the KV cache and a whole number of layers per chip",
+        )
+        metric(
+            fit_cols[3],
+            "Needed per chip, this layout",
+            units(m.total),
+            help=f"weights + KV cache + one token per sequence in flight, over the sidebar's {result.devices_in_layout} chip(s); the fewest that fit is above",
+        )
+    elif sc.mode == "training" or result.engine_reserved_bytes is None:
         metric(fit_cols[0], "Live tensors at the peak", units(result.allocated_peak_bytes), help="torch.cuda.max_memory_allocated()")
         metric(fit_cols[1], "PyTorch's reserved pool", units(result.reserved_peak_bytes), help="torch.cuda.max_memory_reserved(): live tensors + freed blocks kept")
         metric(fit_cols[2], "What nvidia-smi shows", units(m.total), help="the reserved pool + CUDA context and libraries: the number a fit is decided on")
@@ -85,8 +104,14 @@ with st.container(border=True):
             help="weights and KV cache of the layers not on the GPU",
         )
     label = "Training stack" if sc.mode == "training" else "Serving engine"
-    st.markdown(f"**{label}: {plain(software.label)}** (change it in the sidebar). " + " · ".join(plain(n) for n in software.notes[:3]))
-    st.caption("Source: " + plain(software.source))
+    if sc.mode == "inference" and acc.weights_in_sram:
+        st.markdown(
+            f"**Software: {plain(acc.vendor.capitalize())}'s own compiler** lays the model out over the chips ahead of time; "
+            "the sidebar's serving engine does not run on it."
+        )
+    else:
+        st.markdown(f"**{label}: {plain(software.label)}** (change it in the sidebar). " + " · ".join(plain(n) for n in software.notes[:3]))
+        st.caption("Source: " + plain(software.source))
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)

@@ -9,15 +9,16 @@ from app_pages.shared.context import page_header, priced, stop_page
 from app_pages.shared.planning import faster_for_users, frontier_figure, goal_dict, headline, plan_table, strategies_figure
 from app_pages.shared.plot import show
 from app_pages.shared.scenario_io import scenario_values
-from app_pages.shared.sidebar import page_widget
 from app_pages.shared.state import request_values
 from app_pages.shared.style import Units, frozen
 from app_pages.shared.tables import show_table
-from app_pages.shared.text import md, metric, plain
+from app_pages.shared.text import hours_text, md, metric, plain
+from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.catalog.quality import caveats
 from core.cli import describe_validation_error
 from core.plan import Goal, PlanResult, plan
+from core.plan.train import HORIZON_HOURS
 from core.scenario import Scenario
 
 sc, values, units = page_header(
@@ -90,6 +91,16 @@ with st.container(border=True):
         st.caption(plain(note))
     if not result.cheapest.within_bounds:
         st.warning("No plan meets the deadline and budget: this is the cheapest one regardless.", icon=":material/warning:")
+    if (longer := result.cheaper_if_longer) is not None and longer.usd is not None and longer.hours is not None:
+        limit = f"the {hours_text(goal.deadline_hours)} deadline" if goal.deadline_hours else f"{HORIZON_HOURS / 24:.0f} days (no deadline set)"
+        st.caption(
+            md(
+                "Accepting a longer run would save {save}: {plan} It runs past {limit}; set a deadline beyond it to plan on it.",
+                save=f"${result.cheapest.cost - longer.usd:,.0f}",
+                plan=headline(longer, goal.pricing),
+                limit=limit,
+            )
+        )
     fastest = faster_for_users(result.plans, result.cheapest) if serving else result.fastest
     if fastest is not None and fastest is not result.cheapest and fastest.cost > result.cheapest.cost:
         st.markdown(("**Faster for each user, for at most twice the bill:** " if serving else "**Fastest:** ") + plain(headline(fastest, goal.pricing)))

@@ -2,20 +2,21 @@
 
 import streamlit as st
 
-from app_pages.shared.context import as_mode, page_header, priced, stop_page
+from app_pages.shared.context import as_mode, page_header, priced, stop_page, training_tokens
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, cached_serving
 from app_pages.shared.serving_section import api_comparison, traffic_and_targets
-from app_pages.shared.sidebar import page_widget
 from app_pages.shared.text import md, metric, plain
 from app_pages.shared.train_serve_views import bills_figure, cumulative_figure, own_vs_rent_figure
+from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.money.buy_rent import buy_vs_rent
 from core.money.serving import train_vs_serve
 
 sc, values, units = page_header("Training vs inference", "A one-off training or fine-tuning bill next to the monthly serving bill, and owning vs renting.")
 acc = get_accelerator(sc.accelerator)
-train_sc, err, note = as_mode(sc, "training", train_tokens=sc.train_tokens or 1e9)
+tokens, tokens_note = training_tokens(sc, values)
+train_sc, err, note = as_mode(sc, "training", train_tokens=tokens)
 serve_sc, err2, _ = as_mode(sc, "inference")
 if train_sc is None or serve_sc is None:
     st.error(plain(err or err2 or ""))
@@ -24,8 +25,8 @@ with st.container():  # one slot whether the note is shown or not: the charts be
     if note:
         st.caption(note)
 PRICES = priced()  # the price list in use: (cache key, rows)
-if not sc.train_tokens:
-    st.caption("No training-token count set: the training bill assumes **1 billion tokens** (sidebar: *Training run*).")
+if tokens_note:
+    st.caption(tokens_note)
 
 
 def bills() -> int:

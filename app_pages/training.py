@@ -2,17 +2,17 @@
 
 import streamlit as st
 
-from app_pages.shared.context import as_mode, page_header, priced, stop_page
+from app_pages.shared.context import as_mode, page_header, stop_page, training_tokens
+from app_pages.shared.context import priced as price_list
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
-from app_pages.shared.sidebar import page_widget
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import flops_text, hours_text, md, metric, plain
 from app_pages.shared.training_views import TOP_COLORS, curve_figure, offers_table, run_cost, time_cost_figure, training_curve_of, training_options_of
+from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
-DEFAULT_TOKENS = 1e9
 if sc.mode != "training":
     sc, err, note = as_mode(sc, "training")
     st.info(
@@ -23,14 +23,15 @@ if sc.mode != "training":
     if sc is None:
         st.error(plain(err))
         stop_page()
-if not sc.train_tokens:
-    sc = sc.model_copy(update={"train_tokens": DEFAULT_TOKENS})
-    st.caption(f"No training-token count set: assuming **{DEFAULT_TOKENS / 1e9:g} billion tokens** (set *Training tokens* under *Training run* in the sidebar).")
+tokens, tokens_note = training_tokens(sc, values)
+if tokens_note:
+    sc = sc.replace(train_tokens=tokens)
+    st.caption(tokens_note)
 
 acc = get_accelerator(sc.accelerator)
 price_kind = page_widget("price")
 KEY = sc.model_dump_json()
-PRICES = priced()  # the price list in use: (cache key, rows)
+PRICES = price_list()  # the price list in use: (cache key, rows)
 
 
 opts = training_options_of(KEY, *PRICES)

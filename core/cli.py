@@ -1,5 +1,6 @@
 """python -m core estimate FILE | plan FILE | models | accelerators | prices | schema
-(estimate and plan take --prices CSV [--price-mode replace|only] to price from your own list)
+(estimate and plan take --prices CSV [--price-mode replace|only] to price from your own list, and
+--include-flagged-prices to use the catalog rows it leaves out: placeholders, floors, stale rows)
 
 A contract: scenarios written today keep working. Bad input exits 2 with one
 line naming the field and the problem, never a traceback."""
@@ -58,13 +59,17 @@ def _read_json(path: str) -> Any:
         raise InputError(f"{path} {exc}") from None
 
 
-def _read_prices(path: str | None, mode: str) -> Any:
-    """Your own price CSV (data/cloud_prices.csv's columns) merged with the catalog by `mode`; None without one. Any
-    bad row is an input error: a price list is either read whole or not used."""
-    if path is None:
-        return None
+def _read_prices(path: str | None, mode: str, include_flagged: bool = False) -> Any:
+    """Your own price CSV (data/cloud_prices.csv's columns) merged with the catalog by `mode`; None without one (the
+    catalog's billable rows), or the whole catalog with `include_flagged`. Any bad row is an input error: a price list
+    is either read whole or not used."""
     from core.catalog.accelerators import load_accelerators
-    from core.catalog.prices import MAX_BYTES, merge_prices, parse_price_bytes
+    from core.catalog.price_trust import merge_prices
+    from core.catalog.prices import MAX_BYTES, load_prices, parse_price_bytes
+
+    catalog = load_prices() if include_flagged else None
+    if path is None:
+        return catalog
 
     try:
         with open(path, "rb") as fh:
@@ -75,7 +80,7 @@ def _read_prices(path: str | None, mode: str) -> Any:
     if messages or not rows:
         more = f" (+{len(messages) - 3} more)" if len(messages) > 3 else ""
         raise InputError(f"{path}: " + ("; ".join(messages[:3]) + more if messages else "no price rows"))
-    return merge_prices(rows, mode)  # type: ignore[arg-type]
+    return merge_prices(rows, mode, catalog)  # type: ignore[arg-type]
 
 
 def _estimate(path: str, prices: Any = None) -> Any:
@@ -169,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
             default="replace",
             help="replace: your rows replace the catalog's for the accelerators they price (default); only: your rows alone",
         )
+        p.add_argument(
+            "--include-flagged-prices",
+            action="store_true",
+            help="also price from catalog rows flagged as placeholders or floors (data/price_flags.csv) or stale (left out by default)",
+        )
     for name in ("models", "accelerators", "schema"):
         sub.add_parser(name)
     pr = sub.add_parser("prices", help="the price catalog as JSON; 'prices import' rebuilds data/cloud_prices.csv from data/prices/")
@@ -180,9 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         if args.command == "estimate":
-            out = _estimate(args.file, _read_prices(args.prices, args.price_mode))
+            out = _estimate(args.file, _read_prices(args.prices, args.price_mode, args.include_flagged_prices))
         elif args.command == "plan":
-            out = _plan(args.file, _read_prices(args.prices, args.price_mode))
+            out = _plan(args.file, _read_prices(args.prices, args.price_mode, args.include_flagged_prices))
         elif args.command == "models":
             out = _models()
         elif args.command == "accelerators":

@@ -19,7 +19,8 @@ from core.memory.estimate import MemoryResult, estimate_memory
 from core.scenario import Scenario
 
 MEASURED = DATA_DIR / "measurements" / "h100-2026-11-23.jsonl"
-GPU = {"NVIDIA H100 80GB HBM3": "h100-sxm"}
+# torch.cuda.get_device_name() -> our accelerator id; a row without `versions` is from the H100 run (copied without them)
+GPU = {"NVIDIA H100 80GB HBM3": "h100-sxm", "NVIDIA H200": "h200"}
 
 
 class Measured(BaseModel):
@@ -40,12 +41,20 @@ class Measured(BaseModel):
             lora = r.get("lora") or {}
             targets = lora.get("targets")
             what = f"LoRA r{lora.get('r')} {'all-linear' if targets == 'all-linear' else 'attention'}" if lora else r["precision"]
+            if r.get("precision") == "qlora":
+                what = f"Q{what} {r.get('quant', 'nf4')}"
             gc = " +GC" if r.get("gradient_checkpointing") else ""
             attn = " eager" if r.get("attn") == "eager" else ""
             return f"train {self.model} {what} b{self.batch_size} x {r['seq_len']:,}{gc}{attn}"
         if self.kind == "infer":
             return f"generate {self.model} b{self.batch_size} x {r['prompt_len']:,} + {r['new_tokens']}"
         return f"decode {self.model} b{self.batch_size} ctx {r['context']:,} {'compiled' if r.get('compiled') else 'eager'}"
+
+    @property
+    def accelerator(self) -> str:
+        """The card the row was measured on (the harness records torch's device name under `versions`)."""
+        gpu = (self.row.get("versions") or {}).get("gpu")
+        return "h100-sxm" if gpu is None else GPU[gpu]
 
     @property
     def measured_used_bytes(self) -> float:
@@ -57,7 +66,7 @@ class Measured(BaseModel):
 
     def scenario(self) -> Scenario | None:
         r = self.row
-        base: dict[str, Any] = {"model": self.model, "accelerator": "h100-sxm", "batch_size": self.batch_size}
+        base: dict[str, Any] = {"model": self.model, "accelerator": self.accelerator, "batch_size": self.batch_size}
         if self.kind == "train":
             base.update(
                 mode="training",
@@ -66,9 +75,12 @@ class Measured(BaseModel):
                 flash_attention=r.get("attn", "sdpa") != "eager",
                 training_stack="hf",
             )
-            if r["precision"] == "lora":
+            if r["precision"] in ("lora", "qlora"):
                 lora = r["lora"]
-                base.update(method="lora", precision="bf16-true", lora_rank=lora["r"], lora_targets="all-linear" if lora["targets"] == "all-linear" else "attention")
+                targets = "all-linear" if lora["targets"] == "all-linear" else "attention"
+                base.update(method=r["precision"], precision="bf16-true", lora_rank=lora["r"], lora_targets=targets)
+                if r["precision"] == "qlora":
+                    base.update(weights_format=r.get("quant", "nf4"))
             else:
                 base.update(method="full", precision="bf16-true" if r["precision"] == "bf16-true" else "bf16")
             return Scenario.model_validate(base)
@@ -103,7 +115,7 @@ class Measured(BaseModel):
             from core.catalog.accelerators import get_accelerator
             from core.speed.timing import training_time
 
-            return training_time(sc.model_copy(update={"train_tokens": 1e9}), get_accelerator("h100-sxm"), 1).tokens_per_s
+            return training_time(sc.model_copy(update={"train_tokens": 1e9}), get_accelerator(self.accelerator), 1).tokens_per_s
         from core.memory.engines import ENGINES
         from core.speed.roofline import inference_speed
 

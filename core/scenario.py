@@ -183,6 +183,12 @@ class Scenario(BaseModel):
                 raise ValueError("offload needs zero_stage >= 1 (DeepSpeed ZeRO-Offload)")
             if self.offload == "optimizer+params" and self.zero_stage != 3:
                 raise ValueError("offloading parameters needs zero_stage 3 (ZeRO-Infinity / FSDP)")
+        else:
+            from core.catalog.accelerators import get_accelerator
+            from core.catalog.engine_hardware import engine_problem
+
+            if (problem := engine_problem(self.serving_engine, get_accelerator(self.accelerator))) is not None:
+                raise ValueError(problem)
         return self
 
     def replace(self, **changes: Any) -> Scenario:

@@ -7,9 +7,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.plot import show
-from app_pages.shared.sidebar import page_widget
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, Units, frozen, layout
 from app_pages.shared.text import chart_text, md, metric, plain
+from app_pages.shared.widgets import page_widget
 from core.memory.engines import ENGINES
 from core.scenario import Scenario
 from core.speed.mixed import MAX_CARDS, MixedBox, mixed_box

@@ -2,20 +2,26 @@
 //
 // st.plotly_chart gives a chart a new identity whenever its figure changes, so every slider move unmounts it and
 // draws it again from nothing. Here the chart's <div> is kept and Plotly.react updates it in place, and a figure
-// that did not change is not touched at all. Plotly itself is the copy Streamlit ships (its chart module sets
-// window.Plotly when it loads), so the page never loads a second one.
+// that did not change is not touched at all. Plotly itself is plotly.min.js from the plotly Python package, served
+// from a declared component folder (plot.py) and loaded once per page as a classic script (it sets window.Plotly).
 
 let library = null;
 
-function plotlyLibrary(chunk) {
+function plotlyLibrary(source) {
   if (window.Plotly) return Promise.resolve(window.Plotly);
   if (library === null) {
-    // Streamlit's own scripts live in one folder; its Plotly module is a file beside them.
+    // `source` is relative to the app's root; Streamlit's own scripts live in <root>/static/js/.
     const own = document.querySelector('script[src*="static/js/"]');
-    const url = new URL(chunk, own ? own.src : document.baseURI).href;
-    library = import(url).then(() => {
-      if (!window.Plotly) throw new Error("Plotly did not load");
-      return window.Plotly;
+    const url = new URL(source, own ? new URL("../../", own.src) : document.baseURI).href;
+    library = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = url;
+      script.onload = () => {
+        if (window.Plotly && typeof window.Plotly.react === "function") resolve(window.Plotly);
+        else reject(new Error("the file loaded is not Plotly"));
+      };
+      script.onerror = () => reject(new Error("Plotly did not load"));
+      document.head.appendChild(script);
     });
     library.catch(() => {
       library = null; // a later chart may try again
@@ -215,7 +221,7 @@ export default function (component) {
   div.llmgpLatest = data;
   div.llmgpParent = parentElement;
   let gone = false;
-  plotlyLibrary(data.chunk)
+  plotlyLibrary(data.library)
     .then((Plotly) => {
       if (gone) return;
       // in view, or back to the figure already drawn (it leaves the waiting list): drawn now; else when seen

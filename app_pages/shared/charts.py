@@ -9,6 +9,7 @@ from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_L
 from core.catalog.accelerators import load_accelerators
 from core.estimate import Result
 from core.memory.estimate import LayoutResult, MemoryResult, devices_needed_by_accelerator
+from core.memory.fit import MAX_DEVICES
 from core.memory.sweep import COMPONENTS, sweep
 from core.scenario import Scenario
 
@@ -139,7 +140,7 @@ def sweep_chart(x: np.ndarray, grid: dict[str, np.ndarray], capacity: float, uni
 
 def layout_text(lay: LayoutResult | None) -> str:
     if lay is None:
-        return "does not fit on any layout up to 65,536 devices"
+        return f"does not fit on any layout up to {MAX_DEVICES:,} devices"
     parts = []
     if lay.data_parallel > 1:
         parts.append(f"DP {lay.data_parallel}")

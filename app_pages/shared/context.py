@@ -4,31 +4,17 @@ run of this session (kept per thread: each session's run has its own)."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import streamlit as st
 from pydantic import ValidationError
 
-from app_pages.shared.prices import PriceList
+from app_pages.shared.page_types import PageContext
 from app_pages.shared.style import Units
-from app_pages.shared.text import plain
+from app_pages.shared.text import md, plain
 from core.scenario import Scenario
 
 _local = threading.local()
-
-
-@dataclass(frozen=True)
-class PageContext:
-    scenario: Scenario | None
-    values: dict[str, Any]
-    messages: tuple[str, ...] = ()
-    notes: tuple[str, ...] = field(default=())
-    prices: PriceList = field(default=PriceList("", None))  # the price list in use (app_pages/shared/prices.py)
-
-    @property
-    def units(self) -> Units:
-        return Units(self.values.get("units", "GiB"))
 
 
 class PageStopped(Exception):
@@ -87,6 +73,24 @@ def as_mode(sc: Scenario, mode: str, **update: Any) -> tuple[Scenario | None, st
         return None, describe_validation_error(exc), None
 
 
+def training_tokens(sc: Scenario, values: dict[str, Any]) -> tuple[float, str | None]:
+    """The tokens a training bill is for, on every page: the sidebar's *Training tokens* when set, else the Plan page's
+    dataset (tokens per epoch x epochs, the same goal the planner plans), with the caption that says which."""
+    if sc.train_tokens:
+        return sc.train_tokens, None
+    from core.scenario import MAX_TRAIN_TOKENS
+
+    per_epoch, epochs = float(values.get("ptok", 20.0)) * 1e6, float(values.get("epochs", 1.0))
+    tokens = min(per_epoch * epochs, MAX_TRAIN_TOKENS)
+    return tokens, md(
+        "No training-token count in the sidebar: the Plan page's dataset, **{n} tokens** ({per} per epoch x {epochs} "
+        "epochs), is billed here as on the Plan page (set *Training tokens* under *Training run* to bill another).",
+        n=f"{tokens:,.0f}",
+        per=f"{per_epoch:,.0f}",
+        epochs=f"{epochs:g}",
+    )
+
+
 def show_messages() -> None:
     """The link's and the inputs' warnings, escaped: they can quote user input."""
     ctx = context()
@@ -102,6 +106,6 @@ def priced() -> tuple[str, Any]:
     """The price list in use as (cache key, rows) for the cached results; says so on the page when it is the user's."""
     prices = context().prices
     if prices.rows is not None:
-        mode = " (the catalog's rows for the others)" if context().values.get("pmode") != "only" else " (only these)"
+        mode = "" if not prices.own_rows else " (the catalog's rows for the others)" if context().values.get("pmode") != "only" else " (only these)"
         st.caption(plain(prices.summary() + mode + "; sidebar: Your own prices."))
     return prices.args

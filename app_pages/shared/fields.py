@@ -579,6 +579,15 @@ def fields() -> dict[str, Field]:
             help="replace: your rows replace the catalog's rows for the accelerators they price, the rest of the catalog still answers; "
             "only: every page prices from your rows alone",
         ),
+        Field(
+            "pflag",
+            "Also price from the catalog's flagged rows",
+            "bool",
+            False,
+            widget="toggle",
+            help="left out of every bill unless this is on: rows the catalog flags as placeholders or auction floors "
+            "(data/price_flags.csv, with why) and rows older than six months",
+        ),
         # --- the Plan page's goal (core/plan/goal.py) ------------------------------------------------------------
         Field(
             "goal",

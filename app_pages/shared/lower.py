@@ -5,7 +5,7 @@ run of another fragment did not touch), else it reruns in the same run, after th
 
 The Inference page's serving bill is one: it reads the served scenario but not its context length (the traffic sets
 each request's), so a context move on Inference no longer re-sends and re-renders its six inputs, four metrics and
-table (bench/latency.py, README). A section declares what it reads (`reads`), and the declaration is what decides:
+table (bench/latency.py, docs/PERFORMANCE.md). A section declares what it reads (`reads`), and the declaration is what decides:
 one that left out something the section draws from would leave it stale after a move of that. So the declaration is
 tested against what is drawn (tests/app/test_lower_section.py: fresh links that differ only in what it leaves out
 draw the same section, element for element). The page fragment also checks after each run of its own that the
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app_pages.shared import serving_section
-from app_pages.shared.context import PageContext
 from app_pages.shared.fields import Values
+from app_pages.shared.page_types import PageContext
 from app_pages.shared.prices import price_list
 from app_pages.shared.scenario_io import build_scenario
 from app_pages.shared.state import CFG_TEXT

@@ -69,7 +69,7 @@ up to 8 then pipeline stages, or ZeRO-3 — whichever needs the fewest devices.
 **Partial offload** (llama.cpp `-ngl`): $g$ of the $L$ layers sit on the GPU with their KV cache (llama.cpp's default
 `offload_kqv`); the other $L-g$ layers' weights and KV cache stay in system RAM, which must hold them. A decode step runs
 the GPU's layers, then the CPU's: its time is the GPU part of the roofline plus
-$(1-g/L) \cdot (	ext{weights} + 	ext{KV}) / (	ext{RAM bandwidth} 	imes 0.85)$, the 0.85 calibrated on Mixtral 8x7B Q8_0 on a
+$(1-g/L) \cdot (\text{weights} + \text{KV}) / (\text{RAM bandwidth} \times 0.85)$, the 0.85 calibrated on Mixtral 8x7B Q8_0 on a
 Ryzen 9 5900X (3.58 tokens/s, llama.cpp issue #4716) and checked on other CPUs. A prompt is computed on the GPU, the RAM
 layers' weights crossing PCIe (about 25 GB/s) once per 512-token micro-batch. The most layers that fit is the free
 memory after the runtime and compute buffers divided by one layer's weights and KV cache. `-ngl 0` is CPU-only decode.

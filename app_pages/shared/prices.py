@@ -8,53 +8,45 @@ page all price from the same rows."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
 import streamlit as st
 
-from app_pages.shared.sidebar import page_widget
+from app_pages.shared.page_types import PriceList
 from app_pages.shared.state import PRICE_TEXT
 from app_pages.shared.text import plain
+from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import load_accelerators
-from core.catalog.prices import COLUMNS, PriceRow, merge_prices, parse_price_bytes, parse_price_csv
+from core.catalog.price_trust import merge_prices
+from core.catalog.prices import COLUMNS, load_prices, parse_price_bytes, parse_price_csv
 
 MAX_PRICE_CHARS = 64_000  # about 500 rows: a team's own price sheet is tens of rows; parsed lists are shared in a small cache
 TEMPLATE = ",".join(COLUMNS) + "\nOur cloud,h100x8-reserved,h100-sxm,8,17.60,,us-east,false,2026-11-01,our 1-year contract,\n"
 
 
-@dataclass(frozen=True)
-class PriceList:
-    key: str  # "" for the built-in catalog; else a digest of the text and the mode (a cache key)
-    rows: tuple[PriceRow, ...] | None  # None: the built-in catalog
-    own_rows: int = 0
-    accelerators: int = 0
-    problems: tuple[str, ...] = ()
-    as_of: str = ""
-
-    def summary(self) -> str:
-        rows, accs = f"{self.own_rows} row{'s' * (self.own_rows != 1)}", f"{self.accelerators} accelerator{'s' * (self.accelerators != 1)}"
-        return f"Priced from your own list: {rows} for {accs}, as of {self.as_of}"
-
-    @property
-    def args(self) -> tuple[str, tuple[PriceRow, ...] | None]:
-        """(price_key, rows) for the cached results (app_pages/shared/results.py)."""
-        return self.key, self.rows
+FLAGGED = PriceList("flagged", load_prices(), problems=())  # the whole catalog, its flagged rows too (pflag on)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def _parsed(text: str, mode: str) -> PriceList:
+def _parsed(text: str, mode: str, flagged: bool = False) -> PriceList:
     rows, problems = parse_price_csv(text, {a.id for a in load_accelerators()})
     if not rows:
-        return PriceList("", None, problems=tuple(problems) or ("no price rows",))
-    digest = hashlib.sha256(f"{mode}\n{text}".encode()).hexdigest()[:16]
+        fallback = FLAGGED if flagged else PriceList("", None)
+        return PriceList(fallback.key, fallback.rows, problems=tuple(problems) or ("no price rows",))
+    digest = hashlib.sha256(f"{mode}\n{flagged}\n{text}".encode()).hexdigest()[:16]
     dates = sorted(r.as_of for r in rows)
     span = f"{dates[0]}" if dates[0] == dates[-1] else f"{dates[0]} – {dates[-1]}"
-    return PriceList(digest, merge_prices(rows, mode), len(rows), len({r.accelerator_id for r in rows}), tuple(problems), span)  # type: ignore[arg-type]
+    merged = merge_prices(rows, mode, load_prices() if flagged else None)  # type: ignore[arg-type]
+    return PriceList(digest, merged, len(rows), len({r.accelerator_id for r in rows}), tuple(problems), span)
 
 
 def price_list(values: dict) -> PriceList:
+    """The rows every page prices from: the user's list by `pmode`, else the catalog's billable rows; with `pflag`
+    the catalog's flagged rows too (core/catalog/price_trust.py)."""
     text = st.session_state.get(PRICE_TEXT, "")
-    return _parsed(text, values.get("pmode", "replace")) if text.strip() else PriceList("", None)
+    flagged = bool(values.get("pflag", False))
+    if text.strip():
+        return _parsed(text, values.get("pmode", "replace"), flagged)
+    return FLAGGED if flagged else PriceList("", None)
 
 
 def price_inputs() -> None:
@@ -69,11 +61,12 @@ def price_inputs() -> None:
         if err := st.session_state.get("price_error"):
             st.error(plain(err))
         st.download_button("Template (CSV)", data=TEMPLATE, file_name="my-prices.csv", mime="text/csv", icon=":material/download:", width="stretch")
+        page_widget("pflag")
         if not text.strip():
             st.caption("Prices come from the dated catalog (Method page). A list of your own, in the same columns, prices every page.")
             return
         page_widget("pmode")
-        got = _parsed(text, st.session_state.get("pmode", "replace"))
+        got = _parsed(text, st.session_state.get("pmode", "replace"), bool(st.session_state.get("pflag", False)))
         if got.rows is not None:
             st.caption(plain(got.summary() + "."))
         if got.problems:

@@ -17,6 +17,7 @@ from typing import Any
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from app_pages.shared import lower
 from app_pages.shared.fields import Values, fields
 from app_pages.shared.state import current_values
 
@@ -49,8 +50,6 @@ def after_sidebar_change(shape: tuple) -> None:
         return
     values = current_values()
     if sidebar_shape(values) == shape:
-        from app_pages.shared import lower
-
         both = not lower.current(values)
         st.session_state[lower.QUEUED] = both  # the page fragment's check that the lower section is not left stale
         try:

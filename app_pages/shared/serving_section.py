@@ -16,9 +16,9 @@ import streamlit as st
 from app_pages.shared.context import PageContext, as_mode
 from app_pages.shared.inference_views import every_offer_csv, offers_by_accelerator
 from app_pages.shared.results import cached_serving
-from app_pages.shared.sidebar import page_widget, traffic_inputs
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import md, metric
+from app_pages.shared.widgets import page_widget, traffic_inputs
 from core.catalog.accelerators import get_accelerator
 from core.catalog.api_prices import nearest_api_price
 from core.money.serving import PerTokenComparison, ServingPlan, Traffic, dedicated_vs_per_token

@@ -1,49 +1,22 @@
-"""The sidebar's layout: the field table's sidebar inputs, section by section,
-shown when they apply to the current values; and page inputs drawn the same
-way (their values live in the same place and travel in the link)."""
+"""The sidebar's layout: the field table's sidebar inputs, section by section, shown when they apply to the current
+values, each drawn by the widget factory (widgets.py, which also draws the pages' inputs) with the callback that
+decides what its change reruns (rerun.py)."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import streamlit as st
-from pydantic import ValidationError
 
 from app_pages.shared import guard
-from app_pages.shared.fields import Field, fields
+from app_pages.shared.fields import fields
 from app_pages.shared.rerun import INPUTS, after_sidebar_change, rerun_all, sidebar_shape
 from app_pages.shared.state import CFG_TEXT, MAX_CONFIG_CHARS, current_values
 from app_pages.shared.text import plain
-from core.cli import describe_validation_error
+from app_pages.shared.widgets import widget
 from core.model.hub import HUB_BASE_URL, HubError, fetch_hub_model
 
 SECTIONS = (("model", "Model"), ("workload", "Workload"), ("parallel", None), ("run", None), ("display", "Display"))
-
-
-def widget(f: Field, container: Any = st, shape: tuple | None = None) -> Any:
-    """The widget for a field, keyed by its URL key; its value lives in st.session_state[f.key]. A sidebar input
-    gets the sidebar's `shape` (rerun.py): a change that keeps it reruns only the page."""
-    st.session_state.setdefault(f.key, f.default)
-    common: dict[str, Any] = {"key": f.key, "help": f.help or None}
-    if shape is not None:
-        common.update(on_change=after_sidebar_change, args=(shape,))
-    if f.widget == "toggle":
-        return container.toggle(f.label, **common)
-    if f.widget == "number":
-        cast = int if f.kind == "int" else float
-        step = {"step": 1} if f.kind == "int" else {}
-        return container.number_input(f.label, min_value=cast(f.lo), max_value=cast(f.hi), **step, **common)
-    if f.widget == "slider":
-        return container.select_slider(f.label, options=f.stops(st.session_state[f.key]), format_func=f.fmt, **common)
-    if f.widget == "segmented":
-        return container.segmented_control(f.label, options=list(f.options), format_func=f.fmt, required=True, **common)
-    return container.selectbox(f.label, options=list(f.options), format_func=f.fmt, **common)
-
-
-def page_widget(key: str, container: Any = st) -> Any:
-    """A page-level input (traffic, prices, sweep axis): kept and linked like the sidebar's."""
-    return widget(fields()[key], container)
 
 
 def _hub_import() -> None:
@@ -108,7 +81,7 @@ def _inputs() -> None:
     st.subheader("Model")
     for f in table.values():
         if f.section == "model" and f.applies(values):
-            widget(f, shape=shape)
+            widget(f, on_change=after_sidebar_change, args=(shape,))
     if values["src"] == "config":
         _config_input()
     for section, title in SECTIONS[1:]:
@@ -124,19 +97,4 @@ def _inputs() -> None:
             container = st.container()
         with container:
             for f in rows:
-                widget(f, shape=shape)
-
-
-def traffic_inputs(last_key: str):
-    """Requests/day, tokens in and out (and one more input, `last_key`) in a row; the Traffic they describe, or
-    None after saying why it is invalid."""
-    from core.money.serving import Traffic
-
-    cols = st.columns(4)
-    rpd, tin, tout = (page_widget(k, c) for k, c in zip(("rpd", "tin", "tout"), cols, strict=False))
-    extra = page_widget(last_key, cols[3])
-    try:
-        return Traffic(requests_per_day=rpd, input_tokens_per_request=tin, output_tokens_per_request=tout), extra
-    except ValidationError as exc:
-        st.warning(plain("This traffic is not valid: " + describe_validation_error(exc)), icon=":material/warning:")
-        return None, extra
+                widget(f, on_change=after_sidebar_change, args=(shape,))

@@ -26,7 +26,7 @@ TIME_TICKS: Marks = (
     (720, "1 month"),
     (2190, "3 months"),
     (8760, "1 year"),
-    *((8760 * n, f"{n} years") for n in (2, 5, 10, 20, 50, 100)),  # a 1T-token pretrain on few devices: 11 years (README)
+    *((8760 * n, f"{n} years") for n in (2, 5, 10, 20, 50, 100)),  # a 1T-token pretrain on few devices: 11 years (docs/PERFORMANCE.md)
 )
 
 

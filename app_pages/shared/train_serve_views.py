@@ -1,6 +1,6 @@
 """The Training vs inference page's figures, cached by the numbers they draw: Plotly builds and validates a figure on
 the server at every call, and a slider move that changes none of these numbers rebuilds nothing (with the page's
-other cached views, the server's CPU per move fell from about 50 to 20 ms: README, 12 moves' /proc CPU time)."""
+other cached views, the server's CPU per move fell from about 50 to 20 ms: docs/PERFORMANCE.md, 12 moves' /proc CPU time)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,14 @@ case's allocator state or out-of-memory never leaks into the next. Compare the o
 
     python3 bench/gpu/harness.py --grid smoke --out $OUT/run.jsonl      # a minute: one case of each kind
     python3 bench/gpu/harness.py --grid h100 --out $OUT/run.jsonl       # the grid of data/measurements/
-    python3 bench/gpu/harness.py --list --grid h100                     # print the cases, run nothing
+    python3 bench/gpu/harness.py --grid h200 --out $OUT/run.jsonl --budget-s 360   # the H200 grid, stops in 6 min
+    python3 bench/gpu/harness.py --list --grid h200                     # print the cases, run nothing
+    python3 bench/gpu/harness.py --device cpu ...                       # plumbing check on a CPU: numbers mean nothing
     python3 bench/gpu/compare.py $OUT/run.jsonl
+
+Each case runs under a time limit (its `limit_s`, else --case-timeout-s); a case that overruns is killed with its
+process group and written as `ok: false, error: "timeout"`. With --budget-s the grid stops starting cases once the
+budget is spent, so a lease's time limit still returns every row that finished (rows are written as they finish).
 
 Needs torch, transformers and (for LoRA/QLoRA rows) peft and bitsandbytes; none of them is a project dependency.
 """
@@ -17,8 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from itertools import product
 from pathlib import Path
@@ -29,6 +39,8 @@ sys.path.insert(0, str(ROOT))
 
 from core.catalog.presets import preset  # noqa: E402
 
+DEVICE = "cuda"  # --device cpu runs the same code on a CPU to check the plumbing (memory then reads 0)
+GRIDS = ("smoke", "h100", "h200")
 WARMUP_STEPS = 2
 LORA16 = {"r": 16, "targets": "all-linear"}
 TIMED_STEPS = 6
@@ -61,8 +73,10 @@ def grid(name: str) -> list[dict[str, Any]]:
         cases.append(dict(kind="infer", model="llama-3.2-1b", batch_size=1, prompt_len=512, new_tokens=16))
         cases.append(dict(kind="decode", model="llama-3.2-1b", batch_size=1, context=1024, compiled=False))
         return cases
+    if name == "h200":
+        return _grid_h200()
     if name != "h100":
-        raise SystemExit(f"unknown grid {name!r} (smoke, h100)")
+        raise SystemExit(f"unknown grid {name!r} ({', '.join(GRIDS)})")
     for precision, (batch, seq), gc in product(("bf16-true", "mixed"), ((1, 512), (4, 512), (4, 2048), (8, 2048)), (False, True)):
         cases.append(dict(kind="train", model="llama-3.2-1b", precision=precision, batch_size=batch, seq_len=seq, gradient_checkpointing=gc))
     for precision in ("bf16-true", "mixed"):
@@ -77,26 +91,85 @@ def grid(name: str) -> list[dict[str, Any]]:
     return cases
 
 
+def _grid_h200() -> list[dict[str, Any]]:
+    """A second card's rows, in the order they matter (a lease that runs out keeps the first ones): the H100 run's
+    speed cases again (same shapes, so the two cards compare directly), then LoRA without checkpointing, a long
+    sequence, QLoRA on a 13B base and the batch-64 decode step. `limit_s` bounds each case's process."""
+    gc_on, gc_off = True, False
+    train = dict(kind="train", seq_len=2048)
+    return [
+        dict(train, model="llama-3.1-8b", precision="lora", batch_size=4, gradient_checkpointing=gc_on, lora=LORA16, limit_s=90),
+        dict(train, model="llama-3.2-1b", precision="bf16-true", batch_size=8, gradient_checkpointing=gc_off, limit_s=60),
+        dict(train, model="llama-3.2-3b", precision="bf16-true", batch_size=4, gradient_checkpointing=gc_on, limit_s=60),
+        dict(train, model="llama-3.1-8b", precision="qlora", batch_size=4, gradient_checkpointing=gc_on, lora=LORA16, quant="nf4", limit_s=120),
+        dict(kind="decode", model="llama-3.1-8b", batch_size=1, context=1024, compiled=True, limit_s=120),
+        dict(train, model="llama-3.2-3b", precision="lora", batch_size=4, gradient_checkpointing=gc_off, lora=LORA16, limit_s=60),
+        dict(train, model="llama-3.1-8b", precision="lora", batch_size=1, seq_len=8192, gradient_checkpointing=gc_on, lora=LORA16, limit_s=90),
+        dict(train, model="llama-2-13b", precision="qlora", batch_size=4, gradient_checkpointing=gc_on, lora=LORA16, quant="nf4", timed_steps=4, limit_s=150),
+        dict(kind="decode", model="llama-3.1-8b", batch_size=64, context=1024, compiled=True, limit_s=120),
+        dict(kind="decode", model="llama-3.1-8b", batch_size=1, context=1024, compiled=False, limit_s=45),
+        dict(train, model="llama-3.1-8b", precision="bf16-true", batch_size=4, gradient_checkpointing=gc_on, limit_s=75),
+    ]
+
+
 def _versions() -> dict[str, str]:
     import torch
     import transformers
 
-    out = {"torch": torch.__version__, "cuda": str(torch.version.cuda), "transformers": transformers.__version__, "gpu": torch.cuda.get_device_name(0)}
+    gpu = torch.cuda.get_device_name(0) if DEVICE == "cuda" else DEVICE
+    out = {"torch": torch.__version__, "cuda": str(torch.version.cuda), "transformers": transformers.__version__, "gpu": gpu}
     for mod in ("peft", "bitsandbytes"):
         try:
             out[mod] = __import__(mod).__version__
         except ImportError:
             pass
+    if shutil.which("nvidia-smi"):
+        query = ["nvidia-smi", "--query-gpu=driver_version,memory.total", "--format=csv,noheader,nounits", "--id=0"]
+        smi = subprocess.run(query, capture_output=True, text=True, check=False).stdout.strip().split(", ")
+        if len(smi) == 2:
+            out["driver"], out["memory_total_mib"] = smi
     return out
 
 
+def _sync(torch: Any) -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
 def _memory(torch: Any) -> dict[str, int]:
+    if DEVICE != "cuda":
+        return {"peak_allocated_bytes": 0, "peak_reserved_bytes": 0, "device_used_bytes": 0}
     free, total = torch.cuda.mem_get_info()
     return {
         "peak_allocated_bytes": torch.cuda.max_memory_allocated(),
         "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
         "device_used_bytes": total - free,
     }
+
+
+def _params(cfg: Any) -> int:
+    """Parameter count of a Llama config (to size the scratch space of a save-and-reload)."""
+    h, layers, v = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
+    kv = cfg.num_key_value_heads * cfg.head_dim
+    per_layer = h * (cfg.num_attention_heads * cfg.head_dim) * 2 + 2 * h * kv + 3 * h * cfg.intermediate_size
+    return layers * per_layer + v * h * (1 if cfg.tie_word_embeddings else 2)
+
+
+def _scratch_dir(need_bytes: float) -> str | None:
+    """A RAM-backed folder when it has room (saving and reloading a 13B model on a disk costs a minute), else the default."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > need_bytes:
+        return str(shm)
+    return None
+
+
+def _free(torch: Any) -> None:
+    import gc
+
+    gc.collect()
+    if DEVICE == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
 
 
 def _build(case: dict[str, Any]) -> Any:
@@ -107,18 +180,19 @@ def _build(case: dict[str, Any]) -> Any:
     cfg._attn_implementation = case.get("attn", "sdpa")
     dtype = torch.float32 if case.get("precision") == "mixed" else torch.bfloat16
     if case.get("quant") == "nf4":  # QLoRA the common way: bitsandbytes NF4 + prepare_model_for_kbit_training
-        import tempfile
-
         from peft import prepare_model_for_kbit_training
         from transformers import BitsAndBytesConfig
 
         qc = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16, bnb_4bit_use_double_quant=True)
-        with tempfile.TemporaryDirectory() as tmp:  # bitsandbytes quantizes on load: save random weights, load them back
-            AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16).save_pretrained(tmp)
-            model = AutoModelForCausalLM.from_pretrained(tmp, quantization_config=qc, device_map="cuda", attn_implementation=case.get("attn", "sdpa"))
+        with tempfile.TemporaryDirectory(dir=_scratch_dir(2.2 * _params(cfg))) as tmp:  # bitsandbytes quantizes on load
+            with torch.device(DEVICE):  # random bf16 weights drawn on the device (fast), saved, loaded back quantized
+                AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16).save_pretrained(tmp)
+            _free(torch)
+            model = AutoModelForCausalLM.from_pretrained(tmp, quantization_config=qc, device_map=DEVICE, attn_implementation=case.get("attn", "sdpa"))
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=case["gradient_checkpointing"])
+        _free(torch)  # the peak of this case starts here: the bf16 copy drawn above is not part of a QLoRA run
     else:
-        with torch.device("cuda"):
+        with torch.device(DEVICE):
             model = AutoModelForCausalLM.from_config(cfg, torch_dtype=dtype)
     if case.get("lora"):
         from peft import LoraConfig, get_peft_model
@@ -137,20 +211,20 @@ def _train(case: dict[str, Any]) -> dict[str, Any]:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=1e-5, fused=True)
-    load_allocated = torch.cuda.memory_allocated()
-    ids = torch.randint(0, model.config.vocab_size, (case["batch_size"], case["seq_len"]), device="cuda")
+    opt = torch.optim.AdamW(params, lr=1e-5, fused=DEVICE == "cuda")
+    load_allocated = torch.cuda.memory_allocated() if DEVICE == "cuda" else 0
+    ids = torch.randint(0, model.config.vocab_size, (case["batch_size"], case["seq_len"]), device=DEVICE)
     row: dict[str, Any] = {"trainable_params": sum(p.numel() for p in params), "total_params": sum(p.numel() for p in model.parameters())}
     times = []
-    for step in range(WARMUP_STEPS + (TIMED_STEPS if case.get("timed") else 0)):
-        torch.cuda.synchronize()
+    for step in range(WARMUP_STEPS + (case.get("timed_steps", TIMED_STEPS) if case.get("timed") else 0)):
+        _sync(torch)
         t0 = time.perf_counter()
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=case.get("precision") == "mixed"):
+        with torch.autocast(DEVICE, dtype=torch.bfloat16, enabled=case.get("precision") == "mixed"):
             loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
+        _sync(torch)
         if step >= WARMUP_STEPS:
             times.append(time.perf_counter() - t0)
     row.update(_memory(torch), load_allocated_bytes=load_allocated)
@@ -165,18 +239,18 @@ def _infer(case: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     model = _build(case).eval()
-    weights = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-    ids = torch.randint(0, model.config.vocab_size, (case["batch_size"], case["prompt_len"]), device="cuda")
+    weights = torch.cuda.memory_allocated() if DEVICE == "cuda" else 0
+    _free(torch)
+    ids = torch.randint(0, model.config.vocab_size, (case["batch_size"], case["prompt_len"]), device=DEVICE)
     with torch.no_grad():
-        torch.cuda.synchronize()
+        _sync(torch)
         t0 = time.perf_counter()
         model(input_ids=ids)
-        torch.cuda.synchronize()
+        _sync(torch)
         prefill = time.perf_counter() - t0
         t0 = time.perf_counter()
         model.generate(ids, max_new_tokens=case["new_tokens"], min_new_tokens=case["new_tokens"], do_sample=False)
-        torch.cuda.synchronize()
+        _sync(torch)
         total = time.perf_counter() - t0
     decode = max(total - prefill, 1e-9)
     return {
@@ -194,19 +268,19 @@ def _decode(case: dict[str, Any]) -> dict[str, Any]:
 
     model = _build(case).eval()
     b, ctx = case["batch_size"], case["context"]
-    cache = StaticCache(config=model.config, max_batch_size=b, max_cache_len=ctx + 16, device="cuda", dtype=torch.bfloat16)
-    ids = torch.randint(0, model.config.vocab_size, (b, ctx), device="cuda")
+    cache = StaticCache(config=model.config, max_batch_size=b, max_cache_len=ctx + 16, device=DEVICE, dtype=torch.bfloat16)
+    ids = torch.randint(0, model.config.vocab_size, (b, ctx), device=DEVICE)
     step = torch.compile(model.forward, mode="reduce-overhead") if case["compiled"] else model.forward
     with torch.no_grad():
-        model(input_ids=ids, past_key_values=cache, cache_position=torch.arange(ctx, device="cuda"), use_cache=True)
+        model(input_ids=ids, past_key_values=cache, cache_position=torch.arange(ctx, device=DEVICE), use_cache=True)
         tok = ids[:, -1:]
         times = []
         for i in range(WARMUP_STEPS + TIMED_STEPS + (3 if case["compiled"] else 0)):
-            pos = torch.tensor([ctx + (i % 8)], device="cuda")
-            torch.cuda.synchronize()
+            pos = torch.tensor([ctx + (i % 8)], device=DEVICE)
+            _sync(torch)
             t0 = time.perf_counter()
             step(input_ids=tok, past_key_values=cache, cache_position=pos, use_cache=True)
-            torch.cuda.synchronize()
+            _sync(torch)
             times.append(time.perf_counter() - t0)
     timed = sorted(times[-TIMED_STEPS:])
     step_s = timed[len(timed) // 2]
@@ -217,10 +291,12 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """Run one case in this process and return its output row (the case's fields plus what was measured)."""
     import torch
 
-    torch.cuda.reset_peak_memory_stats()
-    torch.zeros(1, device="cuda")
-    free, total = torch.cuda.mem_get_info()
-    row = {**case, "context_bytes": total - free - torch.cuda.memory_reserved()}
+    row = dict(case)
+    if DEVICE == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        torch.zeros(1, device="cuda")
+        free, total = torch.cuda.mem_get_info()
+        row["context_bytes"] = total - free - torch.cuda.memory_reserved()
     try:
         row.update({"train": _train, "infer": _infer, "decode": _decode}[case["kind"]](case), ok=True)
     except torch.cuda.OutOfMemoryError:
@@ -228,34 +304,92 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _same_case(row: dict[str, Any], case: dict[str, Any]) -> bool:
+    return all(row.get(k) == v for k, v in case.items() if k not in ("timed", "limit_s"))
+
+
+def _child_setup() -> None:
+    """In the child before it starts: its own process group (a timeout kills it whole, compile workers included),
+    and on Linux death with its parent (a harness killed from outside leaves no case running on the GPU)."""
+    os.setpgid(0, 0)
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+
+
+def _run_child(case: dict[str, Any], limit_s: float) -> dict[str, Any]:
+    """One case in a fresh process, killed with its process group when it overruns limit_s."""
+    cmd = [sys.executable, __file__, "--device", DEVICE, "--case", json.dumps(case)]
+    t0 = time.perf_counter()
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_child_setup)
+    try:
+        out, err = child.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        out, err = child.communicate()
+        return {**case, "ok": False, "error": f"timeout after {limit_s:.0f} s", "wall_seconds": time.perf_counter() - t0}
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    if lines:
+        row = json.loads(lines[-1])
+    else:
+        tail = err.strip().splitlines()[-5:]
+        print("\n".join(tail), file=sys.stderr)
+        row = {**case, "ok": False, "error": tail[-1] if tail else f"crashed (exit {child.returncode})"}
+    row["wall_seconds"] = time.perf_counter() - t0
+    return row
+
+
+def run_grid(cases: list[dict[str, Any]], out: Path, case_timeout_s: float, budget_s: float | None, skip_done: Path | None = None) -> None:
+    """Run cases one process each, appending a JSON line per case as soon as it ends."""
+    versions = _versions()
+    done = [json.loads(ln) for ln in skip_done.read_text().splitlines() if ln.strip()] if skip_done and skip_done.exists() else []
+    start = time.perf_counter()
+    with out.open("a") as fh:
+        for c in cases:
+            if any(r.get("ok") and _same_case(r, c) for r in done):
+                print(json.dumps({"skipped": "done before", **c}))
+                continue
+            limit_s = float(c.get("limit_s", case_timeout_s))
+            if budget_s is not None:
+                left_s = budget_s - (time.perf_counter() - start)
+                if left_s < min(limit_s, 20.0):
+                    print(json.dumps({"skipped": f"budget ({left_s:.0f} s left)", **c}))
+                    continue
+                limit_s = min(limit_s, left_s)
+            row = _run_child({**c, "timed": True}, limit_s)
+            row["versions"] = versions
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+            keys = ("kind", "model", "precision", "batch_size", "seq_len", "ok", "error", "device_used_bytes", "tokens_per_second", "step_seconds", "wall_seconds")
+            print(json.dumps({k: row.get(k) for k in keys if k in row}), flush=True)
+
+
 def main() -> None:
+    global DEVICE
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--grid", default="smoke")
+    ap.add_argument("--grid", default="smoke", choices=GRIDS)
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--list", action="store_true", help="print the cases and exit")
+    ap.add_argument("--list", action="store_true", help="print the grid's cases and exit")
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help="cpu: a plumbing check, nothing measured")
+    ap.add_argument("--case-timeout-s", type=float, default=600.0, help="limit of a case without its own limit_s")
+    ap.add_argument("--budget-s", type=float, help="start no case once this many seconds have gone")
+    ap.add_argument("--skip-done", type=Path, help="a JSON-lines file of an earlier run: skip its cases that ran ok")
     ap.add_argument("--case", help=argparse.SUPPRESS)  # a child process: one case as JSON
     args = ap.parse_args()
+    DEVICE = args.device
     if args.case:
         print(json.dumps(run_case(json.loads(args.case))))
         return
     cases = grid(args.grid)
     if args.list:
+        print(f"# grid {args.grid}: {len(cases)} cases (grids: {', '.join(GRIDS)})")
         for c in cases:
             print(json.dumps(c))
         return
     if args.out is None:
         raise SystemExit("--out FILE.jsonl is required to run")
-    versions = _versions()
-    with args.out.open("a") as fh:
-        for c in cases:
-            c = {**c, "timed": True}
-            done = subprocess.run([sys.executable, __file__, "--case", json.dumps(c)], capture_output=True, text=True)
-            lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-            row = json.loads(lines[-1]) if lines else {**c, "ok": False, "error": done.stderr.strip().splitlines()[-1:] or "crashed"}
-            row["versions"] = versions
-            fh.write(json.dumps(row) + "\n")
-            fh.flush()
-            print(json.dumps({k: row.get(k) for k in ("kind", "model", "precision", "batch_size", "ok", "device_used_bytes")}))
+    run_grid(cases, args.out, args.case_timeout_s, args.budget_s, args.skip_done)
 
 
 if __name__ == "__main__":

@@ -25,9 +25,13 @@ BYTES_PER_GIB = 2**30
 BYTES_PER_GB = 10**9
 ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 
-Vendor = Literal["nvidia", "amd", "google", "aws", "apple", "intel", "other"]
-# unified: a CPU and GPU sharing one memory (DGX Spark, Strix Halo); custom: hardware a user typed in
-Kind = Literal["gpu", "tpu", "npu", "apple", "unified", "custom"]
+Vendor = Literal["nvidia", "amd", "google", "aws", "apple", "intel", "groq", "cerebras", "other"]
+# unified: a CPU and GPU sharing one memory (DGX Spark, Strix Halo); custom: hardware a user typed in;
+# lpu / wafer: inference chips whose model lives in on-chip SRAM (Groq's LPU, Cerebras' wafer-scale engine)
+Kind = Literal["gpu", "tpu", "npu", "apple", "unified", "custom", "lpu", "wafer"]
+# Kinds with no off-chip memory for the model: the weights and the KV cache are spread over the chips' SRAM, and a
+# compiler places every tensor ahead of time (no CUDA context, no allocator, no engine reservation).
+SRAM_KINDS = frozenset({"lpu", "wafer"})
 
 _Positive = Field(default=None, gt=0, allow_inf_nan=False)
 
@@ -85,6 +89,11 @@ class Accelerator(BaseModel):
         if not self.source.strip():
             raise ValueError("source must not be blank")
         return self
+
+    @property
+    def weights_in_sram(self) -> bool:
+        """The model lives in on-chip SRAM (SRAM_KINDS): chips are counted to hold the weights."""
+        return self.kind in SRAM_KINDS
 
     @property
     def memory_bytes(self) -> int:

@@ -1,5 +1,5 @@
 """Qualitative trade-offs per platform (data/ecosystem.csv): framework,
-quantization, scaling, availability and serving support, each with a source."""
+quantization, scaling, availability, serving support and memory, each with a source."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from core.catalog.accelerators import DATA_DIR, Accelerator, CatalogError, valid
 
 ECOSYSTEM_CSV = DATA_DIR / "ecosystem.csv"
 
-Platform = Literal["nvidia-gpu", "amd-gpu", "google-tpu", "aws-trainium", "apple-silicon", "intel-gaudi"]
-Aspect = Literal["frameworks", "quantization", "scaling", "availability", "inference-serving"]
+Platform = Literal["nvidia-gpu", "amd-gpu", "google-tpu", "aws-trainium", "apple-silicon", "intel-gaudi", "groq-lpu", "cerebras-wse"]
+# The trade-offs the seed notes name: low-precision throughput (quantization), memory capacity (memory), scaling and
+# software maturity (frameworks), plus where to get the hardware and what serves models on it.
+Aspect = Literal["frameworks", "quantization", "scaling", "availability", "inference-serving", "memory"]
 
 _PLATFORM_BY_VENDOR: dict[str, Platform] = {
     "nvidia": "nvidia-gpu",
@@ -25,6 +27,8 @@ _PLATFORM_BY_VENDOR: dict[str, Platform] = {
     "aws": "aws-trainium",
     "apple": "apple-silicon",
     "intel": "intel-gaudi",
+    "groq": "groq-lpu",
+    "cerebras": "cerebras-wse",
 }
 
 

@@ -13,7 +13,6 @@ import datetime as dt
 import functools
 import io
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -173,17 +172,3 @@ def prices_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None = None) ->
     pool = load_prices() if rows is None else rows
     hits = [r for r in pool if r.accelerator_id == accelerator_id]
     return tuple(sorted(hits, key=lambda r: (r.on_demand_usd_per_device_hour, r.provider)))
-
-
-PriceMode = Literal["replace", "only"]
-PRICE_MODES: tuple[PriceMode, ...] = ("replace", "only")
-
-
-def merge_prices(own: tuple[PriceRow, ...], mode: PriceMode, catalog: tuple[PriceRow, ...] | None = None) -> tuple[PriceRow, ...]:
-    """A user's price list in use: "replace" keeps the catalog's rows for the accelerators the list does not price
-    (so a negotiated H100 rate replaces every H100 row, and the rest of the catalog still answers); "only" prices
-    from the user's rows alone."""
-    if mode == "only":
-        return own
-    mine = {r.accelerator_id for r in own}
-    return own + tuple(r for r in (load_prices() if catalog is None else catalog) if r.accelerator_id not in mine)

@@ -22,6 +22,7 @@ class Provider(BaseModel):
     as_of: PartialDate
     source: str = Field(min_length=3)
     single_host: str = ""  # instance types holding this text are single hosts even here (RunPod's Community Cloud)
+    serves: bool = True  # may host a serving endpoint (Colab's terms allow interactive notebooks only)
 
 
 @functools.lru_cache(maxsize=1)
@@ -37,3 +38,10 @@ def spans_nodes(provider: str, instance_type: str = "") -> bool:
     if known is None:
         return True
     return known.multi_node and not (known.single_host and known.single_host.lower() in instance_type.lower())
+
+
+def can_serve(provider: str) -> bool:
+    """Whether a provider's rows may host a model that serves traffic (False for Colab, whose FAQ disallows web
+    services); a provider the catalog does not list may."""
+    known = load_providers().get(provider.lower())
+    return True if known is None else known.serves

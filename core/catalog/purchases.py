@@ -67,17 +67,3 @@ def default_purchase(accelerator_id: str) -> Purchase | None:
     if not rows:
         return None
     return max(rows, key=lambda p: (p.whole_system, p.as_of))
-
-
-# Industry-average PUE (Uptime Institute survey, 2023) and the US commercial electricity price (EIA): the defaults a
-# buy-vs-rent answer starts from; both are page inputs.
-DEFAULT_PUE_ITEM = "pue_industry_average_uptime_2023"
-DEFAULT_KWH_ITEM = "electricity_commercial_avg_US"
-
-
-def default_pue() -> FacilityFigure:
-    return load_facility()[DEFAULT_PUE_ITEM]
-
-
-def default_usd_per_kwh() -> FacilityFigure:
-    return load_facility()[DEFAULT_KWH_ITEM]

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from core.catalog.accelerators import get_accelerator
 from core.layout import Layout
 from core.memory.activations import LayerCosts, layer_activation_bytes, logits_bytes
 from core.memory.engines import ENGINES
@@ -59,9 +60,6 @@ MASTER_COPY_BYTES = 4.0  # fp32 master weights in mixed precision (Micikevicius 
 FRAGMENTATION_OF_LOSS_BUFFER = 0.75
 FRAGMENTATION_FLOOR_BYTES = 0.25 * BYTES_PER_GIB
 PREFILL_FRAGMENTATION = 0.3
-
-# Serving engines prefill long prompts in chunks (core/memory/engines.py): kept for callers that name it.
-PREFILL_CHUNK_TOKENS = 8192
 
 COMPONENT_NAMES = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead", "allocator")
 
@@ -391,8 +389,11 @@ def gpu_layer_share(sc: Scenario, arch: Architecture) -> float:
 
 
 def _kv_sequences(sc: Scenario, batch: Any) -> Any:
-    """llama.cpp allocates one KV cache of n_ctx tokens whatever the batch; the other engines one per sequence."""
-    return 1 if ENGINES[sc.serving_engine].kv_whole_context and sc.serving_engine == "llama.cpp" else batch
+    """Sequences whose KV cache is held: one per concurrent sequence, with every engine. llama.cpp allocates one cache
+    of -c (n_ctx) tokens at load and splits it over its -np parallel slots (llama.cpp tools/server/server.cpp:
+    n_ctx_slot = n_ctx / n_parallel), so serving `batch` sequences of `seq` tokens takes -c = batch x seq; before, the
+    cache was counted once whatever the batch, and the Inference page offered 4,096 concurrent sequences where 5 fit."""
+    return batch
 
 
 def host_resident_bytes(sc: Scenario, arch: Architecture, batch: Any, seq: Any, weights_total: float) -> Any:
@@ -403,16 +404,28 @@ def host_resident_bytes(sc: Scenario, arch: Architecture, batch: Any, seq: Any, 
     return (1.0 - share) * (weights_total + _kv_sequences(sc, batch) * kv_bytes_per_sequence(arch, sc.kv_cache_format, seq))
 
 
+def sram_resident(sc: Scenario) -> bool:
+    """Serving on chips whose model lives in on-chip SRAM (Groq LPU, Cerebras WSE): their compiler lays out every
+    tensor ahead of time and streams the tokens through the chips (Abts et al. 2020, "Think Fast: A Tensor Streaming
+    Processor (TSP) for Accelerating Deep Learning Workloads", ISCA), so no GPU runtime, allocator or engine pool
+    takes a share of the memory, and a prompt is not held as one large chunk."""
+    return sc.mode == "inference" and get_accelerator(sc.accelerator).weights_in_sram
+
+
 def inference_components(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, seq: Any, weights_total: float | None = None) -> Components:
     """What serving `batch` sequences of `seq` tokens needs per device with the scenario's engine (the engine's
-    pre-allocation is not included: see engine_reservation())."""
+    pre-allocation is not included: see engine_reservation()). On SRAM-resident chips (sram_resident): the weights,
+    the KV cache and one token per sequence in flight, nothing else."""
     engine = ENGINES[sc.serving_engine]
     _, tp, pp = layout
     share = gpu_layer_share(sc, arch)
     weights = share * (weight_bytes(arch, FORMATS[sc.weights_format]) if weights_total is None else weights_total) / (tp * pp)
     kv = share * _kv_sequences(sc, batch) * kv_bytes_per_sequence(arch, sc.kv_cache_format, seq) * kv_share(arch, tp) / pp
     a_bytes = 4 if sc.weights_format == "fp32" else 2
-    activations = _prefill_peak(sc, arch, tp, batch, seq, a_bytes)
+    sram = sram_resident(sc)
+    activations = _prefill_peak(sc, arch, tp, batch, seq, a_bytes, streamed=sram)
+    if sram:
+        return Components(weights, 0.0, 0.0, activations, kv, 0.0, 0.0)
     overhead = CUDA_CONTEXT_BYTES + engine.graphs_bytes + (COMM_BUFFER_BYTES if tp * pp > 1 else 0.0)
     # Engines that pre-allocate manage their own pool; generate() leaves PyTorch's allocator to split the prefill's
     # buffers (reserved - allocated grew to about 0.3 of the prefill working set on our H100 runs).
@@ -421,19 +434,28 @@ def inference_components(sc: Scenario, arch: Architecture, layout: Layout, batch
 
 
 def engine_reservation(sc: Scenario, capacity: float) -> float | None:
-    """Bytes the engine takes at start whatever the model needs (vLLM gpu_memory_utilization), or None."""
+    """Bytes the engine takes at start whatever the model needs (vLLM gpu_memory_utilization), or None (also on
+    SRAM-resident chips, which run no such engine)."""
+    if sram_resident(sc):
+        return None
     engine = ENGINES[sc.serving_engine]
     fraction = sc.gpu_memory_utilization or engine.preallocate_fraction
+    if fraction is None and engine.reserve_bytes is not None:
+        return max(0.0, capacity - engine.reserve_bytes)
     return None if fraction is None else fraction * capacity
 
 
-def _prefill_peak(sc: Scenario, arch: Architecture, tp: int, batch: Any, seq: Any, act_bytes: int) -> Any:
+def _prefill_peak(sc: Scenario, arch: Architecture, tp: int, batch: Any, seq: Any, act_bytes: int, streamed: bool = False) -> Any:
     """Transient working set of one block during prefill: the hidden state and residual, the normed input, Q/K/V,
     and the MLP's gate, up and activated values for the tokens of one prefill step (the engine's chunk, or every
-    prompt token of the batch for generate()), without FlashAttention their score matrix against the whole context,
-    plus fp32 logits for the last token of each sequence."""
+    prompt token of the batch for generate(); `streamed`: one token per sequence, as SRAM-resident chips pipeline a
+    prompt through), without FlashAttention their score matrix against the whole context, plus fp32 logits for the
+    last token of each sequence."""
     engine = ENGINES[sc.serving_engine]
-    tokens = seq * batch if engine.prefill_chunk_tokens is None else np.minimum(seq * batch, engine.prefill_chunk_tokens)
+    if streamed:
+        tokens = batch
+    else:
+        tokens = seq * batch if engine.prefill_chunk_tokens is None else np.minimum(seq * batch, engine.prefill_chunk_tokens)
     h = arch.hidden_size
     f = arch.intermediate_size
     if arch.is_moe:

@@ -6,7 +6,7 @@ takes the roofline time at the engine's bandwidth efficiency plus a fixed
 per-layer overhead (kernel launches and framework time, which dominate small
 batches when there are no CUDA graphs). Each constant is calibrated on one
 measurement, named below, and checked against others in
-tests/core/test_engines.py (tests/data/engine_speeds.csv).
+tests/core/test_roofline.py (tests/data/engine_speeds.csv).
 """
 
 from __future__ import annotations
@@ -32,7 +32,14 @@ VLLM_LAYER_OVERHEAD_S = (6.44e-3 - _ROOF_8B_S) / 32
 # (4.62 GB read per token at 75% of 2.0 TB/s = 3.08 ms; the rest over 32 layers).
 LLAMACPP_QUANT_LAYER_OVERHEAD_S = (1 / 145.55 - 4.6174e9 / (2000e9 * 0.75)) / 32
 
-EngineId = Literal["vllm", "sglang", "tensorrt-llm", "llama.cpp", "hf-transformers", "hf-transformers-compiled"]
+EngineId = Literal["vllm", "sglang", "tensorrt-llm", "llama.cpp", "hf-transformers", "hf-transformers-compiled", "deepspeed-mii"]
+
+# DeepSpeed-MII / FastGen (DeepSpeed-Inference v2, deepspeed/inference/v2/ragged/manager_configs.py): the KV cache is
+# allocated in blocks from all the memory left after the weights but MemoryConfig.size = 1_000_000_000 bytes kept back
+# (AllocationMode.RESERVE); a forward pass holds at most max_ragged_batch_size = 768 tokens (Dynamic SplitFuse chunks
+# long prompts to that budget); max_context = 8192 tokens per sequence by default.
+MII_RESERVED_BYTES = 1_000_000_000
+MII_RAGGED_BATCH_TOKENS = 768
 
 
 class ServingEngine(NamedTuple):
@@ -50,6 +57,7 @@ class ServingEngine(NamedTuple):
     kv_expanded: bool  # grouped-query K/V are copied out to every query head each step (transformers repeat_kv)
     source: str
     notes: tuple[str, ...]
+    reserve_bytes: float | None = None  # the engine takes all device memory but this many bytes at start (DeepSpeed-MII)
 
 
 ENGINES: dict[str, ServingEngine] = {
@@ -177,6 +185,29 @@ ENGINES: dict[str, ServingEngine] = {
                 "CUDA graphs remove most launch overhead (about 80 microseconds per layer remain)",
                 "grouped-query K and V are copied out to every query head each step (repeat_kv): the KV cache is read once and its expanded copy written and read again",
             ),
+        ),
+        ServingEngine(
+            "deepspeed-mii",
+            "DeepSpeed-MII (FastGen)",
+            MII_RAGGED_BATCH_TOKENS,
+            False,
+            None,
+            0.0,
+            0.80,
+            0.55,
+            VLLM_LAYER_OVERHEAD_S,
+            0.0,
+            0.0,
+            False,
+            "DeepSpeed-Inference v2 ragged state manager (deepspeed/inference/v2/ragged/manager_configs.py: MemoryConfig RESERVE "
+            "1,000,000,000 bytes, max_ragged_batch_size 768, max_context 8192); DeepSpeed-FastGen blog (blocked KV cache, "
+            "continuous batching, Dynamic SplitFuse); decode speed taken as vLLM's (no calibration of its own)",
+            (
+                "DeepSpeed-MII gives the KV cache all the memory left after the weights but 1 GB (1,000,000,000 bytes) kept for other allocations",
+                "Dynamic SplitFuse: prompts are cut into forward passes of at most 768 tokens, filled up with decode tokens",
+                "sequences of at most 8,192 tokens by default (max_context)",
+            ),
+            MII_RESERVED_BYTES,
         ),
     )
 }

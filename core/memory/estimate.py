@@ -23,6 +23,7 @@ from core.memory.components import (
     host_resident_bytes,
     inference_components,
     kv_cache_bytes_per_token,
+    sram_resident,
     training_peak,
     training_states,
 )
@@ -39,6 +40,7 @@ _OUT = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 # Tensor-parallel sizes tried when looking for the smallest layout: one NVLink
 # domain of an 8-GPU HGX/DGX baseboard (Megatron-LM keeps TP inside a node).
 TP_CANDIDATES = (1, 2, 4, 8)
+SRAM_TP_CANDIDATES = (16, 32, 64)
 
 
 class ParamCounts(BaseModel):
@@ -287,15 +289,24 @@ def _kv_pool(sc: Scenario, comps: Components, capacity: float, usable: float) ->
 
 def devices_needed_by_accelerator(sc: Scenario, accelerator_ids: list[str]) -> dict[str, LayoutResult | None]:
     """Smallest fitting layout on each accelerator. Per-device memory does not
-    depend on the device, so one evaluator serves them all."""
-    ev = Evaluator(sc, sc.architecture)
-    return {a: devices_needed(sc, ev, fit_capacity(sc, float(get_accelerator(a).usable_memory_bytes))) for a in accelerator_ids}
+    depend on the device but for SRAM-resident chips, so two evaluators serve them all."""
+    out: dict[str, LayoutResult | None] = {}
+    evs: dict[bool, Evaluator] = {}
+    for a in accelerator_ids:
+        sc_a = sc.model_copy(update={"accelerator": a})
+        sram = sram_resident(sc_a)  # SRAM chips carry no GPU runtime: an evaluator of their own
+        ev = evs[sram] if sram in evs else evs.setdefault(sram, Evaluator(sc_a, sc.architecture))
+        out[a] = devices_needed(sc_a, ev, fit_capacity(sc_a, float(get_accelerator(a).usable_memory_bytes)))
+    return out
 
 
 def _tp_sizes(sc: Scenario, arch: Architecture) -> list[int]:
     """Tensor-parallel sizes that split the attention heads evenly (vLLM and
-    Megatron require heads % TP == 0), plus the scenario's own."""
-    sizes = {t for t in TP_CANDIDATES if arch.num_heads % t == 0}
+    Megatron require heads % TP == 0), plus the scenario's own. SRAM-resident
+    chips split each layer over many chips (Groq runs a 70B model on hundreds of
+    230 MB chips), so up to 64 there."""
+    candidates = TP_CANDIDATES + SRAM_TP_CANDIDATES if sram_resident(sc) else TP_CANDIDATES
+    sizes = {t for t in candidates if arch.num_heads % t == 0}
     return sorted(sizes | {sc.tensor_parallel})
 
 
@@ -466,18 +477,49 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
 
 def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
     out = [Text.of("{a}", a=a) for a in arch.assumptions]
-    out.append(
-        Text.of(
-            "outside PyTorch: {ctx} CUDA context and libraries per device (measured on an H100), +{buf} NCCL buffers when devices cooperate",
-            ctx=Bytes(CUDA_CONTEXT_BYTES),
-            buf=Bytes(COMM_BUFFER_BYTES),
+    sram = sram_resident(sc)
+    if sram:
+        out.append(
+            Text.of(
+                "{name} keeps the model in on-chip SRAM: its compiler places the weights, the KV cache and one token per sequence "
+                "in flight over the chips ahead of time; no CUDA context, allocator or serving-engine pool (the sidebar's "
+                "serving engine does not run on it)",
+                name=get_accelerator(sc.accelerator).name,
+            )
         )
-    )
+    else:
+        out.append(
+            Text.of(
+                "outside PyTorch: {ctx} CUDA context and libraries per device (measured on an H100), +{buf} NCCL buffers when devices cooperate",
+                ctx=Bytes(CUDA_CONTEXT_BYTES),
+                buf=Bytes(COMM_BUFFER_BYTES),
+            )
+        )
+    fmt = FORMATS[sc.weights_format]
+    if sc.mode == "inference" and fmt.kernels:
+        out.append(Text.of("weights in {label}: run by {kernels}", label=fmt.label, kernels=fmt.kernels))
+        if fmt.engines and sc.serving_engine not in fmt.engines and not sram:
+            out.append(
+                Text.of(
+                    "{engine} has no kernels for {label}: only {engines} run it; the estimate counts its size as if it did",
+                    engine=ENGINES[sc.serving_engine].label,
+                    label=fmt.label,
+                    engines=", ".join(ENGINES[e].label for e in fmt.engines),
+                )
+            )
     if sc.seq_len > arch.max_context:
         out.append(Text.of("seq_len {s:,} exceeds the model's trained context of {c:,} tokens", s=sc.seq_len, c=arch.max_context))
     if sc.mode == "training":
         stack = STACKS[sc.training_stack]
         out.append(Text.of("training stack: {label} ({source})", label=stack.label, source=stack.source))
+        if get_accelerator(sc.accelerator).weights_in_sram:
+            out.append(
+                Text.of(
+                    "training on {name} is not modelled (Groq's LPU serves only; Cerebras trains by streaming weights from "
+                    "MemoryX): this is the GPU estimate on a device of its memory",
+                    name=get_accelerator(sc.accelerator).name,
+                )
+            )
         out += [Text.of("{note}", note=note) for note in stack.notes]
         if sc.method == "qlora" and sc.weights_format != "nf4":
             out.append(Text.of("QLoRA keeps the frozen base in NF4 with double quantization; weights_format is not used"))
@@ -495,7 +537,7 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
                 "allocator keeps part of the loss step's large buffers reserved (the allocator reserve)"
             )
         )
-    else:
+    elif not sram:
         engine = ENGINES[sc.serving_engine]
         out.append(Text.of("serving engine: {label} ({source})", label=engine.label, source=engine.source))
         out += [Text.of("{note}", note=note) for note in engine.notes]

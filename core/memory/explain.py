@@ -24,6 +24,7 @@ from core.memory.components import (
     mixed,
     qlora_upcast,
     residual_bytes,
+    sram_resident,
     stack_of,
     training_states,
 )
@@ -92,15 +93,23 @@ def explain(sc: Scenario, result: MemoryResult) -> list[Explanation]:
         rest -= COMM_BUFFER_BYTES
     if rest > 1:
         parts.append(f"{bytes_mark(rest)} for two gathered blocks ({_n(sc.architecture.largest_layer_params)} params each) under ZeRO-3")
-    out.append(
-        Explanation(
+    if sram_resident(sc):  # Groq LPU, Cerebras WSE: the compiler places everything ahead of time
+        overhead = Explanation(
+            component="overhead",
+            formula="none on a chip whose model lives in on-chip SRAM: no CUDA context, CUDA graphs or NCCL buffers",
+            numbers=marked(f"{bytes_mark(m.overhead)}"),
+            bytes=m.overhead,
+            source="Abts et al. 2020, Think Fast: A Tensor Streaming Processor (ISCA): the compiler schedules every tensor",
+        )
+    else:
+        overhead = Explanation(
             component="overhead",
             formula="CUDA context (+ CUDA graphs of the serving engine) (+ NCCL buffers when distributed) (+ ZeRO-3 gather/prefetch of two blocks)",
             numbers=marked(" + ".join(parts) + f" = {bytes_mark(m.overhead)}"),
             bytes=m.overhead,
             source=OVERHEAD_SRC,
         )
-    )
+    out.append(overhead)
     if sc.mode == "training":
         formula = f"{FRAGMENTATION_FLOOR_BYTES / 2**30:.2f} GiB + {FRAGMENTATION_OF_LOSS_BUFFER:g} x the loss step's largest buffer"
     else:
@@ -159,7 +168,11 @@ def _inference(sc: Scenario, result: MemoryResult) -> list[Explanation]:
         )
     )
     chunk = (
-        f"min({sc.batch_size} x {sc.seq_len:,}, {engine.prefill_chunk_tokens:,})" if engine.prefill_chunk_tokens else f"{sc.batch_size} x {sc.seq_len:,} (whole prompts)"
+        f"{sc.batch_size} (one token per sequence streamed through the chips)"
+        if sram_resident(sc)
+        else f"min({sc.batch_size} x {sc.seq_len:,}, {engine.prefill_chunk_tokens:,})"
+        if engine.prefill_chunk_tokens
+        else f"{sc.batch_size} x {sc.seq_len:,} (whole prompts)"
     )
     out.append(
         Explanation(
@@ -171,12 +184,18 @@ def _inference(sc: Scenario, result: MemoryResult) -> list[Explanation]:
         )
     )
     reserved = engine_reservation(sc, float(result.device_memory_bytes))
+    fraction = sc.gpu_memory_utilization or engine.preallocate_fraction
     if reserved is not None:
+        device = bytes_mark(result.device_memory_bytes)
+        if fraction is None:  # DeepSpeed-MII: all of the device but a fixed reserve
+            how, numbers = "device memory less the engine's fixed reserve", f"{device} - {bytes_mark(engine.reserve_bytes or 0.0)}"
+        else:
+            how, numbers = "gpu_memory_utilization x device memory", f"{fraction:g} x {device}"
         out.append(
             Explanation(
                 component="engine reservation",
-                formula="gpu_memory_utilization x device memory, taken at start; what the model does not need becomes KV-cache blocks",
-                numbers=marked(f"{sc.gpu_memory_utilization or engine.preallocate_fraction:g} x {bytes_mark(result.device_memory_bytes)} = {bytes_mark(reserved)}"),
+                formula=f"{how}, taken at start; what the model does not need becomes KV-cache blocks",
+                numbers=marked(f"{numbers} = {bytes_mark(reserved)}"),
                 bytes=round(reserved),
                 source=engine.source,
             )

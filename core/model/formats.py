@@ -30,12 +30,28 @@ WeightFormatId = Literal[
     "gguf-q3_k_m",
     "gguf-q2_k",
     "mxfp4",
+    "gguf-tq1_0",
+    "gguf-tq2_0",
+    "bitnet-i2_s",
 ]
 
 # GGML block types, bits per weight = block bytes * 8 / block weights
 # (ggml-common.h block_q8_0 / block_q4_0 / block_q*_K layouts: Q8_0 34 B and Q4_0 18 B per 32 weights,
 # Q6_K 210 B, Q5_K 176 B, Q4_K 144 B, Q3_K 110 B, Q2_K 84 B per 256 weights).
-GGML_BITS = {"Q8_0": 8.5, "Q4_0": 4.5, "Q6_K": 6.5625, "Q5_K": 5.5, "Q4_K": 4.5, "Q3_K": 3.4375, "Q2_K": 2.625}
+# Ternary types (ggml-common.h block_tq1_0: 48 bytes of 5 trits each + 4 bytes of 4 trits + an fp16 scale = 54 B per
+# 256 weights; block_tq2_0: 2 bits per weight in 64 bytes + an fp16 scale = 66 B per 256; llama.cpp PR #8151). llama-quantize
+# lists them as "1.69 bpw ternarization" and "2.06 bpw ternarization".
+GGML_BITS = {
+    "Q8_0": 8.5,
+    "Q4_0": 4.5,
+    "Q6_K": 6.5625,
+    "Q5_K": 5.5,
+    "Q4_K": 4.5,
+    "Q3_K": 3.4375,
+    "Q2_K": 2.625,
+    "TQ1_0": 54 * 8 / 256,
+    "TQ2_0": 66 * 8 / 256,
+}
 
 
 class WeightFormat(NamedTuple):
@@ -49,6 +65,8 @@ class WeightFormat(NamedTuple):
     mix: tuple[tuple[str, float, float], ...] = ()
     source: str = ""
     experts_only: bool = False  # only routed-expert weights are quantized; the rest stays 16-bit (gpt-oss MXFP4)
+    engines: tuple[str, ...] = ()  # the serving engines (core/memory/engines.py) with kernels for it; () = any
+    kernels: str = ""  # which kernels run it, where that is narrower than "any engine"
 
     @property
     def is_quantized(self) -> bool:
@@ -89,6 +107,11 @@ _Q6 = GGML_BITS["Q6_K"]
 # tensors"; Q3_K_M uses Q4_K for attention.wv, attention.wo and feed_forward.w2;
 # Q2_K uses Q4_K for attention.wv and feed_forward.w2; output.weight is Q6_K.
 _GGUF_SRC = "llama.cpp k-quant mixes as described in TheBloke/Llama-2-7B-GGUF model card (2023-09)"
+# Ternary GGUF (TQ1_0 / TQ2_0): llama-quantize stores token_embd in Q4_K for these types and the output matrix in Q6_K
+# (src/llama-quant.cpp, llama_tensor_get_type); norms stay F32. The weights must already be ternary (BitNet b1.58,
+# TriLM): ternarizing a 16-bit model this way destroys it.
+_TQ_SRC = "ggml-org/llama.cpp ggml/src/ggml-common.h (block_tq1_0, block_tq2_0), PR #8151; src/llama-quant.cpp (token_embd Q4_K, output Q6_K)"
+_TQ_KERNELS = "llama.cpp's ternary dot products (CPU; PR #8151); for models trained ternary (BitNet b1.58, TriLM)"
 
 FORMATS: dict[str, WeightFormat] = {
     f.id: f
@@ -140,10 +163,38 @@ FORMATS: dict[str, WeightFormat] = {
             experts_only=True,
             source="OCP Microscaling Formats (MX) Specification v1.0; OpenAI gpt-oss model card (2025)",
         ),
+        *(
+            WeightFormat(
+                f"gguf-{tq.lower()}",
+                f"GGUF {tq} (ternary, {GGML_BITS[tq]:.2f} bpw)",
+                GGML_BITS[tq],
+                GGML_BITS["Q4_K"],
+                _Q6,
+                32,
+                source=_TQ_SRC,
+                engines=("llama.cpp",),
+                kernels=_TQ_KERNELS,
+            )
+            for tq in ("TQ1_0", "TQ2_0")
+        ),
+        # bitnet.cpp's I2_S: 2 bits per ternary weight (4 per byte in blocks of 128) plus one fp32 scale per tensor in
+        # a 32-byte tail (ceil(n / 4) + 32 bytes: left out, 32 bytes a matrix); token_embd and the norms stay F16 and
+        # the output reuses the tied embedding (microsoft/BitNet docs/I2_s.md).
+        WeightFormat(
+            "bitnet-i2_s",
+            "BitNet b1.58 I2_S (bitnet.cpp, 2 bpw)",
+            2.0,
+            _BF16,
+            _BF16,
+            _BF16,
+            source="microsoft/BitNet docs/I2_s.md (I2_S layout); BitNet b1.58 2B4T model card (W1.58A8: ternary weights, 8-bit activations)",
+            engines=("llama.cpp",),
+            kernels="bitnet.cpp (Microsoft's llama.cpp fork: I2_S, TL1 and TL2 lookup-table kernels, CPU first) for BitNet b1.58 models; "
+            "upstream llama.cpp does not read I2_S (convert to TQ1_0 / TQ2_0 instead)",
+        ),
     )
 }
 
-# The activation / compute precision each format runs at for inference.
 # Bytes per cached K or V element. llama.cpp's quantized caches (--cache-type-k/-v) use its weight blocks:
 # q8_0 = 34 bytes per 32 values, q4_0 = 18 bytes per 32 (ggml-common.h block_q8_0 / block_q4_0).
 KV_CACHE_BYTES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "q8_0": 34 / 32, "q4_0": 18 / 32}

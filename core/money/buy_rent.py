@@ -15,7 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import get_accelerator
-from core.catalog.prices import PriceRow, load_prices
+from core.catalog.price_trust import billable_prices
+from core.catalog.prices import PriceRow
 from core.catalog.purchases import default_purchase
 from core.money.pricing import rows_for
 
@@ -68,7 +69,7 @@ def _cheapest_rental(accelerator_id: str, rows: tuple[PriceRow, ...] | None) -> 
     acc = get_accelerator(accelerator_id)
     pool = [
         r
-        for r in (rows if rows is not None else load_prices())
+        for r in billable_prices(rows)
         if (a := get_accelerator(r.accelerator_id)).kind == "gpu"
         and a.usable_memory_gib >= acc.usable_memory_gib
         and a.memory_bandwidth_gbps >= acc.memory_bandwidth_gbps

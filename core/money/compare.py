@@ -12,12 +12,15 @@ from core.catalog.accelerators import get_accelerator, load_accelerators
 from core.catalog.ecosystem import EcosystemEntry, ecosystem_for, platform_of
 from core.catalog.prices import PriceRow
 from core.layout import Layout
+from core.memory.components import sram_resident
 from core.memory.estimate import Evaluator
+from core.memory.fit import MAX_DEVICES
 from core.money.blocks import estimate_blocks
-from core.money.pricing import rows_for
+from core.money.pricing import rows_for, serving_rows_for
 from core.scenario import Scenario
 from core.speed.roofline import inference_speed
 from core.speed.timing import inference_peak_tflops, peak_tflops, training_time
+from core.units import SECONDS_PER_HOUR
 
 _OUT = ConfigDict(frozen=True)
 
@@ -54,7 +57,8 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
     res, training, inf = estimate_blocks(sc_a, ev, light=True)
     tp = inf.tensor_parallel if inf is not None else (res.layout_needed.tensor_parallel if res.layout_needed else 1)
     # cheapest per-device price among instances that hold the tensor-parallel group
-    per_device = min((r.on_demand_usd_per_device_hour for r in rows_for(aid, rows, tp)), default=None)
+    pick = rows_for if sc.mode == "training" else serving_rows_for  # serving: not on Colab's notebooks
+    per_device = min((r.on_demand_usd_per_device_hour for r in pick(aid, rows, tp)), default=None)
     peak = peak_tflops(acc, sc.precision) if sc.mode == "training" else inference_peak_tflops(acc, sc.weights_format)
     notes: list[str] = [] if not peak.flagged else [peak.basis]
     devices = res.devices_needed
@@ -68,7 +72,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
         ttft, decode = speed.time_to_first_token_s, speed.decode_tokens_per_s
         out_per_dev = speed.output_tokens_per_s / devices
         if per_device is not None:
-            usd_mtok = per_device * devices / (speed.output_tokens_per_s * 3600.0) * 1e6
+            usd_mtok = per_device * devices / (speed.output_tokens_per_s * SECONDS_PER_HOUR) * 1e6
     train_rate = train_hours = train_usd = None
     if sc.mode == "training" or sc.train_tokens:
         t = training_time(sc_a, acc, 1, tokens=sc.train_tokens or 1.0)
@@ -77,7 +81,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
             train_hours, train_usd = training.wall_hours, training.cost_usd
             devices = training.devices if sc.mode == "training" else devices
     if devices is None:
-        notes.append("does not fit in any layout of up to 65,536 devices")
+        notes.append(f"does not fit in any layout of up to {MAX_DEVICES:,} devices")
     return ComparisonRow.model_construct(
         accelerator_id=acc.id,
         name=acc.name,
@@ -98,7 +102,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
         training_tokens_per_s_per_device=train_rate,
         training_wall_hours=train_hours,
         training_run_usd=train_usd,
-        training_tokens_per_usd=None if train_rate is None or per_device is None else train_rate * 3600.0 / per_device,
+        training_tokens_per_usd=None if train_rate is None or per_device is None else train_rate * SECONDS_PER_HOUR / per_device,
         ecosystem=ecosystem_for(acc),
         notes=tuple(notes),
     )
@@ -110,5 +114,13 @@ def compare_accelerators(sc: Scenario, accelerator_ids: Iterable[str] | None = N
     when train_tokens is set. $/M tokens here uses the cheapest per-device
     price (replicas packed onto instances)."""
     ids = [a.id for a in load_accelerators()] if accelerator_ids is None else list(accelerator_ids)
-    ev = Evaluator(sc, sc.architecture)  # memory per device does not depend on the device: sized once for all
-    return tuple(_row(sc, aid, rows, ev) for aid in ids)
+    # memory per device does not depend on the device: sized once for all, once more for SRAM-resident chips (no GPU
+    # runtime on them)
+    evs: dict[bool, Evaluator] = {}
+    out = []
+    for aid in ids:
+        sc_a = sc.model_copy(update={"accelerator": aid})
+        sram = sram_resident(sc_a)
+        ev = evs[sram] if sram in evs else evs.setdefault(sram, Evaluator(sc_a, sc.architecture))
+        out.append(_row(sc, aid, rows, ev))
+    return tuple(out)

@@ -2,8 +2,8 @@
 cheapest and the fastest option, and the time/cost curve as devices grow.
 
 Cost = whole instances x instance price per hour x wall-clock hours (ideal,
-MFU-based time, core/timing.py). More devices never lengthen the ideal time;
-the time "with communication" (core/comm.py) shows where adding devices stops
+MFU-based time, core/speed/timing.py). More devices never lengthen the ideal time;
+the time "with communication" (core/speed/comm.py) shows where adding devices stops
 paying off.
 """
 
@@ -15,9 +15,10 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator, get_accelerator
-from core.catalog.prices import PriceRow, load_prices
+from core.catalog.price_trust import billable_prices
+from core.catalog.prices import PriceRow
 from core.layout import Layout
-from core.memory.estimate import Evaluator, MemoryResult, devices_needed, fit_capacity
+from core.memory.estimate import Evaluator, devices_needed, fit_capacity
 from core.memory.fit import MAX_DEVICES
 from core.money.pricing import instances_for, label, rows_for, run_usd_per_hour, training_rows_for
 from core.scenario import Scenario
@@ -64,14 +65,7 @@ class _Timed(NamedTuple):
     layout: Layout
     zero_stage: int
     time: TrainingTime
-    comm_overhead: float  # fraction added by communication (core/comm.py)
-
-
-def _base_layout(res: MemoryResult) -> tuple[Layout, int] | None:
-    n = res.layout_needed
-    if n is None:
-        return None
-    return Layout(n.data_parallel, n.tensor_parallel, n.pipeline_parallel), n.zero_stage
+    comm_overhead: float  # fraction added by communication (core/speed/comm.py)
 
 
 def _counts(base: Layout, wanted: Iterable[int] | None, own_devices: int) -> list[Layout]:
@@ -138,7 +132,7 @@ def training_options(
     count and its doublings, up to 64x)."""
     if sc.train_tokens is None:
         raise ValueError("train_tokens must be set to cost a training run")
-    pool = load_prices() if rows is None else rows
+    pool = billable_prices(rows)
     ids = list(dict.fromkeys(r.accelerator_id for r in pool)) if accelerator_ids is None else list(accelerator_ids)
     counts = None if device_counts is None else tuple(device_counts)
     options: list[TrainingOption] = []

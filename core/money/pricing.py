@@ -14,14 +14,15 @@ ICI interconnect, so they are offered for any group.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 
 from core.catalog.accelerators import get_accelerator
-from core.catalog.prices import PriceRow, load_prices
-from core.catalog.providers import spans_nodes
+from core.catalog.price_trust import billable_prices
+from core.catalog.prices import PriceRow
+from core.catalog.providers import can_serve, spans_nodes
 from core.speed.comm import DEVICES_PER_NODE
+from core.units import SECONDS_PER_HOUR
 
 # 8,760 hours a year / 12: the month cloud price pages quote (AWS and Google
 # Cloud pricing calculators use 730 hours per month).
@@ -83,16 +84,16 @@ def rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None = None, tens
     return tuple(r for r in pool if r.accelerators_per_instance >= tensor_parallel)
 
 
+def serving_rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None = None, tensor_parallel: int = 1) -> tuple[PriceRow, ...]:
+    """rows_for, less the rows of providers that may not host a serving endpoint (Colab: data/providers.csv)."""
+    return tuple(r for r in rows_for(accelerator_id, rows, tensor_parallel) if can_serve(r.provider))
+
+
 def _index(rows: tuple[PriceRow, ...]) -> dict[str, tuple[PriceRow, ...]]:
     out: dict[str, list[PriceRow]] = {}
     for r in rows:
         out.setdefault(r.accelerator_id, []).append(r)
     return {k: tuple(v) for k, v in out.items()}
-
-
-@functools.cache
-def _catalog_index() -> dict[str, tuple[PriceRow, ...]]:
-    return _index(load_prices())
 
 
 # The last few price lists indexed, by identity (an uploaded list is one tuple kept for the session; hashing its
@@ -102,9 +103,8 @@ _MAX_INDEXES = 16
 
 
 def by_accelerator(rows: tuple[PriceRow, ...] | None = None) -> dict[str, tuple[PriceRow, ...]]:
-    """The rows of a price list (the built-in catalog when None) by accelerator."""
-    if rows is None:
-        return _catalog_index()
+    """The rows of a price list (the catalog's billable rows when None: the same tuple all day) by accelerator."""
+    rows = billable_prices(rows)
     hit = _INDEXES.get(id(rows))
     if hit is not None and hit[0] is rows:
         return hit[1]
@@ -140,7 +140,7 @@ def usd_per_million_tokens(tokens_per_s: float, usd_per_hour: float, utilisation
         raise ValueError("utilisation must be in (0, 1]")
     if tokens_per_s <= 0:
         raise ValueError("tokens_per_s must be > 0")
-    return usd_per_hour / (tokens_per_s * 3600.0 * utilisation) * 1e6
+    return usd_per_hour / (tokens_per_s * SECONDS_PER_HOUR * utilisation) * 1e6
 
 
 def label(row: PriceRow) -> str:

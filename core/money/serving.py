@@ -27,17 +27,18 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.catalog.accelerators import Accelerator, get_accelerator
-from core.catalog.prices import PriceRow, load_prices
+from core.catalog.price_trust import billable_prices
+from core.catalog.prices import PriceRow
 from core.catalog.providers import spans_nodes
 from core.layout import Layout
 from core.memory.estimate import Evaluator, fit_capacity
 from core.money.blocks import estimate_blocks
-from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH, rows_for
+from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH, serving_rows_for
 from core.scenario import Scenario
 from core.speed.roofline import serving_curve
+from core.units import SECONDS_PER_DAY
 
 _OUT = ConfigDict(frozen=True)
-SECONDS_PER_DAY = 86_400.0
 # Concurrent sequences per replica the search tries: every integer up to 2,048 (vLLM's --max-num-seqs, 256 by
 # default in V0 and 1,024 on large GPUs in V1, is a flag: docs.vllm.ai, "Engine Arguments"). Memory caps it first
 # for any model and context the planner is asked about.
@@ -272,7 +273,7 @@ def serving_rows(rows: tuple[PriceRow, ...] | None, accelerator_id: str, tensor_
     """The rows a fleet of one accelerator might be priced on: per instance size, the cheapest row, and the cheapest
     row that can be rented many times where that one cannot (a dearer row of the same size never wins otherwise)."""
     best: dict[tuple[int, bool], tuple[float, str, str, PriceRow]] = {}
-    for r in rows_for(accelerator_id, rows, tensor_parallel):
+    for r in serving_rows_for(accelerator_id, rows, tensor_parallel):
         price = r.spot_usd_per_hour if spot else r.on_demand_usd_per_hour
         if price is None:
             continue
@@ -320,7 +321,7 @@ def serving_plan(sc: Scenario, traffic: Traffic, *, row: PriceRow | None = None,
         if plan is None:
             raise ValueError(f"{row.provider} {row.instance_type} is one host: this traffic needs more than one instance of it")
         return plan
-    plans = [p for r in rows_for(sc.accelerator, rows, cap.tensor_parallel) if (p := price_fleet(req, r, cap, traffic, max_utilisation)) is not None]
+    plans = [p for r in serving_rows_for(sc.accelerator, rows, cap.tensor_parallel) if (p := price_fleet(req, r, cap, traffic, max_utilisation)) is not None]
     if not plans:
         raise ValueError(f"no price row for {sc.accelerator} with {cap.tensor_parallel}+ devices per instance that rents the instances this traffic needs")
     return min(plans, key=_order)
@@ -332,7 +333,7 @@ def serving_options(
     """A plan per price row of each priced accelerator (or the ones named), cheapest per month first; accelerators
     the request does not fit, or whose rows cannot be rented as many times as the fleet needs, are left out."""
     _check_utilisation(max_utilisation)
-    pool = load_prices() if rows is None else rows
+    pool = billable_prices(rows)
     ids = list(dict.fromkeys(r.accelerator_id for r in pool)) if accelerator_ids is None else list(accelerator_ids)
     plans: list[ServingPlan] = []
     for aid in ids:
@@ -341,7 +342,7 @@ def serving_options(
             req, cap = _replica(sc if sc.accelerator == aid else sc.model_copy(update={"accelerator": aid}), traffic)
         except ValueError:
             continue
-        plans += [p for r in rows_for(aid, pool, cap.tensor_parallel) if (p := price_fleet(req, r, cap, traffic, max_utilisation)) is not None]
+        plans += [p for r in serving_rows_for(aid, pool, cap.tensor_parallel) if (p := price_fleet(req, r, cap, traffic, max_utilisation)) is not None]
     return tuple(sorted(plans, key=_order))
 
 

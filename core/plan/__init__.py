@@ -14,7 +14,7 @@ from core.plan import frontier as fr
 from core.plan.goal import Goal
 from core.plan.result import ApiQuote, Plan, PlanResult
 from core.plan.serve import plan_serving, serving_plan
-from core.plan.train import FINE_TUNE_GLOBAL_SEQUENCES, INFERENCE_ONLY, plan_training, training_plan
+from core.plan.train import FINE_TUNE_GLOBAL_SEQUENCES, HORIZON_HOURS, INFERENCE_ONLY, plan_training, training_plan
 
 __all__ = ["Goal", "Plan", "PlanResult", "plan"]
 
@@ -35,6 +35,7 @@ def plan(goal: Goal, rows: tuple[PriceRow, ...] | None = None) -> PlanResult:
     for i in fr.frontier(bounded):
         bounded[i].pareto = True
     cheapest, fastest = fr.cheapest(options), fr.fastest(options)
+    longer = _cheaper_if_longer(goal, options, cheapest)
     made: dict[int, Plan] = {}
 
     def plan_of(o: Any) -> Plan:
@@ -44,14 +45,25 @@ def plan(goal: Goal, rows: tuple[PriceRow, ...] | None = None) -> PlanResult:
 
     return PlanResult.model_construct(
         goal=goal.goal,
-        plans=tuple(plan_of(o) for o in _shown(options, cheapest, fastest)),
+        plans=tuple(plan_of(o) for o in _shown(options, cheapest, fastest, longer)),
         cheapest=None if cheapest is None else plan_of(cheapest),
         fastest=None if fastest is None else plan_of(fastest),
         api_quotes=tuple(api_quotes(goal)) if goal.goal == "serve" else (),
         considered=considered,
         assumptions=tuple(assumptions(goal)),
         skipped=tuple(skipped),
+        cheaper_if_longer=None if longer is None else plan_of(longer),
     )
+
+
+def _cheaper_if_longer(goal: Goal, options: list[Any], cheapest: Any) -> Any:
+    """Training: the cheapest plan over the budget-respecting ones that only the time limit ruled out, when it costs
+    less than the cheapest plan within it."""
+    if not goal.training or cheapest is None or not cheapest.within_bounds:
+        return None
+    longer = [o for o in options if not o.within_bounds and (goal.budget_usd is None or o.cost <= goal.budget_usd)]
+    best = min(longer, key=lambda o: (o.cost, o.duration), default=None)
+    return best if best is not None and best.cost < cheapest.cost else None
 
 
 def _key(o: Any) -> tuple[Any, ...]:
@@ -65,10 +77,11 @@ def _variant(o: Any) -> str:
     return f"{o.weights_format}/{o.tensor_parallel}/{o.kv_cache_format}"
 
 
-def _shown(options: list[Any], cheapest: Any, fastest: Any) -> list[Any]:
-    """The two picks, the frontier, and the cheapest option of each accelerator and variant, cheapest first."""
+def _shown(options: list[Any], cheapest: Any, fastest: Any, longer: Any = None) -> list[Any]:
+    """The picks (and the cheaper plan past the time limit), the frontier, and the cheapest option of each accelerator
+    and variant, cheapest first."""
     keep: dict[tuple[Any, ...], Any] = {}
-    for o in (cheapest, fastest):
+    for o in (cheapest, fastest, longer):
         if o is not None:
             keep.setdefault(_key(o), o)
     for o in sorted((o for o in options if o.pareto), key=lambda o: o.cost):
@@ -135,7 +148,12 @@ def assumptions(goal: Goal) -> list[str]:
             "with and without gradient checkpointing, one device, DDP, ZeRO-3/FSDP over 2-1,024 ranks, tensor parallel "
             "inside an instance, pipeline stages across; the largest micro-batch that fits. CPU offload is not planned: "
             "its time cost is not modelled (set it on the Memory page).",
-            f"Accelerators for inference only are left out ({', '.join(sorted(INFERENCE_ONLY))}).",
+            f"Accelerators for inference only are left out ({', '.join(sorted(INFERENCE_ONLY))}); QLoRA only on CUDA or ROCm GPUs (bitsandbytes' 4-bit kernels).",
+            f"Only the layouts the training stack runs ({goal.training_stack}: data/stack_layouts.csv, sourced); a pipeline "
+            "plan carries 4 micro-batches per stage in each step, the bubble its time assumes.",
+            f"Without a deadline, a run longer than {HORIZON_HOURS / 24:.0f} days is not called cheapest (it is shown, with what it would save).",
+            "Catalog rows flagged as placeholders or floors, and stale rows, are left out (data/price_flags.csv); a price "
+            "far below its accelerator's market is labelled.",
         ]
     else:
         out += [

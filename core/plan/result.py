@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from core.catalog.price_trust import market_note
+
 _OUT = ConfigDict(frozen=True)
 
 
@@ -34,6 +36,8 @@ class Plan(BaseModel):
     price_is_estimate: bool
     price_source: str
     price_as_of: str
+    usd_per_device_hour: float | None = None  # the row's price per rented device-hour (spot or on-demand, as planned)
+    price_note: str | None = None  # where the price sits against its accelerator's market (price_trust.market_note)
     # training goals
     hours: float | None = None
     usd: float | None = None
@@ -82,6 +86,8 @@ def rental_fields(accelerator_id: str, accelerator_name: str, row: Any, instance
         "price_is_estimate": row.estimate,
         "price_source": row.source,
         "price_as_of": row.as_of.isoformat(),
+        "usd_per_device_hour": price / row.accelerators_per_instance,
+        "price_note": market_note(row, price / row.accelerators_per_instance),
     }
 
 
@@ -107,3 +113,6 @@ class PlanResult(BaseModel):
     considered: int = 0  # plans priced before filtering
     assumptions: tuple[str, ...]
     skipped: tuple[str, ...] = ()  # accelerators left out, with why
+    # training: the cheapest plan that runs past the deadline (or, without one, the 30-day horizon) when it is cheaper
+    # than `cheapest`: what accepting a longer run would save
+    cheaper_if_longer: Plan | None = None

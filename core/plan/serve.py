@@ -14,7 +14,10 @@ from typing import Any
 import numpy as np
 
 from core.catalog.accelerators import Accelerator, get_accelerator
-from core.catalog.prices import PriceRow, load_prices
+from core.catalog.engine_hardware import engine_problem
+from core.catalog.price_trust import billable_prices
+from core.catalog.prices import PriceRow
+from core.catalog.providers import can_serve
 from core.layout import Layout
 from core.model.kernels import four_bit_format
 from core.money.serving import (
@@ -109,7 +112,8 @@ class ServingOption:
 
 
 def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[list[ServingOption], list[str], int]:
-    rows = load_prices() if prices is None else prices
+    # rows of providers that may host a serving endpoint (not Colab's notebooks: data/providers.csv)
+    rows = tuple(r for r in billable_prices(prices) if can_serve(r.provider))
     wanted = set(goal.accelerators) if goal.accelerators else None
     formats = FORMATS_BY_ENGINE.get(goal.serving_engine, DEFAULT_FORMATS)
     traffic = traffic_of(goal)
@@ -128,6 +132,9 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         if wanted is not None and aid not in wanted:
             continue
         acc = get_accelerator(aid)
+        if (problem := engine_problem(goal.serving_engine, acc)) is not None:
+            skipped.append(problem)  # the engine does not run there (data/engine_hardware.csv)
+            continue
         found, why = False, "no layout fits"
         # the rows that can hold a tensor-parallel group of each size (a TPU row prices one chip of a slice)
         rentable = {tp: [r for r in serving_rows(rows, aid, tp, spot) if tp <= r.accelerators_per_instance or acc.kind == "tpu"] for tp in TENSOR_PARALLEL}

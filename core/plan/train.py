@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 
 from core.catalog.accelerators import Accelerator, get_accelerator
-from core.catalog.prices import PriceRow, load_prices
+from core.catalog.price_trust import billable_prices
+from core.catalog.prices import PriceRow
+from core.catalog.stack_layouts import layout_problem, part_problem, spans_nodes_ok
 from core.layout import Layout
 from core.memory.components import qlora_upcast
 from core.memory.estimate import Evaluator
@@ -23,7 +25,7 @@ from core.money.pricing import forms_cluster
 from core.plan.goal import Goal
 from core.plan.result import Plan, rental_fields
 from core.scenario import Scenario
-from core.speed.comm import training_comm
+from core.speed.comm import MICROBATCHES_PER_STAGE, training_comm
 from core.speed.timing import training_time
 
 MICRO_BATCHES = np.array([1, 2, 4, 8, 16, 32], dtype=np.float64)
@@ -34,6 +36,10 @@ FINE_TUNE_GLOBAL_SEQUENCES = 64
 # Pretraining batch in tokens by model size: GPT-3 (Brown et al. 2020, Table 2.1: 0.5M tokens at 125M-350M
 # parameters, 1M at 760M-2.7B, 2M at 6.7B-13B, 3.2M at 175B); Llama 2 and 3 pretrained at 4M tokens.
 PRETRAIN_BATCH_TOKENS = ((0.5e9, 0.5e6), (3e9, 1e6), (15e9, 2e6), (float("inf"), 4e6))
+# Without a deadline, a run longer than 30 days is not called cheapest: a month is as long as teams book a cluster for
+# (on-demand capacity is not guaranteed for longer; reservations start at a month, e.g. Lambda's 1-Click Clusters and
+# AWS Capacity Blocks for ML, up to 28 days) and a plan of years on one host is a wrong answer to "how do we train".
+HORIZON_HOURS = 30 * 24.0
 # AWS documents Inferentia for inference only (Trainium for training).
 INFERENCE_ONLY = frozenset({"inferentia2"})
 
@@ -54,10 +60,14 @@ class _Shape:
 
 
 def global_sequences(goal: Goal, total_params: float) -> int:
+    """Sequences per optimizer step: the recipe's global batch, at most the sequences an epoch of the dataset has
+    (a step cannot hold more examples than there are)."""
     if goal.goal == "fine-tune":
-        return FINE_TUNE_GLOBAL_SEQUENCES
-    tokens = next(t for limit, t in PRETRAIN_BATCH_TOKENS if total_params <= limit)
-    return max(1, round(tokens / goal.seq_len))
+        recipe = FINE_TUNE_GLOBAL_SEQUENCES
+    else:
+        tokens = next(t for limit, t in PRETRAIN_BATCH_TOKENS if total_params <= limit)
+        recipe = max(1, round(tokens / goal.seq_len))
+    return max(1, min(recipe, int((goal.tokens or 0) // goal.seq_len)))
 
 
 def base_scenario(goal: Goal, method: str, gc: bool, **update: Any) -> Scenario:
@@ -98,6 +108,8 @@ def _shapes(goal: Goal) -> list[_Shape]:
             layouts += [(0, tps[-1], p, 1, False) for p in (2, 4, 8, 16) if p <= arch.num_layers]
             layouts += [(3, 1, 1, d, False) for d in ZERO3_RANKS]
             for zero, tp, pp, dp, single in layouts:
+                if layout_problem(goal.training_stack, method, zero, tp, pp) is not None:
+                    continue  # the stack cannot run it (data/stack_layouts.csv)
                 comps = ev.components(Layout(dp, tp, pp), MICRO_BATCHES, goal.seq_len, zero_stage=zero)[0]
                 total = np.broadcast_to(np.asarray(comps.total, dtype=np.float64), MICRO_BATCHES.shape)
                 out.append(_Shape(method, sc.precision, gc, zero, tp, pp, dp, single, total))
@@ -132,7 +144,7 @@ class _Candidate:
     micro_batch: int
 
 
-def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_seqs: int) -> list[tuple[_Candidate, int]]:
+def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_seqs: int, stack: str = "hf") -> list[tuple[_Candidate, int]]:
     """(layout, instances) pairs for one rental (a price row): each shape on 1, 2, 4, ... instances (from `rental.first`), every
     device used as a data-parallel rank while the global batch allows. A job spans several instances only when they
     are whole nodes (8 GPUs, 16 Trainium chips; TPU chips of one pod) of a provider that rents them on a cluster
@@ -144,6 +156,7 @@ def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_s
     tpu = acc.kind == "tpu"
     out = []
     zero3 = [s for s in shapes if s.zero_stage == 3]
+    spans = rental.spans_nodes and spans_nodes_ok(stack)
     for s in _fitting_shapes(shapes, cap):
         if s.zero_stage == 3 and s.min_ranks != ZERO3_RANKS[0]:
             continue  # ZeRO-3 is walked below from its smallest fitting rank count
@@ -151,10 +164,15 @@ def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_s
         if s.tensor_parallel > k and not tpu:
             continue  # a tensor-parallel group stays inside one instance
         n = rental.first
-        while n * k <= MAX_DEVICES and (n == 1 or rental.spans_nodes):
+        # A pipeline keeps its bubble small only with MICROBATCHES_PER_STAGE micro-batches per stage in every step
+        # (core/speed/comm.py times it so): the global batch must hold that many per data-parallel rank.
+        per_rank_cap = global_seqs // (MICROBATCHES_PER_STAGE * s.pipeline_parallel) if s.pipeline_parallel > 1 else global_seqs
+        if per_rank_cap < 1:
+            continue
+        while n * k <= MAX_DEVICES and (n == 1 or spans):
             if n > 1 and ((n // 2) * k) // group >= global_seqs:
                 break  # half as many instances already had a rank for every sequence
-            dp = min((n * k) // group, global_seqs)
+            dp = min((n * k) // group, per_rank_cap)
             if s.single and (n * k != 1):
                 break
             if dp < 1 or (not s.single and s.zero_stage == 0 and group == 1 and dp < 2) or (s.zero_stage == 3 and dp < 2):
@@ -166,9 +184,9 @@ def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_s
                 sized = max(same, key=lambda z: z.min_ranks)
             b = _largest_batch(sized, cap)
             if b:
-                b = min(b, 1 << int(math.log2(max(1, global_seqs // dp))))
+                b = min(b, 1 << int(math.log2(max(1, per_rank_cap // dp))))
                 out.append((_Candidate(sized, dp, b), n))
-            if dp >= global_seqs:
+            if dp >= per_rank_cap:
                 break
             n *= 2
     return out
@@ -240,7 +258,8 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
     shapes = _shapes(goal)
     total_params = float(base_scenario(goal, "full", False).architecture.total_params)
     global_seqs = global_sequences(goal, total_params)
-    rows = load_prices() if prices is None else prices
+    rows = billable_prices(prices)
+    horizon = goal.deadline_hours if goal.deadline_hours is not None else HORIZON_HOURS
     wanted = set(goal.accelerators) if goal.accelerators else None
     options: list[TrainingOption] = []
     skipped: list[str] = []
@@ -253,13 +272,17 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
         if aid in INFERENCE_ONLY:
             skipped.append(f"{aid}: an inference-only part")
             continue
+        usable = [s for s in shapes if part_problem(acc, s.method) is None]
+        if not usable:
+            skipped.append(part_problem(acc, shapes[0].method) if shapes else f"{aid}: nothing to train")  # type: ignore[arg-type]
+            continue
         found = False
         for rental in training_rows(rows, aid, goal.pricing == "spot"):
             row, price = rental.row, rental.price
-            for cand, n in _candidates(shapes, acc, rental, global_seqs):
+            for cand, n in _candidates(usable, acc, rental, global_seqs, goal.training_stack):
                 s, dp, b = cand.shape, cand.data_parallel, cand.micro_batch
                 used = dp * s.tensor_parallel * s.pipeline_parallel
-                accumulation = max(1, math.ceil(global_seqs / (dp * b)))
+                accumulation = max(1, math.ceil(global_seqs / (dp * b)), MICROBATCHES_PER_STAGE * s.pipeline_parallel if s.pipeline_parallel > 1 else 1)
                 key = (aid, s.method, s.gradient_checkpointing, s.zero_stage, s.tensor_parallel, s.pipeline_parallel, dp, b)
                 if key not in timed:
                     skey = (s.method, s.gradient_checkpointing, b, s.zero_stage)
@@ -273,7 +296,7 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
                 compute_hours, efficiency = timed[key]
                 hours = goal.setup_hours + compute_hours
                 cost = n * price * hours
-                within = (goal.deadline_hours is None or hours <= goal.deadline_hours) and (goal.budget_usd is None or cost <= goal.budget_usd)
+                within = hours <= horizon and (goal.budget_usd is None or cost <= goal.budget_usd)
                 options.append(TrainingOption(acc, row, price, n, cand, used, accumulation, hours, efficiency, cost, within))
                 found = True
         if not found:
@@ -292,6 +315,11 @@ def training_plan(goal: Goal, o: TrainingOption) -> Plan:
         notes.append(f"only {o.scaling_efficiency:.0%} of the time is computation: communication dominates at this scale")
     if goal.pricing == "spot":
         notes.append("spot capacity can be reclaimed: checkpoint often")
+    if not o.accelerator.supports_bf16:
+        notes.append(
+            f"{o.accelerator.name} has no BF16 and no FlashAttention-2 (Ampere and later): FP16 with loss scaling, and "
+            "PyTorch's memory-efficient attention kernel, at the part's FP16 rate"
+        )
     model = goal.model if isinstance(goal.model, str) else goal.model.model_dump(exclude_none=True)
     # Parts without BF16 (V100, T4, Turing) train in FP16 with loss scaling: the same bytes, their FP16 tensor rate.
     precision = s.precision if o.accelerator.supports_bf16 else s.precision.replace("bf16", "fp16")
@@ -319,7 +347,7 @@ def training_plan(goal: Goal, o: TrainingOption) -> Plan:
         idle_devices=idle,
         method=s.method,
         precision=precision,
-        weights_format="nf4" if s.method == "qlora" else "bf16",
+        weights_format="nf4" if s.method == "qlora" else "bf16" if o.accelerator.supports_bf16 else "fp16",
         gradient_checkpointing=s.gradient_checkpointing,
         zero_stage=s.zero_stage,
         tensor_parallel=s.tensor_parallel,
@@ -344,7 +372,7 @@ def price_training_scenario(goal: Goal, sc: Scenario, prices: tuple[PriceRow, ..
     acc = get_accelerator(sc.accelerator)
     devices = sc.devices
     priced = []
-    for rental in training_rows(load_prices() if prices is None else prices, acc.id, goal.pricing == "spot"):
+    for rental in training_rows(billable_prices(prices), acc.id, goal.pricing == "spot"):
         k = rental.row.accelerators_per_instance
         n = math.ceil(devices / k)
         if (acc.kind == "tpu" or k >= sc.tensor_parallel) and n >= rental.first and (n == 1 or rental.spans_nodes):

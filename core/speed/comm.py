@@ -52,12 +52,15 @@ ALLREDUCE_LATENCY_S = 10e-6
 # (AWS Trn1 page). A Mac: 10 Gb Ethernet. A ring all-reduce across nodes runs
 # one ring per NIC, so a rank's traffic moves at (devices per node x this),
 # capped by the in-node link. Hardware of your own ("custom"): boxes joined by 10 Gb Ethernet.
-INTER_NODE_GBPS = {"gpu": 25.0, "tpu": 6.25, "npu": 6.25, "apple": 1.25, "unified": 1.25, "custom": 1.25}
+# Groq LPUs: the same chip-to-chip links run between GroqNodes (no switches): 14 GB/s per link and direction (Linley
+# Group, 2020). Cerebras: a CS-3 talks to the others over its system I/O, taken as the CS-2's 12 x 100 GbE = 150 GB/s.
+INTER_NODE_GBPS = {"gpu": 25.0, "tpu": 6.25, "npu": 6.25, "apple": 1.25, "unified": 1.25, "custom": 1.25, "lpu": 14.0, "wafer": 150.0}
 # Devices sharing the fast interconnect: an 8-GPU HGX/DGX baseboard (AWS p4d/p5,
 # GCP a3, Azure ND: 8 GPUs), 16 Trainium chips in trn1.32xlarge, a 256-chip
 # TPU v5e/v6e pod over ICI (the smallest pod in data/accelerators.csv), one Mac or unified-memory box
 # (10 Gb Ethernet between them), up to 8 cards of your own in one box over PCIe.
-DEVICES_PER_NODE = {"gpu": 8, "npu": 16, "tpu": 256, "apple": 1, "unified": 1, "custom": 8}
+# 8 GroqCards per GroqNode (Linley Group, 2020); one wafer per Cerebras CS-3.
+DEVICES_PER_NODE = {"gpu": 8, "npu": 16, "tpu": 256, "apple": 1, "unified": 1, "custom": 8, "lpu": 8, "wafer": 1}
 # 1F1B needs m >> p micro-batches; we assume m = 4p (bubble (p-1)/4p < 25%).
 MICROBATCHES_PER_STAGE = 4
 

@@ -7,7 +7,7 @@ bandwidth-bound until the batch is large enough to be compute-bound.
   2 x context x width matmul), at the causal average context P/2.
 - Decode step at batch B: every device reads its share of the weights once
   and the KV cache of all B sequences; time = max(bytes / (bandwidth x eff),
-  FLOPs / (peak x eff)) + tensor-parallel all-reduces (core/comm.py).
+  FLOPs / (peak x eff)) + tensor-parallel all-reduces (core/speed/comm.py).
 - Mixture of experts: B tokens each picking k of E experts touch a fraction
   1 - (1 - k/E)^B of each MoE layer's experts (uniform routing assumed).
 - Embedding tables are looked up (B rows), not read; lm_head is read.
@@ -32,7 +32,7 @@ from core.memory.estimate import fit_capacity
 from core.model.architecture import MLP_ROLES, Architecture
 from core.model.formats import FORMATS, weight_bytes
 from core.scenario import Scenario
-from core.speed.comm import decode_tp_s
+from core.speed.comm import ALLREDUCE_LATENCY_S, decode_tp_s, tp_allreduces_per_layer
 from core.speed.timing import inference_peak_tflops
 
 _OUT = ConfigDict(frozen=True)
@@ -126,9 +126,19 @@ class _Roof:
         self.kv_share = kv_share(self.arch, self.tp)
         self.on_device = gpu_layer_share(sc, self.arch)  # llama.cpp gpu_layers: the rest is read from system RAM
         self.host_bytes_per_s = sc.host_memory_bandwidth_gbps * 1e9 * HOST_BW_EFF
-        # Kernel launches and framework time per step: per layer of this device's pipeline stage.
+        # Kernel launches and framework time per step: per layer of this device's pipeline stage. Chips whose model
+        # lives in SRAM run a program their compiler scheduled ahead of time: no launches, no framework loop.
         per_layer = self.engine.layer_overhead_s + (0.0 if sc.weights_format in NATIVE_FORMATS else self.engine.quant_layer_overhead_s)
         self.step_overhead_s = per_layer * math.ceil(self.on_device * self.arch.num_layers / self.pp) + self.engine.step_overhead_s
+        if acc.weights_in_sram:
+            self.step_overhead_s = 0.0
+        if acc.kind == "wafer":
+            # A wafer spreads each layer's matrices over many of its 900,000 cores and reduces their partial sums over
+            # the on-wafer fabric: tensor parallelism inside the chip, two reductions per layer as in Megatron-LM, each
+            # taken at the collective latency used for GPUs (core/speed/comm.py; Cerebras publishes no fabric
+            # latency). Llama 3.1 8B then decodes at about 1,560 tokens/s against Cerebras' published 1,800.
+            layers = math.ceil(self.arch.num_layers / self.pp)
+            self.step_overhead_s = tp_allreduces_per_layer(False, False) * ALLREDUCE_LATENCY_S * layers
         # transformers' repeat_kv copies grouped-query K/V out to every query head each step: the cache is read, its
         # expanded copy written and read again.
         groups = 1 if self.arch.is_mla else self.arch.num_heads / self.arch.num_kv_heads

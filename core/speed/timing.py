@@ -27,9 +27,9 @@ from core.catalog.accelerators import Accelerator
 from core.memory.components import lora_params
 from core.model.architecture import Architecture
 from core.scenario import Scenario
+from core.units import SECONDS_PER_HOUR
 
 _OUT = ConfigDict(frozen=True)
-SECONDS_PER_HOUR = 3600.0
 
 # Model FLOPs utilisation defaults by setup: the fraction of the device's dense
 # peak that the counted FLOPs (recomputation included when on) achieve.

@@ -47,7 +47,8 @@ def test_a_serving_format_is_trained_from_its_16_bit_weights(fmt):
     no_exception(at)
     assert not at.error, [e.value for e in at.error]
     assert any("BF16 weights" in i.value and "QLoRA" in i.value for i in at.info), [i.value for i in at.info]
-    est = estimate(Scenario(model="qwen3-32b", mode="training", accelerator="rtx-4090", train_tokens=1e9, seq_len=4096)).training  # the page assumes 1B tokens
+    # no training tokens in the sidebar: the page bills the Plan page's dataset, 20 million tokens x 1 epoch by default
+    est = estimate(Scenario(model="qwen3-32b", mode="training", accelerator="rtx-4090", train_tokens=2e7, seq_len=4096)).training
     assert metric(at, "Compute") == flops_text(est.flops)
     assert metric(at, "Device-hours") == f"{est.gpu_hours:,.0f}"
     tvs = run_app("train_vs_serve", params={"model": "qwen3-32b", "fmt": fmt, "acc": "rtx-4090"})
@@ -61,7 +62,7 @@ def test_a_serving_format_is_trained_from_its_16_bit_weights(fmt):
 def test_a_run_of_minutes_reads_in_minutes():
     """Qwen3 32B on a billion tokens: the fastest offer (hundreds of devices) takes minutes, which the metric showed
     as "0.0 h"; it reads in minutes, as the Plan page does."""
-    at = run_app("training", params={"model": "qwen3-32b", "acc": "rtx-4090", "price": "spot"})
+    at = run_app("training", params={"model": "qwen3-32b", "acc": "rtx-4090", "price": "spot", "mode": "training", "tokens": "1"})
     no_exception(at)
     fastest = metric(at, "Fastest run")
     assert fastest.endswith(" min") and fastest != "0 min", fastest

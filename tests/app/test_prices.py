@@ -9,7 +9,8 @@ from app_pages.shared.prices import TEMPLATE, PriceList
 from app_pages.shared.scenario_io import build_scenario
 from app_pages.shared.state import PRICE_TEXT, encode_blob
 from core.catalog.accelerators import load_accelerators
-from core.catalog.prices import merge_prices, parse_price_csv
+from core.catalog.price_trust import merge_prices
+from core.catalog.prices import parse_price_csv
 from core.estimate import estimate
 from core.scenario import Scenario
 from tests.app.conftest import metric, no_exception, open_link, run_app
@@ -94,3 +95,16 @@ def test_a_list_with_bad_rows_keeps_the_good_ones_and_names_the_bad():
 
 def test_price_list_args_are_the_cache_key_and_rows():
     assert PriceList("", None).args == ("", None)
+
+
+@pytest.mark.parametrize("flagged", [False, True])
+def test_flagged_catalog_rows_price_the_plan_only_when_the_toggle_is_on(flagged):
+    """mithril's flat 1.00 USD per H100-hour (data/price_flags.csv) is left out of every bill unless `pflag` is on;
+    then the page says the whole catalog prices it, and the plan can rent there."""
+    query = {"model": "llama-3.1-8b", "goal": "fine-tune", "ptok": "20"} | ({"pflag": "True"} if flagged else {})
+    at = open_link("plan", query)
+    no_exception(at)
+    headline = " ".join(m.value for m in at.markdown).replace("\\", "")
+    said = any("whole catalog, its flagged rows too" in c.value.replace("\\", "") for c in at.caption)
+    assert said == flagged
+    assert ("mithril" in headline) == flagged, headline[:400]

@@ -108,12 +108,16 @@ def test_a_warning_that_appears_does_not_redraw_the_charts_below(open_page):
     assert page.evaluate(f"() => {{ const d = {kv}; return [d.data[0].x, d.data[0].y, d.data[1].y].map((a, i) => a === window.testKept[i]); }}") == [True] * 3
 
 
-def test_a_chart_library_that_does_not_load_gives_one_line(browser, server):
-    """If Streamlit's Plotly module cannot be fetched (a flaky network), each chart says so in one line; the rest of the
-    page (metrics, tables) is there and no error box appears."""
+@pytest.mark.parametrize("served", ["nothing", "not plotly"])
+def test_a_chart_library_that_does_not_load_gives_one_line(browser, server, served):
+    """If plotly.js cannot be fetched (a flaky network) or what comes back is not Plotly, each chart says so in one
+    line; the rest of the page (metrics, tables) is there and no error box appears."""
     ctx = browser.new_context(viewport={"width": 1440, "height": 2400})
     try:
-        ctx.route("**/static/js/PlotlyChart.*.js", lambda route: route.abort())
+        if served == "nothing":
+            ctx.route("**/component/*/plotly.min.js", lambda route: route.abort())
+        else:
+            ctx.route("**/component/*/plotly.min.js", lambda route: route.fulfill(body="window.notPlotly = 1;", content_type="text/javascript"))
         page = ctx.new_page()
         page.goto(server + "/memory?model=llama-3.1-8b")
         wait_ready(page)

@@ -1,4 +1,4 @@
-"""Buy vs rent (core/buy_rent.py)."""
+"""Buy vs rent (core/money/buy_rent.py)."""
 
 import pytest
 

@@ -18,7 +18,7 @@ WORKSHOP = json.loads((DATA_DIR / "workshop_presets.json").read_text())  # the d
 
 
 def test_every_row_is_validated_and_sourced():
-    for a in load_accelerators():  # loading validates every row (core/hardware.py)
+    for a in load_accelerators():  # loading validates every row (core/catalog/accelerators.py)
         assert len(a.source.strip()) >= 10 and a.as_of, a.id
     for p in load_prices():
         assert len(p.source.strip()) >= 10 and p.as_of, p.instance_type

@@ -1,4 +1,4 @@
-"""The simple communication model (core/comm.py)."""
+"""The simple communication model (core/speed/comm.py)."""
 
 import pytest
 

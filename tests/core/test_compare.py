@@ -1,4 +1,4 @@
-"""GPU vs TPU comparison rows and the ecosystem trade-offs (core/compare.py, core/ecosystem.py)."""
+"""GPU vs TPU comparison rows and the ecosystem trade-offs (core/money/compare.py, core/catalog/ecosystem.py)."""
 
 import pytest
 
@@ -51,4 +51,24 @@ def test_platforms():
     assert platform_of(get_accelerator("tpu-v6e")) == "google-tpu"
     assert platform_of(get_accelerator("inferentia2")) == "aws-trainium"
     assert platform_of(get_accelerator("gaudi3")) == "intel-gaudi"
-    assert {e.platform for e in load_ecosystem()} == {"nvidia-gpu", "amd-gpu", "google-tpu", "aws-trainium", "apple-silicon", "intel-gaudi"}
+    assert platform_of(get_accelerator("groq-lpu")) == "groq-lpu"
+    assert platform_of(get_accelerator("cerebras-wse-3")) == "cerebras-wse"
+    assert {e.platform for e in load_ecosystem()} == {
+        "nvidia-gpu",
+        "amd-gpu",
+        "google-tpu",
+        "aws-trainium",
+        "apple-silicon",
+        "intel-gaudi",
+        "groq-lpu",
+        "cerebras-wse",
+    }
+
+
+def test_every_platform_names_the_seed_trade_offs():
+    """The seed notes' trade-offs: low-precision throughput (quantization), memory capacity, scaling and software
+    maturity (frameworks), on every platform, each with its own source."""
+    eco = load_ecosystem()
+    for platform in {e.platform for e in eco}:
+        aspects = {e.aspect for e in eco if e.platform == platform}
+        assert {"quantization", "memory", "scaling", "frameworks"} <= aspects, platform

@@ -193,11 +193,11 @@ def test_ecosystem_table_is_sourced_and_complete():
     with (ACCELERATORS_CSV.parent / "ecosystem.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["platform", "aspect", "summary", "source", "as_of"]
-    platforms = {"nvidia-gpu", "amd-gpu", "google-tpu", "aws-trainium", "apple-silicon", "intel-gaudi"}
+    platforms = {"nvidia-gpu", "amd-gpu", "google-tpu", "aws-trainium", "apple-silicon", "intel-gaudi", "groq-lpu", "cerebras-wse"}
     assert {r["platform"] for r in rows} == platforms
     for platform in platforms:
         aspects = {r["aspect"] for r in rows if r["platform"] == platform}
-        assert len(aspects) >= 4 and aspects <= {"frameworks", "quantization", "scaling", "availability", "inference-serving"}
+        assert len(aspects) >= 4 and aspects <= {"frameworks", "quantization", "scaling", "availability", "inference-serving", "memory"}
     for r in rows:
         assert r["source"].startswith("https://") and r["summary"].strip()
         dt.date.fromisoformat(r["as_of"])

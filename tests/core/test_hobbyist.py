@@ -170,3 +170,19 @@ def test_several_cards_of_your_own_split_a_model_over_pcie():
     assert two.memory_per_device_bytes.weights * 2 == pytest.approx(one.memory_per_device_bytes.weights, rel=1e-6)
     assert get_accelerator(own).interconnect_gbps == 31.5  # PCIe 4.0 x16, no NVLink
     assert inference_speed(Scenario(model="llama-3.1-70b", weights_format="gguf-q4_k_m", accelerator=own, tensor_parallel=2)).decode_tokens_per_s > 0
+
+
+def test_llama_cpp_slots_share_one_context():
+    """Issue #27: llama-server splits one -c context over its -np slots (server.cpp: n_ctx_slot = n_ctx / n_parallel),
+    so B concurrent sequences of S tokens need -c = B x S. Llama 3.1 70B Q4_K_M on a 64 GB M2 Max at 4k context: the
+    page said 4,096 concurrent sequences; the KV cache (320 KiB a token in FP16, 1.25 GiB a 4k sequence) fits about 5
+    beside 39.6 GiB of weights in the 48 GiB the GPU may wire."""
+    from core.estimate import estimate
+    from core.scenario import Scenario
+
+    one = estimate(Scenario(model="llama-3.1-70b", serving_engine="llama.cpp", weights_format="gguf-q4_k_m", accelerator="apple-m2-max", seq_len=4096))
+    assert one.fits and 3 <= one.max_batch_size <= 8, one.max_batch_size
+    assert one.inference is not None and one.inference.max_concurrent_sequences == one.max_batch_size
+    two = estimate(Scenario(model="llama-3.1-70b", serving_engine="llama.cpp", weights_format="gguf-q4_k_m", accelerator="apple-m2-max", seq_len=4096, batch_size=2))
+    kv_one, kv_two = one.memory_per_device_bytes.kv_cache, two.memory_per_device_bytes.kv_cache
+    assert kv_two == 2 * kv_one and kv_one == 4096 * 327_680  # 80 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes

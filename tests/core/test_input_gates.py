@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from core.catalog.accelerators import load_accelerators
-from core.catalog.prices import COLUMNS, MAX_USD_PER_DEVICE_HOUR, MIN_USD_PER_DEVICE_HOUR, PriceRow, load_prices, merge_prices, parse_price_csv
+from core.catalog.price_trust import merge_prices
+from core.catalog.prices import COLUMNS, MAX_USD_PER_DEVICE_HOUR, MIN_USD_PER_DEVICE_HOUR, PriceRow, load_prices, parse_price_csv
 from core.cli import _non_finite, main
 from core.estimate import estimate
 from core.plan import Goal, plan

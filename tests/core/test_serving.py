@@ -1,5 +1,5 @@
 """Serving cost: $/M tokens, a fleet for a stated traffic, dedicated vs per-token,
-training vs serving break-even (core/serving.py)."""
+training vs serving break-even (core/money/serving.py)."""
 
 import datetime as dt
 import math
@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow, prices_for
 from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH
 from core.money.serving import ReplicaCapacity, Traffic, dedicated_vs_per_token, price_fleet, rents_many, serving_options, serving_plan, train_vs_serve
@@ -25,10 +26,14 @@ def test_plan_for_traffic():
     assert 0 < plan.utilisation <= 1
     assert plan.usd_per_million_output_tokens == pytest.approx(plan.usd_per_month / (plan.output_tokens_per_s_needed * 3600 * HOURS_PER_MONTH) * 1e6)
     # the default row is the cheapest fleet, not the cheapest share of a big instance
-    fleets = [serving_plan(SC, TRAFFIC, row=r).usd_per_month for r in prices_for("h100-sxm")]
+    fleets = [serving_plan(SC, TRAFFIC, row=r).usd_per_month for r in prices_for("h100-sxm", billable_prices())]  # flagged rows aside
     assert plan.usd_per_month == pytest.approx(min(fleets))
-    if plan.spot_usd_per_month is not None:
-        assert plan.spot_usd_per_month <= plan.usd_per_month
+    # the spot bill is the chosen row's spot price for the same instances, and absent exactly where the row has none
+    row = next(r for r in billable_prices() if (r.provider, r.instance_type, r.accelerator_id) == (plan.provider, plan.instance_type, "h100-sxm"))
+    if row.spot_usd_per_hour is None:
+        assert plan.spot_usd_per_month is None
+    else:
+        assert plan.spot_usd_per_month == pytest.approx(plan.instances * row.spot_usd_per_hour * HOURS_PER_MONTH)
 
 
 def test_more_traffic_never_costs_less_and_headroom_costs_more():

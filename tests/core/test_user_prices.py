@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from core.catalog.accelerators import load_accelerators
-from core.catalog.prices import COLUMNS, load_prices, merge_prices, parse_price_csv
+from core.catalog.price_trust import billable_prices, merge_prices
+from core.catalog.prices import COLUMNS, parse_price_csv
 from core.estimate import estimate
 from core.money.buy_rent import buy_vs_rent
 from core.money.compare import compare_accelerators
@@ -37,7 +38,7 @@ def own():
 
 def test_replace_swaps_the_catalog_rows_of_the_accelerators_the_list_prices(own):
     merged = merge_prices(own, "replace")
-    catalog = load_prices()
+    catalog = billable_prices()  # the catalog's part is what it can vouch for (no placeholder or stale rows)
     assert [r for r in merged if r.accelerator_id == "h100-sxm"] == [own[0]]
     assert [r for r in merged if r.accelerator_id == "l40s"] == [own[1]]
     untouched = [r for r in catalog if r.accelerator_id not in ("h100-sxm", "l40s")]

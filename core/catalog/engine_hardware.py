@@ -1,0 +1,44 @@
+"""Which serving engine runs on which hardware (data/engine_hardware.csv, one sourced row per engine, by vendor). A
+scenario that serves with an engine on hardware it does not run on is refused in one line (core/scenario.py): vLLM
+on an M2 Max was accepted without a word. Groq's and Cerebras' chips run their vendors' own serving stacks only: the
+engine choice does not apply to them and is not checked; nor is hardware of one's own (vendor "other"), which can be
+anything."""
+
+from __future__ import annotations
+
+import functools
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
+
+ENGINE_HARDWARE_CSV = DATA_DIR / "engine_hardware.csv"
+UNCHECKED_VENDORS = frozenset({"groq", "cerebras", "other"})
+
+
+class EngineHardware(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    engine: str
+    vendors: frozenset[str]
+    as_of: str
+    source: str = Field(min_length=10)
+
+    @field_validator("vendors", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        return frozenset(value.split(";")) if isinstance(value, str) else value
+
+
+@functools.cache
+def load_engine_hardware() -> dict[str, EngineHardware]:
+    return {r.engine: r for r in read_catalog_rows(ENGINE_HARDWARE_CSV, EngineHardware)}
+
+
+def engine_problem(engine: str, acc: Accelerator) -> str | None:
+    """Why `engine` cannot serve on `acc`, in one line, or None."""
+    row = load_engine_hardware().get(engine)
+    if row is None or acc.vendor in UNCHECKED_VENDORS or acc.vendor in row.vendors:
+        return None
+    others = sorted(e for e, r in load_engine_hardware().items() if acc.vendor in r.vendors)
+    choose = f"; on it: {', '.join(others)}" if others else ""
+    return f"{engine} does not run on {acc.name} ({acc.vendor} hardware){choose}"

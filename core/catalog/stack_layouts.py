@@ -1,0 +1,76 @@
+"""What each training stack can run (data/stack_layouts.csv, one sourced row per stack): data parallelism, which
+ZeRO / FSDP sharding stages, tensor and pipeline parallelism, several nodes, LoRA, QLoRA and QLoRA under sharding.
+The planner never proposes what its stack cannot run; a sidebar scenario that asks for it is told so in one line.
+
+bitsandbytes' 4-bit kernels (QLoRA) need a CUDA or ROCm GPU: bitsandbytes docs, "Installation" (CUDA; ROCm for AMD;
+other backends preview only), so no TPU, Trainium, Gaudi or Apple part trains QLoRA here."""
+
+from __future__ import annotations
+
+import functools
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
+
+LAYOUTS_CSV = DATA_DIR / "stack_layouts.csv"
+QLORA_VENDORS = frozenset({"nvidia", "amd"})
+
+
+class StackLayouts(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    stack: str
+    data_parallel: bool
+    zero_stages: tuple[int, ...]
+    tensor_parallel: bool
+    pipeline_parallel: bool
+    multi_node: bool
+    lora: bool
+    qlora: bool
+    qlora_sharded: bool  # QLoRA under ZeRO-3 / FSDP (FSDP + QLoRA)
+    as_of: str
+    source: str = Field(min_length=10)
+
+    @field_validator("zero_stages", mode="before")
+    @classmethod
+    def _stages(cls, value: object) -> object:
+        return tuple(int(s) for s in value.split(";")) if isinstance(value, str) else value
+
+
+@functools.cache
+def load_stack_layouts() -> dict[str, StackLayouts]:
+    return {r.stack: r for r in read_catalog_rows(LAYOUTS_CSV, StackLayouts)}
+
+
+def layout_problem(stack: str, method: str, zero_stage: int, tensor_parallel: int, pipeline_parallel: int, data_parallel: int = 1) -> str | None:
+    """Why `stack` cannot run this layout, in one line, or None."""
+    s = load_stack_layouts().get(stack)
+    if s is None:
+        return None  # a stack the table does not describe is not held to it
+    if zero_stage not in s.zero_stages:
+        return f"{stack} has no ZeRO stage {zero_stage} (it runs {', '.join(map(str, s.zero_stages))})"
+    if tensor_parallel > 1 and not s.tensor_parallel:
+        return f"{stack} has no tensor parallelism"
+    if pipeline_parallel > 1 and not s.pipeline_parallel:
+        return f"{stack} has no pipeline parallelism"
+    if method == "lora" and not s.lora:
+        return f"{stack} has no LoRA"
+    if method == "qlora" and not s.qlora:
+        return f"{stack} has no QLoRA (bitsandbytes 4-bit base)"
+    if method == "qlora" and zero_stage == 3 and not s.qlora_sharded:
+        return f"{stack} does not shard a QLoRA base (FSDP + QLoRA)"
+    if method == "qlora" and tensor_parallel > 1:
+        return "a bitsandbytes 4-bit base is not split by tensor parallelism"
+    return None
+
+
+def spans_nodes_ok(stack: str) -> bool:
+    s = load_stack_layouts().get(stack)
+    return s is None or s.multi_node
+
+
+def part_problem(acc: Accelerator, method: str) -> str | None:
+    """Why `acc` cannot train with `method`, or None (QLoRA needs bitsandbytes' CUDA or ROCm kernels)."""
+    if method == "qlora" and (acc.vendor not in QLORA_VENDORS or acc.kind != "gpu"):
+        return f"{acc.name}: no bitsandbytes 4-bit kernels (QLoRA needs a CUDA or ROCm GPU)"
+    return None
