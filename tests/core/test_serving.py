@@ -182,3 +182,24 @@ def test_every_serving_option_rents_a_listing_once():
     several = [o for o in options if o.instances > 1]
     assert several and all(rents_many(o.row) for o in several), {(o.row.provider, o.row.instance_type, o.instances) for o in several if not rents_many(o.row)}
     assert any(not rents_many(o.row) for o in options), "single hosts still serve a fleet that fits in one instance"
+
+
+def test_each_per_token_price_has_a_field_that_names_its_basis():
+    """usd_per_million_tokens meant output tokens at full load in `estimate` and Compare, and input + output tokens at
+    the traffic in `plan`: the old fields keep their meaning (contracts), and a field beside each names its basis."""
+    from core.estimate import estimate
+    from core.money.compare import compare_accelerators
+    from core.plan import Goal, plan
+
+    inf = estimate(SC.model_copy(update={"mode": "inference"})).inference
+    assert inf is not None and inf.usd_per_million_tokens is not None
+    assert inf.usd_per_million_output_tokens_full_load == inf.usd_per_million_tokens
+    row = compare_accelerators(SC.model_copy(update={"mode": "inference"}), ["h100-sxm"])[0]
+    assert row.usd_per_million_tokens is not None and row.usd_per_million_output_tokens_full_load == row.usd_per_million_tokens
+    best = plan(Goal(goal="serve", model="llama-3.1-8b", requests_per_day=20_000)).cheapest
+    assert best is not None and best.usd_per_month is not None
+    assert best.usd_per_million_tokens == best.usd_per_million_tokens_in_and_out_at_traffic
+    assert best.usd_per_million_output_tokens == best.usd_per_million_output_tokens_at_traffic
+    # 20,000 requests x 300 output tokens x 730 / 24 days = 182.5 million output tokens a month; x 1,300 / 300 in + out
+    assert best.usd_per_million_output_tokens_at_traffic == pytest.approx(best.usd_per_month / 182.5, rel=1e-12)
+    assert best.usd_per_million_tokens_in_and_out_at_traffic == pytest.approx(best.usd_per_month / (182.5 * 1300 / 300), rel=1e-12)
