@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hs
 from pydantic import ValidationError
 
 from core.catalog.price_trust import billable_prices
@@ -203,3 +205,35 @@ def test_each_per_token_price_has_a_field_that_names_its_basis():
     # 20,000 requests x 300 output tokens x 730 / 24 days = 182.5 million output tokens a month; x 1,300 / 300 in + out
     assert best.usd_per_million_output_tokens_at_traffic == pytest.approx(best.usd_per_month / 182.5, rel=1e-12)
     assert best.usd_per_million_tokens_in_and_out_at_traffic == pytest.approx(best.usd_per_month / (182.5 * 1300 / 300), rel=1e-12)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    model=hs.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "mistral-7b-v0.1"]),
+    rpd=hs.sampled_from([500.0, 20_000.0, 700_000.0, 5_000_000.0]),
+    tin=hs.sampled_from([200, 1000, 4000]),
+    tout=hs.sampled_from([50, 300, 1000]),
+    peak=hs.sampled_from([1.0, 2.0, 4.5]),
+    tps=hs.sampled_from([5.0, 20.0, 40.0]),
+    engine=hs.sampled_from(["vllm", "sglang", "llama.cpp"]),
+)
+def test_the_plans_fleet_is_the_pages_bill_for_random_goals(model, rpd, tin, tout, peak, tps, engine):
+    """One answer in the core: the planner's cheapest serving plan, loaded as a scenario and billed the way the
+    Inference page, Training vs inference and Compare bill it (serving_plan), costs the same; on the same row, the
+    same replicas, instances and batch."""
+    from core.plan import Goal, plan
+    from core.plan.serve import traffic_of
+
+    traffic = {"requests_per_day": rpd, "input_tokens": tin, "output_tokens": tout, "peak_to_average": peak, "tokens_per_s_per_user": tps}
+    goal = Goal(goal="serve", model=model, serving_engine=engine, **traffic)
+    result = plan(goal)
+    for p in (result.cheapest, result.fastest):
+        if p is None:
+            continue
+        page = serving_plan(Scenario.model_validate(p.scenario), traffic_of(goal))
+        if p is result.cheapest:
+            assert page.usd_per_month == pytest.approx(p.usd_per_month, rel=1e-12), (p.provider, p.instance, page.provider, page.instance_type)
+        else:  # the page bills the scenario's cheapest row; the fastest plan may pay for more slots to run smaller batches
+            assert page.usd_per_month <= p.usd_per_month * (1 + 1e-12)
+        if (page.provider, page.instance_type) == (p.provider, p.instance):  # the same row (another may tie on price)
+            assert (page.replicas, page.instances, page.batch_size) == (p.data_parallel, p.instances, p.micro_batch)
