@@ -10,6 +10,7 @@ from app_pages.shared.fields import fields
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.scenario_io import saved_scenario
+from app_pages.shared.serving_section import monthly_serving_usd, traffic_of_values
 from app_pages.shared.state import MAX_SAVED, saved_rows, set_saved_rows
 from app_pages.shared.style import COMPONENT_COLORS, COMPONENT_LABELS, layout
 from app_pages.shared.tables import show_table
@@ -40,6 +41,7 @@ if not saved:
 
 PRICES = priced()  # the price list in use: (cache key, rows)
 results = [(name, s, cached_estimate(s.model_dump_json(), *PRICES)) for name, s in saved]
+TRAFFIC = traffic_of_values(values)  # the Inference page's traffic and targets: the same bill as there and on Plan
 names = [f"{i + 1}. {chart_text(name)}" for i, (name, _, _) in enumerate(results)]
 fig = go.Figure()
 for comp in COMPONENTS:
@@ -83,6 +85,7 @@ show_table(
                 "Serving USD / M output tokens (full load)": None
                 if r.inference is None or r.inference.usd_per_million_tokens is None
                 else round(r.inference.usd_per_million_tokens, 3),
+                "Serving USD / month at the traffic": None if (usd := monthly_serving_usd(s, TRAFFIC, PRICES)) is None else round(usd),
             }
             for i, (name, s, r) in enumerate(results)
         ]

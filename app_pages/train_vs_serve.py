@@ -5,12 +5,13 @@ import streamlit as st
 from app_pages.shared.context import as_mode, page_header, priced, stop_page, training_tokens
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, cached_serving
+from app_pages.shared.serving_section import api_comparison, traffic_and_targets
 from app_pages.shared.text import md, metric, plain
 from app_pages.shared.train_serve_views import bills_figure, cumulative_figure, own_vs_rent_figure
-from app_pages.shared.widgets import page_widget, traffic_inputs
+from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.money.buy_rent import buy_vs_rent
-from core.money.serving import dedicated_vs_per_token, train_vs_serve
+from core.money.serving import train_vs_serve
 
 sc, values, units = page_header("Training vs inference", "A one-off training or fine-tuning bill next to the monthly serving bill, and owning vs renting.")
 acc = get_accelerator(sc.accelerator)
@@ -31,31 +32,39 @@ if tokens_note:
 def bills() -> int:
     """The training bill next to the serving bill; returns the training layout's device count (0 when unpriced)."""
     st.subheader("One-off training bill vs monthly serving bill")
-    traffic, months = traffic_inputs("months")
+    traffic, months = traffic_and_targets("months")
     if traffic is None:
         return 1
     training = cached_estimate(train_sc.model_dump_json(), *PRICES).training
-    plan = cached_serving(serve_sc.model_dump_json(), traffic.model_dump_json(), values.get("util", 70.0) / 100, *PRICES)[0]
+    # the Inference page's bill and the Plan's serve goal: one fleet-sizing rule (core/money/serving.py)
+    plan, why, _ = cached_serving(serve_sc.model_dump_json(), traffic.model_dump_json(), 1.0, *PRICES)
     if training is None or training.cost_usd is None or plan is None or plan.usd_per_month is None:
-        st.warning(md("No price for {acc} in the price list: pick a priced accelerator to compare bills.", acc=acc.name))
+        st.warning(md("No bill to compare on {acc}: {why}.", acc=acc.name, why=why or "no price for it in the price list"))
         return training.devices if training is not None else 1
     a = st.columns(2)
     api_in = page_widget("api_in", a[0])
     api_out = page_widget("api_out", a[1])
-    alternative = None
-    if api_in or api_out:
-        alternative = dedicated_vs_per_token(plan, traffic, api_in, api_out).per_token_usd_per_month
+    cmp, against = api_comparison(serve_sc, plan, traffic, api_in, api_out)
+    alternative = None if cmp is None else cmp.per_token_usd_per_month
     be = train_vs_serve(training.cost_usd, plan.usd_per_month, alternative, months=months)
 
     m = st.columns(4)
     metric(m[0], "Training run (one-off)", f"${training.cost_usd:,.0f}", help=f"{training.devices} x {acc.name}, {training.wall_hours:,.1f} h; {training.price_instance}")
-    metric(m[1], "Serving (per month)", f"${plan.usd_per_month:,.0f}", help=f"{plan.replicas} replica(s) on {plan.provider} {plan.instance_type}")
+    metric(
+        m[1],
+        "Serving (per month)",
+        f"${plan.usd_per_month:,.0f}",
+        help=f"{plan.replicas} replica(s) of {plan.batch_size:,} concurrent requests on {plan.instances} x {plan.provider} {plan.instance_type}",
+    )
     metric(m[2], "Training = months of serving", f"{be.months_of_serving_per_one_off:,.1f}")
     metric(
         m[3],
         "Break-even vs per-token API",
-        "—" if be.break_even_month is None else f"month {be.break_even_month}",
-        help="set API prices on the Inference page to compare" if alternative is None else "when owning the model beats paying per token",
+        "—" if alternative is None else "never" if be.break_even_month is None else f"month {be.break_even_month}",
+        help="no per-token price to compare with: type one above"
+        if alternative is None
+        else f"when owning the model beats paying per token: {against}"
+        + ("; the API costs less every month than serving it yourself" if be.break_even_month is None else ""),
     )
 
     left, right = st.columns([2, 1])
@@ -65,6 +74,8 @@ def bills() -> int:
         show(bills_figure(training.cost_usd, plan.usd_per_month, months), key="chart_bills")
     if alternative is None:
         st.caption("Type per-token API prices above to see when training and hosting your own model beats paying per token.")
+    else:
+        st.caption(md("Per-token prices: {what}.", what=against))
     return training.devices
 
 

@@ -528,6 +528,8 @@ def fields() -> dict[str, Field]:
         Field("rpd", "Requests per day", "int", 10_000, lo=1, hi=1_000_000_000, widget="number"),
         Field("tin", "Input tokens per request", "int", 1_000, lo=1, hi=2_000_000, widget="number"),
         Field("tout", "Output tokens per request", "int", 300, lo=1, hi=200_000, widget="number"),
+        # util: a link key from before the busiest hour (peak) sized every fleet; a link with util and no peak opens
+        # with peak = 100 / util, the same replicas (app_pages/shared/state.py, load_link_once)
         Field("util", "Highest utilisation to plan for (%)", "float", 70.0, lo=1.0, hi=100.0, widget="number"),
         # the Inference page's box of different cards (core/speed/mixed.py)
         Field("box1", "Cards of the sidebar's type", "int", 1, lo=1, hi=8, widget="number"),
@@ -541,8 +543,17 @@ def fields() -> dict[str, Field]:
             help="Type to search: a second kind of GPU in the same box (e.g. a 3090 next to a 4090)",
         ),
         Field("box2n", "How many of those", "int", 1, lo=1, hi=7, widget="number"),
-        Field("api_in", "Per-token API price, input (USD per million, 0 = skip)", "float", 0.0, lo=0.0, hi=1_000.0, widget="number"),
-        Field("api_out", "Per-token API price, output (USD per million)", "float", 0.0, lo=0.0, hi=1_000.0, widget="number"),
+        Field(
+            "api_in",
+            "Per-token API price, input (USD per million, 0 = the catalog's)",
+            "float",
+            0.0,
+            lo=0.0,
+            hi=1_000.0,
+            widget="number",
+            help=API_HELP,
+        ),
+        Field("api_out", "Per-token API price, output (USD per million)", "float", 0.0, lo=0.0, hi=1_000.0, widget="number", help=API_HELP),
         Field("months", "Horizon (months)", "int", 24, lo=1, hi=120, widget="number"),
         Field("kwh", "Electricity (USD per kWh)", "float", 0.15, lo=0.0, hi=5.0, widget="number"),
         Field("busy", "Utilisation of owned hardware (%)", "float", 60.0, lo=1.0, hi=100.0, widget="number"),
@@ -597,6 +608,12 @@ def fields() -> dict[str, Field]:
         Field("budget", "Budget (USD, 0 = none; serving: per month)", "float", 0.0, lo=0.0, hi=1e12, widget="number"),
     ]
     return {f.key: f for f in rows}
+
+
+API_HELP = (
+    "0 in and out: the cheapest offer of the same model in data/api_prices.csv, or of the model nearest in size where "
+    "no API serves it; a price typed here (or set by a link) is used instead"
+)
 
 
 def defaults() -> Values:

@@ -88,15 +88,19 @@ The planner searches, for a goal, every **method** (full fine-tune in mixed bf16
 layers), **gradient checkpointing** on and off, **one device, data parallelism, ZeRO-3/FSDP** over 2-1,024 ranks and
 tensor parallelism inside an instance with pipeline stages across (only as much model parallelism as memory needs), the
 **largest micro-batch that fits**, every **accelerator** and **instance size** in the price catalog, on-demand or spot.
-Serving: bf16, FP8 (where the part supports it) and 4-bit AWQ weights (GGUF for llama.cpp), tensor parallel 1-8, and the
-largest batch that keeps the time to first token and each user's tokens/s within the targets.
+Serving: bf16, FP8 (where the part supports it) and 4-bit AWQ weights (GGUF for llama.cpp), a bf16 KV cache and an FP8
+one where the engine and the part have it (vLLM, SGLang, TensorRT-LLM on Ada, Hopper, Blackwell, MI300), tensor parallel
+1-8, and the largest batch (any number up to what fits) that keeps the time to first token and each user's tokens/s
+within the targets. The Inference page's bill, Training vs inference and Compare size a fleet by the same rule
+(core/money/serving.py), from the same traffic and targets: never from the sidebar's batch.
 
 - **Only plans that fit**, sized with the same memory model as the Memory page.
 - **A plan pays for what it rents**: whole instances, 730 hours a month for serving; devices a rented instance leaves
   unused become data-parallel ranks or replicas where the global batch or the traffic has work for them, else they are
   shown as idle. A job spans several instances only when they are whole nodes (8 GPUs) of a provider that rents them
   on a cluster network (InfiniBand, RoCE, EFA, ICI; data/providers.csv, sourced per provider): a marketplace's listing
-  (Vast, Lium) or an aggregator's single machine is one host and is rented one at a time.
+  (Vast, Lium) or an aggregator's single machine is one host and is rented one at a time, for serving replicas too: a
+  fleet on it is one instance at most.
 - **Communication-aware time**: tensor-parallel all-reduces, the pipeline bubble, the exposed data-parallel gradient
   all-reduce and ZeRO-3's weight all-gathers over the part's interconnect; each plan shows its scaling efficiency and a
   plan below 50% is never called cheapest or fastest while another is not. Each instance is also billed for a

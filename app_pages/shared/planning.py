@@ -70,8 +70,9 @@ def headline(p: Plan, pricing: str) -> str:
         mp += f", {p.pipeline_parallel} pipeline stages" if p.pipeline_parallel > 1 else ""
         return f"{what} on {where(p)}{shard}{mp}: {hours_text(p.hours)}, {_money(p.usd)} {price}{idle}."
     replicas = f"{p.data_parallel} replica{'s' * (p.data_parallel > 1)}"
+    kv = " with an FP8 KV cache" if p.kv_cache_format == "fp8" else ""
     return (
-        f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights on {where(p)}, up to {p.micro_batch} "
+        f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights{kv} on {where(p)}, up to {p.micro_batch} "
         f"concurrent request{'s' * (p.micro_batch > 1)} each: {_money(p.usd_per_month or 0)} a month {price}, {_money(p.usd_per_million_tokens or 0)} per million "
         f"tokens (input + output) at {100 * (p.utilisation or 0):.0f}% average load{idle}."
     )
@@ -221,6 +222,7 @@ def plan_table(plans: tuple[Plan, ...], serving: bool) -> list[dict[str, Any]]:
         if serving:
             row |= {
                 "Weights": FORMAT_WORDS.get(p.weights_format, p.weights_format),
+                "KV cache": (p.kv_cache_format or "bf16").upper(),
                 "Replicas x TP": f"{p.data_parallel} x {p.tensor_parallel}",
                 "Batch": p.micro_batch,
                 "Tokens/s per user": round(p.tokens_per_s_per_user or 0, 1),

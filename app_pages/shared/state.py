@@ -98,6 +98,10 @@ def load_link_once() -> list[str]:
                 st.session_state[key] = table[key].parse(raw)
             except (ValueError, OverflowError):
                 pass
+    if "util" in query and "peak" not in query and "util" in st.session_state:
+        # a link from before the busiest hour sized every fleet: at most util% load on average is the same replicas
+        # as a busiest hour of 100 / util times the average (core/money/serving.py sizes for the busiest hour)
+        st.session_state["peak"] = min(100.0, max(1.0, 100.0 / st.session_state["util"]))
     messages = url_problems(query, table)
     if token := query.get(CFG_PARAM):
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,3 +46,24 @@ def load_api_prices() -> tuple[ApiPrice, ...]:
 
 def monthly_usd(row: ApiPrice, input_tokens_per_month: float, output_tokens_per_month: float) -> float:
     return (input_tokens_per_month * row.input_usd_per_million + output_tokens_per_month * row.output_usd_per_million) / 1e6
+
+
+def nearest_api_price(preset_id: str | None, total_params: float, input_tokens: int, output_tokens: int) -> tuple[ApiPrice, bool] | None:
+    """The per-token offer a dedicated fleet is compared with when the person typed no price: among rows still
+    offered, the same preset's, else the preset nearest in total parameters (by ratio, either way); of those, the
+    cheapest for a request of `input_tokens` in and `output_tokens` out (ties: provider name). (row, same model), or
+    None when the catalog has no open model to compare with."""
+    from core.catalog.presets import preset
+
+    rows = [r for r in load_api_prices() if r.available and r.preset]
+    if not rows or total_params <= 0:
+        return None
+    same = [r for r in rows if r.preset == preset_id]
+    if not same:
+        gap = {p: abs(math.log(preset(p).architecture.total_params / total_params)) for p in {r.preset for r in rows}}
+        nearest = min(gap, key=lambda p: (gap[p], p))
+        same_model, pool = False, [r for r in rows if r.preset == nearest]
+    else:
+        same_model, pool = True, same
+    best = min(pool, key=lambda r: (input_tokens * r.input_usd_per_million + output_tokens * r.output_usd_per_million, r.provider, r.model))
+    return best, same_model

@@ -64,9 +64,10 @@ class InferenceEstimate(BaseModel):
     decode_bound: str
     max_concurrent_sequences: int
     usd_per_replica_hour: float | None
-    usd_per_million_tokens: float | None
+    usd_per_million_tokens: float | None  # basis: output tokens, one replica busy at this batch all the time (= ..._full_load)
     price_instance: str | None
     assumptions: list[str]
+    usd_per_million_output_tokens_full_load: float | None = None  # the same number under a name that states its basis
 
 
 class FitInfo(NamedTuple):
@@ -190,9 +191,10 @@ def inference_estimate(
         decode_bound=s.decode_bound,
         max_concurrent_sequences=concurrency,
         usd_per_replica_hour=hourly,
-        usd_per_million_tokens=None if hourly is None else usd_per_million_tokens(s.output_tokens_per_s, hourly),
+        usd_per_million_tokens=(full_load := None if hourly is None else usd_per_million_tokens(s.output_tokens_per_s, hourly)),
         price_instance=None if row is None else label(row),
         assumptions=notes,
+        usd_per_million_output_tokens_full_load=full_load,
     )
 
 

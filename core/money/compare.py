@@ -41,7 +41,7 @@ class ComparisonRow(BaseModel):
     time_to_first_token_s: float | None
     decode_tokens_per_s: float | None  # per user at the scenario's batch
     output_tokens_per_s_per_device: float | None
-    usd_per_million_tokens: float | None
+    usd_per_million_tokens: float | None  # basis: output tokens at full load, the scenario's batch (= ..._full_load)
     output_tokens_per_usd: float | None
     training_tokens_per_s_per_device: float | None
     training_wall_hours: float | None
@@ -49,6 +49,7 @@ class ComparisonRow(BaseModel):
     training_tokens_per_usd: float | None
     ecosystem: tuple[EcosystemEntry, ...]
     notes: tuple[str, ...]
+    usd_per_million_output_tokens_full_load: float | None = None  # the same number under a name that states its basis
 
 
 def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluator) -> ComparisonRow:
@@ -98,6 +99,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
         decode_tokens_per_s=decode,
         output_tokens_per_s_per_device=out_per_dev,
         usd_per_million_tokens=usd_mtok,
+        usd_per_million_output_tokens_full_load=usd_mtok,
         output_tokens_per_usd=None if usd_mtok is None else 1e6 / usd_mtok,
         training_tokens_per_s_per_device=train_rate,
         training_wall_hours=train_hours,

@@ -1,6 +1,21 @@
-"""Serving cost: USD per million output tokens, a fleet sized for a stated
-traffic and its monthly bill, dedicated instances against a per-token API,
-and a one-off training cost against monthly serving (the break-even month)."""
+"""The one serving core: a scenario served to a stated traffic with latency targets, on a price row, as a monthly
+bill. The Plan page's serve goal (core/plan/serve.py), the Inference page's bill, Training vs inference and the CLI's
+`plan` all price a fleet through `replica_capacity` and `price_fleet`, so the same scenario and traffic cost the same
+everywhere.
+
+- A replica's batch (concurrent sequences) is the largest that meets the traffic's time to first token and each
+  user's tokens/s, at most what fits in memory (every batch from 1 to MAX_BATCH is tried, not powers of two).
+- Replicas are sized for the busiest hour (peak_to_average x the day's average output tokens/s); every slot of a
+  rented instance serves (a replica of d devices on an instance of k: floor(k / d) of them), whole instances billed,
+  730 hours a month.
+- A marketplace listing or a reseller's machine is one host (data/providers.csv: a provider that does not rent
+  several machines on its own network, core/catalog/providers.spans_nodes): a fleet on such a row is one instance
+  at most. Independent replicas need no cluster network, but the listing cannot be rented twice.
+- USD per million tokens states its basis: output tokens, or input + output tokens, at this traffic (idle capacity
+  included).
+
+Also: dedicated instances against a per-token API, and a one-off training cost against monthly serving (the
+break-even month)."""
 
 from __future__ import annotations
 
@@ -8,31 +23,45 @@ import math
 from collections.abc import Iterable
 from typing import NamedTuple
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.catalog.accelerators import get_accelerator
+from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
+from core.catalog.providers import spans_nodes
 from core.layout import Layout
+from core.memory.estimate import Evaluator, fit_capacity
 from core.money.blocks import estimate_blocks
-from core.money.pricing import (
-    DAYS_PER_MONTH,
-    HOURS_PER_MONTH,
-    fleet_instances,
-    serving_rows_for,
-)
+from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH, serving_rows_for
 from core.scenario import Scenario
-from core.speed.roofline import InferenceSpeed, inference_speed
-from core.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+from core.speed.roofline import serving_curve
+from core.units import SECONDS_PER_DAY
 
 _OUT = ConfigDict(frozen=True)
+# Concurrent sequences per replica the search tries: every integer up to 2,048 (vLLM's --max-num-seqs, 256 by
+# default in V0 and 1,024 on large GPUs in V1, is a flag: docs.vllm.ai, "Engine Arguments"). Memory caps it first
+# for any model and context the planner is asked about.
+MAX_BATCH = 2048
+BATCHES = np.arange(1, MAX_BATCH + 1, dtype=np.float64)
+# Engines with an FP8 KV cache: vLLM --kv-cache-dtype fp8 (docs.vllm.ai, "Quantized KV Cache"), SGLang
+# --kv-cache-dtype fp8_e4m3 / fp8_e5m2 (docs.sglang.ai, "Server Arguments"), TensorRT-LLM's FP8 KV cache
+# (kv_cache_config dtype fp8). Offered only on parts with FP8 support (Ada, Hopper, Blackwell, MI300: the catalog's
+# supports_fp8); llama.cpp quantizes its cache to q8_0 / q4_0 instead, and transformers' quantized cache is int.
+FP8_KV_ENGINES = frozenset({"vllm", "sglang", "tensorrt-llm"})
 
 
 class Traffic(BaseModel):
+    """A day's requests and what a user must see. The latency targets and the busiest hour are the Plan goal's
+    (core/plan/goal.py), with the same defaults, so a page and the planner size the same fleet."""
+
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
     requests_per_day: float = Field(gt=0, le=1e12)
     input_tokens_per_request: int = Field(ge=1, le=2_097_151)
     output_tokens_per_request: int = Field(ge=1, le=2_097_151)
+    peak_to_average: float = Field(default=2.0, ge=1.0, le=100.0, description="busiest hour's traffic over the day's average")
+    ttft_s: float = Field(default=2.0, gt=0, le=600, description="time to first token a user waits at most (seconds)")
+    tokens_per_s_per_user: float = Field(default=20.0, gt=0, le=10_000, description="generation speed each user sees at least")
 
     @model_validator(mode="after")
     def _context(self) -> Traffic:
@@ -45,85 +74,228 @@ class Traffic(BaseModel):
         """Average output tokens per second over the day."""
         return self.requests_per_day * self.output_tokens_per_request / SECONDS_PER_DAY
 
+    @property
+    def peak_output_tokens_per_s(self) -> float:
+        """Output tokens per second in the busiest hour: what the fleet is sized for."""
+        return self.output_tokens_per_s * self.peak_to_average
+
+    @property
+    def output_tokens_per_month(self) -> float:
+        return self.requests_per_day * DAYS_PER_MONTH * self.output_tokens_per_request
+
+    @property
+    def tokens_in_and_out_per_month(self) -> float:
+        return self.requests_per_day * DAYS_PER_MONTH * (self.input_tokens_per_request + self.output_tokens_per_request)
+
 
 class ServingPlan(BaseModel):
+    """A fleet's bill. Fields before `weights_format` are the original contract and keep their meaning."""
+
     model_config = _OUT
     accelerator_id: str
     provider: str
     instance_type: str
     region: str
     price_source: str
-    batch_size: int
+    batch_size: int  # concurrent sequences per replica in the busiest hour (at most max_batch_meeting_targets)
     tensor_parallel: int
     pipeline_parallel: int
     devices_per_replica: int
-    time_to_first_token_s: float
-    decode_tokens_per_s: float
-    output_tokens_per_s_per_replica: float
-    output_tokens_per_s_needed: float
+    time_to_first_token_s: float  # at batch_size
+    decode_tokens_per_s: float  # each user's generation speed at batch_size
+    output_tokens_per_s_per_replica: float  # one replica's capacity at max_batch_meeting_targets (the sizing basis)
+    output_tokens_per_s_needed: float  # the day's average
     replicas: int
     instances: int
     utilisation: float  # average load of the fleet
     usd_per_hour: float
-    usd_per_month: float
+    usd_per_month: float  # on demand
     spot_usd_per_month: float | None
-    usd_per_million_output_tokens: float  # at this traffic (idle capacity included)
+    usd_per_million_output_tokens: float  # basis: output tokens at this traffic, idle capacity included (= ..._at_traffic)
+    weights_format: str = ""
+    kv_cache_format: str = ""
+    peak_output_tokens_per_s_needed: float = 0.0  # the busiest hour: what the fleet is sized for
+    max_batch_that_fits: int = 0
+    max_batch_meeting_targets: int = 0
+    idle_devices: int = 0  # rented with the instances, left unused (the next replica needs more)
+    usd_per_million_output_tokens_at_traffic: float = 0.0  # the monthly bill / the month's output tokens
+    usd_per_million_tokens_in_and_out_at_traffic: float = 0.0  # the monthly bill / the month's input + output tokens
+    spot_usd_per_million_output_tokens_at_traffic: float | None = None
 
 
-class _Replica(NamedTuple):
+class ReplicaCapacity(NamedTuple):
+    """What one replica of a scenario on one part carries for a traffic: `curve` holds time to first token, each
+    user's decode tokens/s and the replica's output tokens/s at batches 1 ... max_batch_meeting_targets."""
+
     tensor_parallel: int
     pipeline_parallel: int
-    batch: int
-    speed: InferenceSpeed
+    max_batch_that_fits: int
+    max_batch_meeting_targets: int
+    curve: dict[str, np.ndarray]
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        return float(self.curve["output_tokens_per_s"][-1])
 
 
-def _replica(sc: Scenario, traffic: Traffic) -> _Replica:
+def request_scenario(sc: Scenario, traffic: Traffic, **update: object) -> Scenario:
+    """The scenario as one request of the traffic: a context of its input + output tokens, served."""
     seq = traffic.input_tokens_per_request + traffic.output_tokens_per_request
-    req = sc.replace(seq_len=seq, mode="inference", output_tokens=traffic.output_tokens_per_request)
-    inf = estimate_blocks(req)[2]
-    if inf is None or inf.max_concurrent_sequences < 1:
-        raise ValueError(f"{sc.accelerator}: a {seq:,}-token request does not fit in any layout")
-    batch = min(sc.batch_size, inf.max_concurrent_sequences)
-    speed = inference_speed(
-        req,
-        layout=Layout(1, inf.tensor_parallel, inf.pipeline_parallel),
-        batch=batch,
-        prompt_tokens=traffic.input_tokens_per_request,
-        output_tokens=traffic.output_tokens_per_request,
-    )
-    return _Replica(inf.tensor_parallel, inf.pipeline_parallel, batch, speed)
+    return sc.replace(seq_len=seq, mode="inference", output_tokens=traffic.output_tokens_per_request, **update)
 
 
-def _plan(row: PriceRow, rep: _Replica, traffic: Traffic, max_utilisation: float) -> ServingPlan:
-    d = rep.tensor_parallel * rep.pipeline_parallel
-    needed = traffic.output_tokens_per_s
-    per_replica = rep.speed.output_tokens_per_s
-    replicas = max(1, math.ceil(needed / (per_replica * max_utilisation)))
-    instances = fleet_instances(row, replicas, d)
-    hourly = instances * row.on_demand_usd_per_hour
-    monthly = hourly * HOURS_PER_MONTH
+def memory_by_batch(sc: Scenario, layout: Layout) -> np.ndarray:
+    """Bytes per device at batches 1 ... MAX_BATCH (memory per device does not depend on the part: the planner sizes
+    a format and layout once for every accelerator)."""
+    comps = Evaluator(sc, sc.architecture).components(layout, BATCHES, sc.seq_len)[0]
+    return np.broadcast_to(np.asarray(comps.total, dtype=np.float64), BATCHES.shape)
+
+
+def replica_capacity(sc: Scenario, acc: Accelerator, layout: Layout, traffic: Traffic, memory: np.ndarray | None = None) -> ReplicaCapacity | str:
+    """The largest batch that fits on `acc` and meets the traffic's latency targets, with the speeds up to it; or why
+    there is none. `sc` is a request of the traffic (request_scenario); `memory` is memory_by_batch(sc, layout)."""
+    total = memory_by_batch(sc, layout) if memory is None else memory
+    fits = total <= fit_capacity(sc, float(acc.usable_memory_bytes))
+    if not fits.any():
+        return f"a {sc.seq_len:,}-token request does not fit"
+    n_fit = int(np.flatnonzero(fits).max()) + 1
+    curve = serving_curve(sc, acc, layout, BATCHES[:n_fit], traffic.input_tokens_per_request, traffic.output_tokens_per_request)
+    ok = (curve["time_to_first_token_s"] <= traffic.ttft_s) & (curve["decode_tokens_per_s"] >= traffic.tokens_per_s_per_user)
+    if not ok.any():
+        return f"no batch meets {traffic.tokens_per_s_per_user:g} tokens/s per user within {traffic.ttft_s:g} s to the first token"
+    top = int(np.flatnonzero(ok).max()) + 1
+    return ReplicaCapacity(layout.tensor_parallel, layout.pipeline_parallel, n_fit, top, {k: v[:top] for k, v in curve.items()})
+
+
+def rents_many(row: PriceRow) -> bool:
+    """Whether a fleet may rent several instances of this row: not a marketplace listing or a reseller's machine,
+    which is one host (data/providers.csv through spans_nodes; a provider the catalog does not list may)."""
+    return spans_nodes(row.provider, row.instance_type)
+
+
+def fleet(row: PriceRow, devices_per_replica: int, replicas_needed: int, kind: str) -> tuple[int, int] | None:
+    """(replicas, instances) of a fleet of `replicas_needed` replicas on whole instances of `row`, every slot of a
+    rented instance serving; None where the row cannot be rented that many times (one host). A TPU row prices one
+    chip of a slice (accelerators_per_instance 1), rented per chip."""
+    k = row.accelerators_per_instance
+    d = devices_per_replica
+    if d <= k:
+        per_instance = k // d
+        instances = math.ceil(replicas_needed / per_instance)
+        replicas = instances * per_instance
+    else:
+        replicas, instances = replicas_needed, replicas_needed * math.ceil(d / k)
+    if instances > 1 and kind != "tpu" and not rents_many(row):
+        return None
+    return replicas, instances
+
+
+class Fleet(NamedTuple):
+    """A fleet's size on a row: replicas, whole instances, and the concurrent sequences each replica runs in the
+    busiest hour (index batch - 1 of the capacity's curve)."""
+
+    replicas: int
+    instances: int
+    batch: int
+
+
+def size_fleet(row: PriceRow, cap: ReplicaCapacity, traffic: Traffic, max_utilisation: float = 1.0, kind: str | None = None) -> Fleet | None:
+    """Replicas for the traffic's busiest hour at each replica's largest batch within the targets (at most
+    `max_utilisation` loaded then), on whole instances of `row` (None where the row cannot be rented that many times).
+    In the busiest hour each replica runs the smallest batch that still carries its share (faster for each user).
+    `kind` is the part's (looked up when not given)."""
+    peak = traffic.peak_output_tokens_per_s
+    needed = max(1, math.ceil(peak / (cap.output_tokens_per_s * max_utilisation) - 1e-9))
+    sized = fleet(row, cap.tensor_parallel * cap.pipeline_parallel, needed, kind or get_accelerator(row.accelerator_id).kind)
+    if sized is None:
+        return None
+    replicas, instances = sized
+    out = cap.curve["output_tokens_per_s"]
+    batch = int(np.argmax(out * replicas >= peak)) + 1 if out[-1] * replicas >= peak else len(out)
+    return Fleet(replicas, instances, batch)
+
+
+def fleet_usd_per_month(row: PriceRow, instances: int, spot: bool = False) -> float | None:
+    """Whole instances, always on: instances x the row's hourly price x 730 hours (None: no spot price)."""
+    price = row.spot_usd_per_hour if spot else row.on_demand_usd_per_hour
+    return None if price is None else instances * price * HOURS_PER_MONTH
+
+
+def bill(sc: Scenario, row: PriceRow, cap: ReplicaCapacity, traffic: Traffic, f: Fleet) -> ServingPlan:
+    """The bill of a fleet sized by size_fleet, with the speeds each user sees in the busiest hour."""
+    d = cap.tensor_parallel * cap.pipeline_parallel
+    per_replica = cap.output_tokens_per_s
+    i = f.batch - 1
+    monthly = fleet_usd_per_month(row, f.instances) or 0.0
+    spot = fleet_usd_per_month(row, f.instances, spot=True)
+    out_month, all_month = traffic.output_tokens_per_month / 1e6, traffic.tokens_in_and_out_per_month / 1e6
+    average = traffic.output_tokens_per_s
     return ServingPlan.model_construct(
         accelerator_id=row.accelerator_id,
         provider=row.provider,
         instance_type=row.instance_type,
         region=row.region,
         price_source=row.source,
-        batch_size=rep.batch,
-        tensor_parallel=rep.tensor_parallel,
-        pipeline_parallel=rep.pipeline_parallel,
+        batch_size=f.batch,
+        tensor_parallel=cap.tensor_parallel,
+        pipeline_parallel=cap.pipeline_parallel,
         devices_per_replica=d,
-        time_to_first_token_s=rep.speed.time_to_first_token_s,
-        decode_tokens_per_s=rep.speed.decode_tokens_per_s,
+        time_to_first_token_s=float(cap.curve["time_to_first_token_s"][i]),
+        decode_tokens_per_s=float(cap.curve["decode_tokens_per_s"][i]),
         output_tokens_per_s_per_replica=per_replica,
-        output_tokens_per_s_needed=needed,
-        replicas=replicas,
-        instances=instances,
-        utilisation=needed / (replicas * per_replica),
-        usd_per_hour=hourly,
+        output_tokens_per_s_needed=average,
+        replicas=f.replicas,
+        instances=f.instances,
+        utilisation=average / (f.replicas * per_replica),
+        usd_per_hour=f.instances * row.on_demand_usd_per_hour,
         usd_per_month=monthly,
-        spot_usd_per_month=None if row.spot_usd_per_hour is None else instances * row.spot_usd_per_hour * HOURS_PER_MONTH,
-        usd_per_million_output_tokens=monthly / (needed * SECONDS_PER_HOUR * HOURS_PER_MONTH) * 1e6,
+        spot_usd_per_month=spot,
+        usd_per_million_output_tokens=monthly / out_month,
+        weights_format=sc.weights_format,
+        kv_cache_format=sc.kv_cache_format,
+        peak_output_tokens_per_s_needed=traffic.peak_output_tokens_per_s,
+        max_batch_that_fits=cap.max_batch_that_fits,
+        max_batch_meeting_targets=cap.max_batch_meeting_targets,
+        idle_devices=f.instances * row.accelerators_per_instance - f.replicas * d if d <= row.accelerators_per_instance else 0,
+        usd_per_million_output_tokens_at_traffic=monthly / out_month,
+        usd_per_million_tokens_in_and_out_at_traffic=monthly / all_month,
+        spot_usd_per_million_output_tokens_at_traffic=None if spot is None else spot / out_month,
     )
+
+
+def price_fleet(sc: Scenario, row: PriceRow, cap: ReplicaCapacity, traffic: Traffic, max_utilisation: float = 1.0, kind: str | None = None) -> ServingPlan | None:
+    """size_fleet, then its bill (None where the row cannot be rented as many times as the fleet needs)."""
+    f = size_fleet(row, cap, traffic, max_utilisation, kind)
+    return None if f is None else bill(sc, row, cap, traffic, f)
+
+
+def serving_rows(rows: tuple[PriceRow, ...] | None, accelerator_id: str, tensor_parallel: int, spot: bool = False) -> list[PriceRow]:
+    """The rows a fleet of one accelerator might be priced on: per instance size, the cheapest row, and the cheapest
+    row that can be rented many times where that one cannot (a dearer row of the same size never wins otherwise)."""
+    best: dict[tuple[int, bool], tuple[float, str, str, PriceRow]] = {}
+    for r in serving_rows_for(accelerator_id, rows, tensor_parallel):
+        price = r.spot_usd_per_hour if spot else r.on_demand_usd_per_hour
+        if price is None:
+            continue
+        for many in (False, True) if rents_many(r) else (False,):
+            key = (r.accelerators_per_instance, many)
+            if key not in best or (price, r.provider, r.instance_type) < best[key][:3]:
+                best[key] = (price, r.provider, r.instance_type, r)
+    out = {id(v[3]): v[3] for v in best.values()}
+    return sorted(out.values(), key=lambda r: (r.accelerators_per_instance, r.provider, r.instance_type))
+
+
+def _replica(sc: Scenario, traffic: Traffic) -> tuple[Scenario, ReplicaCapacity]:
+    """The sidebar's scenario as a replica: its layout where that fits one request, else the smallest that does (the
+    scenario's batch is not read: the replica's batch comes from the traffic)."""
+    req = request_scenario(sc, traffic, batch_size=1)
+    inf = estimate_blocks(req)[2]
+    if inf is None or inf.max_concurrent_sequences < 1:
+        raise ValueError(f"{sc.accelerator}: a {req.seq_len:,}-token request does not fit in any layout")
+    cap = replica_capacity(req, get_accelerator(sc.accelerator), Layout(1, inf.tensor_parallel, inf.pipeline_parallel), traffic)
+    if isinstance(cap, str):
+        raise ValueError(f"{sc.accelerator}: {cap}")
+    return req, cap
 
 
 def _check_utilisation(max_utilisation: float) -> None:
@@ -131,29 +303,35 @@ def _check_utilisation(max_utilisation: float) -> None:
         raise ValueError("max_utilisation must be in (0, 1]")
 
 
+def _order(p: ServingPlan) -> tuple[float, str, str]:
+    return (p.usd_per_month, p.provider, p.instance_type)
+
+
 def serving_plan(sc: Scenario, traffic: Traffic, *, row: PriceRow | None = None, rows: tuple[PriceRow, ...] | None = None, max_utilisation: float = 1.0) -> ServingPlan:
-    """Replicas of the scenario's model on its accelerator that carry `traffic`
-    with each replica loaded at most `max_utilisation` on average (1.0 = sized
-    for the daily average, no peak headroom), always on, billed 730 h a month.
-    Concurrency per replica: the scenario's batch_size, capped by memory.
-    `row` defaults to the catalog row with the lowest monthly bill for the fleet."""
+    """Replicas of the scenario's model, weights and KV cache on its accelerator that carry `traffic` in its busiest
+    hour within its latency targets (each replica loaded at most `max_utilisation` then), always on, billed 730 h a
+    month. The batch comes from the traffic and the targets, never from the scenario's batch_size. `row` defaults
+    to the catalog row with the lowest monthly bill for the fleet."""
     _check_utilisation(max_utilisation)
-    rep = _replica(sc, traffic)
+    req, cap = _replica(sc, traffic)
     if row is not None:
         if row.accelerator_id != sc.accelerator:
             raise ValueError(f"price row is for {row.accelerator_id}, the scenario uses {sc.accelerator}")
-        return _plan(row, rep, traffic, max_utilisation)
-    plans = [_plan(r, rep, traffic, max_utilisation) for r in serving_rows_for(sc.accelerator, rows, rep.tensor_parallel)]
+        plan = price_fleet(req, row, cap, traffic, max_utilisation)
+        if plan is None:
+            raise ValueError(f"{row.provider} {row.instance_type} is one host: this traffic needs more than one instance of it")
+        return plan
+    plans = [p for r in serving_rows_for(sc.accelerator, rows, cap.tensor_parallel) if (p := price_fleet(req, r, cap, traffic, max_utilisation)) is not None]
     if not plans:
-        raise ValueError(f"no price row for {sc.accelerator} with {rep.tensor_parallel}+ devices per instance")
-    return min(plans, key=lambda p: (p.usd_per_month, p.provider, p.instance_type))
+        raise ValueError(f"no price row for {sc.accelerator} with {cap.tensor_parallel}+ devices per instance that rents the instances this traffic needs")
+    return min(plans, key=_order)
 
 
 def serving_options(
     sc: Scenario, traffic: Traffic, rows: tuple[PriceRow, ...] | None = None, *, accelerator_ids: Iterable[str] | None = None, max_utilisation: float = 1.0
 ) -> tuple[ServingPlan, ...]:
-    """A plan per price row of each priced accelerator (or the ones named),
-    cheapest per month first; accelerators the request does not fit are left out."""
+    """A plan per price row of each priced accelerator (or the ones named), cheapest per month first; accelerators
+    the request does not fit, or whose rows cannot be rented as many times as the fleet needs, are left out."""
     _check_utilisation(max_utilisation)
     pool = billable_prices(rows)
     ids = list(dict.fromkeys(r.accelerator_id for r in pool)) if accelerator_ids is None else list(accelerator_ids)
@@ -161,11 +339,11 @@ def serving_options(
     for aid in ids:
         get_accelerator(aid)
         try:
-            rep = _replica(sc if sc.accelerator == aid else sc.model_copy(update={"accelerator": aid}), traffic)
+            req, cap = _replica(sc if sc.accelerator == aid else sc.model_copy(update={"accelerator": aid}), traffic)
         except ValueError:
             continue
-        plans += [_plan(r, rep, traffic, max_utilisation) for r in serving_rows_for(aid, pool, rep.tensor_parallel)]
-    return tuple(sorted(plans, key=lambda p: (p.usd_per_month, p.provider, p.instance_type)))
+        plans += [p for r in serving_rows_for(aid, pool, cap.tensor_parallel) if (p := price_fleet(req, r, cap, traffic, max_utilisation)) is not None]
+    return tuple(sorted(plans, key=_order))
 
 
 class PerTokenComparison(BaseModel):

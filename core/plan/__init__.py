@@ -74,7 +74,7 @@ def _variant(o: Any) -> str:
     if hasattr(o, "candidate"):
         s = o.candidate.shape
         return f"{s.method}/{s.gradient_checkpointing}/{s.zero_stage}/{s.tensor_parallel}/{s.pipeline_parallel}"
-    return f"{o.weights_format}/{o.tensor_parallel}"
+    return f"{o.weights_format}/{o.tensor_parallel}/{o.kv_cache_format}"
 
 
 def _shown(options: list[Any], cheapest: Any, fastest: Any, longer: Any = None) -> list[Any]:
@@ -158,10 +158,15 @@ def assumptions(goal: Goal) -> list[str]:
     else:
         out += [
             f"Replicas are sized for the busiest hour: {goal.peak_to_average:g} x the day's average output tokens per "
-            "second; each replica serves the largest batch that keeps time to first token and each user's generation "
+            "second (whole instances, every slot of an instance serving); each replica serves the largest batch that "
+            "keeps time to first token and each user's generation "
             f"speed within the targets ({goal.ttft_s:g} s, {goal.tokens_per_s_per_user:g} tokens/s).",
             "USD per million tokens = the monthly bill / the month's tokens at this traffic (idle capacity included): "
             "input + output tokens, and output tokens alone, are shown under different labels.",
-            f"Searched: bf16, FP8 and 4-bit AWQ weights (GGUF for llama.cpp), tensor parallel 1-8, bf16 KV cache; the serving engine is {goal.serving_engine}.",
+            f"Searched: bf16, FP8 and 4-bit AWQ weights (GGUF for llama.cpp), tensor parallel 1-8, a bf16 KV cache and an "
+            f"FP8 one where the engine and the part have it (vLLM, SGLang, TensorRT-LLM on Ada, Hopper, Blackwell, MI300), "
+            f"every batch from 1 to what fits; the serving engine is {goal.serving_engine}.",
+            "A marketplace listing or a reseller's machine (data/providers.csv) is one host: a fleet on it is one "
+            "instance at most; larger fleets rent from providers that rent many instances.",
         ]
     return out

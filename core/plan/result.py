@@ -43,8 +43,8 @@ class Plan(BaseModel):
     usd: float | None = None
     # serving goals
     usd_per_month: float | None = None
-    usd_per_million_tokens: float | None = None  # input + output tokens, at the goal's traffic
-    usd_per_million_output_tokens: float | None = None
+    usd_per_million_tokens: float | None = None  # basis: input + output tokens, at the goal's traffic (= ..._in_and_out_at_traffic)
+    usd_per_million_output_tokens: float | None = None  # basis: output tokens at the goal's traffic (= ..._output_tokens_at_traffic)
     utilisation: float | None = None  # average load of the serving fleet
     time_to_first_token_s: float | None = None
     tokens_per_s_per_user: float | None = None
@@ -53,6 +53,12 @@ class Plan(BaseModel):
     within_bounds: bool = True  # meets the goal's deadline and budget
     notes: tuple[str, ...] = ()
     scenario: dict[str, Any]  # reproduces the plan through `python -m core estimate`
+    # serving goals (added beside the fields above, whose names and meaning stay)
+    usd_per_million_output_tokens_at_traffic: float | None = None  # the monthly bill / the month's output tokens
+    usd_per_million_tokens_in_and_out_at_traffic: float | None = None  # the monthly bill / the month's input + output tokens
+    kv_cache_format: str | None = None
+    max_batch_that_fits: int | None = None  # concurrent sequences per replica memory allows
+    max_batch_meeting_targets: int | None = None  # the most that keep time to first token and tokens/s per user in the targets
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -1,12 +1,13 @@
-"""The serving planner: every accelerator, weight format, tensor-parallel size and instance type that fits, with the
-largest batch that still meets the latency target, replicas for the busiest hour, and whole instances billed.
+"""The serving planner: every accelerator, weight format, KV-cache format, tensor-parallel size and instance type that
+fits, priced by the one serving core (core/money/serving.py): the largest batch that meets the latency targets,
+replicas for the busiest hour, whole instances billed, a marketplace listing one host.
 
-Memory per device does not depend on the device: each (format, tensor-parallel size) is sized once for every batch
-(NumPy) and compared with each accelerator's capacity; speeds for all batches come from one vectorised roofline."""
+Memory per device does not depend on the device: each (format, KV cache, tensor-parallel size) is sized once for every
+batch from 1 to MAX_BATCH (NumPy) and compared with each accelerator's capacity; speeds for all batches come from one
+vectorised roofline."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,23 +19,42 @@ from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
 from core.layout import Layout
-from core.memory.estimate import Evaluator, fit_capacity
 from core.model.kernels import four_bit_format
-from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH
+from core.money.serving import (
+    FP8_KV_ENGINES,
+    Fleet,
+    ReplicaCapacity,
+    ServingPlan,
+    Traffic,
+    bill,
+    fleet_usd_per_month,
+    memory_by_batch,
+    replica_capacity,
+    serving_rows,
+    size_fleet,
+)
 from core.plan.goal import Goal
 from core.plan.result import Plan, rental_fields
-from core.plan.train import cheapest_rows
 from core.scenario import Scenario
-from core.speed.roofline import serving_curve
-from core.units import SECONDS_PER_DAY
 
-BATCHES = np.array([2**i for i in range(11)], dtype=np.float64)  # 1 ... 1,024 concurrent sequences per replica
 TENSOR_PARALLEL = (1, 2, 4, 8)
 # Formats a serving engine loads: 16-bit, FP8 (W8A8 on Hopper and newer, weight-only elsewhere) and 4-bit AWQ;
 # llama.cpp serves GGUF files.
 FORMATS_BY_ENGINE = {"llama.cpp": ("fp16", "gguf-q8_0", "gguf-q4_k_m")}
 DEFAULT_FORMATS = ("bf16", "fp8", "awq-4bit", "gptq-4bit")  # one 4-bit format per part: core/model/kernels.py
 FOUR_BIT = ("awq-4bit", "gptq-4bit")
+
+
+def traffic_of(goal: Goal) -> Traffic:
+    """The goal's traffic and latency targets, as every page's serving bill reads them."""
+    return Traffic(
+        requests_per_day=goal.requests_per_day or 1.0,
+        input_tokens_per_request=goal.input_tokens,
+        output_tokens_per_request=goal.output_tokens,
+        peak_to_average=goal.peak_to_average,
+        ttft_s=goal.ttft_s,
+        tokens_per_s_per_user=goal.tokens_per_s_per_user,
+    )
 
 
 def serving_scenario(goal: Goal, weights_format: str, tp: int, **update: Any) -> Scenario:
@@ -53,13 +73,15 @@ def serving_scenario(goal: Goal, weights_format: str, tp: int, **update: Any) ->
     )
 
 
-def peak_output_tokens_per_s(goal: Goal) -> float:
-    return (goal.requests_per_day or 0.0) * goal.output_tokens / SECONDS_PER_DAY * goal.peak_to_average
+def kv_formats(goal: Goal) -> tuple[str, ...]:
+    """The KV caches searched: 16-bit, and FP8 where the engine has one (offered only on parts with FP8)."""
+    return ("bf16", "fp8") if goal.serving_engine in FP8_KV_ENGINES else ("bf16",)
 
 
 @dataclass
 class ServingOption:
-    """A priced serving plan before it is written out."""
+    """A priced serving plan before it is written out: the fleet on a row, its bill built only for the plans shown
+    (core/money/serving.bill, the one every page shows)."""
 
     accelerator: Accelerator
     row: PriceRow
@@ -67,29 +89,26 @@ class ServingOption:
     scenario: Scenario
     weights_format: str
     tensor_parallel: int
-    batch: int
-    speed: dict[str, float]
-    replicas: int
-    instances: int
-    cost: float  # USD per month
+    capacity: ReplicaCapacity
+    fleet: Fleet
+    traffic: Traffic
+    cost: float  # USD per month at the goal's pricing
+    duration: float  # seconds per generated token each user sees in the busiest hour
     within_bounds: bool
     scaling_efficiency: float = 1.0
     pareto: bool = False
 
     @property
-    def duration(self) -> float:
-        return 1.0 / self.speed["decode_tokens_per_s"]
+    def instances(self) -> int:
+        return self.fleet.instances
 
+    @property
+    def kv_cache_format(self) -> str:
+        return self.scenario.kv_cache_format
 
-def _fleet(goal: Goal, row: PriceRow, tp: int, per_replica: float) -> tuple[int, int]:
-    """(replicas, instances) for the busiest hour; every slot of a rented instance serves."""
-    replicas = max(1, math.ceil(peak_output_tokens_per_s(goal) / per_replica))
-    k = row.accelerators_per_instance
-    if tp <= k:
-        per_instance = k // tp
-        instances = math.ceil(replicas / per_instance)
-        return instances * per_instance, instances
-    return replicas, replicas * math.ceil(tp / k)
+    @property
+    def bill(self) -> ServingPlan:
+        return bill(self.scenario, self.row, self.capacity, self.traffic, self.fleet)
 
 
 def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[list[ServingOption], list[str], int]:
@@ -97,17 +116,18 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
     rows = tuple(r for r in billable_prices(prices) if can_serve(r.provider))
     wanted = set(goal.accelerators) if goal.accelerators else None
     formats = FORMATS_BY_ENGINE.get(goal.serving_engine, DEFAULT_FORMATS)
-    sized: list[tuple[str, int, Scenario, np.ndarray]] = []
+    traffic = traffic_of(goal)
+    spot = goal.pricing == "spot"
+    sized: list[tuple[str, str, int, Scenario, np.ndarray]] = []
     for fmt in formats:
-        for tp in TENSOR_PARALLEL:
-            sc = serving_scenario(goal, fmt, tp)
-            if sc.architecture.num_heads % tp:
-                continue
-            comps = Evaluator(sc, sc.architecture).components(Layout(1, tp, 1), BATCHES, sc.seq_len)[0]
-            sized.append((fmt, tp, sc, np.broadcast_to(np.asarray(comps.total, dtype=np.float64), BATCHES.shape)))
+        for kv in kv_formats(goal):
+            for tp in TENSOR_PARALLEL:
+                sc = serving_scenario(goal, fmt, tp, kv_cache_format=kv)
+                if sc.architecture.num_heads % tp:
+                    continue
+                sized.append((fmt, kv, tp, sc, memory_by_batch(sc, Layout(1, tp, 1))))
     options: list[ServingOption] = []
     skipped: list[str] = []
-    peak = peak_output_tokens_per_s(goal)
     for aid in dict.fromkeys(r.accelerator_id for r in rows):
         if wanted is not None and aid not in wanted:
             continue
@@ -115,34 +135,30 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         if (problem := engine_problem(goal.serving_engine, acc)) is not None:
             skipped.append(problem)  # the engine does not run there (data/engine_hardware.csv)
             continue
-        acc_rows = cheapest_rows(rows, aid, goal.pricing == "spot")
         found, why = False, "no layout fits"
-        for fmt, tp, sc, total in sized:
-            if fmt == "fp8" and not acc.supports_fp8:
-                continue  # FP8 checkpoints need FP8 support (Ada, Hopper, Blackwell, MI300, Trainium)
+        # the rows that can hold a tensor-parallel group of each size (a TPU row prices one chip of a slice)
+        rentable = {tp: [r for r in serving_rows(rows, aid, tp, spot) if tp <= r.accelerators_per_instance or acc.kind == "tpu"] for tp in TENSOR_PARALLEL}
+        for fmt, kv, tp, sc, total in sized:
+            if "fp8" in (fmt, kv) and not acc.supports_fp8:
+                continue  # FP8 weights and an FP8 KV cache need FP8 support (Ada, Hopper, Blackwell, MI300, Trainium)
             if fmt in FOUR_BIT and fmt != four_bit_format(acc):
                 continue  # no kernels for it on this part (AWQ before Turing; neither on AMD, TPU, Neuron)
-            fits = total <= fit_capacity(sc, float(acc.usable_memory_bytes))
-            if not fits.any():
+            if not rentable[tp]:
                 continue
-            n_fit = int(np.flatnonzero(fits).max()) + 1
-            curve = serving_curve(sc, acc, Layout(1, tp, 1), BATCHES[:n_fit], goal.input_tokens, goal.output_tokens)
-            ok = (curve["time_to_first_token_s"] <= goal.ttft_s) & (curve["decode_tokens_per_s"] >= goal.tokens_per_s_per_user)
-            if not ok.any():
-                why = f"no batch meets {goal.tokens_per_s_per_user:g} tokens/s per user within {goal.ttft_s:g} s to the first token"
+            cap = replica_capacity(sc, acc, Layout(1, tp, 1), traffic, total)
+            if isinstance(cap, str):
+                if not cap.startswith("a "):  # memory is the default reason; a latency miss says more
+                    why = cap
                 continue
-            top = int(np.flatnonzero(ok).max())
-            for row, price in acc_rows:
-                if tp > row.accelerators_per_instance and acc.kind != "tpu":
-                    continue
-                replicas, instances = _fleet(goal, row, tp, float(curve["output_tokens_per_s"][top]))
-                # Sized at the largest batch that meets the targets; at the goal's traffic each replica then runs the
-                # smallest batch that still carries its share of the busiest hour (faster for each user).
-                i = int(np.flatnonzero(curve["output_tokens_per_s"][: top + 1] * replicas >= peak).min())
-                cost = instances * price * HOURS_PER_MONTH
+            decode = cap.curve["decode_tokens_per_s"]
+            for row in rentable[tp]:
+                f = size_fleet(row, cap, traffic, kind=acc.kind)
+                if f is None:
+                    continue  # one host: the fleet needs more instances than the listing is
+                cost = fleet_usd_per_month(row, f.instances, spot) or 0.0  # serving_rows gave rows with this price
                 within = goal.budget_usd is None or cost <= goal.budget_usd
-                speed = {k: float(v[i]) for k, v in curve.items()}
-                options.append(ServingOption(acc, row, price, sc, fmt, tp, int(BATCHES[i]), speed, replicas, instances, cost, within))
+                price = (row.spot_usd_per_hour or 0.0) if spot else row.on_demand_usd_per_hour
+                options.append(ServingOption(acc, row, price, sc, fmt, tp, cap, f, traffic, cost, 1.0 / float(decode[f.batch - 1]), within))
                 found = True
         if not found:
             skipped.append(f"{aid}: {why}")
@@ -150,34 +166,40 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
 
 
 def serving_plan(goal: Goal, o: ServingOption) -> Plan:
+    b = o.bill
     k = o.row.accelerators_per_instance
     tp = o.tensor_parallel
-    idle = o.instances * k - o.replicas * tp
-    per_replica = o.speed["output_tokens_per_s"]
-    requests_per_month = (goal.requests_per_day or 0.0) * DAYS_PER_MONTH
-    average = (goal.requests_per_day or 0.0) * goal.output_tokens / SECONDS_PER_DAY
-    utilisation = average / (o.replicas * per_replica)
+    idle = b.idle_devices
     notes = []
     if idle:
-        notes.append(f"{idle} of the {o.instances * k} rented devices stay idle: the next replica needs {tp}")
-    if utilisation < 0.2:
-        notes.append(f"the fleet is {utilisation:.0%} busy on average: the smallest rentable unit is larger than the traffic")
+        notes.append(f"{idle} of the {b.instances * k} rented devices stay idle: the next replica needs {tp}")
+    if b.utilisation < 0.2:
+        notes.append(f"the fleet is {b.utilisation:.0%} busy on average: the smallest rentable unit is larger than the traffic")
+    if b.max_batch_meeting_targets < b.max_batch_that_fits:
+        notes.append(
+            f"each replica runs at most {b.max_batch_meeting_targets:,} concurrent requests (room for {b.max_batch_that_fits:,}): "
+            f"more would miss {goal.tokens_per_s_per_user:g} tokens/s per user or {goal.ttft_s:g} s to the first token"
+        )
     model = goal.model if isinstance(goal.model, str) else goal.model.model_dump(exclude_none=True)
     scenario = {
         "model": model,
         "mode": "inference",
         "weights_format": o.weights_format,
+        "kv_cache_format": o.kv_cache_format,
         "tensor_parallel": tp,
-        "batch_size": o.batch,
+        "batch_size": b.batch_size,
         "seq_len": o.scenario.seq_len,
         "output_tokens": goal.output_tokens,
         "serving_engine": goal.serving_engine,
         "flash_attention": True,
         "accelerator": o.accelerator.id,
     }
+    traffic = traffic_of(goal)
+    in_and_out = o.cost / (traffic.tokens_in_and_out_per_month / 1e6)  # at the goal's pricing (on demand or spot)
+    output = o.cost / (traffic.output_tokens_per_month / 1e6)
     return Plan.model_construct(
-        **rental_fields(o.accelerator.id, o.accelerator.name, o.row, o.instances, o.price),
-        devices=o.replicas * tp,
+        **rental_fields(o.accelerator.id, o.accelerator.name, o.row, b.instances, o.price),
+        devices=b.replicas * tp,
         idle_devices=idle,
         method="serve",
         precision=o.weights_format,
@@ -186,19 +208,24 @@ def serving_plan(goal: Goal, o: ServingOption) -> Plan:
         zero_stage=0,
         tensor_parallel=tp,
         pipeline_parallel=1,
-        data_parallel=o.replicas,
-        micro_batch=o.batch,
+        data_parallel=b.replicas,
+        micro_batch=b.batch_size,
         gradient_accumulation_steps=1,
         scaling_efficiency=1.0,
         usd_per_month=o.cost,
-        usd_per_million_tokens=o.cost / (requests_per_month * (goal.input_tokens + goal.output_tokens) / 1e6),
-        usd_per_million_output_tokens=o.cost / (requests_per_month * goal.output_tokens / 1e6),
-        utilisation=utilisation,
-        time_to_first_token_s=o.speed["time_to_first_token_s"],
-        tokens_per_s_per_user=o.speed["decode_tokens_per_s"],
-        output_tokens_per_s_capacity=o.replicas * per_replica,
+        usd_per_million_tokens=in_and_out,  # the contract's field: input + output tokens at the goal's traffic
+        usd_per_million_output_tokens=output,
+        usd_per_million_tokens_in_and_out_at_traffic=in_and_out,
+        usd_per_million_output_tokens_at_traffic=output,
+        utilisation=b.utilisation,
+        time_to_first_token_s=b.time_to_first_token_s,
+        tokens_per_s_per_user=b.decode_tokens_per_s,
+        output_tokens_per_s_capacity=b.replicas * b.output_tokens_per_s_per_replica,
         pareto=o.pareto,
         within_bounds=o.within_bounds,
         notes=tuple(notes),
         scenario=scenario,
+        kv_cache_format=o.kv_cache_format,
+        max_batch_that_fits=b.max_batch_that_fits,
+        max_batch_meeting_targets=b.max_batch_meeting_targets,
     )

@@ -65,17 +65,18 @@ def test_the_serving_bill_is_the_same_at_every_context_length(link):
     assert short.session_state[lower.DRAWN] == long.session_state[lower.DRAWN]
 
 
-@pytest.mark.parametrize("change", [{"batch": "8"}, {"acc": "a100-sxm-80gb"}, {"fmt": "bf16"}, {"pmode": "replace"}])
+@pytest.mark.parametrize("change", [{"kv": "bf16"}, {"acc": "a100-sxm-80gb"}, {"fmt": "bf16"}, {"pmode": "replace"}])
 def test_what_the_bill_reads_changes_it(change):
-    """The other side: a change the declaration counts (batch, accelerator, format, how your prices merge) does
-    change the section, so a move of it reruns the section."""
+    """The other side: a change the declaration counts (KV cache, accelerator, format, how your prices merge) does
+    change the section, so a move of it reruns the section. (The batch is not one: the bill's batch comes from the
+    traffic and its latency targets, core/money/serving.py.)"""
     link = PRESET | {"prc": encode_blob(OWN_PRICES), "pmode": "only", "seq": "8192"}
     before, after = run_app("inference", link), run_app("inference", link | change)
     assert drawn(before) != drawn(after)
     assert before.session_state[lower.DRAWN] != after.session_state[lower.DRAWN]
 
 
-def test_a_context_move_reruns_the_page_alone_and_a_batch_move_both(page_alone):  # noqa: F811
+def test_a_context_or_batch_move_reruns_the_page_alone_and_a_format_move_both(page_alone):  # noqa: F811
     at = run_app("inference", PRESET | {"seq": "8192"})
     bill = drawn(at)
     at.select_slider(key="seq").set_value(16384).run()
@@ -85,10 +86,15 @@ def test_a_context_move_reruns_the_page_alone_and_a_batch_move_both(page_alone):
     at.run()  # AppTest keeps only what a run sent: a plain run (a whole one) draws the sidebar again
     at.select_slider(key="batch").set_value(16).run()
     no_exception(at)
+    assert not drawn(at), "a batch move leaves the bill as drawn too"
+    assert drawn(run_app("inference", PRESET | {"seq": "16384", "batch": "16"})) == bill
+    at.run()  # AppTest keeps only what a run sent: a plain run (a whole one) draws the sidebar again
+    at.selectbox(key="kv").set_value("bf16").run()
+    no_exception(at)
     assert not at.sidebar.children, "a run of the two fragments, not of the whole app"
-    fresh = run_app("inference", PRESET | {"seq": "16384", "batch": "16"})
+    fresh = run_app("inference", PRESET | {"seq": "16384", "batch": "16", "kv": "bf16"})
     assert drawn(at) == drawn(fresh) != bill
-    assert at.query_params["seq"] == "16384" and at.query_params["batch"] == "16"
+    assert at.query_params["seq"] == "16384" and at.query_params["batch"] == "16" and "kv" not in at.query_params
 
 
 def test_a_page_that_stops_still_runs_its_lower_section(page_alone):  # noqa: F811
@@ -137,7 +143,7 @@ def test_the_page_fragment_sees_a_stale_lower_section():
     assert at.session_state["results"] == [False, False, True, False, True]
 
 
-def test_reads_ignore_only_the_context_length():
+def test_reads_ignore_only_the_context_length_and_the_batch():
     from app_pages.shared.fields import fields
 
     values = {k: f.default for k, f in fields().items()} | {"model": "llama-3.1-8b"}
@@ -145,6 +151,7 @@ def test_reads_ignore_only_the_context_length():
     assert sc is not None
     ctx = lower.page_context(values)
     text = lower.reads("inference", ctx)
-    assert text is not None and '"seq_len"' not in text and '"batch_size"' in text and '"output_tokens"' in text
+    assert text is not None and '"seq_len"' not in text and '"batch_size"' not in text and '"output_tokens"' in text
     assert lower.reads("inference", lower.page_context(values | {"seq": 65536})) == text
+    assert lower.reads("inference", lower.page_context(values | {"batch": 64})) == text
     assert lower.reads("memory", ctx) is None

@@ -232,13 +232,13 @@ def test_inference_table_lists_each_accelerator_at_its_cheapest_instance():
     table = next(d.value for d in at.dataframe if "Instances priced" in d.value.columns)
     sc = Scenario(model="llama-3.1-8b")
     traffic = Traffic(requests_per_day=10_000, input_tokens_per_request=1000, output_tokens_per_request=300)
-    opts = serving_options(sc, traffic, max_utilisation=0.7)
+    opts = serving_options(sc, traffic)
     assert table["Accelerator"].is_unique and table["Instances priced"].sum() == len(opts)
     assert list(table["Monthly (USD)"].dropna()) == sorted(table["Monthly (USD)"].dropna())
     for _, row in table.iterrows():
         mine = [o for o in opts if get_accelerator(o.accelerator_id).name == row["Accelerator"]]
         assert row["Monthly (USD)"] == round(min(o.usd_per_month for o in mine))
-    every = pd.read_csv(io.StringIO(every_offer_csv(sc.model_dump_json(), traffic.model_dump_json(), 0.7)))
+    every = pd.read_csv(io.StringIO(every_offer_csv(sc.model_dump_json(), traffic.model_dump_json(), 1.0)))
     assert len(every) == len(opts) and set(every["Accelerator"]) == set(table["Accelerator"])
 
 

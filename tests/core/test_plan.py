@@ -275,3 +275,38 @@ def test_a_cheaper_single_host_leaves_the_cluster_provider_for_several_nodes():
     assert {p.provider for p in r.plans if p.instances > 1} == {"coreweave"}
     own = plan(goal, (_eight_h100("our-own-cluster", 20.0),))
     assert max(p.instances for p in own.plans) > 1
+
+
+def test_the_serve_search_tries_an_fp8_kv_cache_and_every_batch_where_the_part_has_fp8():
+    """Issue 26/27: the search tried a bf16 KV cache and batches 1, 2, 4 ... 1,024 only (an 8B model on an H100, where
+    247 sequences fitted, ran 128). Now: an FP8 cache on parts with FP8 (never on an A100 or a V100), and each plan's
+    batch is the largest that meets the targets, at most what fits, whatever its value."""
+    import numpy as np
+
+    from core.layout import Layout
+    from core.memory.estimate import fit_capacity
+    from core.money.serving import MAX_BATCH, memory_by_batch
+    from core.plan.serve import serving_scenario, traffic_of
+    from core.speed.roofline import serving_curve
+
+    parts = ["h100-sxm", "a100-sxm-80gb", "v100-32gb", "l40s"]
+    goal = Goal.model_validate({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 2_000_000, "accelerators": parts})
+    options, _, _ = plan_serving(goal)
+    kv = {(o.accelerator.id, o.kv_cache_format) for o in options}
+    assert ("h100-sxm", "fp8") in kv and ("l40s", "fp8") in kv
+    assert not {a for a, k in kv if k == "fp8"} & {"a100-sxm-80gb", "v100-32gb"}
+    best = plan(goal).cheapest
+    assert best is not None and best.scenario["kv_cache_format"] == "fp8"
+    powers = {2**i for i in range(12)}
+    assert any(o.bill.max_batch_meeting_targets not in powers for o in options)
+    traffic = traffic_of(goal)
+    for o in options[::25]:  # the batch is the largest within the targets: one more fits no more, or misses a target
+        b = o.bill
+        assert 1 <= b.batch_size <= b.max_batch_meeting_targets <= b.max_batch_that_fits <= MAX_BATCH
+        lay = Layout(1, o.tensor_parallel, 1)
+        sc = serving_scenario(goal, o.weights_format, o.tensor_parallel, kv_cache_format=o.kv_cache_format)
+        nxt = b.max_batch_meeting_targets + 1
+        curve = serving_curve(sc, o.accelerator, lay, np.array([nxt], dtype=float), traffic.input_tokens_per_request, traffic.output_tokens_per_request)
+        fits = nxt <= MAX_BATCH and memory_by_batch(sc, lay)[nxt - 1] <= fit_capacity(sc, float(o.accelerator.usable_memory_bytes))
+        meets = curve["decode_tokens_per_s"][0] >= traffic.tokens_per_s_per_user and curve["time_to_first_token_s"][0] <= traffic.ttft_s
+        assert not (fits and meets), (o.accelerator.id, o.weights_format, o.kv_cache_format, o.tensor_parallel, b.max_batch_meeting_targets)

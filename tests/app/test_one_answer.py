@@ -1,0 +1,93 @@
+"""One answer on every page (issue 26, part 5): the Plan page's serve goal, the Inference page's bill, Training vs
+inference and Compare give the same monthly bill for the same scenario and traffic, and so does `python -m core plan`.
+
+On c3a883d the Inference page and Training vs inference sized the fleet at the sidebar's training batch and a 70%
+utilisation, the Plan at the busiest hour and the latency targets: this failed (the pages read neither the busiest
+hour nor the targets)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import ROOT, metric, no_exception, open_link
+
+CASES = {
+    # 8B at 2M requests a day, a busiest hour 3 x the average, tighter targets than the defaults: several instances
+    "8B, 2M/day": ({"rpd": "2000000", "tin": "1000", "tout": "300", "peak": "3", "ttft": "1.5", "tps": "25"}, 2_000_000, 1000, 300, 3.0, 1.5, 25.0),
+    # the defaults but the traffic: one small instance
+    "8B, 10k/day": ({"rpd": "10000"}, 10_000, 1000, 300, 2.0, 2.0, 20.0),
+}
+
+
+def _cli_cheapest(rpd: float, tin: int, tout: int, peak: float, ttft: float, tps: float) -> dict:
+    goal = {"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": rpd, "input_tokens": tin, "output_tokens": tout}
+    goal |= {"peak_to_average": peak, "ttft_s": ttft, "tokens_per_s_per_user": tps}
+    out = subprocess.run([sys.executable, "-m", "core", "plan", "-"], input=json.dumps(goal), capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["cheapest"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_plan_inference_and_train_vs_serve_bill_the_same_fleet(case):
+    link, *goal = CASES[case]
+    cli = _cli_cheapest(*goal)
+    want = f"${cli['usd_per_month']:,.0f}"
+    at = open_link("plan", {"model": "llama-3.1-8b", "goal": "serve", **link})
+    no_exception(at)
+    assert metric(at, "Monthly bill") == want
+    next(b for b in at.button if b.label == "Load the cheapest plan").click().run()  # the plan's scenario, every page
+    no_exception(at)
+    assert at.title[0].value == "Memory" and at.session_state["acc"] == cli["accelerator"]
+    at.switch_page(str(ROOT / "app_pages" / "inference.py")).run()
+    no_exception(at)
+    assert metric(at, "Monthly cost") == want, (cli["instance"], cli["scenario"])
+    at.switch_page(str(ROOT / "app_pages" / "train_vs_serve.py")).run()
+    no_exception(at)
+    assert metric(at, "Serving (per month)") == want
+    at.switch_page(str(ROOT / "app_pages" / "compare.py")).run()
+    next(b for b in at.button if b.label == "Save current scenario").click().run()
+    no_exception(at)
+    table = next(d.value for d in at.dataframe if "Serving USD / month at the traffic" in d.value.columns)
+    assert f"${table['Serving USD / month at the traffic'].iloc[0]:,.0f}" == want
+
+
+def _text(at) -> str:
+    return " ".join(m.value for m in (*at.markdown, *at.caption)).replace("\\", "")
+
+
+def test_the_api_comparison_is_prefilled_and_never_reads_never():
+    """With no per-token price typed, the pages compare with the cheapest offer of the same model in
+    data/api_prices.csv (c3a883d compared with nothing and showed "—" where the fleet never breaks even)."""
+    from core.catalog.api_prices import nearest_api_price
+    from core.catalog.presets import preset
+
+    row, same = nearest_api_price("llama-3.1-8b", preset("llama-3.1-8b").architecture.total_params, 1000, 300) or (None, None)
+    assert row is not None and same
+    at = open_link("train_vs_serve", {"model": "llama-3.1-8b"})
+    no_exception(at)
+    # an 8B model at $0.03 per million output tokens through an API: owning never pays back at 10,000 requests a day
+    assert metric(at, "Break-even vs per-token API") == "never"
+    assert f"{row.provider}'s {row.model}" in _text(at)
+    at = open_link("inference", {"model": "llama-3.1-8b"})
+    no_exception(at)
+    assert "Dedicated vs per-token API" in _text(at) and f"{row.provider}'s {row.model}" in _text(at)
+
+
+def test_a_links_api_price_wins_over_the_catalogs():
+    at = open_link("train_vs_serve", {"model": "llama-3.1-8b", "rpd": "2000000", "api_in": "3", "api_out": "15"})
+    no_exception(at)
+    assert "your prices ($3 in, $15 out per million tokens)" in _text(at)
+    assert metric(at, "Break-even vs per-token API").startswith("month")
+
+
+@pytest.mark.parametrize(("util", "peak"), [("50", 2.0), ("70", 100 / 70), ("100", 1.0)])
+def test_a_link_from_before_the_busiest_hour_keeps_its_fleet(util, peak):
+    """`util` (the highest average load to plan for) was the bill's sizing before the busiest hour; a link with it and
+    no `peak` opens with peak = 100 / util, which sizes the same replicas (a link's keys are a contract)."""
+    at = open_link("inference", {"model": "llama-3.1-8b", "util": util})
+    no_exception(at)
+    assert at.session_state["peak"] == pytest.approx(peak)
+    at = open_link("inference", {"model": "llama-3.1-8b", "util": util, "peak": "5"})
+    assert at.session_state["peak"] == 5.0
