@@ -73,7 +73,10 @@ def flops_text(flops: float) -> str:
 
 
 def hours_text(h: float) -> str:
-    """A duration for a person: 12 min, 5.3 h, 4.2 days (a run of a few minutes is not "0.0 h")."""
+    """A duration for a person: 40 s, 12 min, 5.3 h, 4.2 days (a run of a few minutes is not "0.0 h", nor one of
+    seconds "0 min")."""
+    if h < 1 / 60:
+        return f"{h * 3600:.0f} s"
     if h < 1:
         return f"{h * 60:.0f} min"
     if h < 72:

@@ -66,7 +66,7 @@ def test_a_run_of_minutes_reads_in_minutes():
     no_exception(at)
     fastest = metric(at, "Fastest run")
     assert fastest.endswith(" min") and fastest != "0 min", fastest
-    assert [hours_text(h) for h in (0.05, 5.25, 100.0)] == ["3 min", "5.2 h", "4.2 days"]
+    assert [hours_text(h) for h in (0.01, 0.05, 5.25, 100.0)] == ["36 s", "3 min", "5.2 h", "4.2 days"]
 
 
 def test_inference_page_numbers_equal_core_and_follow_batch():
