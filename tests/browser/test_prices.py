@@ -14,7 +14,7 @@ from .test_sharing import query
 
 pytestmark = pytest.mark.browser
 
-PATH = "/training?model=llama-3.1-8b&acc=h100-sxm&mode=training"
+PATH = "/training?model=llama-3.1-8b&acc=h100-sxm&mode=training&tokens=1"  # a billion tokens: a bill in dollars the list moves
 
 
 def cheapest(page) -> str:

@@ -87,7 +87,7 @@ def test_a_price_list_changes_no_memory_or_speed_number(own):
     a, b = estimate(sc), estimate(sc, merge_prices(own, "only"))
     drop = {"inference"}
     assert {k: v for k, v in a.model_dump().items() if k not in drop} == {k: v for k, v in b.model_dump().items() if k not in drop}
-    priced = {"usd_per_replica_hour", "usd_per_million_tokens", "price_instance", "assumptions"}
+    priced = {"usd_per_replica_hour", "usd_per_million_tokens", "usd_per_million_output_tokens_full_load", "price_instance", "assumptions"}
     assert a.inference.model_dump(exclude=priced) == b.inference.model_dump(exclude=priced)
 
 
