@@ -4,6 +4,10 @@ adversarial  One victim session moves the context slider on Memory about once a 
              latency), then while 4 attacker sessions of another client (X-Forwarded-For 203.0.113.7) loop, with no
              pause, the most expensive page (GPU vs TPU) on a different uncached model and context every time. Reported: the victim's p50/p95 quiet and under attack,
              and how many reruns the attackers got.
+slowhub      One victim session moves the context slider on Memory about once a second, first alone, then while
+             another session clicks "Fetch" in a loop against a loopback Hub that trickles its answer's headers one
+             byte every 100 ms (`--hub trickle`) or answers after 4 s (`--hub slow`); the fetch's deadline is 5 s
+             (core/model/hub.py). Reported: the victim's p50/p95 quiet and during the fetches.
 memory       One client opens N sessions (default 130) on the worst link we can build: a config.json blob at the link
              budget (unique per session, so no cache shares it) plus a Compare set of four scenarios with configs,
              on the Compare page. Then the sessions stop; the server's resident memory is sampled every second until
@@ -16,6 +20,7 @@ run with the defence off is the "before" number:
 
     python3 bench/abuse.py adversarial --seconds 45                  # defaults (fair share on)
     LLMGP_FAIR_SHARE=0 python3 bench/abuse.py adversarial --seconds 45
+    python3 bench/abuse.py slowhub --seconds 20 --hub trickle
     python3 bench/abuse.py memory --sessions 130
     LLMGP_MAX_SESSIONS_PER_CLIENT=0 python3 bench/abuse.py memory --sessions 130
 """
@@ -31,6 +36,7 @@ import sys
 import threading
 import time
 import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -131,6 +137,69 @@ def adversarial(args: argparse.Namespace) -> dict:
     }
 
 
+class _SlowHub(BaseHTTPRequestHandler):
+    """A Hub that never helps: `trickle` sends its status line and headers one byte every 100 ms, `slow` answers 404
+    after 4 s."""
+
+    mode = "trickle"
+
+    def log_message(self, format, *args):  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        try:
+            if self.mode == "slow":
+                time.sleep(4)
+                self.send_error(404)
+                return
+            for byte in b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 100_000:
+                self.wfile.write(bytes([byte]))
+                time.sleep(0.1)
+        except OSError:
+            pass  # the fetch hung up at its deadline
+
+
+def slowhub(args: argparse.Namespace) -> dict:
+    handler = type("Hub", (_SlowHub,), {"mode": args.hub})
+    hub = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=hub.serve_forever, daemon=True).start()
+    os.environ["LLMGP_HUB_URL"] = f"http://127.0.0.1:{hub.server_address[1]}"  # the server inherits the environment
+    try:
+        with Server("--server.enableAgentApi=true") as srv:
+            AgentSession(srv.port, timeout=120).interact({})
+            quiet: list[float] = []
+            victim(srv.port, args.seconds, quiet, threading.Event())
+            stop, fetches = threading.Event(), [0]
+
+            def fetcher() -> None:
+                sess = AgentSession(srv.port, timeout=120)
+                sess.interact({"query_params": {"src": ["config"]}})
+                sess.interact({"widget_state": {"hub_repo": "slow/model"}})  # enables the button
+                while not stop.is_set():
+                    sess.interact({"trigger": {"key": "hub_fetch"}})
+                    fetches[0] += 1
+
+            thread = threading.Thread(target=fetcher, daemon=True)
+            thread.start()
+            time.sleep(2)
+            during: list[float] = []
+            victim(srv.port, args.seconds, during, threading.Event())
+            stop.set()
+            thread.join(timeout=60)
+    finally:
+        hub.shutdown()
+    return {
+        "hub": args.hub,
+        "seconds": args.seconds,
+        "quiet_p50_ms": pct(quiet, 0.5) * 1e3,
+        "quiet_p95_ms": pct(quiet, 0.95) * 1e3,
+        "during_fetches_p50_ms": pct(during, 0.5) * 1e3,
+        "during_fetches_p95_ms": pct(during, 0.95) * 1e3,
+        "victim_moves": len(during),
+        "fetches": fetches[0],
+    }
+
+
 def memory(args: argparse.Namespace) -> dict:
     ttl = args.ttl
     with Server("--server.enableAgentApi=true", f"--server.agentMaxSessions={args.sessions + 20}", f"--server.agentSessionTTL={ttl}") as srv:
@@ -182,14 +251,17 @@ def main() -> None:
     a = sub.add_parser("adversarial")
     a.add_argument("--seconds", type=float, default=45)
     a.add_argument("--attackers", type=int, default=4)
+    h = sub.add_parser("slowhub")
+    h.add_argument("--seconds", type=float, default=20)
+    h.add_argument("--hub", choices=("trickle", "slow"), default="trickle")
     m = sub.add_parser("memory")
     m.add_argument("--sessions", type=int, default=130)
     m.add_argument("--open-seconds", type=float, default=40)
     m.add_argument("--ttl", type=float, default=30)
-    for p in (a, m):
+    for p in (a, h, m):
         p.add_argument("--json", metavar="FILE")
     args = ap.parse_args()
-    result = adversarial(args) if args.mode == "adversarial" else memory(args)
+    result = {"adversarial": adversarial, "slowhub": slowhub, "memory": memory}[args.mode](args)
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))

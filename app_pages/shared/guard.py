@@ -36,6 +36,9 @@ waits its turn, and one client cannot open an unbounded number of sessions.
   start on their own: a background thread runs one when no script is running
   and nobody waits (or after FULL_GC_MAX_INTERVAL_S regardless), taking the
   turn like a run so none starts meanwhile.
+- Waits: a run that waits on the network gives its turn up meanwhile
+  (released(): the Hub fetch), so one slow far end holds up only its own
+  session.
 - Sessions: a client (its address, or the first X-Forwarded-For hop when
   LLMGP_TRUST_PROXY=1 behind the reverse proxy of docs/DEPLOY.md) may have
   at most MAX_SESSIONS_PER_CLIENT sessions active in the last
@@ -183,6 +186,23 @@ def yield_turn() -> None:
         waiting_better = bool(_queue) and _queue[0][0] < mine
     if waiting_better:
         _end_turn()
+        _take_turn(mine)
+
+
+@contextmanager
+def released() -> Iterator[None]:
+    """Run the block without the turn: around a wait on the network (the Hub fetch, whose deadline is 5 s), which
+    uses no CPU and would otherwise stop every other session for as long as the far end takes. The turn is taken
+    back afterwards with the run's priority (the run goes on as before); the block must not touch what turns protect
+    beyond its own session. Inside a cached function the turn is kept (see _inside_cached_function)."""
+    if not RUN_SLOTS or threading.get_ident() not in _holders or _inside_cached_function():
+        yield
+        return
+    mine = getattr(_local, "priority", 0.0)
+    _end_turn()
+    try:
+        yield
+    finally:
         _take_turn(mine)
 
 
