@@ -104,6 +104,11 @@ def attacker(port: int, stop: threading.Event, counter: list[int], k: int) -> No
             time.sleep(0.5)
 
 
+def p50_p95_ms(**latencies_s: list[float]) -> dict[str, float]:
+    """{name_p50_ms, name_p95_ms} for each named list of latencies in seconds."""
+    return {f"{name}_p{q}_ms": pct(values, q / 100) * 1e3 for name, values in latencies_s.items() for q in (50, 95)}
+
+
 def adversarial(args: argparse.Namespace) -> dict:
     os.environ["LLMGP_TRUST_PROXY"] = "1"  # clients told apart by X-Forwarded-For (the server inherits the environment)
     with Server("--server.enableAgentApi=true", "--server.agentMaxSessions=200") as srv:
@@ -127,10 +132,7 @@ def adversarial(args: argparse.Namespace) -> dict:
         "fair_share": os.environ.get("LLMGP_FAIR_SHARE", "default (0.1)"),
         "attackers": args.attackers,
         "seconds": args.seconds,
-        "quiet_p50_ms": pct(quiet, 0.5) * 1e3,
-        "quiet_p95_ms": pct(quiet, 0.95) * 1e3,
-        "attack_p50_ms": pct(attacked, 0.5) * 1e3,
-        "attack_p95_ms": pct(attacked, 0.95) * 1e3,
+        **p50_p95_ms(quiet=quiet, attack=attacked),
         "p95_ratio": pct(attacked, 0.95) / pct(quiet, 0.95),
         "attacker_reruns": counter[0],
         "server_cpu_s": cpu,
@@ -191,10 +193,7 @@ def slowhub(args: argparse.Namespace) -> dict:
     return {
         "hub": args.hub,
         "seconds": args.seconds,
-        "quiet_p50_ms": pct(quiet, 0.5) * 1e3,
-        "quiet_p95_ms": pct(quiet, 0.95) * 1e3,
-        "during_fetches_p50_ms": pct(during, 0.5) * 1e3,
-        "during_fetches_p95_ms": pct(during, 0.95) * 1e3,
+        **p50_p95_ms(quiet=quiet, during_fetches=during),
         "victim_moves": len(during),
         "fetches": fetches[0],
     }
