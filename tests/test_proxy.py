@@ -282,3 +282,62 @@ def test_a_room_opening_the_link_at_once_is_not_refused(proxy, browser):
     assert sum(room.values()) == 64 * len(paths)
     flood = _replay(proxy, ["/_stcore/health"] * 150, people=8, source="127.0.0.6")  # 1,200 requests at once
     assert flood["app", 503] > 0, dict(flood)
+
+
+def _longest_link_chars() -> int:
+    """The longest path and query the app writes (app_pages/shared/state.write_url): every input at its longest
+    value (a float as Python writes it, at most 24 characters), each percent-encoded at worst (x3), and the three
+    compressed blobs at MAX_URL_TOKEN_CHARS each (a longer blob is left out of the link), their base64 padding
+    percent-encoded; on the longest page path."""
+    from app_pages.shared.fields import fields
+    from app_pages.shared.state import BLOB_PARAMS, MAX_URL_TOKEN_CHARS
+
+    inputs = 0
+    for key, f in fields().items():
+        longest = max((len(f.serialize(o)) for o in f.options), default=24 if f.kind == "float" else len(str(int(f.hi or 0))) + 1)
+        inputs += len(key) + 2 + 3 * longest
+    blobs = sum(len(p) + 2 + MAX_URL_TOKEN_CHARS + 4 for p in BLOB_PARAMS)
+    return len("/train-vs-serve?") + inputs + blobs
+
+
+def test_the_longest_link_the_app_writes_opens_through_the_proxy(proxy, browser):
+    """A link the app writes can hold three blobs of 32,000 characters (a pasted config.json, a Compare set and a
+    price list; 9.4 kB already with a long price list and a Compare set): about 99 kB. The recipe answered 414 above
+    8 kB. The page request of the longest link, and one a fifth longer, pass; in a browser, a link that long (a real
+    config.json blob at the cap, junk for the other two) opens the page, sized by its config."""
+    longest = _longest_link_chars()
+    assert 90_000 < longest < 110_000, longest
+    for length in (longest, int(longest * 1.2)):
+        path = "/memory?src=config&cfg=" + "A" * (length - len("/memory?src=config&cfg="))
+        status, _, body = get(proxy, path)
+        assert status == 200 and b"<html" in body.lower(), (length, status)
+
+    import json
+    import random
+    import zlib
+
+    from app_pages.shared.state import MAX_URL_TOKEN_CHARS, encode_blob
+    from core.catalog.presets import load_presets
+
+    rng = random.Random(25)
+    config = dict(load_presets()["deepseek-v3"].config or {})
+    note = "".join(rng.choice("0123456789abcdef") for _ in range(48_000))  # random: it hardly compresses
+    while len(cfg := encode_blob(json.dumps({**config, "note": note}))) > MAX_URL_TOKEN_CHARS:
+        note = note[: int(len(note) * 0.99)]
+    assert MAX_URL_TOKEN_CHARS * 0.9 < len(cfg) <= MAX_URL_TOKEN_CHARS, len(cfg)
+    junk = base64.urlsafe_b64encode(zlib.compress(os.urandom(23_000))).decode()[:MAX_URL_TOKEN_CHARS]
+    link = f"/memory?src=config&cfg={cfg}&cmp={junk}&prc={junk}"
+    assert len(link) > 0.9 * longest
+    page = browser.new_page()
+    try:
+        statuses: list[int] = []
+        page.on("response", lambda r: r.request.is_navigation_request() and statuses.append(r.status))
+        page.goto(f"http://127.0.0.1:{proxy}{link}")
+        page.wait_for_selector('[data-testid="stMetricValue"]', timeout=60_000)
+        text = page.inner_text("body")
+        assert statuses == [200], statuses
+        assert "config.json in the link could not be read" not in text
+        assert "could not be read" in text, "the junk blobs are read by the app and refused with a message"
+        assert "deepseek" in page.url or "cfg=" in page.url, "the link kept its config"
+    finally:
+        page.close()
