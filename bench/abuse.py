@@ -9,8 +9,9 @@ slowhub      One victim session moves the context slider on Memory about once a 
              byte every 100 ms (`--hub trickle`) or answers after 4 s (`--hub slow`); the fetch's deadline is 5 s
              (core/model/hub.py). Reported: the victim's p50/p95 quiet and during the fetches.
 memory       One client opens N sessions (default 130) on the worst link we can build: a config.json blob at the link
-             budget (unique per session, so no cache shares it) plus a Compare set of four scenarios with configs,
-             on the Compare page. Then the sessions stop; the server's resident memory is sampled every second until
+             budget (unique per session, so no cache shares it) plus a Compare set of four scenarios with configs
+             (and with --prices a price list at its budget, unique too), on the Compare page (--pages: several in
+             turn). Then the sessions stop; the server's resident memory is sampled every second until
              a minute after they expired (agent sessions expire `--ttl` seconds after their last call, like a closed
              tab after server.disconnectedSessionTTL).
 
@@ -23,6 +24,7 @@ run with the defence off is the "before" number:
     python3 bench/abuse.py slowhub --seconds 20 --hub trickle
     python3 bench/abuse.py memory --sessions 130
     LLMGP_MAX_SESSIONS_PER_CLIENT=0 python3 bench/abuse.py memory --sessions 130
+    LLMGP_MAX_SESSIONS_PER_CLIENT=0 python3 bench/abuse.py memory --sessions 240 --prices --pages compare,inference,training
 """
 
 from __future__ import annotations
@@ -46,8 +48,11 @@ from load import AgentSession, pct
 from serve import Server
 
 from app_pages.shared.fields import fields
+from app_pages.shared.prices import MAX_PRICE_CHARS
 from app_pages.shared.state import MAX_LINK_CONFIG_CHARS
+from core.catalog.accelerators import load_accelerators
 from core.catalog.presets import load_presets
+from core.catalog.prices import COLUMNS
 
 
 def token(text: str) -> str:
@@ -63,11 +68,28 @@ def worst_config(i: int) -> str:
     return text[: MAX_LINK_CONFIG_CHARS - 10] if len(text) > MAX_LINK_CONFIG_CHARS else text
 
 
-def worst_link(i: int) -> dict[str, list[str]]:
-    """The worst link: a config.json at its budget and a Compare set of four scenarios, each with a config."""
+def worst_prices(i: int) -> str:
+    """A price list at the link budget (MAX_PRICE_CHARS), unique per session: rows for every accelerator of the
+    catalog at 1, 2, 4 and 8 a node, from many providers (the serving and training options grow with the rows)."""
+    rng = random.Random(i)
+    ids = [a.id for a in load_accelerators()]
+    lines = [",".join(COLUMNS)]
+    k = 0
+    while True:
+        row = f"p{i}-{k % 50},i{k},{ids[k % len(ids)]},{(1, 2, 4, 8)[k % 4]},{rng.uniform(0.5, 40):.2f},,r{k % 7},false,2026-11-01,bench,"
+        if sum(len(line) + 1 for line in lines) + len(row) + 1 > MAX_PRICE_CHARS:
+            return "\n".join(lines) + "\n"
+        lines.append(row)
+        k += 1
+
+
+def worst_link(i: int, prices: bool = False) -> dict[str, list[str]]:
+    """The worst link: a config.json at its budget and a Compare set of four scenarios, each with a config; with
+    `prices`, also a price list at its budget."""
     base = load_presets()["deepseek-v3"].config or {}
     saved = [{"name": f"s{k}", "scenario": {"model": {"hf_config": {**base, "pad": "z" * 50_000 + str(i)}}, "seq_len": 2048 * (k + 1)}} for k in range(4)]
-    return {"src": ["config"], "cfg": [token(worst_config(i))], "cmp": [token(json.dumps(saved, separators=(",", ":")))]}
+    link = {"src": ["config"], "cfg": [token(worst_config(i))], "cmp": [token(json.dumps(saved, separators=(",", ":")))]}
+    return {**link, "prc": [token(worst_prices(i))]} if prices else link
 
 
 def victim(port: int, seconds: float, out: list[float], stop: threading.Event) -> None:
@@ -205,6 +227,10 @@ def memory(args: argparse.Namespace) -> dict:
         warm = AgentSession(srv.port, timeout=120)
         warm.interact({})
         idle = srv.rss_bytes()
+        pages = args.pages.split(",")
+        for page in pages:  # each page the sessions open, once, on a plain link: its modules and the catalogs loaded
+            warm.interact({"page": page})
+        warm_pages = srv.rss_bytes()
         samples: list[tuple[float, float]] = []
         stop = threading.Event()
         t0 = time.perf_counter()
@@ -216,8 +242,9 @@ def memory(args: argparse.Namespace) -> dict:
         threading.Thread(target=sample, daemon=True).start()
         refused = errors = 0
         for i in range(args.sessions):
+            page = pages[i % len(pages)]
             try:
-                _, data = AgentSession(srv.port, timeout=120).interact({"page": "compare", "query_params": worst_link(i)})
+                _, data = AgentSession(srv.port, timeout=120).interact({"page": page, "query_params": worst_link(i, prices=args.prices)})
                 if "Too many open sessions" in json.dumps(data.get("tree"))[:100_000]:
                     refused += 1
             except Exception as exc:
@@ -231,10 +258,14 @@ def memory(args: argparse.Namespace) -> dict:
         end = srv.rss_bytes()
     return {
         "sessions": args.sessions,
+        "pages": pages,
+        "prices": args.prices,
         "cap": os.environ.get("LLMGP_MAX_SESSIONS_PER_CLIENT", "default (64)"),
         "refused": refused,
         "errors": errors,
         "idle_mb": idle / 2**20,
+        "warm_pages_mb": warm_pages / 2**20,
+        "cache_budget_mb": os.environ.get("LLMGP_CACHE_MB", "default"),
         "peak_mb": max(m for _, m in samples),
         "peak_while_opening_mb": peak_open,
         "opened_in_s": opened_at,
@@ -257,6 +288,8 @@ def main() -> None:
     m.add_argument("--sessions", type=int, default=130)
     m.add_argument("--open-seconds", type=float, default=40)
     m.add_argument("--ttl", type=float, default=30)
+    m.add_argument("--pages", default="compare", help="pages the sessions open, in turn (comma-separated url paths)")
+    m.add_argument("--prices", action="store_true", help="links also carry a price list at its budget, unique per session")
     for p in (a, h, m):
         p.add_argument("--json", metavar="FILE")
     args = ap.parse_args()

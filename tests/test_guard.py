@@ -345,3 +345,18 @@ def test_the_turn_is_taken_back_even_when_the_wait_fails():
         raise OSError("the network failed")
     assert guard._running == 1 and threading.get_ident() in guard._holders
     guard._end_turn()
+
+
+def test_an_idle_collection_hands_freed_memory_back_at_most_every_trim_interval(monkeypatch):
+    trims: list[int] = []
+    monkeypatch.setattr(guard.gc, "collect", lambda *a: 0)
+    monkeypatch.setattr(guard, "_malloc_trim", lambda pad: trims.append(pad) or 1)
+    monkeypatch.setattr(guard, "_last_trim", [0.0])
+    clock = [1000.0]
+    monkeypatch.setattr(guard.time, "monotonic", lambda: clock[0])
+    assert COLLECT_IF_IDLE() and trims == [0]
+    clock[0] += 1.0
+    assert COLLECT_IF_IDLE() and trims == [0], "not again within TRIM_EVERY_S"
+    clock[0] += guard.TRIM_EVERY_S
+    assert COLLECT_IF_IDLE(overdue=True) and trims == [0], "an overdue collection (someone may be waiting) does not trim"
+    assert COLLECT_IF_IDLE() and trims == [0, 0]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from app_pages.shared.cache import shared_cache
 from app_pages.shared.sidebar import page_widget
 from app_pages.shared.state import PRICE_TEXT
 from app_pages.shared.text import plain
@@ -41,7 +42,7 @@ class PriceList:
         return self.key, self.rows
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@shared_cache(max_entries=16)
 def _parsed(text: str, mode: str) -> PriceList:
     rows, problems = parse_price_csv(text, {a.id for a in load_accelerators()})
     if not rows:
