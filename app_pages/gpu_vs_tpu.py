@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages.shared.cache import shared_cache
 from app_pages.shared.context import page_header, priced
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_comparison, scenario_of
@@ -69,7 +70,7 @@ def _spaced(frontier: list, training: bool, across: float, up: float) -> set[str
     return named
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def price_performance(key: str, price_key: str = "", _rows=None):
     """The price-vs-throughput chart of a scenario and price list (shared by every session that looks at it)."""
     sc = scenario_of(key)
@@ -134,7 +135,7 @@ def price_performance(key: str, price_key: str = "", _rows=None):
     return frozen(layout(fig, title, height=520))
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def comparison_table(key: str, price_key: str = "", _rows=None) -> pd.DataFrame:
     rows = cached_comparison(key, price_key, _rows)
     training = scenario_of(key).mode == "training"
@@ -190,7 +191,7 @@ def _api_price(model: object, platform: str) -> str:
     return "" if hit is None else f"${hit.output_usd_per_million:g} per M output tokens ({hit.model}, as of {hit.as_of})"
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def sram_chips(key: str, price_key: str = "", _rows=None) -> tuple[go.Figure | None, pd.DataFrame]:
     """Tokens/s each user sees on the SRAM chips and two reference parts, and how many chips hold the model."""
     model = scenario_of(key).model

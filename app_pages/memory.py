@@ -5,6 +5,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from app_pages.shared.cache import shared_cache
 from app_pages.shared.charts import breakdown_bar, capacity_text, fits_on_figure, layout_text, sweep_figure
 from app_pages.shared.context import page_header
 from app_pages.shared.plot import show
@@ -116,17 +117,17 @@ with st.container(border=True):
         st.caption("Source: " + plain(software.source))
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared_cache(max_entries=32)
 def _breakdown(key: str, unit: str, device: str):
     return frozen(breakdown_bar(cached_estimate(key), Units(unit), device))
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared_cache(max_entries=32)
 def _fits_on(key: str, unit: str):
     return frozen(fits_on_figure(scenario_of(key), Units(unit)))
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@shared_cache(max_entries=32)
 def _sweep(key: str, unit: str, axis: str):
     return frozen(sweep_figure(scenario_of(key), cached_estimate(key), Units(unit), axis))
 

@@ -6,6 +6,7 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
+from app_pages.shared.cache import shared_cache
 from app_pages.shared.context import context, show_messages
 from app_pages.shared.method_text import FORMULAS
 from app_pages.shared.tables import show_table
@@ -23,7 +24,7 @@ st.caption("How every number is computed, where the constants come from, and how
 show_messages()
 
 
-@st.cache_data(show_spinner=False)
+@shared_cache(data=True)
 def validation_table() -> pd.DataFrame:
     """Our estimate of every published measurement (the same on every run: computed once per process)."""
     rows = []
@@ -91,7 +92,7 @@ if mine.rows is not None:
     st.info(plain(mine.summary() + ": every priced page uses them (sidebar: Your own prices)."), icon=":material/payments:")
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
+@shared_cache(max_entries=4, data=True)
 def price_table(day: dt.date) -> pd.DataFrame:
     """Every catalog price and its source, stale rows marked as of `day`."""
     return pd.DataFrame(

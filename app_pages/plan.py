@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 from pydantic import ValidationError
 
+from app_pages.shared.cache import shared_cache
 from app_pages.shared.context import page_header, priced, stop_page
 from app_pages.shared.launch_section import launch_section
 from app_pages.shared.planning import faster_for_users, frontier_figure, goal_dict, headline, plan_table, strategies_figure
@@ -60,12 +61,12 @@ KEY = goal.model_dump_json()
 PRICES = priced()  # the price list in use: (cache key, rows)
 
 
-@st.cache_resource(max_entries=64, show_spinner="Searching plans...")
+@shared_cache(max_entries=64, show_spinner="Searching plans...")
 def _plan(key: str, price_key: str = "", _rows=None) -> PlanResult:
     return plan(Goal.model_validate_json(key), _rows)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def _frontier(key: str, price_key: str = "", _rows=None):
     g = Goal.model_validate_json(key)
     return frozen(frontier_figure(_plan(key, price_key, _rows).plans, g.goal == "serve", g.deadline_hours, g.budget_usd))
@@ -165,7 +166,7 @@ if not serving:
     st.subheader("Strategies side by side")
     acc = get_accelerator(sc.accelerator)
 
-    @st.cache_resource(max_entries=32, show_spinner=False)
+    @shared_cache(max_entries=32)
     def _strategies(key: str, unit: str, device: str):
         return frozen(strategies_figure(Scenario.model_validate_json(key), Units(unit), device))
 

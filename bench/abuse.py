@@ -4,9 +4,14 @@ adversarial  One victim session moves the context slider on Memory about once a 
              latency), then while 4 attacker sessions of another client (X-Forwarded-For 203.0.113.7) loop, with no
              pause, the most expensive page (GPU vs TPU) on a different uncached model and context every time. Reported: the victim's p50/p95 quiet and under attack,
              and how many reruns the attackers got.
+slowhub      One victim session moves the context slider on Memory about once a second, first alone, then while
+             another session clicks "Fetch" in a loop against a loopback Hub that trickles its answer's headers one
+             byte every 100 ms (`--hub trickle`) or answers after 4 s (`--hub slow`); the fetch's deadline is 5 s
+             (core/model/hub.py). Reported: the victim's p50/p95 quiet and during the fetches.
 memory       One client opens N sessions (default 130) on the worst link we can build: a config.json blob at the link
-             budget (unique per session, so no cache shares it) plus a Compare set of four scenarios with configs,
-             on the Compare page. Then the sessions stop; the server's resident memory is sampled every second until
+             budget (unique per session, so no cache shares it) plus a Compare set of four scenarios with configs
+             (and with --prices a price list at its budget, unique too), on the Compare page (--pages: several in
+             turn). Then the sessions stop; the server's resident memory is sampled every second until
              a minute after they expired (agent sessions expire `--ttl` seconds after their last call, like a closed
              tab after server.disconnectedSessionTTL).
 
@@ -16,8 +21,10 @@ run with the defence off is the "before" number:
 
     python3 bench/abuse.py adversarial --seconds 45                  # defaults (fair share on)
     LLMGP_FAIR_SHARE=0 python3 bench/abuse.py adversarial --seconds 45
+    python3 bench/abuse.py slowhub --seconds 20 --hub trickle
     python3 bench/abuse.py memory --sessions 130
     LLMGP_MAX_SESSIONS_PER_CLIENT=0 python3 bench/abuse.py memory --sessions 130
+    LLMGP_MAX_SESSIONS_PER_CLIENT=0 python3 bench/abuse.py memory --sessions 240 --prices --pages compare,inference,training
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import sys
 import threading
 import time
 import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -40,8 +48,11 @@ from load import AgentSession, pct
 from serve import Server
 
 from app_pages.shared.fields import fields
+from app_pages.shared.prices import MAX_PRICE_CHARS
 from app_pages.shared.state import MAX_LINK_CONFIG_CHARS
+from core.catalog.accelerators import load_accelerators
 from core.catalog.presets import load_presets
+from core.catalog.prices import COLUMNS
 
 
 def token(text: str) -> str:
@@ -57,11 +68,28 @@ def worst_config(i: int) -> str:
     return text[: MAX_LINK_CONFIG_CHARS - 10] if len(text) > MAX_LINK_CONFIG_CHARS else text
 
 
-def worst_link(i: int) -> dict[str, list[str]]:
-    """The worst link: a config.json at its budget and a Compare set of four scenarios, each with a config."""
+def worst_prices(i: int) -> str:
+    """A price list at the link budget (MAX_PRICE_CHARS), unique per session: rows for every accelerator of the
+    catalog at 1, 2, 4 and 8 a node, from many providers (the serving and training options grow with the rows)."""
+    rng = random.Random(i)
+    ids = [a.id for a in load_accelerators()]
+    lines = [",".join(COLUMNS)]
+    k = 0
+    while True:
+        row = f"p{i}-{k % 50},i{k},{ids[k % len(ids)]},{(1, 2, 4, 8)[k % 4]},{rng.uniform(0.5, 40):.2f},,r{k % 7},false,2026-11-01,bench,"
+        if sum(len(line) + 1 for line in lines) + len(row) + 1 > MAX_PRICE_CHARS:
+            return "\n".join(lines) + "\n"
+        lines.append(row)
+        k += 1
+
+
+def worst_link(i: int, prices: bool = False) -> dict[str, list[str]]:
+    """The worst link: a config.json at its budget and a Compare set of four scenarios, each with a config; with
+    `prices`, also a price list at its budget."""
     base = load_presets()["deepseek-v3"].config or {}
     saved = [{"name": f"s{k}", "scenario": {"model": {"hf_config": {**base, "pad": "z" * 50_000 + str(i)}}, "seq_len": 2048 * (k + 1)}} for k in range(4)]
-    return {"src": ["config"], "cfg": [token(worst_config(i))], "cmp": [token(json.dumps(saved, separators=(",", ":")))]}
+    link = {"src": ["config"], "cfg": [token(worst_config(i))], "cmp": [token(json.dumps(saved, separators=(",", ":")))]}
+    return {**link, "prc": [token(worst_prices(i))]} if prices else link
 
 
 def victim(port: int, seconds: float, out: list[float], stop: threading.Event) -> None:
@@ -98,6 +126,11 @@ def attacker(port: int, stop: threading.Event, counter: list[int], k: int) -> No
             time.sleep(0.5)
 
 
+def p50_p95_ms(**latencies_s: list[float]) -> dict[str, float]:
+    """{name_p50_ms, name_p95_ms} for each named list of latencies in seconds."""
+    return {f"{name}_p{q}_ms": pct(values, q / 100) * 1e3 for name, values in latencies_s.items() for q in (50, 95)}
+
+
 def adversarial(args: argparse.Namespace) -> dict:
     os.environ["LLMGP_TRUST_PROXY"] = "1"  # clients told apart by X-Forwarded-For (the server inherits the environment)
     with Server("--server.enableAgentApi=true", "--server.agentMaxSessions=200") as srv:
@@ -121,13 +154,70 @@ def adversarial(args: argparse.Namespace) -> dict:
         "fair_share": os.environ.get("LLMGP_FAIR_SHARE", "default (0.1)"),
         "attackers": args.attackers,
         "seconds": args.seconds,
-        "quiet_p50_ms": pct(quiet, 0.5) * 1e3,
-        "quiet_p95_ms": pct(quiet, 0.95) * 1e3,
-        "attack_p50_ms": pct(attacked, 0.5) * 1e3,
-        "attack_p95_ms": pct(attacked, 0.95) * 1e3,
+        **p50_p95_ms(quiet=quiet, attack=attacked),
         "p95_ratio": pct(attacked, 0.95) / pct(quiet, 0.95),
         "attacker_reruns": counter[0],
         "server_cpu_s": cpu,
+    }
+
+
+class _SlowHub(BaseHTTPRequestHandler):
+    """A Hub that never helps: `trickle` sends its status line and headers one byte every 100 ms, `slow` answers 404
+    after 4 s."""
+
+    mode = "trickle"
+
+    def log_message(self, format, *args):  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        try:
+            if self.mode == "slow":
+                time.sleep(4)
+                self.send_error(404)
+                return
+            for byte in b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 100_000:
+                self.wfile.write(bytes([byte]))
+                time.sleep(0.1)
+        except OSError:
+            pass  # the fetch hung up at its deadline
+
+
+def slowhub(args: argparse.Namespace) -> dict:
+    handler = type("Hub", (_SlowHub,), {"mode": args.hub})
+    hub = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=hub.serve_forever, daemon=True).start()
+    os.environ["LLMGP_HUB_URL"] = f"http://127.0.0.1:{hub.server_address[1]}"  # the server inherits the environment
+    try:
+        with Server("--server.enableAgentApi=true") as srv:
+            AgentSession(srv.port, timeout=120).interact({})
+            quiet: list[float] = []
+            victim(srv.port, args.seconds, quiet, threading.Event())
+            stop, fetches = threading.Event(), [0]
+
+            def fetcher() -> None:
+                sess = AgentSession(srv.port, timeout=120)
+                sess.interact({"query_params": {"src": ["config"]}})
+                sess.interact({"widget_state": {"hub_repo": "slow/model"}})  # enables the button
+                while not stop.is_set():
+                    sess.interact({"trigger": {"key": "hub_fetch"}})
+                    fetches[0] += 1
+
+            thread = threading.Thread(target=fetcher, daemon=True)
+            thread.start()
+            time.sleep(2)
+            during: list[float] = []
+            victim(srv.port, args.seconds, during, threading.Event())
+            stop.set()
+            thread.join(timeout=60)
+    finally:
+        hub.shutdown()
+    return {
+        "hub": args.hub,
+        "seconds": args.seconds,
+        **p50_p95_ms(quiet=quiet, during_fetches=during),
+        "victim_moves": len(during),
+        "fetches": fetches[0],
     }
 
 
@@ -137,6 +227,10 @@ def memory(args: argparse.Namespace) -> dict:
         warm = AgentSession(srv.port, timeout=120)
         warm.interact({})
         idle = srv.rss_bytes()
+        pages = args.pages.split(",")
+        for page in pages:  # each page the sessions open, once, on a plain link: its modules and the catalogs loaded
+            warm.interact({"page": page})
+        warm_pages = srv.rss_bytes()
         samples: list[tuple[float, float]] = []
         stop = threading.Event()
         t0 = time.perf_counter()
@@ -148,8 +242,9 @@ def memory(args: argparse.Namespace) -> dict:
         threading.Thread(target=sample, daemon=True).start()
         refused = errors = 0
         for i in range(args.sessions):
+            page = pages[i % len(pages)]
             try:
-                _, data = AgentSession(srv.port, timeout=120).interact({"page": "compare", "query_params": worst_link(i)})
+                _, data = AgentSession(srv.port, timeout=120).interact({"page": page, "query_params": worst_link(i, prices=args.prices)})
                 if "Too many open sessions" in json.dumps(data.get("tree"))[:100_000]:
                     refused += 1
             except Exception as exc:
@@ -163,10 +258,14 @@ def memory(args: argparse.Namespace) -> dict:
         end = srv.rss_bytes()
     return {
         "sessions": args.sessions,
+        "pages": pages,
+        "prices": args.prices,
         "cap": os.environ.get("LLMGP_MAX_SESSIONS_PER_CLIENT", "default (64)"),
         "refused": refused,
         "errors": errors,
         "idle_mb": idle / 2**20,
+        "warm_pages_mb": warm_pages / 2**20,
+        "cache_budget_mb": os.environ.get("LLMGP_CACHE_MB", "default"),
         "peak_mb": max(m for _, m in samples),
         "peak_while_opening_mb": peak_open,
         "opened_in_s": opened_at,
@@ -182,14 +281,19 @@ def main() -> None:
     a = sub.add_parser("adversarial")
     a.add_argument("--seconds", type=float, default=45)
     a.add_argument("--attackers", type=int, default=4)
+    h = sub.add_parser("slowhub")
+    h.add_argument("--seconds", type=float, default=20)
+    h.add_argument("--hub", choices=("trickle", "slow"), default="trickle")
     m = sub.add_parser("memory")
     m.add_argument("--sessions", type=int, default=130)
     m.add_argument("--open-seconds", type=float, default=40)
     m.add_argument("--ttl", type=float, default=30)
-    for p in (a, m):
+    m.add_argument("--pages", default="compare", help="pages the sessions open, in turn (comma-separated url paths)")
+    m.add_argument("--prices", action="store_true", help="links also carry a price list at its budget, unique per session")
+    for p in (a, h, m):
         p.add_argument("--json", metavar="FILE")
     args = ap.parse_args()
-    result = adversarial(args) if args.mode == "adversarial" else memory(args)
+    result = {"adversarial": adversarial, "slowhub": slowhub, "memory": memory}[args.mode](args)
     print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))

@@ -119,9 +119,11 @@ class AgentSession:
         return elapsed, data
 
 
-def agent_worker(port: int, page: str, deadline: float, think: float, stats: Stats, start_delay: float, rng: random.Random) -> None:
+def agent_worker(
+    port: int, page: str, deadline: float, think: float, stats: Stats, start_delay: float, rng: random.Random, session: type[AgentSession] = AgentSession
+) -> None:
     time.sleep(start_delay)
-    sess = AgentSession(port, timeout=120)
+    sess = session(port, timeout=120)
     try:
         elapsed, _ = sess.interact({"page": PAGES[page]} if PAGES[page] else {})
         stats.creates.append(elapsed)

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from core.jsontext import JSONProblem, loads
 from core.scenario import MODEL_SPEC_TAGS, Scenario
+from core.text import pattern_problem
 
 MAX_INPUT_BYTES = 5_000_000
 
@@ -34,7 +35,10 @@ def describe_validation_error(exc: ValidationError, prefix: str = "", what: str 
     err = exc.errors()[0]
     loc = [str(p) for p in err["loc"] if str(p) not in MODEL_SPEC_TAGS]
     field = _shorten(".".join(loc), 100) or what
-    msg = _shorten(err["msg"].removeprefix("Value error, "), 300)  # a message may quote a hostile file's value
+    if err["type"] == "string_pattern_mismatch":  # pydantic's message quotes the regex: the rule in words instead
+        msg = pattern_problem((err.get("ctx") or {}).get("pattern"), err.get("input"))
+    else:
+        msg = _shorten(err["msg"].removeprefix("Value error, "), 300)  # a message may quote a hostile file's value
     count = len(exc.errors())
     more = f" (and {count - 1} more problem{'s' * (count > 2)})" if count > 1 else ""
     return f"{prefix}{field}: {msg}{more}"

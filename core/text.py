@@ -87,3 +87,24 @@ def marked(text: str) -> Text:
         else:
             template.append(part.replace("{", "{{").replace("}", "}}"))
     return Text("".join(template), args)
+
+
+# ------------------------------------------------------------------ rules of text fields, in words
+PATTERN_RULES: dict[str, str] = {}  # a regex a pydantic field must match -> what it asks for, in words
+
+
+def described_pattern(pattern: str, rule: str) -> str:
+    """`pattern` for `Field(pattern=...)`, with the words a person reads when a value does not match it (`rule`,
+    completing "must be ..."): pydantic's own message quotes the regex ("String should match pattern '^[a-z0-9]...'"),
+    which says nothing to most people. Every field pattern in core/ is declared through here
+    (tests/core/test_cli.py checks)."""
+    PATTERN_RULES[pattern] = rule
+    return pattern
+
+
+def pattern_problem(pattern: object, value: object) -> str:
+    """The problem of a value that did not match a field pattern, in words, with the value shown escaped (a trailing
+    line break shows as \\n) and cut short."""
+    rule = PATTERN_RULES.get(str(pattern), "written with the characters that field allows")
+    shown = repr(str(value)[:40]) + ("…" if len(str(value)) > 40 else "")
+    return f"{shown} is not allowed here: it must be {rule}"

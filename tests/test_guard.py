@@ -309,3 +309,54 @@ def test_outside_a_cached_function_the_turn_is_handed_over():
     guard._end_turn()
     waiter.join(5)
     assert order == ["person", "long run goes on"]
+
+
+def test_another_session_runs_while_one_waits_on_the_network_without_its_turn():
+    """A run that waits on the network (the Hub fetch, up to its 5 s deadline) does it inside guard.released(): a
+    second session takes the turn, runs and finishes meanwhile; the first takes the turn back afterwards. Without the
+    release, the second waited for the whole fetch (issue #25: slider moves of 3.8 s against a slow hub)."""
+    fetch_waiting, fetch_done, events = threading.Event(), threading.Event(), []
+
+    def fetching_session() -> None:
+        guard._take_turn(0.0)
+        with guard.released():
+            fetch_waiting.set()
+            fetch_done.wait(10)  # the network
+        events.append(("fetching session has its turn again", threading.get_ident() in guard._holders))
+        guard._end_turn()
+
+    first = threading.Thread(target=fetching_session)
+    first.start()
+    assert fetch_waiting.wait(5)
+    started = time.monotonic()
+    guard._take_turn(0.0)  # another session's slider move
+    events.append(("other session ran", time.monotonic() - started < 1.0))
+    guard._end_turn()
+    fetch_done.set()
+    first.join(10)
+    assert events == [("other session ran", True), ("fetching session has its turn again", True)]
+    assert guard._running == 0 and not guard._holders
+
+
+def test_the_turn_is_taken_back_even_when_the_wait_fails():
+    guard._take_turn(0.0)
+    with pytest.raises(OSError), guard.released():
+        assert guard._running == 0
+        raise OSError("the network failed")
+    assert guard._running == 1 and threading.get_ident() in guard._holders
+    guard._end_turn()
+
+
+def test_an_idle_collection_hands_freed_memory_back_at_most_every_trim_interval(monkeypatch):
+    trims: list[int] = []
+    monkeypatch.setattr(guard.gc, "collect", lambda *a: 0)
+    monkeypatch.setattr(guard, "_malloc_trim", lambda pad: trims.append(pad) or 1)
+    monkeypatch.setattr(guard, "_last_trim", [0.0])
+    clock = [1000.0]
+    monkeypatch.setattr(guard.time, "monotonic", lambda: clock[0])
+    assert COLLECT_IF_IDLE() and trims == [0]
+    clock[0] += 1.0
+    assert COLLECT_IF_IDLE() and trims == [0], "not again within TRIM_EVERY_S"
+    clock[0] += guard.TRIM_EVERY_S
+    assert COLLECT_IF_IDLE(overdue=True) and trims == [0], "an overdue collection (someone may be waiting) does not trim"
+    assert COLLECT_IF_IDLE() and trims == [0, 0]

@@ -10,6 +10,7 @@ import collections
 import http.client
 import os
 import pwd
+import re
 import shutil
 import socket
 import subprocess
@@ -85,21 +86,18 @@ def app_port():
     _stop(proc)
 
 
-@pytest.fixture(scope="module")
-def proxy(app_port, tmp_path_factory):
+def _nginx(tmp: Path, backends: list[int]) -> tuple[subprocess.Popen, int]:
+    """deploy/nginx.conf on loopback in `tmp`, its app processes at `backends` (one port for every upstream when
+    only one is given): the nginx process and its port."""
     if not Path(NGINX).exists():
         if os.environ.get("CI"):
             pytest.fail("nginx is missing: .ci/run installs Debian's nginx")
         pytest.skip("nginx not installed (apt-get install nginx)")
-    tmp = tmp_path_factory.mktemp("nginx")
     port = _free_port()
-    site = (
-        RECIPE.read_text()
-        .replace("server 127.0.0.1:8501;", f"server 127.0.0.1:{app_port};")
-        .replace("listen 80;", f"listen 127.0.0.1:{port};")
-        .replace("/var/cache/nginx/planner", str(tmp / "cache"))
-    )
-    assert site != RECIPE.read_text()
+    upstreams = iter(backends * 2 if len(backends) == 1 else backends)
+    site = re.sub(r"server 127\.0\.0\.1:85\d\d;", lambda _: f"server 127.0.0.1:{next(upstreams)};", RECIPE.read_text())
+    site = site.replace("listen 80;", f"listen 127.0.0.1:{port};").replace("/var/cache/nginx/planner", str(tmp / "cache"))
+    assert f"listen 127.0.0.1:{port};" in site and "server 127.0.0.1:85" not in site
     (tmp / "planner.conf").write_text(site)
     for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (tmp / d).mkdir()
@@ -123,6 +121,12 @@ http {{
     check = subprocess.run([NGINX, "-t", "-p", str(tmp), "-c", str(tmp / "nginx.conf")], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
     proc = subprocess.Popen([NGINX, "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-g", "daemon off;"], stderr=subprocess.PIPE)
+    return proc, port
+
+
+@pytest.fixture(scope="module")
+def proxy(app_port, tmp_path_factory):
+    proc, port = _nginx(tmp_path_factory.mktemp("nginx"), [app_port])
     _wait(f"http://127.0.0.1:{port}/_stcore/health")
     yield port
     proc.terminate()
@@ -282,3 +286,123 @@ def test_a_room_opening_the_link_at_once_is_not_refused(proxy, browser):
     assert sum(room.values()) == 64 * len(paths)
     flood = _replay(proxy, ["/_stcore/health"] * 150, people=8, source="127.0.0.6")  # 1,200 requests at once
     assert flood["app", 503] > 0, dict(flood)
+
+
+def _longest_link_chars() -> int:
+    """The longest path and query the app writes (app_pages/shared/state.write_url): every input at its longest
+    value (a float as Python writes it, at most 24 characters), each percent-encoded at worst (x3), and the three
+    compressed blobs at MAX_URL_TOKEN_CHARS each (a longer blob is left out of the link), their base64 padding
+    percent-encoded; on the longest page path."""
+    from app_pages.shared.fields import fields
+    from app_pages.shared.state import BLOB_PARAMS, MAX_URL_TOKEN_CHARS
+
+    inputs = 0
+    for key, f in fields().items():
+        longest = max((len(f.serialize(o)) for o in f.options), default=24 if f.kind == "float" else len(str(int(f.hi or 0))) + 1)
+        inputs += len(key) + 2 + 3 * longest
+    blobs = sum(len(p) + 2 + MAX_URL_TOKEN_CHARS + 4 for p in BLOB_PARAMS)
+    return len("/train-vs-serve?") + inputs + blobs
+
+
+def test_the_longest_link_the_app_writes_opens_through_the_proxy(proxy, browser):
+    """A link the app writes can hold three blobs of 32,000 characters (a pasted config.json, a Compare set and a
+    price list; 9.4 kB already with a long price list and a Compare set): about 99 kB. The recipe answered 414 above
+    8 kB. The page request of the longest link, and one a fifth longer, pass; in a browser, a link that long (a real
+    config.json blob at the cap, junk for the other two) opens the page, sized by its config."""
+    longest = _longest_link_chars()
+    assert 90_000 < longest < 110_000, longest
+    for length in (longest, int(longest * 1.2)):
+        path = "/memory?src=config&cfg=" + "A" * (length - len("/memory?src=config&cfg="))
+        status, _, body = get(proxy, path)
+        assert status == 200 and b"<html" in body.lower(), (length, status)
+
+    import json
+    import random
+    import zlib
+
+    from app_pages.shared.state import MAX_URL_TOKEN_CHARS, encode_blob
+    from core.catalog.presets import load_presets
+
+    rng = random.Random(25)
+    config = dict(load_presets()["deepseek-v3"].config or {})
+    note = "".join(rng.choice("0123456789abcdef") for _ in range(48_000))  # random: it hardly compresses
+    while len(cfg := encode_blob(json.dumps({**config, "note": note}))) > MAX_URL_TOKEN_CHARS:
+        note = note[: int(len(note) * 0.99)]
+    assert MAX_URL_TOKEN_CHARS * 0.9 < len(cfg) <= MAX_URL_TOKEN_CHARS, len(cfg)
+    junk = base64.urlsafe_b64encode(zlib.compress(os.urandom(23_000))).decode()[:MAX_URL_TOKEN_CHARS]
+    link = f"/memory?src=config&cfg={cfg}&cmp={junk}&prc={junk}"
+    assert len(link) > 0.9 * longest
+    page = browser.new_page()
+    try:
+        statuses: list[int] = []
+        page.on("response", lambda r: r.request.is_navigation_request() and statuses.append(r.status))
+        page.goto(f"http://127.0.0.1:{proxy}{link}")
+        page.wait_for_selector('[data-testid="stMetricValue"]', timeout=60_000)
+        text = page.inner_text("body")
+        assert statuses == [200], statuses
+        assert "config.json in the link could not be read" not in text
+        assert "could not be read" in text, "the junk blobs are read by the app and refused with a message"
+        assert "deepseek" in page.url or "cfg=" in page.url, "the link kept its config"
+    finally:
+        page.close()
+
+
+def test_a_browser_stays_on_one_app_process_by_cookie(tmp_path):
+    """The recipe's two app processes (here two stand-ins that answer with their own name): a request without the
+    planner_node cookie is sent to one of them at random and told which by a cookie; every request with the cookie
+    goes there, whatever the address (a room shares one); and the draw uses both."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    def stand_in(name: bytes) -> ThreadingHTTPServer:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format, *args):  # quiet
+                pass
+
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(name)))
+                self.end_headers()
+                self.wfile.write(name)
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+    apps = [stand_in(b"app0"), stand_in(b"app1")]
+    proc, port = _nginx(tmp_path, [a.server_address[1] for a in apps])
+    try:
+        _wait_status(port)
+        drawn: collections.Counter = collections.Counter()
+        for _ in range(40):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("GET", "/memory")
+            resp = conn.getresponse()
+            body = resp.read()
+            cookie = resp.getheader("Set-Cookie") or ""
+            assert cookie.startswith("planner_node=") and "HttpOnly" in cookie, cookie
+            node = cookie.split(";")[0].split("=")[1]
+            assert body == f"app{node}".encode(), (body, cookie)
+            drawn[node] += 1
+            for path in ("/static/js/x.js", "/_stcore/health", "/memory?seq=8192"):
+                conn.request("GET", path, headers={"Cookie": f"planner_node={node}"})
+                again = conn.getresponse()
+                assert again.read() == f"app{node}".encode(), path
+                assert again.getheader("Set-Cookie") is None, "set once"
+            conn.close()
+        assert set(drawn) == {"0", "1"} and min(drawn.values()) >= 5, drawn
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        for a in apps:
+            a.shutdown()
+
+
+def _wait_status(port: int, timeout: float = 30) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            http.client.HTTPConnection("127.0.0.1", port, timeout=2).request("GET", "/_stcore/health")
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(port)

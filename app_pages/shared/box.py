@@ -6,6 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from app_pages.shared.cache import shared_cache
 from app_pages.shared.plot import show
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, Units, frozen, layout
 from app_pages.shared.text import chart_text, md, metric, plain
@@ -15,7 +16,7 @@ from core.scenario import Scenario
 from core.speed.mixed import MAX_CARDS, MixedBox, mixed_box
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def _box(key: str, ids: tuple[str, ...]) -> tuple[MixedBox | None, str | None]:
     try:
         return mixed_box(Scenario.model_validate_json(key), ids), None
@@ -23,7 +24,7 @@ def _box(key: str, ids: tuple[str, ...]) -> tuple[MixedBox | None, str | None]:
         return None, str(exc)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def _figure(key: str, ids: tuple[str, ...], unit: str):
     box, units = _box(key, ids)[0], Units(unit)
     assert box is not None

@@ -36,6 +36,9 @@ waits its turn, and one client cannot open an unbounded number of sessions.
   start on their own: a background thread runs one when no script is running
   and nobody waits (or after FULL_GC_MAX_INTERVAL_S regardless), taking the
   turn like a run so none starts meanwhile.
+- Waits: a run that waits on the network gives its turn up meanwhile
+  (released(): the Hub fetch), so one slow far end holds up only its own
+  session.
 - Sessions: a client (its address, or the first X-Forwarded-For hop when
   LLMGP_TRUST_PROXY=1 behind the reverse proxy of docs/DEPLOY.md) may have
   at most MAX_SESSIONS_PER_CLIENT sessions active in the last
@@ -51,13 +54,14 @@ one person behind each address), LLMGP_RUN_SLOTS
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import heapq
 import itertools
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -186,6 +190,23 @@ def yield_turn() -> None:
         _take_turn(mine)
 
 
+@contextmanager
+def released() -> Iterator[None]:
+    """Run the block without the turn: around a wait on the network (the Hub fetch, whose deadline is 5 s), which
+    uses no CPU and would otherwise stop every other session for as long as the far end takes. The turn is taken
+    back afterwards with the run's priority (the run goes on as before); the block must not touch what turns protect
+    beyond its own session. Inside a cached function the turn is kept (see _inside_cached_function)."""
+    if not RUN_SLOTS or threading.get_ident() not in _holders or _inside_cached_function():
+        yield
+        return
+    mine = getattr(_local, "priority", 0.0)
+    _end_turn()
+    try:
+        yield
+    finally:
+        _take_turn(mine)
+
+
 def _end_turn() -> None:
     global _running
     with _turns:
@@ -309,8 +330,24 @@ def _freeze_long_lived() -> None:
     threading.Thread(target=_collector, name="llmgp-gc", daemon=True).start()
 
 
+def _find_malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim (https://man7.org/linux/man-pages/man3/malloc_trim.3.html), or None on another C library."""
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_malloc_trim = _find_malloc_trim()
+TRIM_EVERY_S = 30.0  # freed memory is handed back to the system at most this often (a trim took ~30 ms at 300 MB)
+_last_trim = [0.0]
+
+
 def collect_if_idle(overdue: bool = False) -> bool:
-    """One full collection when no script runs and nobody waits (or when overdue), holding the turn meanwhile."""
+    """One full collection when no script runs and nobody waits (or when overdue), holding the turn meanwhile. When
+    idle, and at most every TRIM_EVERY_S, glibc is also asked to hand freed memory back to the system
+    (malloc_trim): the objects of expired sessions are freed, but glibc keeps the pages of its heap that still hold
+    a live object here and there, so the resident memory stayed where the sessions took it (issue #25)."""
     global _running
     with _turns:
         if not overdue and (_running or _queue):
@@ -318,6 +355,9 @@ def collect_if_idle(overdue: bool = False) -> bool:
         _running += 1  # no run starts during the collection
     try:
         gc.collect()
+        if not overdue and _malloc_trim is not None and time.monotonic() - _last_trim[0] > TRIM_EVERY_S:
+            _malloc_trim(0)
+            _last_trim[0] = time.monotonic()
     finally:
         with _turns:
             _running -= 1

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-import streamlit as st
 
+from app_pages.shared.cache import shared_cache
 from app_pages.shared.results import Rows, cached_estimate, cached_serving, scenario_of
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, FrozenFigure, Units, frozen, layout, vmarker
 from app_pages.shared.text import spreadsheet_safe
@@ -28,7 +28,7 @@ def replica_scenario(sc: Scenario, inf: InferenceEstimate) -> Scenario:
     return Scenario(**(dict(sc) | {"tensor_parallel": inf.tensor_parallel, "pipeline_parallel": inf.pipeline_parallel}))
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def decode_figure(key: str) -> FrozenFigure:
     """Tokens/s per user and for all users against the batch, through the scenario's own batch, with the memory's
     limit on concurrent sequences."""
@@ -69,7 +69,7 @@ def kv_scenario(sc: Scenario, result: Result) -> Scenario:
     return sc if kv_on_sidebars_layout(result) else replica_scenario(sc, result.inference)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def kv_figure(key: str, unit: str) -> FrozenFigure:
     """The KV cache of the scenario's batch against the context, and the memory one device has left for it, on the
     layout kv_scenario picks."""
@@ -112,7 +112,7 @@ def _every_offer(opts: tuple[ServingPlan, ...]) -> pd.DataFrame:
     return pd.DataFrame([_offer_row(o) for o in opts]).sort_values("Monthly (USD)", kind="stable")
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def offers_by_accelerator(key: str, traffic_key: str, max_utilisation: float, price_key: str = "", _rows: Rows = None) -> pd.DataFrame:
     """One row per accelerator at its cheapest instance for this traffic, cheapest first, with how many instances
     price it (a few dozen rows: every priced instance, ~750, made the table the slowest thing on the page to update)."""

@@ -11,6 +11,7 @@ import hashlib
 
 import streamlit as st
 
+from app_pages.shared.cache import shared_cache
 from app_pages.shared.page_types import PriceList
 from app_pages.shared.state import PRICE_TEXT
 from app_pages.shared.text import plain
@@ -26,7 +27,7 @@ TEMPLATE = ",".join(COLUMNS) + "\nOur cloud,h100x8-reserved,h100-sxm,8,17.60,,us
 FLAGGED = PriceList("flagged", load_prices(), problems=())  # the whole catalog, its flagged rows too (pflag on)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@shared_cache(max_entries=16)
 def _parsed(text: str, mode: str, flagged: bool = False) -> PriceList:
     rows, problems = parse_price_csv(text, {a.id for a in load_accelerators()})
     if not rows:

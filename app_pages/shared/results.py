@@ -6,9 +6,8 @@ for the built-in catalog), the rows (not hashed) what prices them."""
 
 from __future__ import annotations
 
-import streamlit as st
-
 from app_pages.shared import guard
+from app_pages.shared.cache import shared_cache
 from core.catalog.accelerators import load_accelerators
 from core.catalog.prices import PriceRow
 from core.estimate import Result, estimate
@@ -20,7 +19,7 @@ from core.scenario import Scenario
 Rows = tuple[PriceRow, ...] | None
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
+@shared_cache(max_entries=256)
 def scenario_of(key: str) -> Scenario:
     return Scenario.model_validate_json(key)
 
@@ -32,12 +31,12 @@ def cached_estimate(key: str, price_key: str = "", _rows: Rows = None) -> Result
     return _estimate(key, price_key, _rows)
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
+@shared_cache(max_entries=256)
 def _estimate(key: str, price_key: str, _rows: Rows) -> Result:
     return estimate(scenario_of(key), _rows)
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
+@shared_cache(max_entries=256)
 def cached_explain(key: str) -> list[Explanation]:
     return explain(scenario_of(key), cached_estimate(key))
 
@@ -45,7 +44,7 @@ def cached_explain(key: str) -> list[Explanation]:
 COMPARISON_CHUNK = 12  # accelerators per cached piece of a comparison (a few ms to tens of ms of CPU each)
 
 
-@st.cache_resource(max_entries=1024, show_spinner=False)
+@shared_cache(max_entries=1024)
 def _comparison_chunk(key: str, first: int, price_key: str = "", _rows: Rows = None) -> tuple[ComparisonRow, ...]:
     ids = [a.id for a in load_accelerators()][first : first + COMPARISON_CHUNK]
     return tuple(compare_accelerators(scenario_of(key), ids, _rows))
@@ -62,7 +61,7 @@ def cached_comparison(key: str, price_key: str = "", _rows: Rows = None) -> list
     return rows
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def cached_serving(
     key: str, traffic_key: str, max_utilisation: float, price_key: str = "", _rows: Rows = None
 ) -> tuple[ServingPlan | None, str | None, tuple[ServingPlan, ...]]:

@@ -11,6 +11,7 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
+from app_pages.shared.cache import shared_cache
 from app_pages.shared.fields import CUSTOM_ACC, Values, custom_hardware, fields
 from app_pages.shared.state import CFG_TEXT, MAX_CONFIG_CHARS
 from core.catalog.accelerators import custom_accelerator, custom_accelerator_id
@@ -20,7 +21,7 @@ from core.model.hf_config import ConfigError, parse_hf_config
 from core.scenario import Scenario
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64, data=True)
 def parse_config_text(text: str) -> tuple[dict[str, Any] | None, str | None]:
     """(config dict, None) or (None, the problem). Shared by all sessions, bounded: the same pasted or linked
     config is parsed once."""
@@ -164,7 +165,7 @@ def load_scenario_json(data: bytes) -> tuple[Values | None, str | None]:
     return values, None
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@shared_cache(max_entries=256, data=True)
 def saved_scenario(text: str) -> Scenario | None:
     """A saved (Compare) scenario from its JSON text; None when it is not valid."""
     try:

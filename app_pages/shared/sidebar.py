@@ -29,7 +29,8 @@ def _hub_import() -> None:
     repo = cols[0].text_input("Hugging Face model id", key="hub_repo", max_chars=200, placeholder="Qwen/Qwen3-8B")
     if cols[1].button("Fetch", key="hub_fetch", disabled=not repo.strip()):
         try:
-            got = fetch_hub_model(repo, base_url=hub_url)
+            with guard.released():  # up to the fetch's 5 s deadline on the network: the other sessions run meanwhile
+                got = fetch_hub_model(repo, base_url=hub_url)
         except HubError as exc:
             st.session_state["hub_note"] = ("warning", exc.message)
         else:

@@ -5,12 +5,12 @@ other cached views, the server's CPU per move fell from about 50 to 20 ms: docs/
 from __future__ import annotations
 
 import plotly.graph_objects as go
-import streamlit as st
 
+from app_pages.shared.cache import shared_cache
 from app_pages.shared.style import FrozenFigure, frozen, layout
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
+@shared_cache(max_entries=256)
 def cumulative_figure(cumulative_usd: tuple[float, ...], alternative_usd: tuple[float, ...], break_even_month: int | None) -> FrozenFigure:
     """Month by month: training once then serving on own instances, and the per-token API (when priced)."""
     fig = go.Figure()
@@ -24,7 +24,7 @@ def cumulative_figure(cumulative_usd: tuple[float, ...], alternative_usd: tuple[
     return frozen(layout(fig, "Cumulative cost: the training bill is paid once, serving every month", height=420))
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
+@shared_cache(max_entries=256)
 def bills_figure(training_usd: float, serving_usd_per_month: float, months: int) -> FrozenFigure:
     """The one-off training bill beside the serving bill over the horizon."""
     bars = go.Figure()
@@ -39,7 +39,7 @@ def bills_figure(training_usd: float, serving_usd_per_month: float, months: int)
     return frozen(layout(bars, f"Over {months} months", height=420))
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
+@shared_cache(max_entries=256)
 def own_vs_rent_figure(utilisation_percent: tuple[float, ...], own_usd: tuple[float, ...], rent_usd: tuple[float, ...]) -> FrozenFigure:
     """Yearly cost of owning and of renting against the share of hours in use."""
     bf = go.Figure()

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pandas as pd
 import plotly.graph_objects as go
-import streamlit as st
 from plotly.subplots import make_subplots
 
+from app_pages.shared.cache import shared_cache
 from app_pages.shared.results import Rows, scenario_of
 from app_pages.shared.style import COLORWAY, FrozenFigure, frozen, layout
 from app_pages.shared.text import chart_text
@@ -19,12 +19,12 @@ from core.money.cost import CurvePoint, TrainingOption, TrainingOptions, trainin
 from core.plan.frontier import frontier
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def training_options_of(key: str, price_key: str = "", _rows: Rows = None) -> TrainingOptions:
     return training_options(scenario_of(key), _rows)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def training_curve_of(key: str, price_key: str = "", _rows: Rows = None) -> tuple[CurvePoint, ...]:
     return training_curve(scenario_of(key), _rows)
 
@@ -48,7 +48,7 @@ def run_cost(o: TrainingOption, use_spot: bool) -> float | None:
     return o.spot_usd if use_spot else o.on_demand_usd
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows = None) -> FrozenFigure:
     """Each run as a point: wall-clock hours against cost, one per accelerator and device count at its cheapest offer
     (the offers there take as long and cost more: the table lists them), for the cheapest accelerators and the
@@ -126,7 +126,7 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows 
     return frozen(layout(fig, f"Time vs cost of the run ({'spot' if use_spot else 'on-demand'})", height=480))
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def curve_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows = None) -> FrozenFigure | None:
     """Hours and run cost on the sidebar's accelerator against its device count (None without a price for it): two
     panels over one device axis, one scale each (no dual axis)."""
@@ -146,7 +146,7 @@ def curve_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows = No
     return frozen(layout(cf, f"More {name} devices: shorter, and what it costs", height=460))
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@shared_cache(max_entries=64)
 def offers_table(key: str, use_spot: bool, price_key: str = "", _rows: Rows = None) -> pd.DataFrame:
     """One row per provider and instance at its cheapest device count for the price kind, cheapest first."""
 

@@ -19,11 +19,13 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from core.text import described_pattern, pattern_problem
+
 DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"
 ACCELERATORS_CSV = DATA_DIR / "accelerators.csv"
 BYTES_PER_GIB = 2**30
 BYTES_PER_GB = 10**9
-ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+ID_PATTERN = described_pattern(r"^[a-z0-9][a-z0-9-]*$", "lower-case letters, digits and '-' only (no spaces or line breaks), starting with a letter or digit")
 
 Vendor = Literal["nvidia", "amd", "google", "aws", "apple", "intel", "groq", "cerebras", "other"]
 # unified: a CPU and GPU sharing one memory (DGX Spark, Strix Halo); custom: hardware a user typed in;
@@ -123,7 +125,7 @@ def validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
         elif kind == "missing":
             problem = "required but empty"
         elif kind == "string_pattern_mismatch":
-            problem = f"not a valid id: {str(value)[:40]!r} (lowercase letters, digits, '-')"
+            problem = pattern_problem(ctx.get("pattern"), value)
         elif kind == "literal_error":
             problem = f"{str(value)[:40]!r} is not one of {ctx.get('expected', '?')}"
         elif kind == "extra_forbidden":
@@ -186,7 +188,9 @@ def load_accelerators(path: Path | None = None) -> tuple[Accelerator, ...]:
 
 # "Any hardware I own": the id carries what the user typed, so a link reproduces it, e.g.
 # custom-24gib-936gbps-71tflops (a decimal point is written p: custom-7p5gib-...). Bounds keep it a real device.
-CUSTOM_ID = re.compile(r"^custom-(\d{1,5}(?:p\d{1,3})?)gib-(\d{1,6}(?:p\d{1,3})?)gbps-(\d{1,5}(?:p\d{1,3})?)tflops$")
+# \A...\Z: Python's $ also matches before a final line break, which the catalog's id pattern (checked by pydantic's
+# regex engine) refuses; an id with one is then an unknown accelerator, named with the rules below.
+CUSTOM_ID = re.compile(r"\Acustom-(\d{1,5}(?:p\d{1,3})?)gib-(\d{1,6}(?:p\d{1,3})?)gbps-(\d{1,5}(?:p\d{1,3})?)tflops\Z")
 CUSTOM_LIMITS = {"memory_gib": (0.5, 16384.0), "memory_bandwidth_gbps": (1.0, 100000.0), "bf16_tflops": (0.01, 50000.0)}
 CUSTOM_ID_HELP = (
     "custom-<GiB>gib-<GB/s>gbps-<TFLOPS>tflops (e.g. custom-24gib-936gbps-71tflops; p for a decimal point), with 0.5-16384 GiB, 1-100000 GB/s and 0.01-50000 TFLOPS"

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.catalog.accelerators import DATA_DIR, Accelerator, CatalogError, validation_problems
+from core.text import described_pattern
 
 ECOSYSTEM_CSV = DATA_DIR / "ecosystem.csv"
 
@@ -37,7 +38,7 @@ class EcosystemEntry(BaseModel):
     platform: Platform
     aspect: Aspect
     summary: str = Field(min_length=10)
-    source: str = Field(pattern=r"^https://\S+$")
+    source: str = Field(pattern=described_pattern(r"^https://\S+$", "an https:// link without spaces"))
     as_of: dt.date
 
 

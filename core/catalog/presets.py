@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from core.model.architecture import Architecture
 from core.model.hf_config import parse_hf_config
 from core.model.shape import representative_architecture
+from core.text import described_pattern
 
 DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"
 
@@ -20,14 +21,14 @@ DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"
 class Preset(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+    id: str = Field(pattern=described_pattern(r"^[a-z0-9][a-z0-9.\-]*$", "lower-case letters, digits, '.' and '-' only, starting with a letter or digit"))
     name: str
     family: str
     hf_repo: str | None = None
     published_params: float = Field(gt=0)
     published_params_source: str = Field(min_length=3)
     source: str = Field(min_length=3)
-    as_of: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    as_of: str = Field(pattern=described_pattern(r"^\d{4}-\d{2}-\d{2}$", "a date written YYYY-MM-DD"))
     # What the published count counts: "main-model" (what loads: total_params), "checkpoint" (every stored
     # weight: total_params + multi-token-prediction layers), "checkpoint+stored-head" (a tied model whose checkpoint
     # also stores lm_head), or "rounded" (a model-card figure such as "7B", good to its last digit).

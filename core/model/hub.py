@@ -23,8 +23,12 @@ The id comes from a person typing into a web page, so the fetch is fenced:
   A bad id is refused before any request.
 - Size cap: at most `MAX_HUB_CONFIG_BYTES` (256 kB, far above any config.json) are read; a larger `Content-Length` is
   refused before reading and a body streamed past the cap is cut off.
-- Timeout: `timeout_s` bounds the whole fetch (both requests run at once, sharing one deadline), not just each socket
-  operation.
+- Deadline: `timeout_s` is a hard wall-clock bound on the whole fetch (both requests run at once, sharing one
+  `_Deadline`): connecting, the status line and headers, and the body. A per-socket timeout alone does not give that:
+  it bounds each read, and a server that trickles one byte at a time (headers, or a chunk-size line) keeps every read
+  inside it for as long as it likes (issue #25: more than 40 s). So the requests run in worker threads that the caller
+  waits for until the deadline only, and at the deadline a timer shuts down every socket the fetch opened, which ends
+  a read blocked on it at once (the worker then exits instead of reading on).
 
 Failures raise `HubError` with a `kind` the app can act on and a one-line message that says what to do next.
 Successes are cached in-process (64 entries, one hour).
@@ -33,10 +37,12 @@ Successes are cached in-process (64 entries, one hour).
 from __future__ import annotations
 
 import copy
+import functools
 import http.client
 import json
 import re
 import socket
+import ssl
 import threading
 import time
 import urllib.error
@@ -199,42 +205,118 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-def _opener(origin: _Origin) -> urllib.request.OpenerDirector:
-    handlers: list[urllib.request.BaseHandler] = [_SameOriginRedirects(origin)]
+class _TooLarge(Exception):
+    pass
+
+
+class _Deadline:
+    """One wall-clock deadline for every connection of a fetch. At the deadline a timer shuts down the socket of each
+    connection watched (and of any watched later), so a read blocked on it ends then, however the server paces its
+    bytes."""
+
+    def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+        self._lock = threading.Lock()
+        self._watched: list[socket.socket] = []
+        self._expired = False
+        self._timer = threading.Timer(seconds, self.expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def left_s(self) -> float:
+        return self.at - time.monotonic()
+
+    def watch(self, sock: socket.socket) -> None:
+        """Shut `sock` at the deadline (now, if it has passed). The socket itself is kept: urllib drops the
+        connection's reference to it once the headers are in, and the body is read through the response."""
+        with self._lock:
+            if not self._expired:
+                self._watched.append(sock)
+                return
+        _shut(sock)
+
+    def expire(self) -> None:
+        with self._lock:
+            self._expired = True
+            watched, self._watched = self._watched, []
+        for sock in watched:
+            _shut(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _shut(sock: socket.socket) -> None:
+    """Shut the socket down (both ways) from another thread: a recv blocked on it returns at once. The plain socket's
+    shutdown is called, also on a TLS socket, so the TLS object is left to the reading thread."""
+    try:
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed
+
+
+class _WatchedHTTP(http.client.HTTPConnection):
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self.deadline.watch(self.sock)
+
+
+class _WatchedHTTPS(http.client.HTTPSConnection):
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()  # the TLS handshake's reads are bounded by the socket timeout, and the caller's wait by the deadline
+        self.deadline.watch(self.sock)
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_WatchedHTTP, deadline=self.deadline), req)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        self.tls = ssl.create_default_context()
+        super().__init__(context=self.tls)
+        self.deadline = deadline
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_WatchedHTTPS, deadline=self.deadline), req, context=self.tls)
+
+
+def _opener(origin: _Origin, deadline: _Deadline) -> urllib.request.OpenerDirector:
+    handlers: list[urllib.request.BaseHandler] = [_SameOriginRedirects(origin), _DeadlineHTTPHandler(deadline), _DeadlineHTTPSHandler(deadline)]
     if origin.host in LOOPBACK_HOSTS:
         handlers.append(urllib.request.ProxyHandler({}))  # a test server is never reached through a proxy
     return urllib.request.build_opener(*handlers)  # no cookie processor: build_opener adds none
 
 
-class _TooLarge(Exception):
-    pass
-
-
-def _set_socket_timeout(resp: Any, seconds: float) -> None:
-    """Shrink the socket's per-read timeout to what is left of the deadline (best effort)."""
-    sock = getattr(getattr(getattr(resp, "fp", None), "raw", None), "_sock", None)
-    if isinstance(sock, socket.socket):
-        sock.settimeout(max(seconds, 0.01))
-
-
-def _get(opener: urllib.request.OpenerDirector, url: str, deadline: float, cap: int) -> bytes:
+def _get(origin: _Origin, url: str, deadline: _Deadline, cap: int) -> bytes:
     """GET url, reading at most cap bytes before the deadline. Raises urllib/socket errors, TimeoutError, _TooLarge
     and HubError (a refused redirect) for the caller to translate."""
-    left = deadline - time.monotonic()
+    left = deadline.left_s()
     if left <= 0:
         raise TimeoutError
     req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": "application/json, text/plain, */*"})
-    with opener.open(req, timeout=left) as resp:
+    with _opener(origin, deadline).open(req, timeout=left) as resp:
         length = resp.headers.get("Content-Length")
         if length is not None and length.strip().isdigit() and int(length) > cap:
             raise _TooLarge
         chunks: list[bytes] = []
         size = 0
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            if deadline.left_s() <= 0:
                 raise TimeoutError
-            _set_socket_timeout(resp, left)
             chunk = resp.read1(min(65_536, cap + 1 - size))
             if not chunk:
                 break
@@ -242,16 +324,49 @@ def _get(opener: urllib.request.OpenerDirector, url: str, deadline: float, cap: 
             size += len(chunk)
             if size > cap:
                 raise _TooLarge
+        if deadline.left_s() <= 0:  # a body cut short by the deadline's shutdown reads as a short one
+            raise TimeoutError
         return b"".join(chunks)
+
+
+class _Request(threading.Thread):
+    """One GET in a worker thread, so that the caller's wait ends at the deadline whatever the socket does (a name
+    lookup or a TLS handshake that hangs included); the deadline's timer then ends the worker's read."""
+
+    def __init__(self, origin: _Origin, url: str, deadline: _Deadline, cap: int) -> None:
+        super().__init__(name="hub-fetch", daemon=True)
+        self.origin, self.url, self.deadline, self.cap = origin, url, deadline, cap
+        self.body: bytes | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.body = _get(self.origin, self.url, self.deadline, self.cap)
+        except BaseException as exc:  # handed to the caller, which translates it
+            self.error = exc
+
+    def wait(self) -> bytes:
+        """The body, or the request's error; TimeoutError when the deadline passes first (or cut the request short)."""
+        self.join(max(self.deadline.left_s(), 0.0))
+        if self.is_alive():
+            raise TimeoutError
+        if self.error is not None:
+            if isinstance(self.error, urllib.error.HTTPError):
+                raise self.error
+            if self.deadline.left_s() <= 0 and not isinstance(self.error, HubError | _TooLarge):
+                raise TimeoutError from self.error  # a read ended by the deadline's shutdown
+            raise self.error
+        assert self.body is not None
+        return self.body
 
 
 def _is_timeout(exc: BaseException) -> bool:
     return isinstance(exc, TimeoutError) or (isinstance(exc, urllib.error.URLError) and isinstance(exc.reason, TimeoutError))
 
 
-def _fetch_config(origin: _Origin, url: str, repo_id: str, deadline: float, timeout_s: float) -> str:
+def _fetch_config(request: _Request, repo_id: str, timeout_s: float) -> str:
     try:
-        body = _get(_opener(origin), url, deadline, MAX_HUB_CONFIG_BYTES)
+        body = request.wait()
     except HubError:
         raise
     except _TooLarge:
@@ -319,21 +434,17 @@ def _read_safetensors(body: bytes) -> tuple[int | None, str | None]:
     return params, dtype
 
 
-class _ApiFetch(threading.Thread):
-    """The Hub API request, run beside the config request; any failure leaves the result (None, None)."""
-
-    def __init__(self, origin: _Origin, url: str, deadline: float) -> None:
-        super().__init__(name="hub-api", daemon=True)
-        self.origin, self.url, self.deadline = origin, url, deadline
-        self.result: tuple[int | None, str | None] = (None, None)
-
-    def run(self) -> None:
-        try:
-            self.result = _read_safetensors(_get(_opener(self.origin), self.url, self.deadline, MAX_HUB_API_BYTES))
-        except Exception as exc:  # HubError (a refused redirect), HTTP, network, size or timeout: the count stays unknown
-            if isinstance(exc, urllib.error.HTTPError):
-                exc.close()
-            self.result = (None, None)
+def _api_result(request: _Request) -> tuple[int | None, str | None] | None:
+    """The parameter count and dtype from the Hub API request; (None, None) when it failed (HubError for a refused
+    redirect, HTTP, network, size), None when it did not end in time."""
+    try:
+        return _read_safetensors(request.wait())
+    except TimeoutError:
+        return None
+    except Exception as exc:
+        if isinstance(exc, urllib.error.HTTPError):
+            exc.close()
+        return None, None
 
 
 def fetch_hub_model(repo_id: str, *, base_url: str = HUB_BASE_URL, timeout_s: float = 5.0, revision: str = "main") -> HubModel:
@@ -350,15 +461,21 @@ def fetch_hub_model(repo_id: str, *, base_url: str = HUB_BASE_URL, timeout_s: fl
     base = origin.url
     config_url = f"{base}/{repo_id}/resolve/{revision}/config.json"
     api_url = f"{base}/api/models/{repo_id}" + ("" if revision == "main" else f"/revision/{revision}") + "?expand=safetensors"
-    deadline = time.monotonic() + max(float(timeout_s), 0.01)
-    api = _ApiFetch(origin, api_url, deadline)
-    api.start()
-    text = _fetch_config(origin, config_url, repo_id, deadline, timeout_s)
-    cfg = _parse_config(text, repo_id)
-    api.join(max(deadline - time.monotonic(), 0.0))
-    api_done = not api.is_alive()
-    params, dtype = api.result if api_done else (None, None)
+    deadline = _Deadline(max(float(timeout_s), 0.01))
+    try:
+        config_request = _Request(origin, config_url, deadline, MAX_HUB_CONFIG_BYTES)
+        api_request = _Request(origin, api_url, deadline, MAX_HUB_API_BYTES)
+        config_request.start()
+        api_request.start()
+        text = _fetch_config(config_request, repo_id, timeout_s)
+        cfg = _parse_config(text, repo_id)
+        api = _api_result(api_request)
+    finally:
+        if config_request.is_alive() or api_request.is_alive():
+            deadline.expire()  # a failed config request leaves nothing to wait for: end the other one now
+        deadline.cancel()
+    params, dtype = api if api is not None else (None, None)
     model = HubModel(repo_id=repo_id, config_text=text, config=cfg, params=params, dtype=dtype, source_url=config_url)
-    if api_done:  # an API answer that did not come in time is asked for again next time
+    if api is not None:  # an API answer that did not come in time is asked for again next time
         _cache_put(key, model)
     return _copy(model)

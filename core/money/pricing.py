@@ -99,7 +99,9 @@ def _index(rows: tuple[PriceRow, ...]) -> dict[str, tuple[PriceRow, ...]]:
 # The last few price lists indexed, by identity (an uploaded list is one tuple kept for the session; hashing its
 # rows on each of the thousands of look-ups a page makes would cost more than the look-ups).
 _INDEXES: dict[int, tuple[tuple[PriceRow, ...], dict[str, tuple[PriceRow, ...]]]] = {}
-_MAX_INDEXES = 16
+# Each keeps its list's rows alive (a list at the app's cap, 64,000 characters, is ~1.7 MB of rows) outside the app's
+# byte-bounded caches (app_pages/shared/cache.py), so only as many as runs in progress can use: 16 kept 28 MB.
+_MAX_INDEXES = 4
 
 
 def by_accelerator(rows: tuple[PriceRow, ...] | None = None) -> dict[str, tuple[PriceRow, ...]]:

@@ -12,8 +12,11 @@ PAGES = ["plan", "memory", "training", "inference", "train_vs_serve", "gpu_vs_tp
 
 @pytest.fixture(autouse=True)
 def _fresh_caches():
+    from app_pages.shared.cache import reset_ledger
+
     st.cache_data.clear()
     st.cache_resource.clear()
+    reset_ledger()
     yield
 
 

@@ -85,3 +85,24 @@ def test_failures_say_one_line_and_keep_the_pasted_text(hub, repo, words):
     no_exception(at)
     assert [w.value for w in at.warning if words in w.value]
     assert at.text_area(key="cfg_text").value == '{"model_type": "llama", "hidden_size": 4096}'
+
+
+def test_the_fetch_runs_without_the_servers_run_turn(hub, monkeypatch):
+    """The page glue: the fetch (which may wait up to its deadline on the network) is called with the run turn given
+    up (guard.released), so every other session runs meanwhile (tests/test_guard.py shows a second session running
+    while one waits there), and the turn is back for the rest of the run."""
+    from app_pages.shared import guard, sidebar
+
+    held: list[bool] = []
+    real = sidebar.fetch_hub_model
+
+    def fetch(*args, **kwargs):
+        held.append(threading.get_ident() in guard._holders)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sidebar, "fetch_hub_model", fetch)
+    at = _fetch("Qwen/Qwen3-8B")
+    no_exception(at)
+    assert held == [False], "the fetch ran holding the turn"
+    assert json.loads(at.text_area(key="cfg_text").value)["model_type"] == "qwen3"
+    assert guard._running == 0 and not guard._holders, "every turn was given back"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import socket
 import threading
 import time
@@ -32,6 +33,7 @@ class Hub:
     log: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stream_done: threading.Event = field(default_factory=threading.Event)
+    hung_up_at: dict[str, float] = field(default_factory=dict)  # trickling route -> when the client closed it
 
     def paths(self) -> list[str]:
         with self.lock:
@@ -83,6 +85,9 @@ def _handler(state: Hub) -> type[BaseHTTPRequestHandler]:
                 "/broken/model/resolve/main/config.json": lambda: self.send(500, b"Internal Error"),
                 "/big/model/resolve/main/config.json": lambda: self.send(200, b"{" + b" " * 65_536, length=BIG),
                 "/stream/model/resolve/main/config.json": self.stream,
+                "/tricklehead/model/resolve/main/config.json": lambda: self.trickle("head", b"", b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 200),
+                "/tricklebody/model/resolve/main/config.json": lambda: self.trickle("body", b"HTTP/1.1 200 OK\r\nContent-Length: 200\r\n\r\n", b" " * 200),
+                "/tricklechunk/model/resolve/main/config.json": lambda: self.trickle("chunk", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b"0" * 200),
                 "/html/model/resolve/main/config.json": lambda: self.send(200, b"<html><body>Sign in</body></html>"),
                 "/list/model/resolve/main/config.json": lambda: self.send(200, b"[1, 2, 3]"),
                 "/latin1/model/resolve/main/config.json": lambda: self.send(200, b'{"model_type": "caf\xe9"}'),
@@ -100,6 +105,19 @@ def _handler(state: Hub) -> type[BaseHTTPRequestHandler]:
                 "/renamed/model/resolve/main/config.json": lambda: self.send(307, b"", {"Location": "/Qwen/Qwen3-8B/resolve/main/config.json"}),
             }
             routes.get(path, lambda: self.send(404, b"Not found"))()
+
+        def trickle(self, name: str, head: bytes, data: bytes) -> None:
+            """`head` at once, then `data` one byte every 20 ms (each byte well within any per-read timeout; about 4 s
+            in all), until the client hangs up."""
+            try:
+                self.wfile.write(head)
+                for i in range(len(data)):
+                    self.wfile.write(data[i : i + 1])
+                    time.sleep(0.02)
+            except OSError:
+                with state.lock:
+                    state.hung_up_at[name] = time.monotonic()
+            self.close_connection = True
 
         def slow(self) -> None:
             time.sleep(3)
@@ -250,6 +268,19 @@ def test_timeout(server: Hub) -> None:
     err = _fails(server, "slow/model", "timeout", timeout_s=0.5)
     assert time.monotonic() - start < 2.5
     assert "0.5 s" in str(err)
+
+
+@pytest.mark.parametrize(("repo", "name"), [("tricklehead/model", "head"), ("tricklebody/model", "body"), ("tricklechunk/model", "chunk")])
+def test_the_deadline_holds_against_a_server_that_trickles(server: Hub, repo: str, name: str) -> None:
+    """A server that sends its status line and headers (or its body, or a chunk-size line) one byte every 20 ms never
+    lets a per-read timeout expire; the fetch still ends at its deadline, and the connection is closed then (no
+    thread goes on reading for minutes)."""
+    start = time.monotonic()
+    _fails(server, repo, "timeout", timeout_s=0.5)
+    assert time.monotonic() - start < 1.0
+    while name not in server.hung_up_at and time.monotonic() - start < 3.0:
+        time.sleep(0.02)  # the server notices the hang-up at its next write
+    assert server.hung_up_at.get(name, math.inf) - start < 1.0, "the socket was shut at the deadline"
 
 
 @pytest.mark.parametrize("repo", ["missing/model", "hidden/model", "nofile/model"])
