@@ -50,13 +50,13 @@ def body() -> None:
     with guard.turn():  # a fragment-only run skips the app's top level, and its guard
         if fragment_run():  # a whole run kept every value at its top
             keep_across_pages()
-        values = current_values()
-        scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))
+        values = current_values()  # hop: session state -> Values (each input in its widget's units)
+        scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))  # hop: Values -> Scenario
         remember_scenario(scenario, problem)
         note = write_url()
         messages = [*st.session_state.get("_link_messages", []), *([problem] if problem else [])]
         ctx = PageContext(scenario, values, tuple(messages), (note,) if note else (), price_list(values))
-        set_context(ctx)
+        set_context(ctx)  # hop: Scenario -> this run's PageContext, which the page reads (context.page_header)
         guard.yield_turn()
         try:
             run_page(page)

@@ -62,7 +62,7 @@ def after_sidebar_change(shape: tuple) -> None:
     change moved (lower.py); otherwise the whole app. Inside a run that is already whole, nothing to narrow. A
     callback runs before the script, so whether the run is whole is Streamlit's to say (st_private); where it cannot
     say, the whole app (slower, never stale)."""
-    alone = st_private.fragment_only_run()
+    alone = st_private.fragment_only_run()  # hop: a sidebar move -> a rerun of the page alone, or of the app
     if alone is False:
         return
     if alone is None:

@@ -22,7 +22,7 @@ Rows = tuple[PriceRow, ...] | None
 
 @st.cache_resource(max_entries=256, show_spinner=False)
 def scenario_of(key: str) -> Scenario:
-    return Scenario.model_validate_json(key)
+    return Scenario.model_validate_json(key)  # hop: the cache key (Scenario JSON) -> Scenario, once per process
 
 
 def cached_estimate(key: str, price_key: str = "", _rows: Rows = None) -> Result:
@@ -34,7 +34,7 @@ def cached_estimate(key: str, price_key: str = "", _rows: Rows = None) -> Result
 
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _estimate(key: str, price_key: str, _rows: Rows) -> Result:
-    return estimate(scenario_of(key), _rows)
+    return estimate(scenario_of(key), _rows)  # hop: Scenario -> core's Result (memory, fit, training, serving)
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
@@ -67,8 +67,9 @@ def cached_serving(
     key: str, traffic_key: str, max_utilisation: float, price_key: str = "", _rows: Rows = None
 ) -> tuple[ServingPlan | None, str | None, tuple[ServingPlan, ...]]:
     """(the scenario's own serving plan or None with why, the plans across accelerators) for a traffic."""
-    sc, traffic = scenario_of(key), Traffic.model_validate_json(traffic_key)
+    sc, traffic = scenario_of(key), Traffic.model_validate_json(traffic_key)  # hop: JSON keys -> Scenario, Traffic
     try:
+        # hop: Scenario + Traffic + price rows -> the cheapest ServingPlan (replicas, $/month, $/M output tokens)
         own, why = serving_plan(sc, traffic, rows=_rows, max_utilisation=max_utilisation), None
     except ValueError as exc:
         own, why = None, str(exc)

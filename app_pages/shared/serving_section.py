@@ -44,9 +44,10 @@ def draw(ctx: PageContext) -> None:
         return
     acc = get_accelerator(sc.accelerator)
     st.subheader("What serving your traffic costs")
-    traffic, util = traffic_inputs("util")
+    traffic, util = traffic_inputs("util")  # hop: the traffic widgets -> Traffic (validated), utilisation in %
     if traffic is None:
         return
+    # hop: Scenario, Traffic -> JSON cache keys; % -> fraction; the price list -> (its key, its rows)
     args = (sc.model_dump_json(), traffic.model_dump_json(), util / 100, *ctx.prices.args)  # what the bill, table and CSV are for
     plan, why, opts = cached_serving(*args)
     if plan is None:
@@ -64,7 +65,7 @@ def draw(ctx: PageContext) -> None:
         metric(
             m[3],
             f"USD / M output tokens at {plan.utilisation:.0%} load",
-            "—" if plan.usd_per_million_output_tokens is None else f"${plan.usd_per_million_output_tokens:,.2f}",
+            "—" if plan.usd_per_million_output_tokens is None else f"${plan.usd_per_million_output_tokens:,.2f}",  # hop: float -> text
             help=f"the monthly bill over this traffic's output tokens: batch {plan.batch_size}, {plan.utilisation:.0%} average utilisation, idle capacity included",
         )
 

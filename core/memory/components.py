@@ -312,7 +312,7 @@ def training_peak(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, 
     if fused_step:
         grads = min(grads, st.largest_gradient / split)
     resident = stack.grads_resident or sc.gradient_accumulation_steps > 1
-    kept, logits, parts = _training_activations(sc, arch, pp, tp, batch, seq)
+    kept, logits, parts = _training_activations(sc, arch, pp, tp, batch, seq)  # hop: block bytes -> what a device keeps (/TP, PP)
     if checkpointing(sc) and stack.checkpoints_offloaded:
         cpu = cpu + kept.offloaded
     grads_early = grads if resident else min(grads, st.head_gradient / split)
@@ -338,7 +338,7 @@ def training_peak(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, 
         weights=np.where(loss_wins, weights + copies, weights),
         gradients=np.where(loss_wins, grads_early, grads + tied_extra),
         optimizer=opt,
-        activations=np.where(loss_wins, kept.on_device + np.maximum(logits, kept.recompute), 0.0),
+        activations=np.where(loss_wins, kept.on_device + np.maximum(logits, kept.recompute), 0.0),  # hop: kept + loss buffer -> activations
         kv_cache=0.0,
         overhead=overhead,
         allocator=allocator,
@@ -365,8 +365,9 @@ class _Kept(NamedTuple):
 
 
 def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, batch: Any, seq: Any) -> tuple[_Kept, Any, ActivationParts]:
-    costs = layer_costs(sc, arch)
+    costs = layer_costs(sc, arch)  # hop: Scenario (rank, targets, precision, stack) -> LayerCosts (bytes per token)
     stack = stack_of(sc)
+    # hop: LayerCosts x seq x batch -> bytes of every block, and of the largest
     all_layers, largest = layer_activation_bytes(arch, seq, batch, flash=sc.flash_attention, costs=costs)
     offloaded: Any = 0.0
     recompute: Any = 0.0
@@ -384,6 +385,7 @@ def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, ba
     # vocabulary-parallel. Under 1F1B the first pipeline stage holds L/p layers for p micro-batches in flight, i.e.
     # L layers' worth (Sec. 4.2.3); the last stage holds the loss.
     whole_loss = logits_bytes(seq, batch, arch.vocab_size, stack.logits_bytes)
+    # hop: the unsharded pieces -> ActivationParts (MemoryResult.activation_parts, what Explain prints)
     parts = ActivationParts(all_layers, largest, inputs if not stack.checkpoints_offloaded else offloaded, whole_loss)
     loss = whole_loss / tp
     if pp == 1:

@@ -207,6 +207,7 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
     capacity = fit_capacity(sc, usable)
     ev = ev or Evaluator(sc, arch)
     layout = own_layout(sc)
+    # hop: Scenario -> TrainingPeak (the per-device Components and the activations before sharding)
     peak = training_peak(sc, arch, layout, sc.batch_size, sc.seq_len, ev.states) if sc.mode == "training" else None
     # the breakdown the chart draws, and (training) the pieces Explain prints: one computation
     comps, cpu = (peak.components, peak.cpu_bytes) if peak else ev.components(layout, sc.batch_size, sc.seq_len)
@@ -226,7 +227,7 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
             active=arch.active_params,
             trainable=ev.states.trainable if ev.states else 0,
         ),
-        memory_per_device_bytes=MemoryBreakdown.of(comps),
+        memory_per_device_bytes=MemoryBreakdown.of(comps),  # hop: Components (float bytes) -> MemoryBreakdown (int bytes)
         cpu_memory_per_device_bytes=round(float(cpu)),
         weights_bytes_total=round(weight_bytes(arch, fmt)),
         kv_cache_bytes_per_token=kv_cache_bytes_per_token(arch, sc.kv_cache_format),

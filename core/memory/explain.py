@@ -208,7 +208,7 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     # which states exist at the peak decides what the gradient and weight rows hold: the states the breakdown was built
     # from (MemoryResult.states, core/memory/components.py), not computed again
     states = result.states
-    parts = result.activation_parts
+    parts = result.activation_parts  # hop: MemoryResult.activation_parts -> this table's numbers (not computed again)
     if states is None or parts is None:
         raise ValueError("explain() needs the MemoryResult of estimate_memory(sc) for a training scenario")
     at_forward = result.peak_phase != "optimizer step"
