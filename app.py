@@ -9,7 +9,7 @@ import streamlit as st
 from app_pages.shared import guard, lower
 from app_pages.shared.context import PageContext, PageStopped, set_context
 from app_pages.shared.prices import price_inputs, price_list
-from app_pages.shared.rerun import BODY, LOWER, fragment_run, run_page
+from app_pages.shared.rerun import BODY, LOWER, fragment_run, run_page, whole_run
 from app_pages.shared.scenario_io import build_scenario, load_scenario_json, remember_scenario, scenario_download, scenario_values
 from app_pages.shared.sidebar import render_sidebar
 from app_pages.shared.state import (
@@ -50,13 +50,13 @@ def body() -> None:
     with guard.turn():  # a fragment-only run skips the app's top level, and its guard
         if fragment_run():  # a whole run kept every value at its top
             keep_across_pages()
-        values = current_values()
-        scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))
+        values = current_values()  # hop: session state -> Values (each input in its widget's units)
+        scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))  # hop: Values -> Scenario
         remember_scenario(scenario, problem)
         note = write_url()
         messages = [*st.session_state.get("_link_messages", []), *([problem] if problem else [])]
         ctx = PageContext(scenario, values, tuple(messages), (note,) if note else (), price_list(values))
-        set_context(ctx)
+        set_context(ctx)  # hop: Scenario -> this run's PageContext, which the page reads (context.page_header)
         guard.yield_turn()
         try:
             run_page(page)
@@ -84,7 +84,7 @@ def lower_section() -> None:
             write_url()
 
 
-with guard.turn():
+with guard.turn(), whole_run():  # only a whole run comes here: the marker tells the fragments (rerun.fragment_run)
     st.session_state.pop(lower.QUEUED, None)  # a mark for a run of fragments; this run is whole (lower.py)
     keep_across_pages()
     if link_messages := load_link_once():

@@ -19,6 +19,6 @@ class Result(MemoryResult):
 
 def estimate(sc: Scenario, rows: tuple[PriceRow, ...] | None = None) -> Result:
     """The scenario's memory, fit, training and serving blocks, priced from `rows` (the built-in catalog when None)."""
-    mem, training, inference = estimate_blocks(sc, rows=rows)
-    fields = {name: getattr(mem, name) for name in MemoryResult.model_fields}
+    mem, training, inference = estimate_blocks(sc, rows=rows)  # hop: Scenario -> MemoryResult (+ priced blocks)
+    fields = {name: getattr(mem, name) for name in MemoryResult.model_fields}  # hop: MemoryResult -> Result, as is
     return Result.model_construct(**fields, training=training, inference=inference)

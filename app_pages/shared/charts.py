@@ -37,7 +37,7 @@ def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
             continue
         fig.add_bar(
             y=["per device"],
-            x=[units.value(value)],
+            x=[units.value(value)],  # hop: int bytes -> the reader's units (GiB or GB), a bar
             orientation="h",
             name=COMPONENT_LABELS[comp],
             marker_color=COMPONENT_COLORS[comp],

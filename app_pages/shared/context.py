@@ -45,7 +45,7 @@ def page_header(title: str, caption: str) -> tuple[Scenario, dict[str, Any], Uni
         st.info("Fix the input above (in the sidebar) to see results; everything you entered is kept.")
         stop_page()
     assert ctx.scenario is not None
-    return ctx.scenario, ctx.values, ctx.units
+    return ctx.scenario, ctx.values, ctx.units  # hop: PageContext -> the page's Scenario (and values, units)
 
 
 def as_mode(sc: Scenario, mode: str, **update: Any) -> tuple[Scenario | None, str | None, str | None]:

@@ -79,8 +79,7 @@ def kv_figure(key: str, unit: str) -> FrozenFigure:
     top_ctx = max(sc.architecture.max_context, sc.seq_len)
     ctx = np.unique(np.geomspace(256, top_ctx, 60).astype(int))
     grid = sweep(sc, sc.batch_size, ctx)
-    # What one device has left for KV after everything else (0 when nothing is left).
-    free = np.maximum(result.fit_capacity_bytes - (grid["total"] - grid["kv_cache"]), 0.0)
+    free = grid["kv_headroom"]  # bytes per device left for KV (core.memory.components.kv_headroom) -> the dashed line
     kf = go.Figure()
     kf.add_scatter(
         x=ctx, y=units.value(grid["kv_cache"]), name=f"KV cache for {sc.batch_size} sequence(s)", mode="lines", line={"color": COMPONENT_COLORS["kv_cache"], "width": 3}

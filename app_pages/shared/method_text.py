@@ -1,5 +1,30 @@
 """The Method page's formula notes (what core/ computes, with sources)."""
 
+from core.memory.components import training_states
+from core.scenario import Scenario
+
+# The per-precision byte table, one row per layout: the scenario that picks it and how to say it.
+STATE_LAYOUTS = [
+    ("fp32", {"precision": "fp32"}),
+    ("bf16-true (everything 16-bit)", {"precision": "bf16-true"}),
+    ("bf16 mixed, fp32 master in the optimizer (DeepSpeed, Megatron, any ZeRO stage)", {"precision": "bf16", "training_stack": "deepspeed"}),
+    ("bf16 mixed under autocast (Hugging Face, torchtune, Unsloth, LitGPT)", {"precision": "bf16", "training_stack": "hf"}),
+]
+
+
+def state_bytes_table() -> str:
+    """Bytes per parameter of a full fine-tune by precision, as the estimate sized the states with them
+    (core.memory.components.training_states -> its StateBytes -> a Markdown table)."""
+    lines = ["| precision | weights | gradients | optimizer states | fp32 master copy | 16-bit copies while computing |", "|---|---|---|---|---|---|"]
+    for label, settings in STATE_LAYOUTS:
+        sc = Scenario.model_validate({"model": "llama-3.1-8b", "mode": "training", "method": "full", **settings})
+        t = training_states(sc, sc.architecture).bytes_per_param
+        assert t is not None
+        states = f"{'fp32' if t.state_scale == 4 else '16-bit'} (K x {t.state_scale / 4:g})"
+        lines.append(f"| {label} | {t.param:g} B | {t.grad:g} B | {states} | {t.master:g} B | {t.copies:g} B |")
+    return "\n".join(lines)
+
+
 FORMULAS = [
     (
         "Model states in training (weights, gradients, optimizer)",
@@ -7,7 +32,11 @@ FORMULAS = [
 Per parameter, mixed-precision AdamW keeps **2 B** of 16-bit weights, **2 B** of gradients and **K = 12 B** of optimizer
 state (fp32 master copy 4 + momentum 4 + variance 4): 16 B in all (Rajbhandari et al. 2019, *ZeRO*, Sec. 3.1).
 8-bit AdamW keeps 2 B of state (Dettmers et al. 2022), SGD with momentum 4 B, Adafactor fp32 row and column factors
-(Shazeer & Stern 2018); the fp32 master copy is added in mixed precision.
+(Shazeer & Stern 2018); the fp32 master copy is added in mixed precision. By precision (the table the estimate uses):
+
+"""
+        + state_bytes_table()
+        + r"""
 
 ZeRO / FSDP over $N_d$ data-parallel ranks: stage 1 divides the optimizer state by $N_d$, stage 2 also the gradients,
 stage 3 also the weights. Tensor ($t$) and pipeline ($p$) parallelism divide all model states by $t \cdot p$.

@@ -82,7 +82,7 @@ def show(fig: go.Figure, key: str, *, clicks: bool = False) -> list | None:
         selection = getattr(state, "selection", None) if clicks else None
         points = getattr(selection, "points", None) or []
         return points[0].get("customdata") if points and isinstance(points[0], dict) else None
-    spec, digest = fig.spec() if isinstance(fig, FrozenFigure) else figure_spec(fig)
+    spec, digest = fig.spec() if isinstance(fig, FrozenFigure) else figure_spec(fig)  # hop: figure -> JSON for chart.js
     data = {"spec": spec, "digest": digest, "library": SOURCE, "config": PLOTLY_CONFIG, "title": _title(fig), "height": fig.layout.height or 450, "clicks": clicks}
     result = _COMPONENT(data=data, key=key, **({"on_click_change": _no_op} if clicks else {}))
     clicked = getattr(result, "click", None) if clicks else None

@@ -8,22 +8,29 @@ reruns (after_sidebar_change, rerun_all); a widget there without a callback reru
 id). Streamlit starts a run that a widget outside every fragment asked for as a full run, dropping the session's
 download files, before a callback can narrow it to a fragment: with callbacks alone, the sidebar's scenario download
 failed after one move ("Deferred file ... not found"; tests/browser/test_fragment.py). A widget inside a fragment
-asks for a fragment run from the start."""
+asks for a fragment run from the start.
+
+Public APIs where there are some: app.py's top level, which only a whole run reaches, marks the run whole in session
+state (whole_run, fragment_run). What has none (a callback's view of its run, the page's internals) is read in
+st_private.py, and where that fails the app runs whole: slower, never wrong."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from app_pages.shared import lower
+from app_pages.shared import lower, st_private
 from app_pages.shared.fields import Values, fields
 from app_pages.shared.state import current_values
 
 BODY = "body"  # the page fragment's key
 LOWER = "lower"  # the page's lower section's fragment key (lower.py)
 INPUTS = "inputs"  # the sidebar inputs' fragment key
+WHOLE = "_whole_run"  # session state: set while app.py's top level runs (whole_run)
 
 
 def sidebar_shape(values: Values) -> tuple:
@@ -33,21 +40,33 @@ def sidebar_shape(values: Values) -> tuple:
     return (*shown, values["src"], values["mode"])
 
 
-def fragment_run() -> bool:
-    """Whether the run now starting is a fragment's alone. A sidebar change can share a run with a request for the
-    whole app (a page switch or a preset clicked while a run was in progress): that run must stay whole."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
+@contextmanager
+def whole_run() -> Iterator[None]:
+    """Around app.py's top level, which a run of fragments alone skips: marks the run whole while it lasts."""
+    st.session_state[WHOLE] = True
+    try:
+        yield
+    finally:
+        st.session_state.pop(WHOLE, None)
 
-    ctx = get_script_run_ctx()
-    return bool(ctx is not None and ctx.fragment_ids_this_run)
+
+def fragment_run() -> bool:
+    """Whether the run now going on is of fragments alone (the page, its lower section): app.py's top level, which
+    such a run skips, did not mark it whole. Not for widget callbacks: they run before the script (st_private)."""
+    return WHOLE not in st.session_state
 
 
 def after_sidebar_change(shape: tuple) -> None:
     """A sidebar input's on_change: rerun only the page when the sidebar keeps its shape (Streamlit: a widget
     callback may rerun keyed fragments with st.rerun(keys)), with its lower section when that reads something the
-    change moved (lower.py); otherwise the whole app. Inside a run that is already whole, nothing to narrow."""
-    if not fragment_run():
+    change moved (lower.py); otherwise the whole app. Inside a run that is already whole, nothing to narrow. A
+    callback runs before the script, so whether the run is whole is Streamlit's to say (st_private); where it cannot
+    say, the whole app (slower, never stale)."""
+    alone = st_private.fragment_only_run()  # hop: a sidebar move -> a rerun of the page alone, or of the app
+    if alone is False:
         return
+    if alone is None:
+        st.rerun()
     values = current_values()
     if sidebar_shape(values) == shape:
         both = not lower.current(values)
@@ -67,12 +86,8 @@ def rerun_all() -> None:
 def run_page(page: Any) -> None:
     """Run the page st.navigation chose. Streamlit lets a page run once per run of the app and marks it spent; a
     fragment-only run is a run of its own that reaches the page again through the fragment's closure, so the mark
-    is cleared first. `_can_be_called` and `_script_hash` are internals of streamlit.navigation.page.StreamlitPage
-    (Streamlit pinned to 1.67 in requirements.txt and pyproject.toml; tests/app/test_rerun_scope.py)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    if ctx is not None and ctx.page_script_hash != page._script_hash:  # a page switch since: run it whole
+    is cleared first (st_private.rearm). A page switch since the fragment was drawn, or internals that cannot be
+    read, run the app whole instead (tests/app/test_rerun_scope.py, tests/app/test_st_private.py)."""
+    if fragment_run() and (st_private.page_switched(page) is not False or not st_private.rearm(page)):
         st.rerun()
-    page._can_be_called = True
     page.run()

@@ -21,7 +21,7 @@ Rows = tuple[PriceRow, ...] | None
 
 @shared_cache(max_entries=256)
 def scenario_of(key: str) -> Scenario:
-    return Scenario.model_validate_json(key)
+    return Scenario.model_validate_json(key)  # hop: the cache key (Scenario JSON) -> Scenario, once per process
 
 
 def cached_estimate(key: str, price_key: str = "", _rows: Rows = None) -> Result:
@@ -33,7 +33,7 @@ def cached_estimate(key: str, price_key: str = "", _rows: Rows = None) -> Result
 
 @shared_cache(max_entries=256)
 def _estimate(key: str, price_key: str, _rows: Rows) -> Result:
-    return estimate(scenario_of(key), _rows)
+    return estimate(scenario_of(key), _rows)  # hop: Scenario -> core's Result (memory, fit, training, serving)
 
 
 @shared_cache(max_entries=256)
@@ -66,8 +66,9 @@ def cached_serving(
     key: str, traffic_key: str, max_utilisation: float, price_key: str = "", _rows: Rows = None
 ) -> tuple[ServingPlan | None, str | None, tuple[ServingPlan, ...]]:
     """(the scenario's own serving plan or None with why, the plans across accelerators) for a traffic."""
-    sc, traffic = scenario_of(key), Traffic.model_validate_json(traffic_key)
+    sc, traffic = scenario_of(key), Traffic.model_validate_json(traffic_key)  # hop: JSON keys -> Scenario, Traffic
     try:
+        # hop: Scenario + Traffic + price rows -> the cheapest ServingPlan (replicas, $/month, $/M output tokens)
         own, why = serving_plan(sc, traffic, rows=_rows, max_utilisation=max_utilisation), None
     except ValueError as exc:
         own, why = None, str(exc)

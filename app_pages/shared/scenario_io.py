@@ -58,7 +58,7 @@ def scenario_dict(values: Values, model: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"model": model}
     for f in fields().values():
         if f.scenario and f.applies(values):
-            value = f.to_scenario(values[f.key])
+            value = f.to_scenario(values[f.key])  # hop: a widget's value -> the Scenario field's units (Field.scale)
             if value is not None:
                 out[f.scenario] = value
     if custom_hardware(values):  # "Any hardware I own": the id carries what was typed
@@ -71,7 +71,7 @@ def build_scenario(values: Values, config_text: str) -> tuple[Scenario | None, s
     if model is None:
         return None, problem or "Choose a model."
     try:
-        return Scenario.model_validate(scenario_dict(values, model)), None
+        return Scenario.model_validate(scenario_dict(values, model)), None  # hop: field dict -> validated Scenario
     except ValidationError as exc:
         return None, "This combination is not valid: " + describe_validation_error(exc)
 

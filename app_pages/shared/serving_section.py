@@ -99,10 +99,11 @@ def draw(ctx: PageContext) -> None:
         return
     acc = get_accelerator(sc.accelerator)
     st.subheader("What serving your traffic costs")
-    traffic, _ = traffic_and_targets("peak")
+    traffic, _ = traffic_and_targets("peak")  # hop: the traffic and target widgets -> Traffic (validated)
     if traffic is None:
         return
     # one fleet-sizing rule (core/money/serving.py): replicas for the busiest hour, batch from the latency targets
+    # hop: Scenario, Traffic -> JSON cache keys; the price list -> (its key, its rows)
     args = (sc.model_dump_json(), traffic.model_dump_json(), 1.0, *ctx.prices.args)  # what the bill, table and CSV are for
     plan, why, opts = cached_serving(*args)
     if plan is None:
@@ -126,7 +127,7 @@ def draw(ctx: PageContext) -> None:
         metric(
             m[3],
             f"USD / M output tokens at {plan.utilisation:.0%} load",
-            "—" if plan.usd_per_million_output_tokens is None else f"${plan.usd_per_million_output_tokens:,.2f}",
+            "—" if plan.usd_per_million_output_tokens is None else f"${plan.usd_per_million_output_tokens:,.2f}",  # hop: float -> text
             help=f"the monthly bill over this traffic's output tokens: batch {plan.batch_size}, {plan.utilisation:.0%} average utilisation, idle capacity included",
         )
 

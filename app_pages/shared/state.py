@@ -156,6 +156,7 @@ def apply_requested_values() -> None:
 
 
 def current_values() -> Values:
+    # hop: st.session_state (the widgets' values, by URL key) -> a Values dict, defaults filled in
     return {key: st.session_state.get(key, f.default) for key, f in fields().items()}
 
 

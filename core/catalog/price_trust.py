@@ -30,7 +30,7 @@ class PriceFlag(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     provider: str = Field(min_length=1, max_length=64)
     instance_prefix: str = ""  # empty: every row of the provider
-    flag: str = Field(pattern=r"^(placeholder|floor)$")
+    flag: Literal["placeholder", "floor"]
     reason: str = Field(min_length=10)
     as_of: dt.date
     source: str = Field(min_length=3)

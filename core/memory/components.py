@@ -144,6 +144,18 @@ def checkpointing(sc: Scenario) -> bool:
     return sc.gradient_checkpointing or qlora_upcast(sc)
 
 
+class StateBytes(NamedTuple):
+    """A full fine-tune's bytes per parameter by precision: the one table that training_states sizes the states
+    with and that the Explain table and the Method page print (core/memory/explain.py)."""
+
+    param: float  # the parameters' storage
+    grad: float
+    state_scale: float  # the optimizer states' precision (4: fp32; their K bytes scale by it / 4)
+    master: float  # an fp32 master copy kept by the optimizer (0: none)
+    copies: float  # autocast's 16-bit copies of the weights while computing (0: none)
+    layout: str  # the layout in words
+
+
 class TrainingStates(NamedTuple):
     """Unsharded model-state bytes for the whole model."""
 
@@ -155,6 +167,7 @@ class TrainingStates(NamedTuple):
     layer_bytes_per_param: float  # storage of a transformer block's linear weights
     largest_gradient: float  # one parameter tensor's gradient (what an optimizer fused into backward keeps)
     head_gradient: float  # the output head's gradient, made first in the backward pass
+    bytes_per_param: StateBytes | None = None  # full fine-tune: the per-precision byte table these were sized with
 
 
 def _state_bytes_per_param(sc: Scenario, precision_bytes: float) -> float:
@@ -164,41 +177,51 @@ def _state_bytes_per_param(sc: Scenario, precision_bytes: float) -> float:
     return k * precision_bytes / 4.0
 
 
+def full_state_bytes(sc: Scenario) -> StateBytes:
+    """The per-precision byte table of a full fine-tune (ZeRO Sec. 3.1 for the master layout)."""
+    if sc.precision == "fp32":
+        return StateBytes(4.0, 4.0, 4.0, 0.0, 0.0, "fp32")
+    if not mixed(sc):  # bf16-true / fp16-true: states in the training dtype, no master copy
+        return StateBytes(2.0, 2.0, 2.0, 0.0, 0.0, f"{sc.precision}: weights, gradients and optimizer states in 16-bit")
+    if master_layout(sc):  # ZeRO Sec. 3.1: 2 + 2 + (4 master + states)
+        return StateBytes(2.0, 2.0, 4.0, MASTER_COPY_BYTES, 0.0, "mixed precision, fp32 master copy in the optimizer")
+    # autocast: fp32 parameters, gradients and states, bf16 copies of the weights while computing
+    return StateBytes(4.0, 4.0, 4.0, 0.0, 2.0, "mixed precision under autocast: fp32 parameters")
+
+
+def adapter_bytes(sc: Scenario) -> float:
+    """Bytes of a LoRA adapter parameter, and of its gradient and activation x @ A: fp32 in fp32, else the stack's."""
+    return 4.0 if sc.precision == "fp32" else stack_of(sc).lora_adapter_bytes
+
+
 def training_states(sc: Scenario, arch: Architecture) -> TrainingStates:
-    stack = stack_of(sc)
     if sc.method == "full":
         n = arch.total_params
         head = arch.vocab_size * arch.hidden_size
-        if sc.precision == "fp32":
-            param, grad, state_scale, master = 4.0, 4.0, 4.0, 0.0
-        elif not mixed(sc):  # bf16-true / fp16-true: states in the training dtype, no master copy
-            param, grad, state_scale, master = 2.0, 2.0, 2.0, 0.0
-        elif master_layout(sc):  # ZeRO Sec. 3.1: 2 + 2 + (4 master + states)
-            param, grad, state_scale, master = 2.0, 2.0, 4.0, MASTER_COPY_BYTES
-        else:  # autocast: fp32 parameters, gradients and states, bf16 copies of the weights while computing
-            param, grad, state_scale, master = 4.0, 4.0, 4.0, 0.0
+        table = full_state_bytes(sc)
+        param, grad, state_scale, master, copies_per_param, _ = table
         if sc.optimizer == "adafactor":
             opt = adafactor_state_bytes(arch, None, sc.lora_targets) * state_scale / 4.0
         else:
             opt = _state_bytes_per_param(sc, state_scale) * n
         opt += master * n
-        copies = 2.0 * n if mixed(sc) and not master_layout(sc) else 0.0
+        copies = copies_per_param * n
         largest = max(g.in_features * g.out_features for g in arch.weight_groups) * arch.param_scale
-        return TrainingStates(param * n, copies, grad * n, opt, n, param, grad * largest, grad * head)
+        return TrainingStates(param * n, copies, grad * n, opt, n, param, grad * largest, grad * head, table)
     base = FORMATS["nf4"] if sc.method == "qlora" else FORMATS[sc.weights_format]
     if sc.method == "lora" and sc.precision == "fp32":
         base = FORMATS["fp32"]
     if qlora_upcast(sc):  # prepare_model_for_kbit_training: every non-quantized parameter in fp32
         base = base._replace(embed_bits=32.0, lm_head_bits=32.0, other_bits=32.0)
     n_adapter = lora_params(arch, sc.lora_rank, sc.lora_targets)
-    adapter_bytes = 4.0 if sc.precision == "fp32" else stack.lora_adapter_bytes
+    ab = adapter_bytes(sc)
     if sc.optimizer == "adafactor":
-        opt = adafactor_state_bytes(arch, sc.lora_rank, sc.lora_targets) * adapter_bytes / 4.0
+        opt = adafactor_state_bytes(arch, sc.lora_rank, sc.lora_targets) * ab / 4.0
     else:
-        opt = _state_bytes_per_param(sc, adapter_bytes) * n_adapter
-    weights = _base_weight_bytes(arch, base) + adapter_bytes * n_adapter
-    adapter_grad = adapter_bytes * n_adapter
-    largest = max((adapter_bytes * sc.lora_rank * max(g.in_features, g.out_features) for g in lora_targets(arch, sc.lora_targets)), default=0.0)
+        opt = _state_bytes_per_param(sc, ab) * n_adapter
+    weights = _base_weight_bytes(arch, base) + ab * n_adapter
+    adapter_grad = ab * n_adapter
+    largest = max((ab * sc.lora_rank * max(g.in_features, g.out_features) for g in lora_targets(arch, sc.lora_targets)), default=0.0)
     return TrainingStates(weights, 0.0, adapter_grad, opt, n_adapter, base.linear_bits / 8, largest, 0.0)
 
 
@@ -223,8 +246,7 @@ def layer_costs(sc: Scenario, arch: Architecture) -> LayerCosts:
     if sc.method != "full":
         groups = lora_targets(arch, sc.lora_targets)
         modules = sum(g.count for g in groups) / arch.num_layers
-        adapter = 4.0 if sc.precision == "fp32" else stack.lora_adapter_bytes
-        extra += modules * sc.lora_rank * adapter  # x @ A of each adapted matrix
+        extra += modules * sc.lora_rank * adapter_bytes(sc)  # x @ A of each adapted matrix
         if stack.lora_fp32_inputs and a < 4:
             # PEFT runs each adapter on an fp32 copy of its input: one copy per distinct input width of the block
             roles = {g.role for g in groups}
@@ -242,6 +264,16 @@ def layer_costs(sc: Scenario, arch: Architecture) -> LayerCosts:
     return LayerCosts(act_bytes=a, norm_bytes=norm, softmax_bytes=4.0 + a, extra_per_token=extra)
 
 
+class ActivationParts(NamedTuple):
+    """A training step's activations before TP and PP split them: what training_peak builds the activations
+    component from, and what the Explain table prints (it never computes them again)."""
+
+    all_layers: Any  # every block's activations kept for the backward pass (core/memory/activations.py)
+    largest: Any  # one block's: what checkpointing rebuilds at a time
+    checkpoints: Any  # under checkpointing, each block's input (layers x tokens x h x residual bytes); else 0
+    logits: Any  # the loss step's buffer (stack's bytes x tokens x vocabulary)
+
+
 class TrainingPeak(NamedTuple):
     """The pieces of a training step's peak on one device (already sharded)."""
 
@@ -250,6 +282,7 @@ class TrainingPeak(NamedTuple):
     phase: str  # "loss" or "optimizer step"
     logits: Any
     kept: Any  # activations kept for the backward pass (or checkpoints)
+    parts: ActivationParts  # the activations before sharding
 
 
 def training_peak(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, seq: Any, states: TrainingStates | None = None) -> TrainingPeak:
@@ -279,7 +312,7 @@ def training_peak(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, 
     if fused_step:
         grads = min(grads, st.largest_gradient / split)
     resident = stack.grads_resident or sc.gradient_accumulation_steps > 1
-    kept, logits = _training_activations(sc, arch, pp, tp, batch, seq)
+    kept, logits, parts = _training_activations(sc, arch, pp, tp, batch, seq)  # hop: block bytes -> what a device keeps (/TP, PP)
     if checkpointing(sc) and stack.checkpoints_offloaded:
         cpu = cpu + kept.offloaded
     grads_early = grads if resident else min(grads, st.head_gradient / split)
@@ -305,7 +338,7 @@ def training_peak(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, 
         weights=np.where(loss_wins, weights + copies, weights),
         gradients=np.where(loss_wins, grads_early, grads + tied_extra),
         optimizer=opt,
-        activations=np.where(loss_wins, kept.on_device + np.maximum(logits, kept.recompute), 0.0),
+        activations=np.where(loss_wins, kept.on_device + np.maximum(logits, kept.recompute), 0.0),  # hop: kept + loss buffer -> activations
         kv_cache=0.0,
         overhead=overhead,
         allocator=allocator,
@@ -316,7 +349,7 @@ def training_peak(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, 
         phase = "optimizer step"
     else:
         phase = "loss" if bool(np.all(at_loss >= at_recompute)) else "recomputation of a checkpointed block"
-    return TrainingPeak(comps, cpu, phase, logits, kept.on_device)
+    return TrainingPeak(comps, cpu, phase, logits, kept.on_device, parts)
 
 
 def training_components(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, seq: Any, states: TrainingStates | None = None) -> tuple[Components, float]:
@@ -331,12 +364,14 @@ class _Kept(NamedTuple):
     offloaded: Any  # checkpoints kept in CPU memory
 
 
-def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, batch: Any, seq: Any) -> tuple[_Kept, Any]:
-    costs = layer_costs(sc, arch)
+def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, batch: Any, seq: Any) -> tuple[_Kept, Any, ActivationParts]:
+    costs = layer_costs(sc, arch)  # hop: Scenario (rank, targets, precision, stack) -> LayerCosts (bytes per token)
     stack = stack_of(sc)
+    # hop: LayerCosts x seq x batch -> bytes of every block, and of the largest
     all_layers, largest = layer_activation_bytes(arch, seq, batch, flash=sc.flash_attention, costs=costs)
     offloaded: Any = 0.0
     recompute: Any = 0.0
+    inputs: Any = 0.0
     if checkpointing(sc):
         # Full recomputation keeps each block's input (2sbh bytes in 16-bit; Korthikanti Table 2) and rebuilds one
         # block at a time during the backward pass.
@@ -349,12 +384,15 @@ def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, ba
     # Sequence parallelism splits every activation over the TP group (Korthikanti Sec. 4.2.2); the loss is
     # vocabulary-parallel. Under 1F1B the first pipeline stage holds L/p layers for p micro-batches in flight, i.e.
     # L layers' worth (Sec. 4.2.3); the last stage holds the loss.
-    loss = logits_bytes(seq, batch, arch.vocab_size, stack.logits_bytes) / tp
+    whole_loss = logits_bytes(seq, batch, arch.vocab_size, stack.logits_bytes)
+    # hop: the unsharded pieces -> ActivationParts (MemoryResult.activation_parts, what Explain prints)
+    parts = ActivationParts(all_layers, largest, inputs if not stack.checkpoints_offloaded else offloaded, whole_loss)
+    loss = whole_loss / tp
     if pp == 1:
-        return _Kept(kept / tp, recompute / tp, offloaded / tp), loss
+        return _Kept(kept / tp, recompute / tp, offloaded / tp), loss, parts
     first, last_kept = kept / tp, kept / tp / pp  # the first stage holds every micro-batch in flight; the last, the loss
     last_wins = last_kept + loss > first
-    return _Kept(np.where(last_wins, last_kept, first), recompute / tp, offloaded / tp), np.where(last_wins, loss, 0.0)
+    return _Kept(np.where(last_wins, last_kept, first), recompute / tp, offloaded / tp), np.where(last_wins, loss, 0.0), parts
 
 
 # ------------------------------------------------------------------------------------------------------ serving
@@ -431,6 +469,14 @@ def inference_components(sc: Scenario, arch: Architecture, layout: Layout, batch
     # buffers (reserved - allocated grew to about 0.3 of the prefill working set on our H100 runs).
     allocator = FRAGMENTATION_FLOOR_BYTES + (PREFILL_FRAGMENTATION * activations if engine.preallocate_fraction is None else 0.0)
     return Components(weights, 0.0, 0.0, activations, kv, overhead, allocator)
+
+
+def kv_headroom(comps: Components, capacity: Any) -> Any:
+    """Memory left for the KV cache on a device: `capacity` (usable memory, or the engine's reservation: fit_capacity)
+    less every other component, the allocator's reserve included, never below 0. The one computation of it: the
+    engine's KV pool (estimate._kv_pool) and the KV chart's "Memory left for KV cache" line (sweep's kv_headroom)
+    read it, and the KV cache fits exactly when it is at most this (as `fits`: total <= capacity)."""
+    return np.maximum(capacity - (comps.total - comps.kv_cache), 0.0)
 
 
 def engine_reservation(sc: Scenario, capacity: float) -> float | None:

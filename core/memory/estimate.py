@@ -17,12 +17,15 @@ from core.memory.components import (
     COMM_BUFFER_BYTES,
     COMPONENT_NAMES,
     CUDA_CONTEXT_BYTES,
+    ActivationParts,
     Components,
+    TrainingStates,
     engine_reservation,
     gpu_layer_share,
     host_resident_bytes,
     inference_components,
     kv_cache_bytes_per_token,
+    kv_headroom,
     sram_resident,
     training_peak,
     training_states,
@@ -121,6 +124,10 @@ class MemoryResult(BaseModel):
     advice_texts: tuple[Text, ...] = Field(default=(), exclude=True)
     assumption_texts: tuple[Text, ...] = Field(default=(), exclude=True)
     layout_note: Text | None = Field(default=None, exclude=True)  # why more devices cost more memory each, if they do
+    # Training: the model states and the activations before sharding that memory_per_device_bytes was built from,
+    # for the Explain table and the Method page to print (core/memory/explain.py), never to compute again.
+    states: TrainingStates | None = Field(default=None, exclude=True)
+    activation_parts: ActivationParts | None = Field(default=None, exclude=True)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -201,8 +208,11 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
     capacity = fit_capacity(sc, usable)
     ev = ev or Evaluator(sc, arch)
     layout = own_layout(sc)
-    comps, cpu = ev.components(layout, sc.batch_size, sc.seq_len)
-    phase = training_peak(sc, arch, layout, sc.batch_size, sc.seq_len, ev.states).phase if sc.mode == "training" else ""
+    # hop: Scenario -> TrainingPeak (the per-device Components and the activations before sharding)
+    peak = training_peak(sc, arch, layout, sc.batch_size, sc.seq_len, ev.states) if sc.mode == "training" else None
+    # the breakdown the chart draws, and (training) the pieces Explain prints: one computation
+    comps, cpu = (peak.components, peak.cpu_bytes) if peak else ev.components(layout, sc.batch_size, sc.seq_len)
+    phase = peak.phase if peak else ""
     fits = bool(comps.total <= capacity) and ev.host_fits(layout, sc.batch_size, sc.seq_len)
     needed = devices_needed(sc, ev, capacity)
     seq_limit = max(arch.max_context, sc.seq_len)
@@ -218,7 +228,7 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
             active=arch.active_params,
             trainable=ev.states.trainable if ev.states else 0,
         ),
-        memory_per_device_bytes=MemoryBreakdown.of(comps),
+        memory_per_device_bytes=MemoryBreakdown.of(comps),  # hop: Components (float bytes) -> MemoryBreakdown (int bytes)
         cpu_memory_per_device_bytes=round(float(cpu)),
         weights_bytes_total=round(weight_bytes(arch, fmt)),
         kv_cache_bytes_per_token=kv_cache_bytes_per_token(arch, sc.kv_cache_format),
@@ -238,6 +248,8 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
         engine_reserved_bytes=None if capacity == usable else round(capacity),
         fit_capacity_bytes=round(capacity),
         peak_phase=phase,
+        states=ev.states,
+        activation_parts=peak.parts if peak else None,
         **_kv_pool(sc, comps, capacity, usable),
         **_offload(sc, arch, layout, capacity, float(cpu)),
     )
@@ -281,10 +293,11 @@ def _fewest_layers_for_host(sc: Scenario, arch: Architecture) -> int | None:
 
 def _kv_pool(sc: Scenario, comps: Components, capacity: float, usable: float) -> dict[str, Any]:
     """What an engine that reserves `capacity` at start has left for KV-cache blocks once the weights, the profiled
-    prefill working set and the runtime are in, per device; and how many sequences of seq_len tokens that holds."""
+    prefill working set, the runtime and the allocator's reserve are in, per device (components.kv_headroom, as the
+    KV chart draws it); and how many sequences of seq_len tokens that holds."""
     if sc.mode != "inference" or capacity == usable:
         return {}
-    pool = max(0.0, capacity - float(comps.weights + comps.activations + comps.overhead))
+    pool = float(kv_headroom(comps, capacity))
     per_sequence = float(comps.kv_cache) / sc.batch_size
     return {"kv_pool_bytes": round(pool), "kv_pool_sequences": pool / per_sequence if per_sequence > 0 else None}
 

@@ -6,27 +6,22 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from core.memory.activations import layer_activation_bytes
 from core.memory.components import (
     COMM_BUFFER_BYTES,
     CUDA_CONTEXT_BYTES,
     FRAGMENTATION_FLOOR_BYTES,
     FRAGMENTATION_OF_LOSS_BUFFER,
-    MASTER_COPY_BYTES,
     OPTIMIZER_STATE_BYTES,
     act_bytes,
+    adapter_bytes,
     checkpointing,
     engine_reservation,
     kv_share,
-    layer_costs,
     lora_params,
-    master_layout,
-    mixed,
     qlora_upcast,
     residual_bytes,
     sram_resident,
     stack_of,
-    training_states,
 )
 from core.memory.engines import ENGINES
 from core.memory.estimate import MemoryResult
@@ -210,37 +205,36 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     dp = sc.data_parallel
     split = sc.tensor_parallel * sc.pipeline_parallel
     z = sc.zero_stage
-    # which states exist at the peak decides what the gradient and weight rows hold (core/memory/components.py)
-    states = training_states(sc, arch)
+    # which states exist at the peak decides what the gradient and weight rows hold: the states the breakdown was built
+    # from (MemoryResult.states, core/memory/components.py), not computed again
+    states = result.states
+    parts = result.activation_parts  # hop: MemoryResult.activation_parts -> this table's numbers (not computed again)
+    if states is None or parts is None:
+        raise ValueError("explain() needs the MemoryResult of estimate_memory(sc) for a training scenario")
     at_forward = result.peak_phase != "optimizer step"
     full_grads = states.gradients / split / (dp if z >= 2 else 1)
     copies_b = states.weight_copies / max(1, arch.total_params) if sc.method == "full" else 0.0
     out: list[Explanation] = []
     if sc.method == "full":
         n = arch.total_params
-        if sc.precision == "fp32":
-            w, g, layout_txt = 4, 4, "fp32"
-        elif not mixed(sc):
-            w, g, layout_txt = 2, 2, f"{sc.precision}: weights, gradients and optimizer states in 16-bit"
-        elif master_layout(sc):
-            w, g, layout_txt = 2, 2, "mixed precision, fp32 master copy in the optimizer"
-        else:
-            w, g, layout_txt = 4, 4, "mixed precision under autocast: fp32 parameters"
+        table = states.bytes_per_param  # the per-precision byte table the states were sized with
+        assert table is not None
+        w, g, layout_txt = table.param, table.grad, table.layout
         k = OPTIMIZER_STATE_BYTES.get(sc.optimizer)
         k_txt = f"{sc.optimizer} states" if k is not None else "factored Adafactor states"
-        if mixed(sc) and master_layout(sc):
-            k_txt += f" + {MASTER_COPY_BYTES:g} B fp32 master copy"
+        if table.master:
+            k_txt += f" + {table.master:g} B fp32 master copy"
         rows = [
             (
                 "weights",
-                f"Psi x {w} B / (TP x PP){' / N_d' if z >= 3 else ''}" + (f" + bf16 autocast copies ({copies_b:g} B per parameter)" if copies_b else ""),
-                f"{_n(n)} x {w} B ({layout_txt})" + _copies_text(n, copies_b, at_forward),
+                f"Psi x {w:g} B / (TP x PP){' / N_d' if z >= 3 else ''}" + (f" + bf16 autocast copies ({copies_b:g} B per parameter)" if copies_b else ""),
+                f"{_n(n)} x {w:g} B ({layout_txt})" + _copies_text(n, copies_b, at_forward),
                 m.weights,
             ),
             (
                 "gradients",
-                f"Psi x {g} B / (TP x PP){' / N_d' if z >= 2 else ''}" + (" (fused into backward: one tensor's gradient)" if stack.grads_freed_in_backward else ""),
-                _gradients_text(f"{_n(n)} x {g} B", result, full_grads),
+                f"Psi x {g:g} B / (TP x PP){' / N_d' if z >= 2 else ''}" + (" (fused into backward: one tensor's gradient)" if stack.grads_freed_in_backward else ""),
+                _gradients_text(f"{_n(n)} x {g:g} B", result, full_grads),
                 m.gradients,
             ),
             ("optimizer", f"Psi x K / (TP x PP){' / N_d' if z >= 1 else ''}", f"{_n(n)} x ({k_txt})", m.optimizer),
@@ -249,7 +243,7 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
         n_ad = lora_params(arch, sc.lora_rank, sc.lora_targets)
         base = "NF4" if sc.method == "qlora" else FORMATS[sc.weights_format].label
         upcast = " (embeddings, norms and head upcast to fp32)" if qlora_upcast(sc) else ""
-        ab = 4.0 if sc.precision == "fp32" else stack.lora_adapter_bytes
+        ab = adapter_bytes(sc)
         rows = [
             (
                 "weights",
@@ -265,16 +259,15 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     suffix += f"; offload: {sc.offload}" if sc.offload != "none" else ""
     for comp, formula, numbers, value in rows:
         out.append(Explanation(component=comp, formula=formula, numbers=marked(f"{numbers}{suffix} = {bytes_mark(value)}"), bytes=value, source=ZERO_SRC))
-    costs = layer_costs(sc, arch)
-    total, largest = layer_activation_bytes(arch, sc.seq_len, sc.batch_size, flash=sc.flash_attention, costs=costs)
+    # the activations before sharding that the breakdown's activations were built from (training_peak)
     tokens = sc.seq_len * sc.batch_size
-    per_layer_token = float(total) / arch.num_layers / tokens
-    logits = stack.logits_bytes * tokens * arch.vocab_size
-    loss = f"{bytes_mark(logits)} loss step ({stack.logits_bytes:g} B x {tokens:,} tokens x {arch.vocab_size:,} vocabulary)"
+    per_layer_token = float(parts.all_layers) / arch.num_layers / tokens
+    loss = f"{bytes_mark(float(parts.logits))} loss step ({stack.logits_bytes:g} B x {tokens:,} tokens x {arch.vocab_size:,} vocabulary)"
     if checkpointing(sc):
         where = "in CPU memory" if stack.checkpoints_offloaded else "on the device"
         formula = "layers x the block input (kept " + where + ") + one block recomputed + the loss step"
-        numbers = f"{arch.num_layers} x {residual_bytes(sc):g} B x {tokens:,} tokens x h {arch.hidden_size} + {bytes_mark(float(largest))} + {loss}"
+        inputs = f"{arch.num_layers} x {residual_bytes(sc):g} B x {tokens:,} tokens x h {arch.hidden_size} ({bytes_mark(float(parts.checkpoints))})"
+        numbers = f"{inputs} + {bytes_mark(float(parts.largest))} + {loss}"
     else:
         attn = "FlashAttention: no s^2 terms" if sc.flash_attention else "eager attention keeps the s^2 scores"
         formula = "layers x per-layer activations + the loss step (stack's bytes x tokens x vocabulary)"

@@ -7,7 +7,7 @@ import numpy as np
 
 from core.catalog.accelerators import get_accelerator
 from core.layout import Layout
-from core.memory.components import COMPONENT_NAMES, components
+from core.memory.components import COMPONENT_NAMES, components, kv_headroom
 from core.memory.estimate import fit_capacity
 from core.scenario import Scenario
 
@@ -15,8 +15,8 @@ COMPONENTS = COMPONENT_NAMES
 
 
 def sweep(sc: Scenario, batch: np.ndarray | int, seq: np.ndarray | int) -> dict[str, np.ndarray]:
-    """Per-device bytes of each component, their total, and whether it fits,
-    for every (batch, seq) pair (NumPy broadcasting)."""
+    """Per-device bytes of each component, their total, whether it fits, and the memory left for the KV cache
+    (components.kv_headroom), for every (batch, seq) pair (NumPy broadcasting)."""
     arch = sc.architecture
     layout = Layout(sc.data_parallel, sc.tensor_parallel, sc.pipeline_parallel)
     b = np.asarray(batch, dtype=np.float64)
@@ -28,5 +28,7 @@ def sweep(sc: Scenario, batch: np.ndarray | int, seq: np.ndarray | int) -> dict[
     for name in COMPONENTS:
         total = total + out[name]
     out["total"] = total
-    out["fits"] = np.asarray(total <= fit_capacity(sc, float(get_accelerator(sc.accelerator).usable_memory_bytes)), dtype=np.float64)
+    capacity = fit_capacity(sc, float(get_accelerator(sc.accelerator).usable_memory_bytes))
+    out["fits"] = np.asarray(total <= capacity, dtype=np.float64)
+    out["kv_headroom"] = np.broadcast_to(np.asarray(kv_headroom(comps, capacity), dtype=np.float64), b.shape)
     return out

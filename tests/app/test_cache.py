@@ -93,7 +93,8 @@ def test_a_serving_entry_for_a_long_price_list_weighs_what_it_holds():
     from abuse import worst_prices
 
     from core.catalog.accelerators import load_accelerators
-    from core.catalog.prices import load_prices, merge_prices, parse_price_csv
+    from core.catalog.price_trust import merge_prices
+    from core.catalog.prices import load_prices, parse_price_csv
     from core.money.serving import Traffic, serving_options
     from core.scenario import Scenario
 

@@ -10,7 +10,6 @@ checks the real one."""
 from __future__ import annotations
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from app_pages.shared import guard
 from app_pages.shared.fields import fields
@@ -21,9 +20,9 @@ from .conftest import metric, no_exception, run_app
 
 @pytest.fixture
 def page_alone(monkeypatch):
-    from app_pages.shared import rerun
+    from app_pages.shared import st_private
 
-    monkeypatch.setattr(rerun, "fragment_run", lambda: True)
+    monkeypatch.setattr(st_private, "fragment_only_run", lambda: True)
 
 
 def test_a_slider_move_reruns_the_page_alone_and_updates_it(page_alone):
@@ -78,23 +77,12 @@ def test_a_page_alone_run_is_charged_by_the_guard(page_alone, monkeypatch):
     assert calls == [1, 1, 1]
 
 
-def test_the_page_internals_rerun_py_relies_on_exist():
-    def app():
-        import streamlit as st
-
-        page = st.navigation([st.Page(lambda: None, title="A", url_path="a")])
-        st.write(f"{page._can_be_called} {type(page._script_hash).__name__}")
-
-    at = AppTest.from_function(app).run()
-    assert at.markdown[0].value == "True str"
-
-
 def test_a_sidebar_change_inside_a_whole_run_keeps_it_whole(monkeypatch):
     """A move that shares its run with a page switch (clicked while a run was in progress) must not narrow that run
     to the old page's fragment: the callback leaves a whole run alone."""
-    from app_pages.shared import rerun
+    from app_pages.shared import st_private
 
-    monkeypatch.setattr(rerun, "fragment_run", lambda: False)
+    monkeypatch.setattr(st_private, "fragment_only_run", lambda: False)
     at = run_app("memory", {"model": "llama-3.1-8b"})
     at.select_slider(key="seq").set_value(32768).run()
     no_exception(at)

@@ -87,6 +87,30 @@ def wait_ready(page, settle: float = 1.0) -> None:
     page.wait_for_selector(READY, timeout=60_000)
 
 
+CHARTS_DRAWN = """(print) => {
+  if (print) window.dispatchEvent(new Event('beforeprint'));  // chart.js draws every chart still waiting to be seen
+  const main = document.querySelector('[data-testid=stMain]');
+  if (!main) return false;
+  return [...main.querySelectorAll('[data-testid=stBidiComponentRegular]')].every((host) => {
+    const div = host.querySelector('div.llmgp-chart');
+    if (!div || !div.llmgpLatest) return false;  // the chart's module has not run yet
+    if (div.textContent.startsWith('This chart could not be drawn')) return true;
+    if (div._fullLayout && div.dataset.digest === div.llmgpLatest.digest) return true;  // its latest figure is drawn
+    if (print) return false;
+    const box = div.getBoundingClientRect();
+    return !(box.width > 0 && box.bottom > 0 && box.top < window.innerHeight);  // out of view: drawn when seen
+  });
+}"""
+
+
+def charts_drawn(page, every: bool = False, timeout_ms: int = 60_000) -> None:
+    """Wait until each chart on the page shows its latest figure (chart.js marks the digest it drew), those in view
+    or, with `every`, all of them (drawn as for printing); a chart that says it could not be drawn counts. A read of
+    chart titles or traces waits on this, not on time: on a busy machine a chart is drawn well after the run ends."""
+    page.wait_for_selector(READY, timeout=timeout_ms)
+    page.wait_for_function(CHARTS_DRAWN, arg=every, polling=100, timeout=timeout_ms)
+
+
 def metrics(page, expected: int = 5) -> list[str]:
     """The metric values once all `expected` of them are rendered and the app is idle."""
     page.wait_for_function(f"document.querySelectorAll('[data-testid=\"stMetricValue\"]').length >= {expected}", timeout=60_000)

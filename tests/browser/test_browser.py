@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from .conftest import SHOTS, metrics, wait_ready
+from .conftest import SHOTS, charts_drawn, metrics, wait_ready
 
 pytestmark = pytest.mark.browser
 
@@ -31,6 +31,7 @@ def test_every_page_renders_without_error(open_page, name):
 
 
 def _chart_title(page) -> str:
+    charts_drawn(page)  # the title read is the latest figure's
     return page.locator(".js-plotly-plot .gtitle").first.text_content()
 
 

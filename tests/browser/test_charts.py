@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from .conftest import metrics, wait_ready
+from .conftest import charts_drawn, metrics, wait_ready
 
 pytestmark = pytest.mark.browser
 
@@ -28,11 +28,13 @@ def _move_context_slider(page, presses: int = 1) -> None:
         page.keyboard.press("ArrowRight")
     time.sleep(0.5)
     wait_ready(page)
+    charts_drawn(page)  # what the tests read next is the charts
 
 
 def test_a_slider_move_updates_the_charts_in_place(open_page):
     page = open_page("/memory?model=llama-3.1-8b")
     metrics(page)
+    charts_drawn(page)
     assert page.locator(".llmgp-chart").count() == 3
     page.evaluate(TAG)
     page.evaluate(MARK_LAYERS)
@@ -52,11 +54,13 @@ def test_a_slider_move_updates_the_charts_in_place(open_page):
 def test_a_chart_that_did_not_change_is_not_redrawn(open_page):
     page = open_page("/memory?model=llama-3.1-8b")
     metrics(page)
+    charts_drawn(page)  # every chart drawn (Plotly's .on is there) before counting draws
     page.evaluate("() => { window.testDraws = 0; document.querySelectorAll('.llmgp-chart').forEach(d => d.on('plotly_afterplot', () => window.testDraws++)); }")
     # the sweep axis changes only the sweep chart
     page.get_by_text("Batch size", exact=True).click()
     time.sleep(0.5)
     wait_ready(page)
+    charts_drawn(page)
     assert page.evaluate("window.testDraws") == 1
 
 
@@ -76,7 +80,7 @@ def test_chart_text_follows_the_pages_colours(open_page):
 
 
 def _label_count(page) -> int:
-    page.wait_for_selector(".llmgp-chart .textpoint", timeout=60_000)
+    charts_drawn(page, every=True)
     return page.evaluate("() => [...document.querySelectorAll('.llmgp-chart .textpoint text')].filter(t => t.textContent.trim()).length")
 
 
@@ -94,6 +98,7 @@ def test_a_warning_that_appears_does_not_redraw_the_charts_below(open_page):
     keeps its data arrays (only its marker moved)."""
     page = open_page("/inference?batch=32&seq=8192&fmt=fp8&kv=fp8&tp=2&model=llama-3.1-70b")
     metrics(page)
+    charts_drawn(page)
     alert = '[data-testid="stMain"] [data-testid="stAlert"]'
     assert page.locator(alert).count() == 1 and "hold the model" in page.locator(alert).inner_text()
     page.evaluate(TAG)
@@ -143,8 +148,7 @@ def test_titles_fit_a_phone(open_page, path):
     """Plotly does not wrap titles: at 390 px a long chart title or x-axis title is broken into lines, not cut off; a
     capacity label runs left of its line when the line sits far right (style.capacity_line)."""
     page = open_page(path, width=390, height=3600)
-    page.wait_for_selector(".llmgp-chart .gtitle", timeout=60_000)
-    time.sleep(0.5)
+    charts_drawn(page, every=True)
     assert page.evaluate(CLIPPED) == []
     assert page.locator(".llmgp-chart .gtitle tspan.line").count() >= 2, "a long title went onto a second line"
 
@@ -160,8 +164,7 @@ def test_memory_bars_far_over_capacity_keep_their_axis_and_label(open_page, path
     -200 GiB, Plotly widening them for the capacity label run left from a line near 0) and the label, now to the
     right of its line, is not cut off (issue #9)."""
     page = open_page(path, width=width, height=3600)
-    page.wait_for_selector(".llmgp-chart .annotation-text", timeout=60_000)
-    time.sleep(0.5)
+    charts_drawn(page, every=True)
     charts = page.evaluate("() => [...document.querySelectorAll('.llmgp-chart')].map(d => d.getAttribute('aria-label'))")
     assert any(c.startswith("Memory per device") for c in charts), charts
     assert page.evaluate(NEGATIVE_TICKS) == []

@@ -15,7 +15,7 @@ from app_pages.shared.scenario_io import build_scenario
 from app_pages.shared.state import BLOB_PARAMS, decode_blob, encode_blob
 from core.catalog.prices import COLUMNS
 
-from .conftest import wait_ready
+from .conftest import charts_drawn, wait_ready
 
 pytestmark = pytest.mark.browser
 
@@ -88,8 +88,8 @@ def meaning(query: dict[str, str]) -> dict[str, object]:
 
 
 def shown(page) -> dict:
-    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")  # every chart drawn (else each is drawn when seen)
     wait_ready(page, settle=0.5)
+    charts_drawn(page, every=True)  # every chart drawn with its latest figure, also those below the fold
     return page.evaluate(SHOWN)
 
 
