@@ -35,6 +35,19 @@ def widget(f: Field, container: Any = st, on_change: Callable[..., None] | None 
     return container.selectbox(f.label, options=list(f.options), format_func=f.fmt, **common)
 
 
+# A selectbox shows its choice in a one-line text box: in the sidebar (about 215 px of text) a longer name is cut
+# ("Hugging Face Trainer + PEFT + bitsa"), so the sidebar writes it out in full under the box.
+LONG_CHOICE = 29
+
+
+def long_choice(f: Field, values: dict[str, Any], limit: int = LONG_CHOICE) -> str | None:
+    """The full name of a selectbox's choice too long to read in its box (`limit` characters), else None."""
+    if f.widget != "select" or not f.applies(values):
+        return None
+    text = f.fmt(values.get(f.key, f.default))
+    return text if len(text) > limit else None
+
+
 def page_widget(key: str, container: Any = st) -> Any:
     """A page-level input (traffic, prices, sweep axis): kept and linked like the sidebar's."""
     return widget(fields()[key], container)
