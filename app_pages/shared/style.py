@@ -175,7 +175,8 @@ def frozen(fig: go.Figure) -> FrozenFigure:
 # sidebar wrapped its last button onto a line of its own without its border, and a seven-column static table ran off
 # a phone's screen.
 PAGE_CSS = """
-[data-testid="stMainBlockContainer"] { padding-top: 3.5rem; padding-left: 2rem; padding-right: 2rem; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.5rem; }
+@media (min-width: 640px) { [data-testid="stMainBlockContainer"] { padding-left: 2rem; padding-right: 2rem; } }
 [data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"] p,
 [data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"] {
   white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: break-word; line-height: 1.25;
