@@ -21,6 +21,7 @@ PAGE_KEY = "_llmgp_page"  # the url_path of the page being shown (app.py), read 
 CONTROLS: dict[str, tuple[str, ...]] = {
     "memory": ("acc", "batch", "seq", "method", "fmt"),
     "gpu-vs-tpu": ("model", "mode", "batch", "seq"),
+    "training": ("model", "method", "tokens", "seq"),
 }
 
 

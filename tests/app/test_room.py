@@ -78,3 +78,10 @@ def test_the_presenter_view_draws_the_main_inputs_beside_the_chart():
     no_exception(at)
     sidebar_keys = {getattr(w, "key", None) for kind in ("selectbox", "select_slider") for w in at.sidebar.get(kind)}
     assert {"acc", "batch", "seq", "fmt"} <= sidebar_keys
+
+
+def test_the_training_page_presents_its_time_and_cost_chart_with_its_inputs():
+    at = open_link("training", {"present": "true", "mode": "training"})
+    no_exception(at)
+    assert {"model", "method"} <= {getattr(w, "key", None) for kind in ("selectbox", "segmented_control", "button_group") for w in at.main.get(kind)}
+    assert "tokens" in {getattr(w, "key", None) for w in at.main.get("number_input")}
