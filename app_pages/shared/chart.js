@@ -93,10 +93,11 @@ function clearOfToolbar(layout, width, scale) {
   if (14 + longest * size * 0.56 <= width - TOOLBAR_PX) return;
   const lines = title.text.split("<br>").length;
   // Plotly lifts a title of several lines by the lines after the first: the padding gives them back
-  const pad = Object.assign({}, title.pad, { t: 34 + (lines - 1) * size * 1.2 });
+  // the toolbar is about 28 px tall, 31 px at the presenter view's type
+  const pad = Object.assign({}, title.pad, { t: 40 * scale + (lines - 1) * size * 1.2 });
   Object.assign(title, { yref: "container", y: 1, yanchor: "top", pad });
   const margin = layout.margin || {};
-  layout.margin = Object.assign({}, margin, { t: Math.max(margin.t ?? 50, 34 + lines * size * 1.3 + 12) });
+  layout.margin = Object.assign({}, margin, { t: Math.max(margin.t ?? 50, 40 * scale + lines * size * 1.3 + 10) });
 }
 
 // The presenter view sets a larger root font (style.PRESENTER_CSS): every font of the figure grows with it.

@@ -209,6 +209,7 @@ html { font-size: 19px; }
 [data-testid="stMainBlockContainer"] { max-width: none; padding-top: 4.25rem; }
 [data-testid="stMain"] h1 { font-size: 2rem; padding-top: 0; padding-bottom: 0.25rem; }
 [data-testid="stMetricValue"] { font-size: clamp(1.5rem, 2.6vw, 2.4rem); }
+[data-testid="stSidebar"] [data-testid="stButtonGroup"] [role="radiogroup"] button p { font-size: 0.75rem; }
 """
 _STYLE: dict[bool, object] = {}
 

@@ -106,8 +106,19 @@ def test_a_room_reads_every_page(open_page, name, width, height, present):
     _check(page, f"{name}-{'p-' if present else ''}{width}x{height}", fold=present or name != "plan")
     if not present:
         assert not page.evaluate(SIDEBAR), page.evaluate(SIDEBAR)
-    else:  # the sidebar starts folded away: the chart has the width
-        assert page.locator('[data-testid=stSidebar][aria-expanded="true"]').count() == 0
+    else:  # the sidebar starts folded away: the chart has the width; opened, it reads at the larger type too
+        assert page.locator('[data-testid=stSidebar][data-collapsed="true"]').count() == 1
+        page.locator("[data-testid=stExpandSidebarButton]").click()
+        page.wait_for_selector('[data-testid=stSidebar][data-collapsed="false"]')
+        page.wait_for_function("() => document.querySelector('[data-testid=stSidebar]').getBoundingClientRect().right > 200")
+        assert not page.evaluate(SIDEBAR), page.evaluate(SIDEBAR)
+
+
+@pytest.mark.parametrize("name", ["inference", "train-vs-serve"])
+def test_the_other_pages_read_in_the_presenter_view(open_page, name):
+    """Large type and the sidebar folded away; their charts keep their places (no inputs beside them)."""
+    page = _open(open_page, f"/{name}?present=true", 1024, 768)
+    _check(page, f"{name}-p-1024x768", fold=False)
 
 
 @pytest.mark.parametrize("name", PAGES)
