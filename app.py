@@ -8,6 +8,8 @@ import streamlit as st
 
 from app_pages.shared import guard, lower
 from app_pages.shared.context import PageContext, PageStopped, set_context
+from app_pages.shared.fields import fields
+from app_pages.shared.presenter import PAGE_KEY
 from app_pages.shared.prices import price_inputs, price_list
 from app_pages.shared.rerun import BODY, LOWER, fragment_run, run_page, whole_run
 from app_pages.shared.scenario_io import build_scenario, load_scenario_json, remember_scenario, scenario_download, scenario_values
@@ -21,10 +23,21 @@ from app_pages.shared.state import (
     request_values,
     write_url,
 )
+from app_pages.shared.style import page_style
 from app_pages.shared.text import plain
 from app_pages.shared.workshop import load_workshop_presets
 
-st.set_page_config(page_title="LLM GPU Planner", page_icon=":material/memory:", layout="wide")
+
+def _link_presents() -> bool:
+    """Whether the link asks for the presenter view (present=true; app_pages/shared/presenter.py): the page then
+    opens with the sidebar folded away."""
+    try:
+        return bool(fields()["present"].parse(st.query_params.get("present", "false")))
+    except ValueError:
+        return False
+
+
+st.set_page_config(page_title="LLM GPU Planner", page_icon=":material/memory:", layout="wide", initial_sidebar_state="collapsed" if _link_presents() else "auto")
 
 PAGES = {
     "home": st.Page("app_pages/home.py", title="Home", url_path="home", default=True, visibility="hidden"),
@@ -90,6 +103,7 @@ with guard.turn(), whole_run():  # only a whole run comes here: the marker tells
     if link_messages := load_link_once():
         st.session_state["_link_messages"] = link_messages
     apply_requested_values()
+    st.session_state[PAGE_KEY] = page.url_path  # the presenter view's inputs are the page's (presenter.py)
 
     with st.sidebar.expander("Workshop presets", icon=":material/school:"):
         for preset in load_workshop_presets():
@@ -121,6 +135,8 @@ with guard.turn(), whole_run():  # only a whole run comes here: the marker tells
             st.rerun()
         if err := st.session_state.pop("upload_error", None):
             st.error(plain(err))
+    with st.sidebar:
+        page_style(bool(st.session_state.get("present")))
 
     body()
     lower_section()

@@ -10,6 +10,7 @@ import streamlit as st
 from app_pages.shared.cache import shared_cache
 from app_pages.shared.context import page_header, priced
 from app_pages.shared.plot import show
+from app_pages.shared.presenter import chart_with_controls
 from app_pages.shared.results import cached_comparison, scenario_of
 from app_pages.shared.style import frozen, layout
 from app_pages.shared.tables import show_table
@@ -170,7 +171,8 @@ def comparison_table(key: str, price_key: str = "", _rows=None) -> pd.DataFrame:
     return table
 
 
-show(price_performance(KEY, *PRICES), key="chart_pp")
+with chart_with_controls("gpu-vs-tpu"):
+    show(price_performance(KEY, *PRICES), key="chart_pp")
 st.caption(
     "Up and to the left is better; marker size is memory per chip; named chips are those nothing beats on both price and "
     "throughput (hover for the others). Accelerators without a price in the price list are in the table only."

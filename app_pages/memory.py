@@ -9,6 +9,7 @@ from app_pages.shared.cache import shared_cache
 from app_pages.shared.charts import breakdown_bar, capacity_text, fits_on_figure, layout_text, sweep_figure
 from app_pages.shared.context import page_header
 from app_pages.shared.plot import show
+from app_pages.shared.presenter import chart_with_controls, presenting
 from app_pages.shared.report import report_downloads
 from app_pages.shared.results import cached_estimate, cached_explain, scenario_of
 from app_pages.shared.style import COMPONENT_LABELS, Units, frozen
@@ -39,82 +40,6 @@ elif ram_short and m.total <= result.fit_capacity_bytes:
 else:
     fit_delta = f"{units(m.total - result.fit_capacity_bytes)} short"
 ram_note = f"; system RAM: {units(result.cpu_memory_per_device_bytes)} needed for the layers off the GPU, {units(ram_bytes)} set" if ram_short else ""
-cols = st.columns(5)
-metric(cols[0], "Memory per device", units(m.total), help="Sum of the components below")
-near = f"; borderline: {BORDERLINE_BASIS}, so it may go either way (leave room)" if result.borderline else ""
-metric(
-    cols[1],
-    f"Fits {own}?",
-    ("Yes" if result.fits else "No") + (", barely" if result.borderline and result.fits else ", nearly" if result.borderline else ""),
-    help=capacity_text(result, acc.name, units) + ram_note + near,
-    delta=fit_delta,
-    delta_color="normal" if result.fits else "inverse",
-)
-if result.layout_needed is None and ram_short:
-    metric(cols[2], "Fewest devices that fit", "none", help="more devices do not help: the layers kept off them stay in system RAM" + ram_note)
-else:
-    metric(cols[2], "Fewest devices that fit", layout_text(result.layout_needed).split(" (")[0], help="Smallest layout that fits: " + layout_text(result.layout_needed))
-metric(cols[3], "Largest batch that fits", f"{result.max_batch_size:,}" if result.max_batch_size else "none", help=f"at {sc.seq_len:,} tokens, on {own}")
-metric(cols[4], "Longest context that fits", f"{result.max_seq_len:,}" if result.max_seq_len else "none", help=f"tokens, at batch {sc.batch_size}, on {own}")
-with st.container():  # always there, so a note that comes and goes does not shift (and redraw) the charts below
-    if result.layout_note is not None:
-        st.caption(say(result.layout_note, units.name))
-
-# What decides the fit: PyTorch's live tensors, the pool its allocator keeps, and what nvidia-smi shows (or the
-# engine's start-up reservation), with the software that shapes them.
-software = STACKS[sc.training_stack] if sc.mode == "training" else ENGINES[sc.serving_engine]
-with st.container(border=True):
-    fit_cols = st.columns(4)
-    if sc.mode == "inference" and acc.weights_in_sram:  # Groq LPU, Cerebras WSE: the model in on-chip SRAM
-        metric(fit_cols[0], "Weights, all chips", units(result.weights_bytes_total), help=f"{FORMATS[sc.weights_format].label}")
-        sram_per_chip = units(result.device_memory_bytes) if result.device_memory_bytes >= 2**30 else f"{result.device_memory_bytes / 1e6:,.0f} MB"
-        metric(fit_cols[1], "SRAM per chip", sram_per_chip, help=f"{acc.name}: on-chip SRAM, all of it usable")
-        metric(
-            fit_cols[2],
-            "Chips for the weights alone",
-            f"{math.ceil(result.weights_bytes_total / result.device_memory_bytes):,}",
-            help="weights / SRAM per chip; the fewest that fit above add the KV cache and a whole number of layers per chip",
-        )
-        metric(
-            fit_cols[3],
-            "Needed per chip, this layout",
-            units(m.total),
-            help=f"weights + KV cache + one token per sequence in flight, over the sidebar's {result.devices_in_layout} chip(s); the fewest that fit is above",
-        )
-    elif sc.mode == "training" or result.engine_reserved_bytes is None:
-        metric(fit_cols[0], "Live tensors at the peak", units(result.allocated_peak_bytes), help="torch.cuda.max_memory_allocated()")
-        metric(fit_cols[1], "PyTorch's reserved pool", units(result.reserved_peak_bytes), help="torch.cuda.max_memory_reserved(): live tensors + freed blocks kept")
-        metric(fit_cols[2], "What nvidia-smi shows", units(m.total), help="the reserved pool + CUDA context and libraries: the number a fit is decided on")
-        phases = {"loss": "the loss step", "recomputation of a checkpointed block": "a recomputed block", "optimizer step": "the optimizer step"}
-        phase = phases.get(result.peak_phase, "the forward pass")
-        metric(fit_cols[3], "Peak happens at", phase if sc.mode == "training" else "the prefill")
-    else:
-        metric(fit_cols[0], "Engine reserves at start", units(result.engine_reserved_bytes or 0), help="gpu_memory_utilization x device memory: taken whatever the load")
-        metric(fit_cols[1], "Of it, KV-cache pool", units(result.kv_pool_bytes or 0), help="what is left for KV blocks after weights, runtime and the profiled prefill")
-        metric(fit_cols[2], "Sequences the pool holds", f"{result.kv_pool_sequences or 0:,.2f}", help=f"of {sc.seq_len:,} tokens each (vLLM's 'Maximum concurrency')")
-        metric(fit_cols[3], "Needed for this batch", units(m.total), help="weights + KV cache + working memory + runtime")
-    if result.max_gpu_layers is not None:  # llama.cpp: partial offload to system RAM
-        layers = sc.architecture.num_layers
-        off = st.columns(3)
-        metric(off[0], "Layers on the GPU", f"{result.gpu_layers} of {layers}", help="llama.cpp -ngl; the rest stay in system RAM")
-        metric(off[1], "Most layers that fit", f"{result.max_gpu_layers} of {layers}", help=f"{acc.name}: {units(result.fit_capacity_bytes)} usable, at this context")
-        metric(
-            off[2],
-            "System RAM for the rest",
-            units(result.cpu_memory_per_device_bytes),
-            delta=None if result.host_memory_fits else f"more than the {sc.host_memory_gib:g} GiB set",
-            delta_color="inverse",
-            help="weights and KV cache of the layers not on the GPU",
-        )
-    label = "Training stack" if sc.mode == "training" else "Serving engine"
-    if sc.mode == "inference" and acc.weights_in_sram:
-        st.markdown(
-            f"**Software: {plain(acc.vendor.capitalize())}'s own compiler** lays the model out over the chips ahead of time; "
-            "the sidebar's serving engine does not run on it."
-        )
-    else:
-        st.markdown(f"**{label}: {plain(software.label)}** (change it in the sidebar). " + " · ".join(plain(n) for n in software.notes[:3]))
-        st.caption("Source: " + plain(software.source))
 
 
 @shared_cache(max_entries=32)
@@ -132,7 +57,104 @@ def _sweep(key: str, unit: str, axis: str):
     return frozen(sweep_figure(scenario_of(key), cached_estimate(key), Units(unit), axis))
 
 
-show(_breakdown(KEY, units.name, acc.name), key="chart_breakdown")
+def headline() -> None:
+    """The answer: how much, whether it fits, the fewest devices, the largest batch and context."""
+    cols = st.columns(5)
+    metric(cols[0], "Memory per device", units(m.total), help="Sum of the components below")
+    near = f"; borderline: {BORDERLINE_BASIS}, so it may go either way (leave room)" if result.borderline else ""
+    metric(
+        cols[1],
+        f"Fits {own}?",
+        ("Yes" if result.fits else "No") + (", barely" if result.borderline and result.fits else ", nearly" if result.borderline else ""),
+        help=capacity_text(result, acc.name, units) + ram_note + near,
+        delta=fit_delta,
+        delta_color="normal" if result.fits else "inverse",
+    )
+    if result.layout_needed is None and ram_short:
+        metric(cols[2], "Fewest devices that fit", "none", help="more devices do not help: the layers kept off them stay in system RAM" + ram_note)
+    else:
+        metric(
+            cols[2], "Fewest devices that fit", layout_text(result.layout_needed).split(" (")[0], help="Smallest layout that fits: " + layout_text(result.layout_needed)
+        )
+    metric(cols[3], "Largest batch that fits", f"{result.max_batch_size:,}" if result.max_batch_size else "none", help=f"at {sc.seq_len:,} tokens, on {own}")
+    metric(cols[4], "Longest context that fits", f"{result.max_seq_len:,}" if result.max_seq_len else "none", help=f"tokens, at batch {sc.batch_size}, on {own}")
+    with st.container():  # always there, so a note that comes and goes does not shift (and redraw) the charts below
+        if result.layout_note is not None:
+            st.caption(say(result.layout_note, units.name))
+
+
+# What decides the fit: PyTorch's live tensors, the pool its allocator keeps, and what nvidia-smi shows (or the
+# engine's start-up reservation), with the software that shapes them.
+def fit_details() -> str:
+    """What decides the fit: the allocator's numbers or the engine's, and the software; returns the software's label."""
+    with st.container(border=True):
+        fit_cols = st.columns(4)
+        if sc.mode == "inference" and acc.weights_in_sram:  # Groq LPU, Cerebras WSE: the model in on-chip SRAM
+            metric(fit_cols[0], "Weights, all chips", units(result.weights_bytes_total), help=f"{FORMATS[sc.weights_format].label}")
+            sram_per_chip = units(result.device_memory_bytes) if result.device_memory_bytes >= 2**30 else f"{result.device_memory_bytes / 1e6:,.0f} MB"
+            metric(fit_cols[1], "SRAM per chip", sram_per_chip, help=f"{acc.name}: on-chip SRAM, all of it usable")
+            metric(
+                fit_cols[2],
+                "Chips for the weights alone",
+                f"{math.ceil(result.weights_bytes_total / result.device_memory_bytes):,}",
+                help="weights / SRAM per chip; the fewest that fit above add the KV cache and a whole number of layers per chip",
+            )
+            metric(
+                fit_cols[3],
+                "Needed per chip, this layout",
+                units(m.total),
+                help=f"weights + KV cache + one token per sequence in flight, over the sidebar's {result.devices_in_layout} chip(s); the fewest that fit is above",
+            )
+        elif sc.mode == "training" or result.engine_reserved_bytes is None:
+            metric(fit_cols[0], "Live tensors at the peak", units(result.allocated_peak_bytes), help="torch.cuda.max_memory_allocated()")
+            metric(fit_cols[1], "PyTorch's reserved pool", units(result.reserved_peak_bytes), help="torch.cuda.max_memory_reserved(): live tensors + freed blocks kept")
+            metric(fit_cols[2], "What nvidia-smi shows", units(m.total), help="the reserved pool + CUDA context and libraries: the number a fit is decided on")
+            phases = {"loss": "the loss step", "recomputation of a checkpointed block": "a recomputed block", "optimizer step": "the optimizer step"}
+            phase = phases.get(result.peak_phase, "the forward pass")
+            metric(fit_cols[3], "Peak happens at", phase if sc.mode == "training" else "the prefill")
+        else:
+            metric(
+                fit_cols[0], "Engine reserves at start", units(result.engine_reserved_bytes or 0), help="gpu_memory_utilization x device memory: taken whatever the load"
+            )
+            metric(
+                fit_cols[1], "Of it, KV-cache pool", units(result.kv_pool_bytes or 0), help="what is left for KV blocks after weights, runtime and the profiled prefill"
+            )
+            metric(fit_cols[2], "Sequences the pool holds", f"{result.kv_pool_sequences or 0:,.2f}", help=f"of {sc.seq_len:,} tokens each (vLLM's 'Maximum concurrency')")
+            metric(fit_cols[3], "Needed for this batch", units(m.total), help="weights + KV cache + working memory + runtime")
+        if result.max_gpu_layers is not None:  # llama.cpp: partial offload to system RAM
+            layers = sc.architecture.num_layers
+            off = st.columns(3)
+            metric(off[0], "Layers on the GPU", f"{result.gpu_layers} of {layers}", help="llama.cpp -ngl; the rest stay in system RAM")
+            metric(off[1], "Most layers that fit", f"{result.max_gpu_layers} of {layers}", help=f"{acc.name}: {units(result.fit_capacity_bytes)} usable, at this context")
+            metric(
+                off[2],
+                "System RAM for the rest",
+                units(result.cpu_memory_per_device_bytes),
+                delta=None if result.host_memory_fits else f"more than the {sc.host_memory_gib:g} GiB set",
+                delta_color="inverse",
+                help="weights and KV cache of the layers not on the GPU",
+            )
+        label = "Training stack" if sc.mode == "training" else "Serving engine"
+        if sc.mode == "inference" and acc.weights_in_sram:
+            st.markdown(
+                f"**Software: {plain(acc.vendor.capitalize())}'s own compiler** lays the model out over the chips ahead of time; "
+                "the sidebar's serving engine does not run on it."
+            )
+        else:
+            st.markdown(f"**{label}: {plain(software.label)}** (change it in the sidebar). " + " · ".join(plain(n) for n in software.notes[:3]))
+            st.caption("Source: " + plain(software.source))
+    return label
+
+
+# The answer first, then the bars (above the fold at 1280 x 720 and 1024 x 768); the presenter view draws the bars
+# first, at large type, with the inputs that move them beside them (app_pages/shared/presenter.py).
+presenter = presenting(values)
+if not presenter:
+    headline()
+with chart_with_controls("memory"):
+    show(_breakdown(KEY, units.name, acc.name), key="chart_breakdown")
+if presenter:
+    headline()
 
 with st.container():  # the same slot whether the advice is shown or not (the charts below keep their place)
     if result.advice_texts:
@@ -140,6 +162,9 @@ with st.container():  # the same slot whether the advice is shown or not (the ch
             st.markdown("**Why it does not fit, and what would help**")
             for line in result.advice_texts:
                 st.markdown("- " + say(line, units.name))
+
+software = STACKS[sc.training_stack] if sc.mode == "training" else ENGINES[sc.serving_engine]
+label = fit_details()
 
 left, right = st.columns([1, 1])
 with left:

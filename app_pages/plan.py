@@ -10,6 +10,7 @@ from app_pages.shared.context import page_header, priced, stop_page
 from app_pages.shared.launch_section import launch_section
 from app_pages.shared.planning import faster_for_users, frontier_figure, goal_dict, headline, plan_table, strategies_figure
 from app_pages.shared.plot import show
+from app_pages.shared.presenter import presenting
 from app_pages.shared.scenario_io import scenario_values
 from app_pages.shared.state import request_values
 from app_pages.shared.style import Units, frozen
@@ -27,21 +28,40 @@ sc, values, units = page_header(
     "Plan", "Say what you want to do; the planner searches methods, formats, layouts, accelerators and instances for the cheapest plan that works."
 )
 
-goal_kind = page_widget("goal")
-cols = st.columns(4)
-if goal_kind == "serve":
-    for key, col in zip(("rpd", "tin", "tout", "peak"), cols, strict=True):
-        page_widget(key, col)
-    cols = st.columns(4)
-    for key, col in zip(("ttft", "tps", "budget"), cols, strict=False):
-        page_widget(key, col)
-    page_widget("price", cols[3])
+# The presenter view (app_pages/shared/presenter.py): the time-vs-cost chart first, with the goal and its three main
+# inputs beside it and the rest folded away; else the goal's inputs above the answer.
+presenter = presenting(values)
+if presenter:
+    chart_slot, side = st.columns([3, 1], gap="medium")
+    with side:
+        goal_kind = page_widget("goal")
+        main, rest = (
+            (("rpd", "tin", "tout"), ("peak", "ttft", "tps", "budget", "price"))
+            if goal_kind == "serve"
+            else (("ptok", "epochs", "deadline"), ("pseq", "budget", "price"))
+        )
+        for key in main:
+            page_widget(key)
+        with st.expander("More of the goal"):
+            for key in rest:
+                page_widget(key)
 else:
-    for key, col in zip(("ptok", "epochs", "pseq"), cols, strict=False):
-        page_widget(key, col)
+    chart_slot = None
+    goal_kind = page_widget("goal")
     cols = st.columns(4)
-    for key, col in zip(("deadline", "budget", "price"), cols, strict=False):
-        page_widget(key, col)
+    if goal_kind == "serve":
+        for key, col in zip(("rpd", "tin", "tout", "peak"), cols, strict=True):
+            page_widget(key, col)
+        cols = st.columns(4)
+        for key, col in zip(("ttft", "tps", "budget"), cols, strict=False):
+            page_widget(key, col)
+        page_widget("price", cols[3])
+    else:
+        for key, col in zip(("ptok", "epochs", "pseq"), cols, strict=False):
+            page_widget(key, col)
+        cols = st.columns(4)
+        for key, col in zip(("deadline", "budget", "price"), cols, strict=False):
+            page_widget(key, col)
 values = {
     **values,
     **{
@@ -122,7 +142,8 @@ if serving:
     metric(m[2], "USD / M output tokens", f"${c.usd_per_million_output_tokens:,.3f}", help="the same bill over output tokens only")
     metric(m[3], "Average load of the fleet", f"{100 * c.utilisation:.0f}%", help=f"{c.data_parallel} replica(s), batch up to {c.micro_batch}")
 
-picked = show(_frontier(KEY, *PRICES), key="chart_frontier", clicks=True)
+with chart_slot or st.container():
+    picked = show(_frontier(KEY, *PRICES), key="chart_frontier", clicks=True)
 if picked:
     load(int(picked[0]))
 st.caption(

@@ -5,6 +5,7 @@ import streamlit as st
 from app_pages.shared.context import as_mode, page_header, stop_page, training_tokens
 from app_pages.shared.context import priced as price_list
 from app_pages.shared.plot import show
+from app_pages.shared.presenter import chart_with_controls
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import flops_text, hours_text, md, metric, plain
@@ -73,7 +74,8 @@ metric(
 )
 
 
-show(time_cost_figure(KEY, spot, *PRICES), key="chart_tc")
+with chart_with_controls("training"):
+    show(time_cost_figure(KEY, spot, *PRICES), key="chart_tc")
 st.caption(
     "Each dot is one accelerator at one device count, at its cheapest offer (hover for the provider and how many offers there are): "
     f"every count for the {len(TOP_COLORS)} accelerators with the cheapest runs"

@@ -81,6 +81,48 @@ function fitTitles(layout, width) {
   }
 }
 
+// The chart's toolbar (Plotly's modebar: 7 buttons, about 200 px) sits at the top right, over the title's line: a
+// title that would run under it (a phone, a half-width chart, the presenter view's large type) is moved below it.
+const TOOLBAR_PX = 210;
+
+function clearOfToolbar(layout, width, scale) {
+  const title = layout.title || {};
+  if (typeof title.text !== "string" || !title.text) return;
+  const longest = Math.max(...title.text.split("<br>").map((line) => line.length));
+  const size = ((title.font || {}).size || 16) * scale;
+  if (14 + longest * size * 0.56 <= width - TOOLBAR_PX) return;
+  const lines = title.text.split("<br>").length;
+  // Plotly lifts a title of several lines by the lines after the first: the padding gives them back
+  // the toolbar is about 28 px tall, 31 px at the presenter view's type
+  const pad = Object.assign({}, title.pad, { t: 40 * scale + (lines - 1) * size * 1.2 });
+  Object.assign(title, { yref: "container", y: 1, yanchor: "top", pad });
+  const margin = layout.margin || {};
+  layout.margin = Object.assign({}, margin, { t: Math.max(margin.t ?? 50, 40 * scale + lines * size * 1.3 + 10) });
+}
+
+// The presenter view sets a larger root font (style.PRESENTER_CSS): every font of the figure grows with it.
+function scaleFonts(node, scale) {
+  if (!node || typeof node !== "object") return;
+  for (const [key, value] of Object.entries(node)) {
+    if (/font$/i.test(key) && value && typeof value === "object" && typeof value.size === "number") value.size *= scale;
+    if (value && typeof value === "object" && key !== "data") scaleFonts(value, scale);
+  }
+}
+
+// Labels on a scatter chart are spaced in pixels, on the chart as drawn: a text label that overlaps one drawn before
+// it (the names run cheapest first) is hidden, at any width, and shown again when a redraw leaves it room.
+function declutter(div) {
+  const kept = [];
+  for (const text of div.querySelectorAll(".scatterlayer .textpoint text")) {
+    text.style.display = "";
+    if (!text.textContent.trim()) continue;
+    const box = text.getBoundingClientRect();
+    if (box.width === 0) continue;
+    if (kept.some((k) => box.left < k.right + 2 && box.right > k.left - 2 && box.top < k.bottom && box.bottom > k.top)) text.style.display = "none";
+    else kept.push(box);
+  }
+}
+
 // Plotly.react tells a changed data array from an unchanged one by identity, not content: every array of a figure
 // parsed from new JSON counts as changed, and the whole chart is computed and drawn again (a base64 array, which
 // Plotly writes for numpy data, always counts as changed). An array equal to the one drawn is swapped for it, and a
@@ -142,13 +184,25 @@ function draw(Plotly, div, parentElement, spec, config) {
     }
     fitTitles(layout, div.clientWidth);
   }
+  const scale = parseFloat(getComputedStyle(document.documentElement).fontSize) / 16 || 1;
+  if (Math.abs(scale - 1) > 0.01) {
+    if (!(layout.font && layout.font.size)) layout.font = Object.assign({}, layout.font, { size: 12 });
+    scaleFonts(layout, scale);
+  }
+  if (div.clientWidth > 0) clearOfToolbar(layout, div.clientWidth, scale);
   keepUnchanged(figure.data || [], div.data); // after the narrow labels are in: on a phone they are what was drawn
   keepTemplate(layout, div);
   followPage(layout, parentElement);
   layout.autosize = true;
   delete layout.width;
   div.llmgpNarrow = narrow;
-  return Plotly.react(div, figure.data || [], layout, config);
+  div.llmgpWidth = div.clientWidth;
+  const drawn = Plotly.react(div, figure.data || [], layout, config);
+  if (!div.llmgpDeclutter) {
+    div.llmgpDeclutter = true;
+    div.on("plotly_afterplot", () => declutter(div));
+  }
+  return drawn;
 }
 
 // A chart out of view is not redrawn on every rerun: it is drawn when it comes into view (or the page is printed), so
@@ -156,10 +210,15 @@ function draw(Plotly, div, parentElement, spec, config) {
 // thread (bench/latency.py); at 1440 x 900, two of the Memory page's three charts sit below the fold.
 const waiting = new Set(); // charts whose latest figure is not drawn yet
 
+// A chart whose top edge only peeks in (its title's strip, under 48 px) counts as out of view until scrolled to: at
+// 1440 x 900 Memory's second chart starts 20 px above the fold, and redrawing it on every slider move took Memory from
+// 1.1 to 1.6 times the bare page's wait (bench/latency.py).
+const PEEK_PX = 48;
+
 function inView(div) {
   const box = div.getBoundingClientRect();
   if (box.width === 0 && box.height === 0) return false; // hidden: a closed expander, another tab
-  return box.bottom > 0 && box.top < window.innerHeight;
+  return box.bottom > PEEK_PX && box.top < window.innerHeight - PEEK_PX;
 }
 
 const FAILED = "This chart could not be drawn. Reload the page to try again.";
@@ -189,13 +248,16 @@ function drawLatest(Plotly, div) {
 // returned clean-up only when the chart leaves the page.
 function watch(Plotly, div) {
   if (div.llmgpObservers) return;
-  const seen = new IntersectionObserver((entries) => {
-    if (entries.some((entry) => entry.isIntersecting) && waiting.has(div)) drawLatest(Plotly, div);
-  });
+  const seen = new IntersectionObserver(
+    (entries) => {
+      if (entries.some((entry) => entry.isIntersecting) && waiting.has(div)) drawLatest(Plotly, div);
+    },
+    { rootMargin: `-${PEEK_PX}px 0px` },
+  );
   const resized = new ResizeObserver(() => {
     const width = div.clientWidth;
     if (width <= 0 || !div._fullLayout || waiting.has(div)) return;
-    if (width < NARROW_PX !== div.llmgpNarrow) draw(Plotly, div, div.llmgpParent, div.llmgpLatest.spec, div.llmgpLatest.config);
+    if (width < NARROW_PX !== div.llmgpNarrow || Math.abs(width - div.llmgpWidth) > 40) draw(Plotly, div, div.llmgpParent, div.llmgpLatest.spec, div.llmgpLatest.config);
     else if (Math.abs(div._fullLayout.width - width) > 1) Plotly.Plots.resize(div);
   });
   div.llmgpObservers = [seen, resized];

@@ -513,6 +513,16 @@ def fields() -> dict[str, Field]:
             section="display",
             help="GiB = 2^30 bytes (what nvidia-smi and PyTorch show); GB = 10^9 bytes (datasheets, price pages)",
         ),
+        Field(
+            "present",
+            "Presenter view",
+            "bool",
+            False,
+            widget="toggle",
+            section="display",
+            help="For a projector: the page's chart first, at large type, with the few inputs that move it beside it; "
+            "the sidebar starts folded away. In a link: ?present=true",
+        ),
         # --- page inputs (drawn by the cost and serving pages; in the URL too) -----------------------------------
         Field("sweep", "Sweep", "choice", "context", ("context", "batch"), widget="segmented", labels={"context": "Context length", "batch": "Batch size"}),
         Field(

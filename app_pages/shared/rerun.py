@@ -26,6 +26,7 @@ from streamlit.errors import StreamlitAPIException
 from app_pages.shared import lower, st_private
 from app_pages.shared.fields import Values, fields
 from app_pages.shared.state import current_values
+from app_pages.shared.widgets import long_choice
 
 BODY = "body"  # the page fragment's key
 LOWER = "lower"  # the page's lower section's fragment key (lower.py)
@@ -35,9 +36,10 @@ WHOLE = "_whole_run"  # session state: set while app.py's top level runs (whole_
 
 def sidebar_shape(values: Values) -> tuple:
     """Everything about the sidebar that the inputs' values decide: which inputs show, each slider's stops, the
-    workload (it names the parallelism section) and the model source (the config.json box)."""
+    workload (it names the parallelism section), the model source (the config.json box), the presenter view (which
+    moves a page's main inputs out of the sidebar: presenter.py) and a long choice's full name under its box."""
     shown = tuple((f.key, tuple(f.stops(values[f.key])) if f.widget == "slider" else None) for f in fields().values() if f.section != "page" and f.applies(values))
-    return (*shown, values["src"], values["mode"])
+    return (*shown, values["src"], values["mode"], bool(values.get("present")), *(long_choice(f, values) for f in fields().values() if f.section != "page"))
 
 
 @contextmanager

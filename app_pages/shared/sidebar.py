@@ -4,16 +4,21 @@ decides what its change reruns (rerun.py)."""
 
 from __future__ import annotations
 
+import json
 import os
+from functools import lru_cache
 
 import streamlit as st
 
 from app_pages.shared import guard
 from app_pages.shared.fields import fields
+from app_pages.shared.presenter import beside
 from app_pages.shared.rerun import INPUTS, after_sidebar_change, rerun_all, sidebar_shape
+from app_pages.shared.scenario_io import parse_config_text
 from app_pages.shared.state import CFG_TEXT, MAX_CONFIG_CHARS, current_values
-from app_pages.shared.text import plain
-from app_pages.shared.widgets import widget
+from app_pages.shared.text import md, plain
+from app_pages.shared.widgets import long_choice, widget
+from core.model.hf_config import ConfigError, parse_hf_config
 from core.model.hub import HUB_BASE_URL, HubError, fetch_hub_model
 
 SECTIONS = (("model", "Model"), ("workload", "Workload"), ("parallel", None), ("run", None), ("display", "Display"))
@@ -34,12 +39,69 @@ def _hub_import() -> None:
         except HubError as exc:
             st.session_state["hub_note"] = ("warning", exc.message)
         else:
-            st.session_state[CFG_TEXT] = got.config_text
+            st.session_state[CFG_TEXT] = _named(got.config_text, got.repo_id)
             count = f"; the checkpoint holds {got.params:,} parameters" + (f" ({got.dtype})" if got.dtype else "") if got.params else ""
             st.session_state["hub_note"] = ("info", f"config.json of {got.repo_id} from huggingface.co{count}.")
         st.rerun()  # the sidebar's inputs reran alone (rerun.py): the whole app takes the new config
     if note := st.session_state.get("hub_note"):
         (st.warning if note[0] == "warning" else st.caption)(plain(note[1]))
+
+
+def _named(config_text: str, repo_id: str) -> str:
+    """A fetched config.json with the Hub id as its name where it names none (`_name_or_path`, which
+    save_pretrained writes): the model is then called "Qwen/Qwen3-30B-A3B" on every page, not "qwen3_moe"."""
+    try:
+        cfg = json.loads(config_text)
+    except ValueError:
+        return config_text
+    if not isinstance(cfg, dict) or cfg.get("_name_or_path"):
+        return config_text
+    return json.dumps({"_name_or_path": repo_id, **cfg}, indent=2, ensure_ascii=False)
+
+
+def _si(n: float) -> str:
+    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= scale:
+            return f"{n / scale:,.3g}{unit}"
+    return f"{n:,.0f}"
+
+
+@lru_cache(maxsize=32)
+def config_summary(text: str) -> str | None:
+    """What was read from a config.json, in one line of trusted Markdown with every value from the file escaped: its
+    name, total and active parameters, layers, attention (GQA, MQA, MLA, a sliding window), context and KV-cache bytes
+    per token at 16 bits; None when there is nothing to read (the page says why)."""
+    cfg, _ = parse_config_text(text)
+    if cfg is None:
+        return None
+    try:
+        arch = parse_hf_config(cfg)
+    except (ConfigError, RecursionError):
+        return None
+    if arch.is_mla:
+        attention = f"MLA (latent {arch.kv_lora_rank})"
+    elif arch.num_kv_heads == arch.num_heads:
+        attention = f"MHA ({arch.num_heads} heads)"
+    elif arch.num_kv_heads == 1:
+        attention = f"MQA ({arch.num_heads} heads)"
+    else:
+        attention = f"GQA ({arch.num_heads} heads / {arch.num_kv_heads} KV)"
+    if arch.sliding_window and arch.windowed_layers:
+        attention += f", sliding window {arch.sliding_window:,} on {arch.windowed_layers} of {arch.num_layers} layers"
+    full, windowed = arch.kv_cache_elements_per_token()
+    kv = 2 * (full + windowed)  # bytes at BF16, per token at most (windowed layers stop growing at the window)
+    kv_text = f"{kv / 1024:,.4g} KiB" if kv >= 1024 else f"{kv} B"
+    active = "" if arch.active_params == arch.total_params else " ({active} active)"
+    return md(
+        "Read: **{name}** · {total} parameters" + active + " · {layers} layers · {attention} · context {context} · KV cache {kv} per token (16-bit)",
+        name=arch.name,
+        total=_si(arch.total_params),
+        active=_si(arch.active_params),
+        layers=arch.num_layers,
+        attention=attention,
+        context=f"{arch.max_context:,}",
+        kv=kv_text,
+    )
 
 
 def _config_input() -> None:
@@ -64,6 +126,8 @@ def _config_input() -> None:
         placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
         on_change=rerun_all,
     )
+    if summary := config_summary(st.session_state[CFG_TEXT]):
+        st.caption(summary)
 
 
 @st.fragment(key=INPUTS)
@@ -79,14 +143,15 @@ def _inputs() -> None:
     table = fields()
     values = current_values()
     shape = sidebar_shape(values)
+    on_page = beside(values)  # the presenter view draws these beside the page's chart (presenter.py)
     st.subheader("Model")
     for f in table.values():
-        if f.section == "model" and f.applies(values):
-            widget(f, on_change=after_sidebar_change, args=(shape,))
+        if f.section == "model" and f.applies(values) and f.key not in on_page:
+            _input(f, values, shape)
     if values["src"] == "config":
         _config_input()
     for section, title in SECTIONS[1:]:
-        rows = [f for f in table.values() if f.section == section and f.applies(values)]
+        rows = [f for f in table.values() if f.section == section and f.applies(values) and f.key not in on_page]
         if not rows:
             continue
         if section == "parallel":
@@ -98,4 +163,11 @@ def _inputs() -> None:
             container = st.container()
         with container:
             for f in rows:
-                widget(f, on_change=after_sidebar_change, args=(shape,))
+                _input(f, values, shape)
+
+
+def _input(f, values: dict, shape: tuple) -> None:
+    """One sidebar input, and under a selectbox whose choice is too long for its box, the choice in full."""
+    widget(f, on_change=after_sidebar_change, args=(shape,))
+    if full := long_choice(f, values):
+        st.caption(plain(full))

@@ -167,3 +167,59 @@ def frozen(fig: go.Figure) -> FrozenFigure:
     """Freeze a figure just built (in a cached function: shared by every session that draws it)."""
     fig.__class__ = FrozenFigure  # same object and data, with the memoised to_dict
     return fig  # type: ignore[return-value]
+
+
+# The page's own CSS (mounted once a run by page_style() below): every selector on Streamlit's data-testid attributes,
+# kept here. What it fixes was measured at 1024 x 768, 1280 x 720 and 390 px (tests/browser/test_room.py): a metric's
+# label and value were cut with an ellipsis ("29.1…", "2 de…"), the page started 6rem down, a segmented control in the
+# sidebar wrapped its last button onto a line of its own without its border, and a seven-column static table ran off
+# a phone's screen.
+PAGE_CSS = """
+[data-testid="stMainBlockContainer"] { padding-top: 3.5rem; }
+@media (min-width: 640px) { [data-testid="stMainBlockContainer"] { padding-left: 2rem; padding-right: 2rem; } }
+[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"] p,
+[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"] {
+  white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: break-word; line-height: 1.25;
+}
+[data-testid="stMetricLabel"] { height: auto; min-height: 1.5rem; }
+[data-testid="stMetricValue"] { font-size: clamp(1.35rem, 2.3vw, 2.1rem); }
+[data-testid="stMetricValue"] [data-testid="stMarkdownContainer"],
+[data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p {
+  white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: break-word; line-height: 1.2;
+}
+[data-testid="stMetricDelta"], [data-testid="stMetricDelta"] div, [data-testid="stMetricDelta"] p {
+  white-space: normal; overflow: visible; text-overflow: clip; max-width: 100%; height: auto;
+}
+[data-testid="stButtonGroup"] [role="radiogroup"] { flex-wrap: nowrap; max-width: 100%; }
+[data-testid="stButtonGroup"] [role="radiogroup"] button {
+  flex: 1 1 auto; min-width: min-content; padding-left: 0.4rem; padding-right: 0.4rem;
+}
+[data-testid="stButtonGroup"] [role="radiogroup"] button p { white-space: normal; line-height: 1.2; word-break: normal; overflow-wrap: normal; }
+[data-testid="stSidebar"] [data-testid="stButtonGroup"] [role="radiogroup"] button { padding-left: 0.3rem; padding-right: 0.3rem; }
+[data-testid="stSidebar"] [data-testid="stButtonGroup"] [role="radiogroup"] button p { font-size: 0.875rem; }
+[data-testid="stSidebar"] [data-testid="stButton"] button [data-testid="stMarkdownContainer"] p {
+  white-space: normal; overflow: visible; text-overflow: clip;
+}
+[data-testid="stTable"] { overflow-x: auto; max-width: 100%; }
+.st-key-llmgp_style, .st-key-llmgp_style_presenter { display: none; }
+"""
+# The presenter view (link key `present`): larger type everywhere (Streamlit's sizes are in rem), a wider page.
+PRESENTER_CSS = """
+html { font-size: 19px; }
+[data-testid="stMainBlockContainer"] { max-width: none; padding-top: 4.25rem; }
+[data-testid="stMain"] h1 { font-size: 2rem; padding-top: 0; padding-bottom: 0.25rem; }
+[data-testid="stMetricValue"] { font-size: clamp(1.5rem, 2.6vw, 2.4rem); }
+[data-testid="stSidebar"] [data-testid="stButtonGroup"] [role="radiogroup"] button p { font-size: 0.75rem; }
+"""
+_STYLE: dict[bool, object] = {}
+
+
+def page_style(presenter: bool) -> None:
+    """Put the page's CSS on the page (a component with no content, its element hidden by its own CSS): a public
+    Streamlit API, st.components.v2 with isolate_styles=False, whose <style> lands in the page itself."""
+    import streamlit as st
+
+    if presenter not in _STYLE:
+        name = "llmgp_style_presenter" if presenter else "llmgp_style"
+        _STYLE[presenter] = st.components.v2.component(name, html="<span></span>", css=PAGE_CSS + (PRESENTER_CSS if presenter else ""), isolate_styles=False)
+    _STYLE[presenter](key="llmgp_style_presenter" if presenter else "llmgp_style")  # type: ignore[operator]

@@ -35,6 +35,22 @@ def widget(f: Field, container: Any = st, on_change: Callable[..., None] | None 
     return container.selectbox(f.label, options=list(f.options), format_func=f.fmt, **common)
 
 
+# A selectbox shows its choice in a one-line text box: in the sidebar (about 215 px of text) a longer name is cut
+# ("Hugging Face Trainer + PEFT + bitsa"), so the sidebar writes it out in full under the box. The presenter view's
+# larger type fits fewer characters.
+LONG_CHOICE = 29
+LONG_CHOICE_PRESENTING = 23
+
+
+def long_choice(f: Field, values: dict[str, Any], limit: int | None = None) -> str | None:
+    """The full name of a selectbox's choice too long to read in its box (`limit` characters; by default the
+    sidebar's at the view's type), else None."""
+    if f.widget != "select" or not f.applies(values):
+        return None
+    text = f.fmt(values.get(f.key, f.default))
+    return text if len(text) > (limit or (LONG_CHOICE_PRESENTING if values.get("present") else LONG_CHOICE)) else None
+
+
 def page_widget(key: str, container: Any = st) -> Any:
     """A page-level input (traffic, prices, sweep axis): kept and linked like the sidebar's."""
     return widget(fields()[key], container)

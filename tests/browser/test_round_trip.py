@@ -47,7 +47,7 @@ LINKS = {
         "seq": "8192", "offload": "optimizer", "pp": "2",
     },
     # a parameter count on hardware of one's own
-    "own hardware": {"src": "params", "params": "13.0", "acc": "custom", "cmem": "48.0", "cbw": "1200.0", "ctf": "150.0", "tp": "2", "pflag": "True"},
+    "own hardware": {"src": "params", "params": "13.0", "acc": "custom", "cmem": "48.0", "cbw": "1200.0", "ctf": "150.0", "tp": "2", "pflag": "True", "present": "True"},
 }  # fmt: skip
 SHOWN = """() => {
   const main = document.querySelector('[data-testid=stMain]'), side = document.querySelector('[data-testid=stSidebar]');

@@ -1,0 +1,56 @@
+"""The presenter view (link key `present`, issue #29): for a projector. A page that has a main chart draws it first,
+at large type, with the three or four inputs that move it in a column beside it; the sidebar starts folded away and
+no longer shows those inputs (one widget per key). The CSS is style.PRESENTER_CSS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from app_pages.shared.context import context
+from app_pages.shared.fields import fields
+from app_pages.shared.rerun import after_sidebar_change, sidebar_shape
+from app_pages.shared.state import current_values
+from app_pages.shared.text import plain
+from app_pages.shared.widgets import long_choice, widget
+
+PAGE_KEY = "_llmgp_page"  # the url_path of the page being shown (app.py), read by the sidebar
+
+# Per page, the sidebar inputs that matter for its main chart, in order; the first four that apply are drawn beside it.
+CONTROLS: dict[str, tuple[str, ...]] = {
+    "memory": ("acc", "batch", "seq", "method", "fmt"),
+    "gpu-vs-tpu": ("model", "mode", "batch", "seq"),
+    "training": ("model", "method", "tokens", "seq"),
+}
+
+
+def presenting(values: dict[str, Any] | None = None) -> bool:
+    return bool((values if values is not None else context().values).get("present"))
+
+
+def beside(values: dict[str, Any], page: str | None = None) -> tuple[str, ...]:
+    """The keys the page draws beside its chart (and the sidebar leaves out) for these values; () outside the view."""
+    if not presenting(values):
+        return ()
+    table = fields()
+    keys = CONTROLS.get(page or st.session_state.get(PAGE_KEY, ""), ())
+    return tuple(k for k in keys if table[k].applies(values))[:4]
+
+
+def chart_with_controls(page: str) -> Any:
+    """In the presenter view, a column for the main chart (returned) with the page's inputs drawn in one beside it;
+    else the page itself."""
+    values = current_values()
+    keys = beside(values, page)
+    if not keys:
+        return st.container()
+    chart, side = st.columns([3, 1], gap="medium")
+    shape = sidebar_shape(values)
+    table = fields()
+    with side:
+        for key in keys:
+            widget(table[key], on_change=after_sidebar_change, args=(shape,))
+            if full := long_choice(table[key], values, limit=20):  # the large type fits about 20 characters
+                st.caption(plain(full))
+    return chart

@@ -1,0 +1,87 @@
+"""The workshop room (issue #29 parts 1 and 3), without a browser: a pasted or fetched config.json is confirmed beside
+the paste box in one line (its name escaped: a config's name is user input), and the presenter view's link key moves a
+page's main inputs from the sidebar to beside its chart. The layout itself is measured in tests/browser/test_room.py."""
+
+import json
+
+from tests.app.conftest import no_exception, open_link, run_app
+from tests.app.test_hub_import import _fetch, hub  # noqa: F401  (the loopback Hub fixture)
+
+QWEN3_MOE = {  # Qwen3-30B-A3B's shape, as pasted: no name in it
+    "model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144, "moe_intermediate_size": 768,
+    "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 48, "num_attention_heads": 32,
+    "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960,
+    "tie_word_embeddings": False,
+}  # fmt: skip
+
+
+def _read_line(at) -> str:
+    lines = [c.value for c in at.sidebar.caption if c.value.startswith("Read: ")]
+    assert len(lines) == 1, [c.value for c in at.sidebar.caption]
+    return lines[0]
+
+
+def test_a_pasted_config_is_confirmed_in_one_line():
+    at = run_app(params={"src": "config"})
+    at.text_area(key="cfg_text").set_value(json.dumps(QWEN3_MOE)).run()
+    no_exception(at)
+    line = _read_line(at)
+    for words in ("**qwen3_moe**", "30\\.5B parameters (3\\.35B active)", "48 layers", "GQA \\(32 heads / 4 KV\\)", "context 40,960", "KV cache 96 KiB per token"):
+        assert words in line, (words, line)
+
+
+def test_the_config_name_is_escaped():
+    hostile = QWEN3_MOE | {"_name_or_path": "[click](https://evil.example)<img src=x onerror=alert(1)>**bold**"}
+    at = run_app(params={"src": "config"})
+    at.text_area(key="cfg_text").set_value(json.dumps(hostile)).run()
+    no_exception(at)
+    line = _read_line(at)
+    assert "](" not in line and "<img" not in line and "https://" not in line
+    assert "evil\\.example" in line  # what is left of the name is shown, escaped
+
+
+def test_latent_attention_and_a_sliding_window_are_named():
+    mla = {
+        "model_type": "deepseek_v3", "_name_or_path": "tiny-mla", "hidden_size": 1024, "intermediate_size": 2816,
+        "moe_intermediate_size": 256, "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1,
+        "first_k_dense_replace": 1, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 8,
+        "q_lora_rank": 256, "kv_lora_rank": 128, "qk_rope_head_dim": 32, "qk_nope_head_dim": 64, "v_head_dim": 64,
+        "vocab_size": 32000, "max_position_embeddings": 16384,
+    }  # fmt: skip
+    at = run_app(params={"src": "config"})
+    at.text_area(key="cfg_text").set_value(json.dumps(mla)).run()
+    assert "MLA \\(latent 128\\)" in _read_line(at) and "**tiny\\-mla**" in _read_line(at) and "KV cache 1\\.25 KiB" in _read_line(at)
+    window = {  # Mistral 7B v0.1: a 4,096-token window on every layer
+        "model_type": "mistral", "_name_or_path": "windowed", "hidden_size": 4096, "intermediate_size": 14336,
+        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+        "max_position_embeddings": 32768, "sliding_window": 4096,
+    }  # fmt: skip
+    at.text_area(key="cfg_text").set_value(json.dumps(window)).run()
+    assert "sliding window 4,096 on 32 of 32 layers" in _read_line(at)
+
+
+def test_a_fetched_config_is_called_by_its_hub_id(hub):  # noqa: F811
+    at = _fetch("Qwen/Qwen3-8B")
+    no_exception(at)
+    assert "**Qwen/Qwen3\\-8B**" in _read_line(at)
+    assert json.loads(at.text_area(key="cfg_text").value)["_name_or_path"] == "Qwen/Qwen3-8B"
+
+
+def test_the_presenter_view_draws_the_main_inputs_beside_the_chart():
+    at = open_link("memory", {"present": "true"})
+    no_exception(at)
+    sidebar_keys = {getattr(w, "key", None) for kind in ("selectbox", "select_slider") for w in at.sidebar.get(kind)}
+    main_keys = {getattr(w, "key", None) for kind in ("selectbox", "select_slider") for w in at.main.get(kind)}
+    assert {"acc", "batch", "seq", "fmt"} <= main_keys and not {"acc", "batch", "seq", "fmt"} & sidebar_keys
+    assert at.toggle(key="present").value is True
+    at.toggle(key="present").set_value(False).run()  # off again: the inputs go back to the sidebar
+    no_exception(at)
+    sidebar_keys = {getattr(w, "key", None) for kind in ("selectbox", "select_slider") for w in at.sidebar.get(kind)}
+    assert {"acc", "batch", "seq", "fmt"} <= sidebar_keys
+
+
+def test_the_training_page_presents_its_time_and_cost_chart_with_its_inputs():
+    at = open_link("training", {"present": "true", "mode": "training"})
+    no_exception(at)
+    assert {"model", "method"} <= {getattr(w, "key", None) for kind in ("selectbox", "segmented_control", "button_group") for w in at.main.get(kind)}
+    assert "tokens" in {getattr(w, "key", None) for w in at.main.get("number_input")}
