@@ -16,6 +16,7 @@ import pytest
 
 from core.catalog.presets import DATA_DIR
 from core.measured import Measured, load_measured
+from tests.core.test_measured_h100 import _harness  # bench/gpu/harness.py loaded as a module, once
 
 H200 = DATA_DIR / "measurements" / "h200-2026-11-26.jsonl"
 ROWS = load_measured(H200)
@@ -164,17 +165,6 @@ def test_misses_are_few() -> None:
     assert sum(bool(reason) for *_, reason in SPEED_ROWS.values()) == 4
 
 
-def _harness():  # bench/gpu/harness.py is a script, not a package; it imports torch only when it runs a case
-    import importlib.util
-
-    path = Path(__file__).parents[2] / "bench" / "gpu" / "harness.py"
-    spec = importlib.util.spec_from_file_location("gpu_harness", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_harness_grid_h200_is_what_ran() -> None:
     """Every row is a case of the grid `h200` (so a rerun refreshes them), with the parameter counts it reported."""
     from core.model.hf_config import parse_hf_config
@@ -194,7 +184,6 @@ def test_the_borderline_band_is_the_measured_error():
     generate() peak of our H100 and H200 runs: recomputed here, so a change to the model or a new run that moves
     it fails until the constant (and its stated basis) follow."""
     import statistics
-    from pathlib import Path
 
     from core.measured import load_measured
     from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION, borderline
