@@ -75,11 +75,16 @@ class MarketBand(BaseModel):
     high_usd_per_device_hour: float
 
 
-@functools.lru_cache(maxsize=4)
 def market_bands(today: dt.date | None = None) -> dict[str, MarketBand]:
-    """Per accelerator, the on-demand price per device-hour of each provider's cheapest billable catalog row."""
+    """Per accelerator, the on-demand price per device-hour of each provider's cheapest billable catalog row (on
+    `today`'s billable rows: the bands move as rows go stale)."""
+    return _market_bands(today or dt.date.today())
+
+
+@functools.lru_cache(maxsize=4)
+def _market_bands(today: dt.date) -> dict[str, MarketBand]:
     cheapest: dict[str, dict[str, float]] = defaultdict(dict)
-    for r in _billable_catalog(today or dt.date.today()):
+    for r in _billable_catalog(today):
         best = cheapest[r.accelerator_id]
         best[r.provider] = min(best.get(r.provider, float("inf")), r.on_demand_usd_per_device_hour)
     return {
