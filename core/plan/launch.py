@@ -222,6 +222,13 @@ def _serving(p: _Facts) -> str:
     return "\n".join([*head, *_prequantized_note(p), *_replicas_note(p), *body(p)])
 
 
+def _weights_flag(p: _Facts) -> tuple[str, Any]:
+    """vLLM's and SGLang's shared flag for the weights: --quantization for a quantized checkpoint, else --dtype."""
+    if p.weights_format in _QUANTIZATION:
+        return ("--quantization", _QUANTIZATION[p.weights_format])
+    return ("--dtype", _VLLM_DTYPE.get(p.weights_format, "auto"))
+
+
 def _vllm(p: _Facts) -> list[str]:
     args: list[tuple[str, Any] | str] = [
         ("--tensor-parallel-size", p.tensor_parallel),
@@ -230,10 +237,7 @@ def _vllm(p: _Facts) -> list[str]:
         ("--gpu-memory-utilization", GPU_MEMORY_FRACTION),
         ("--kv-cache-dtype", "fp8" if p.kv_cache_format == "fp8" else "auto"),
     ]
-    if p.weights_format in _QUANTIZATION:
-        args.append(("--quantization", _QUANTIZATION[p.weights_format]))
-    else:
-        args.append(("--dtype", _VLLM_DTYPE.get(p.weights_format, "auto")))
+    args.append(_weights_flag(p))
     return [_command(["vllm", "serve", _q(p.model)], args)]
 
 
@@ -246,10 +250,7 @@ def _sglang(p: _Facts) -> list[str]:
         ("--mem-fraction-static", GPU_MEMORY_FRACTION),
         ("--kv-cache-dtype", "fp8_e4m3" if p.kv_cache_format == "fp8" else "auto"),
     ]
-    if p.weights_format in _QUANTIZATION:
-        args.append(("--quantization", _QUANTIZATION[p.weights_format]))
-    else:
-        args.append(("--dtype", _VLLM_DTYPE.get(p.weights_format, "auto")))
+    args.append(_weights_flag(p))
     return [_command(["python", "-m", "sglang.launch_server"], args)]
 
 
