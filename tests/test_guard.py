@@ -74,7 +74,7 @@ def test_a_turn_is_given_back_even_when_the_run_fails():
 
 
 def test_a_heavy_session_waits_in_proportion_to_its_clients_overdraft(monkeypatch):
-    monkeypatch.setattr(guard, "_session_id", lambda: "s1")
+    monkeypatch.setattr(guard.st_private, "session_id", lambda: "s1")
     monkeypatch.setattr(guard, "client_key", lambda: "c1")
     monkeypatch.setattr(guard, "FAIR_SHARE", 1.0)
     monkeypatch.setattr(guard, "BURST_S", 0.5)
@@ -96,9 +96,9 @@ def test_a_client_over_its_session_cap_is_refused(monkeypatch):
     monkeypatch.setattr(guard.st, "error", lambda msg: stopped.append(msg))
     monkeypatch.setattr(guard.st, "stop", lambda: (_ for _ in ()).throw(SystemExit("stopped")))
     for i in range(3):
-        monkeypatch.setattr(guard, "_session_id", lambda i=i: f"s{i}")
+        monkeypatch.setattr(guard.st_private, "session_id", lambda i=i: f"s{i}")
         guard.after_run(guard.before_run())
-    monkeypatch.setattr(guard, "_session_id", lambda: "s-fourth")
+    monkeypatch.setattr(guard.st_private, "session_id", lambda: "s-fourth")
     with pytest.raises(SystemExit):
         guard.before_run()
     assert stopped and "Too many open sessions" in stopped[0]
@@ -115,7 +115,7 @@ def run_as(monkeypatch, sid: str) -> float:
     """One whole run of session `sid`; returns the seconds it was made to wait."""
     slept: list[float] = []
     monkeypatch.setattr(guard.time, "sleep", lambda s: slept.append(s))
-    monkeypatch.setattr(guard, "_session_id", lambda: sid)
+    monkeypatch.setattr(guard.st_private, "session_id", lambda: sid)
     guard.after_run(guard.before_run())
     return sum(slept)
 
@@ -152,7 +152,7 @@ def test_a_room_behind_one_address_does_not_wait_for_a_loop_among_them(monkeypat
     assert run_as(monkeypatch, "person8") == 0.0, "the others do not"
     priorities = {}
     for sid in ("person7", "person9"):
-        monkeypatch.setattr(guard, "_session_id", lambda sid=sid: sid)
+        monkeypatch.setattr(guard.st_private, "session_id", lambda sid=sid: sid)
         monkeypatch.setattr(guard.time, "sleep", lambda s: None)
         guard.before_run()
         priorities[sid] = guard._local.priority

@@ -67,6 +67,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from app_pages.shared import st_private
+
 
 def _env_float(name: str, default: float) -> float:
     try:
@@ -149,31 +151,13 @@ def _take_turn(priority: float) -> None:
 _local = threading.local()
 
 
-def _cache_contexts() -> tuple | None:
-    """Streamlit's cache replay contexts (an internal: where they cannot be found, None)."""
-    try:
-        from streamlit.runtime.caching import cache_data_api, cache_resource_api
-
-        contexts = (cache_data_api.CACHE_DATA_MESSAGE_REPLAY_CTX, cache_resource_api.CACHE_RESOURCE_MESSAGE_REPLAY_CTX)
-        for ctx in contexts:
-            ctx._cached_message_stack.get()
-        return contexts
-    except Exception:
-        return None
-
-
-_CACHE_CONTEXTS = _cache_contexts()
-
-
 def _inside_cached_function() -> bool:
     """Whether this thread is computing a st.cache_data / st.cache_resource value. Streamlit then holds that value's
     lock, and the session a turn would go to may ask for the same value (a room on one link asks for the same
     ones): it would wait for the lock while holding the turn, and this run for the turn, until MAX_TURN_WAIT_S.
-    Read from Streamlit's cache replay contexts; where they cannot be read (another Streamlit), the answer is yes:
-    never hand a turn over rather than risk the wait."""
-    if _CACHE_CONTEXTS is None:
-        return True
-    return any(ctx._cached_message_stack.get() for ctx in _CACHE_CONTEXTS)
+    Where Streamlit cannot say (another Streamlit: st_private), the answer is yes: never hand a turn over rather
+    than risk the wait."""
+    return st_private.inside_cached_function() is not False
 
 
 def yield_turn() -> None:
@@ -214,13 +198,6 @@ def _end_turn() -> None:
             _holders.discard(threading.get_ident())
             _running -= 1
             _turns.notify_all()
-
-
-def _session_id() -> str | None:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    return ctx.session_id if ctx is not None else None
 
 
 def client_key() -> str:
@@ -294,7 +271,7 @@ def before_run() -> float:
     """Call at the top of every run: stops a session over the client cap; a heavy session (its own allowance spent)
     waits while its client's shared bucket is empty, and queues behind light ones. Returns the thread CPU clock to
     hand to after_run()."""
-    sid = _session_id()
+    sid = st_private.session_id()
     priority = 0.0
     if sid is not None:
         client = _sessions[sid].client if sid in _sessions else client_key()
@@ -379,7 +356,7 @@ def after_run(started_cpu: float) -> None:
     _end_turn()
     if not _frozen.is_set() and FREEZE_AFTER_FIRST_RUN:
         _freeze_long_lived()
-    sid = _session_id()
+    sid = st_private.session_id()
     if sid is None or not FAIR_SHARE:
         return
     _charge(sid, max(0.0, time.thread_time() - started_cpu), time.monotonic())
