@@ -87,11 +87,13 @@ def wait_ready(page, settle: float = 1.0) -> None:
     page.wait_for_selector(READY, timeout=60_000)
 
 
-CHARTS_DRAWN = """(print) => {
+CHARTS_DRAWN = """([print, least]) => {
   if (print) window.dispatchEvent(new Event('beforeprint'));  // chart.js draws every chart still waiting to be seen
   const main = document.querySelector('[data-testid=stMain]');
   if (!main) return false;
-  return [...main.querySelectorAll('[data-testid=stBidiComponentRegular]')].every((host) => {
+  const hosts = [...main.querySelectorAll('[data-testid=stBidiComponentRegular]')];
+  if (hosts.length < least) return false;  // the charts' elements are not there yet (every() of none is true)
+  return hosts.every((host) => {
     const div = host.querySelector('div.llmgp-chart');
     if (!div || !div.llmgpLatest) return false;  // the chart's module has not run yet
     if (div.textContent.startsWith('This chart could not be drawn')) return true;
@@ -103,12 +105,14 @@ CHARTS_DRAWN = """(print) => {
 }"""
 
 
-def charts_drawn(page, every: bool = False, timeout_ms: int = 60_000) -> None:
-    """Wait until each chart on the page shows its latest figure (chart.js marks the digest it drew), those in view
-    or, with `every`, all of them (drawn as for printing); a chart that says it could not be drawn counts. A read of
-    chart titles or traces waits on this, not on time: on a busy machine a chart is drawn well after the run ends."""
+def charts_drawn(page, every: bool = False, timeout_ms: int = 60_000, least: int = 1) -> None:
+    """Wait until at least `least` charts are on the page and each shows its latest figure (chart.js marks the digest
+    it drew), those in view or, with `every`, all of them (drawn as for printing); a chart that says it could not be
+    drawn counts. A read of chart titles or traces waits on this, not on time: on a busy machine a chart is drawn
+    well after the run ends, and its element may not even be there when the script state first reads idle (a
+    70B training Plan at 390 px once read no chart at all)."""
     page.wait_for_selector(READY, timeout=timeout_ms)
-    page.wait_for_function(CHARTS_DRAWN, arg=every, polling=100, timeout=timeout_ms)
+    page.wait_for_function(CHARTS_DRAWN, arg=[every, least], polling=100, timeout=timeout_ms)
 
 
 def metrics(page, expected: int = 5) -> list[str]:
