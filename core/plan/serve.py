@@ -40,7 +40,7 @@ from core.scenario import Scenario
 TENSOR_PARALLEL = (1, 2, 4, 8)
 # Formats a serving engine loads: 16-bit, FP8 (W8A8 on Hopper and newer, weight-only elsewhere) and 4-bit AWQ;
 # llama.cpp serves GGUF files.
-FORMATS_BY_ENGINE = {"llama.cpp": ("fp16", "gguf-q8_0", "gguf-q4_k_m")}
+FORMATS_BY_ENGINE = {"llama.cpp": ("fp16", "gguf-q8_0", "gguf-q4_k_m"), "mlx": ("bf16", "mlx-q8", "mlx-q4")}
 DEFAULT_FORMATS = ("bf16", "fp8", "awq-4bit", "gptq-4bit")  # one 4-bit format per part: core/model/kernels.py
 FOUR_BIT = ("awq-4bit", "gptq-4bit")
 

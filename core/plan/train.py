@@ -272,9 +272,9 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
         if aid in INFERENCE_ONLY:
             skipped.append(f"{aid}: an inference-only part")
             continue
-        usable = [s for s in shapes if part_problem(acc, s.method) is None]
+        usable = [s for s in shapes if part_problem(acc, s.method, goal.training_stack) is None]
         if not usable:
-            skipped.append(part_problem(acc, shapes[0].method) if shapes else f"{aid}: nothing to train")  # type: ignore[arg-type]
+            skipped.append(part_problem(acc, shapes[0].method, goal.training_stack) if shapes else f"{aid}: nothing to train")  # type: ignore[arg-type]
             continue
         found = False
         for rental in training_rows(rows, aid, goal.pricing == "spot"):
