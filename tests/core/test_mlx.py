@@ -122,9 +122,9 @@ def test_mlx_qlora_keeps_its_base_in_mlx_4bit():
     assert estimate_memory(hf).weights_bytes_total == pytest.approx(weight_bytes(arch, FORMATS["nf4"]), rel=1e-6)
 
 
-def test_mistral_7b_lora_fits_a_32_gb_mac_as_the_mlx_lm_docs_say():
-    # mlx_lm/LORA.md, "Memory Issues": Mistral-7B LoRA with --batch-size 1 --num-layers 4 "for a machine with 32 GB"
-    sc = Scenario(
+def _mistral_lora() -> Scenario:
+    """mlx_lm/LORA.md's example: Mistral 7B, --batch-size 1, LoRA; 512-token WikiSQL examples at most."""
+    return Scenario(
         model="mistral-7b-v0.1",
         mode="training",
         method="lora",
@@ -135,6 +135,11 @@ def test_mistral_7b_lora_fits_a_32_gb_mac_as_the_mlx_lm_docs_say():
         precision="bf16-true",
         lora_rank=8,
     )
+
+
+def test_mistral_7b_lora_fits_a_32_gb_mac_as_the_mlx_lm_docs_say():
+    # mlx_lm/LORA.md, "Memory Issues": Mistral-7B LoRA with --batch-size 1 --num-layers 4 "for a machine with 32 GB"
+    sc = _mistral_lora()
     assert estimate_memory(sc).fits
 
 
@@ -142,17 +147,7 @@ def test_mistral_7b_lora_speed_on_an_m1_max_is_a_recorded_miss_explained_by_the_
     # mlx_lm/LORA.md: the command above "on an M1 Max with 32 GB runs at about 250 tokens-per-second". It adapts the top
     # 4 of 32 layers, so the backward pass stops there: about 2N + 2N x 4/32 = 2.25N FLOPs per token, where the model's
     # LoRA (all layers, as the planner's launch command runs it with --num-layers -1) counts 4N.
-    sc = Scenario(
-        model="mistral-7b-v0.1",
-        mode="training",
-        method="lora",
-        training_stack="mlx-lm",
-        accelerator="apple-m1-max-32gb",
-        batch_size=1,
-        seq_len=512,
-        precision="bf16-true",
-        lora_rank=8,
-    )
+    sc = _mistral_lora()
     t = training_time(sc, get_accelerator(sc.accelerator), 1, tokens=1e6)
     assert abs(t.tokens_per_s / 250 - 1) > 0.25  # the miss: all layers adapted vs 4
     n = sc.architecture.param_scale * sum(g.params for g in sc.architecture.weight_groups if g.role != "embed")
