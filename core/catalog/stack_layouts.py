@@ -51,6 +51,8 @@ def layout_problem(stack: str, method: str, zero_stage: int, tensor_parallel: in
     s = load_stack_layouts().get(stack)
     if s is None:
         return None  # a stack the table does not describe is not held to it
+    if data_parallel > 1 and not s.data_parallel:
+        return f"{stack} trains on one device (no data parallelism)"
     if zero_stage not in s.zero_stages:
         return f"{stack} has no ZeRO stage {zero_stage} (it runs {', '.join(map(str, s.zero_stages))})"
     if tensor_parallel > 1 and not s.tensor_parallel:

@@ -43,6 +43,10 @@ MLX_BANDWIDTH_EFFICIENCY = 39.10e9 * 9.351 / 400e9
 # mlx_lm.generate_step(prefill_step_size=2048): a prompt is prefilled 2,048 tokens at a time.
 MLX_PREFILL_STEP_TOKENS = 2048
 
+# Engines whose launch command here serves from one device: mlx_lm.server has no tensor or pipeline parallelism (MLX's
+# distributed inference runs through mlx.launch over several Macs, not modelled); replicas still add throughput.
+SINGLE_DEVICE_ENGINES = frozenset({"mlx"})
+
 EngineId = Literal["vllm", "sglang", "tensorrt-llm", "llama.cpp", "hf-transformers", "hf-transformers-compiled", "deepspeed-mii", "mlx"]
 
 # DeepSpeed-MII / FastGen (DeepSpeed-Inference v2, deepspeed/inference/v2/ragged/manager_configs.py): the KV cache is

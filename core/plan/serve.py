@@ -19,6 +19,7 @@ from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
 from core.layout import Layout
+from core.memory.engines import SINGLE_DEVICE_ENGINES
 from core.model.kernels import four_bit_format
 from core.money.serving import (
     FP8_KV_ENGINES,
@@ -123,7 +124,7 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         for kv in kv_formats(goal):
             for tp in TENSOR_PARALLEL:
                 sc = serving_scenario(goal, fmt, tp, kv_cache_format=kv)
-                if sc.architecture.num_heads % tp:
+                if sc.architecture.num_heads % tp or (tp > 1 and goal.serving_engine in SINGLE_DEVICE_ENGINES):
                     continue
                 sized.append((fmt, kv, tp, sc, memory_by_batch(sc, Layout(1, tp, 1))))
     options: list[ServingOption] = []

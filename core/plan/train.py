@@ -108,7 +108,7 @@ def _shapes(goal: Goal) -> list[_Shape]:
             layouts += [(0, tps[-1], p, 1, False) for p in (2, 4, 8, 16) if p <= arch.num_layers]
             layouts += [(3, 1, 1, d, False) for d in ZERO3_RANKS]
             for zero, tp, pp, dp, single in layouts:
-                if layout_problem(goal.training_stack, method, zero, tp, pp) is not None:
+                if layout_problem(goal.training_stack, method, zero, tp, pp, 1 if single else 2) is not None:
                     continue  # the stack cannot run it (data/stack_layouts.csv)
                 comps = ev.components(Layout(dp, tp, pp), MICRO_BATCHES, goal.seq_len, zero_stage=zero)[0]
                 total = np.broadcast_to(np.asarray(comps.total, dtype=np.float64), MICRO_BATCHES.shape)

@@ -434,7 +434,7 @@ def test_a_hostile_provider_from_a_users_price_list_stays_a_comment():
 STUB = """
 set -e
 record() { prog="$1"; shift; printf '%s\\0' "$@" >> "$prog.args"; }
-for p in vllm python trtllm-serve llama-server transformers trl tune accelerate litgpt deepspeed torchrun; do
+for p in vllm python trtllm-serve llama-server transformers trl tune accelerate litgpt deepspeed torchrun mlx_lm.convert mlx_lm.server mlx_lm.lora; do
   eval "$p() { record $p \\"\\$@\\"; }"
 done
 """

@@ -197,3 +197,13 @@ def test_llama_cpp_on_the_same_m3_max_agrees_with_its_published_q4_0_run():
         kv_cache_format="fp16",
     )
     assert inference_speed(sc).decode_tokens_per_s == pytest.approx(9.07, rel=0.25)
+
+
+def test_the_planner_keeps_mlx_on_one_device_and_in_mlx_formats():
+    from core.plan import Goal, plan
+
+    served = plan(Goal(goal="serve", model="llama-3.1-70b", requests_per_day=2_000_000, serving_engine="mlx")).plans
+    assert served and all(p.tensor_parallel == p.pipeline_parallel == 1 for p in served)
+    assert {p.weights_format for p in served} <= {"bf16", "mlx-q8", "mlx-q4"}
+    tuned = plan(Goal(goal="fine-tune", model="llama-3.1-8b", tokens=2e7, training_stack="mlx-lm")).plans
+    assert tuned and all(p.devices == 1 and p.zero_stage == 0 for p in tuned)
