@@ -8,8 +8,9 @@ from app_pages.shared.context import as_mode, page_header, priced, stop_page
 from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sidebars_layout
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
-from app_pages.shared.text import md, metric, plain
+from app_pages.shared.text import md, metric, plain, say
 from core.catalog.accelerators import get_accelerator
+from core.catalog.wired_limit import wired_limit_text
 
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
 if sc.mode != "inference":
@@ -57,6 +58,8 @@ else:
         icon=":material/warning:",
     )
 
+if (wired := wired_limit_text(acc)) is not None:  # Apple silicon: what the GPU may use of the unified memory
+    st.caption(say(wired, units.name))
 left, right = st.columns(2)
 with left:
     show(decode_figure(KEY), key="chart_decode")

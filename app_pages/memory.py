@@ -17,6 +17,7 @@ from app_pages.shared.tables import show_table
 from app_pages.shared.text import metric, plain, say
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
+from core.catalog.wired_limit import wired_limit_text
 from core.memory.engines import ENGINES
 from core.memory.fit import BORDERLINE_BASIS
 from core.memory.stacks import STACKS
@@ -143,6 +144,8 @@ def fit_details() -> str:
         else:
             st.markdown(f"**{label}: {plain(software.label)}** (change it in the sidebar). " + " · ".join(plain(n) for n in software.notes[:3]))
             st.caption("Source: " + plain(software.source))
+            if (wired := wired_limit_text(acc)) is not None:  # Apple silicon: macOS's GPU wired-memory limit, in words
+                st.caption(say(wired, units.name))
     return label
 
 
