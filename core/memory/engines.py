@@ -43,8 +43,8 @@ MLX_BANDWIDTH_EFFICIENCY = 39.10e9 * 9.351 / 400e9
 # mlx_lm.generate_step(prefill_step_size=2048): a prompt is prefilled 2,048 tokens at a time.
 MLX_PREFILL_STEP_TOKENS = 2048
 
-# Engines whose launch command here serves from one device: mlx_lm.server has no tensor or pipeline parallelism (MLX's
-# distributed inference runs through mlx.launch over several Macs, not modelled); replicas still add throughput.
+# Engines the planner serves from one device per replica: the launch command here is mlx_lm.server on one machine;
+# MLX's distributed inference over several Macs (mlx.launch) is not generated, so no plan splits a model for it.
 SINGLE_DEVICE_ENGINES = frozenset({"mlx"})
 
 EngineId = Literal["vllm", "sglang", "tensorrt-llm", "llama.cpp", "hf-transformers", "hf-transformers-compiled", "deepspeed-mii", "mlx"]

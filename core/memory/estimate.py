@@ -31,7 +31,7 @@ from core.memory.components import (
     training_peak,
     training_states,
 )
-from core.memory.engines import ENGINES, SINGLE_DEVICE_ENGINES
+from core.memory.engines import ENGINES
 from core.memory.fit import MAX_DEVICES, borderline, max_batch, max_seq, smallest_count
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
@@ -340,8 +340,7 @@ def devices_needed(sc: Scenario, ev: Evaluator, capacity: float) -> LayoutResult
     if ev.total(own, b, s) <= capacity:
         options.append((own.devices, 0, own, sc.zero_stage))
     layer_split = sc.mode == "inference" and sc.serving_engine == "llama.cpp"
-    one_device = sc.mode == "inference" and sc.serving_engine in SINGLE_DEVICE_ENGINES  # no model parallelism
-    for tp in [] if one_device else _tp_sizes(sc, arch):
+    for tp in _tp_sizes(sc, arch):
 
         def stages_fit(p: int, t: int = tp) -> bool:
             return ev.total(Layout(1, t, p), b, s) <= capacity
