@@ -37,6 +37,8 @@ metric(
     help=(inf.price_instance or "no price for this accelerator in the price list")
     + f": USD per million output tokens with the replica kept 100% busy at batch {inf.batch_size}, every hour of the month (a floor; the traffic bill is below)",
 )
+if (wired := wired_limit_text(acc)) is not None:  # Apple silicon: what the GPU may use of the unified memory
+    st.caption(say(wired, units.name))
 if result.layout_needed is None:
     st.error(md("{model} does not fit on any layout of {acc} at these settings: no speeds to show.", model=sc.architecture.name, acc=acc.name))
     stop_page()
@@ -58,8 +60,6 @@ else:
         icon=":material/warning:",
     )
 
-if (wired := wired_limit_text(acc)) is not None:  # Apple silicon: what the GPU may use of the unified memory
-    st.caption(say(wired, units.name))
 left, right = st.columns(2)
 with left:
     show(decode_figure(KEY), key="chart_decode")
