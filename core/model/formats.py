@@ -222,6 +222,8 @@ FORMATS: dict[str, WeightFormat] = {
 # Bytes per cached K or V element. llama.cpp's quantized caches (--cache-type-k/-v) use its weight blocks:
 # q8_0 = 34 bytes per 32 values, q4_0 = 18 bytes per 32 (ggml-common.h block_q8_0 / block_q4_0).
 KV_CACHE_BYTES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "q8_0": 34 / 32, "q4_0": 18 / 32}
+# mlx-lm's quantized KV cache (mlx_lm.generate --kv-bits 8 or 4, --kv-group-size 64: QuantizedKVCache) stores the same
+# bytes: 8 or 4 bits plus a 16-bit scale and bias per 64 values = 8.5 or 4.5 bits, as q8_0 (34 B / 32) and q4_0 (18 B / 32).
 KV_FORMAT_SOURCE = "ggml-org/llama.cpp ggml/src/ggml-common.h (block_q8_0, block_q4_0); vLLM docs, Quantized KV cache (fp8)"
 
 
