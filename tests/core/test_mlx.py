@@ -217,3 +217,19 @@ def test_mlx_prefill_on_an_m3_max_is_a_recorded_miss():
     sc = Scenario(model="llama-3.3-70b", weights_format="mlx-q4", accelerator="apple-m3-max-64gb", serving_engine="mlx", seq_len=1635 + 754, output_tokens=754)
     prefill_tokens_per_s = 1635 / inference_speed(sc).time_to_first_token_s
     assert prefill_tokens_per_s / 83.239 - 1 < -0.25
+
+
+def test_mlx_is_in_the_schema_and_explain_covers_it():
+    import json
+
+    from core.estimate import estimate
+    from core.memory.explain import explain
+
+    schema = json.dumps(Scenario.model_json_schema())
+    for value in ("mlx", "mlx-lm", "mlx-q4", "mlx-q8", "mlx-q3", "mlx-q6"):
+        assert f'"{value}"' in schema
+    sc = Scenario(model="llama-3.1-8b", weights_format="mlx-q4", serving_engine="mlx", accelerator="apple-m2-max")
+    parts = {e.component: e for e in explain(sc, estimate(sc))}
+    assert parts["weights"].bytes == pytest.approx(weight_bytes(sc.architecture, FORMATS["mlx-q4"]), rel=1e-6)
+    texts = [t.render() for t in estimate_memory(sc.replace(serving_engine="llama.cpp")).assumption_texts]
+    assert any("llama.cpp has no kernels for MLX 4-bit" in t for t in texts), texts
