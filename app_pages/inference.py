@@ -8,8 +8,9 @@ from app_pages.shared.context import as_mode, page_header, priced, stop_page
 from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sidebars_layout
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
-from app_pages.shared.text import md, metric, plain
+from app_pages.shared.text import md, metric, plain, say
 from core.catalog.accelerators import get_accelerator
+from core.catalog.wired_limit import wired_limit_text
 
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
 if sc.mode != "inference":
@@ -36,6 +37,8 @@ metric(
     help=(inf.price_instance or "no price for this accelerator in the price list")
     + f": USD per million output tokens with the replica kept 100% busy at batch {inf.batch_size}, every hour of the month (a floor; the traffic bill is below)",
 )
+if (wired := wired_limit_text(acc)) is not None:  # Apple silicon: what the GPU may use of the unified memory
+    st.caption(say(wired, units.name))
 if result.layout_needed is None:
     st.error(md("{model} does not fit on any layout of {acc} at these settings: no speeds to show.", model=sc.architecture.name, acc=acc.name))
     stop_page()

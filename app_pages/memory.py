@@ -17,6 +17,7 @@ from app_pages.shared.tables import show_table
 from app_pages.shared.text import metric, plain, say
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
+from core.catalog.wired_limit import is_apple_gpu, wired_limit_text
 from core.memory.engines import ENGINES
 from core.memory.fit import BORDERLINE_BASIS
 from core.memory.stacks import STACKS
@@ -107,8 +108,14 @@ def fit_details() -> str:
             )
         elif sc.mode == "training" or result.engine_reserved_bytes is None:
             metric(fit_cols[0], "Live tensors at the peak", units(result.allocated_peak_bytes), help="torch.cuda.max_memory_allocated()")
-            metric(fit_cols[1], "PyTorch's reserved pool", units(result.reserved_peak_bytes), help="torch.cuda.max_memory_reserved(): live tensors + freed blocks kept")
-            metric(fit_cols[2], "What nvidia-smi shows", units(m.total), help="the reserved pool + CUDA context and libraries: the number a fit is decided on")
+            if is_apple_gpu(acc):  # Metal, not CUDA: no nvidia-smi; the fit is decided against macOS's wired-memory limit
+                metric(fit_cols[1], "Allocator's pool", units(result.reserved_peak_bytes), help="live arrays + freed buffers the framework keeps for reuse")
+                metric(fit_cols[2], "GPU memory in use", units(m.total), help="the pool + the runtime: the number a fit is decided on, against the wired limit")
+            else:
+                metric(
+                    fit_cols[1], "PyTorch's reserved pool", units(result.reserved_peak_bytes), help="torch.cuda.max_memory_reserved(): live tensors + freed blocks kept"
+                )
+                metric(fit_cols[2], "What nvidia-smi shows", units(m.total), help="the reserved pool + CUDA context and libraries: the number a fit is decided on")
             phases = {"loss": "the loss step", "recomputation of a checkpointed block": "a recomputed block", "optimizer step": "the optimizer step"}
             phase = phases.get(result.peak_phase, "the forward pass")
             metric(fit_cols[3], "Peak happens at", phase if sc.mode == "training" else "the prefill")
@@ -143,6 +150,8 @@ def fit_details() -> str:
         else:
             st.markdown(f"**{label}: {plain(software.label)}** (change it in the sidebar). " + " · ".join(plain(n) for n in software.notes[:3]))
             st.caption("Source: " + plain(software.source))
+            if (wired := wired_limit_text(acc)) is not None:  # Apple silicon: macOS's GPU wired-memory limit, in words
+                st.caption(say(wired, units.name))
     return label
 
 

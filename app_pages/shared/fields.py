@@ -343,7 +343,14 @@ def fields() -> dict[str, Field]:
             section="workload",
             scenario="kv_cache_format",
             applies=inference,
-            labels={"bf16": "BF16", "fp16": "FP16", "fp8": "FP8 (vLLM, TensorRT-LLM)", "int8": "INT8", "q8_0": "Q8_0 (llama.cpp)", "q4_0": "Q4_0 (llama.cpp)"},
+            labels={
+                "bf16": "BF16",
+                "fp16": "FP16",
+                "fp8": "FP8 (vLLM, TensorRT-LLM)",
+                "int8": "INT8",
+                "q8_0": "Q8_0 (llama.cpp; MLX --kv-bits 8)",
+                "q4_0": "Q4_0 (llama.cpp; MLX --kv-bits 4)",
+            },
         ),
         Field(
             "engine",

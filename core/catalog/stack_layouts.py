@@ -12,9 +12,13 @@ import functools
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
+from core.catalog.engine_hardware import engine_problem
 
 LAYOUTS_CSV = DATA_DIR / "stack_layouts.csv"
 QLORA_VENDORS = frozenset({"nvidia", "amd"})
+# mlx-lm trains where MLX runs (data/engine_hardware.csv's mlx row: Apple silicon, and NVIDIA through MLX's CUDA
+# backend); its QLoRA base is MLX's own 4-bit format, not bitsandbytes', so it needs no bitsandbytes kernels.
+MLX_STACK = "mlx-lm"
 
 
 class StackLayouts(BaseModel):
@@ -47,6 +51,8 @@ def layout_problem(stack: str, method: str, zero_stage: int, tensor_parallel: in
     s = load_stack_layouts().get(stack)
     if s is None:
         return None  # a stack the table does not describe is not held to it
+    if data_parallel > 1 and not s.data_parallel:
+        return f"{stack} trains on one device (no data parallelism)"
     if zero_stage not in s.zero_stages:
         return f"{stack} has no ZeRO stage {zero_stage} (it runs {', '.join(map(str, s.zero_stages))})"
     if tensor_parallel > 1 and not s.tensor_parallel:
@@ -69,8 +75,12 @@ def spans_nodes_ok(stack: str) -> bool:
     return s is None or s.multi_node
 
 
-def part_problem(acc: Accelerator, method: str) -> str | None:
-    """Why `acc` cannot train with `method`, or None (QLoRA needs bitsandbytes' CUDA or ROCm kernels)."""
+def part_problem(acc: Accelerator, method: str, stack: str | None = None) -> str | None:
+    """Why `acc` cannot train with `method` (under `stack`), or None (QLoRA needs bitsandbytes' CUDA or ROCm kernels,
+    but for mlx-lm, which runs where MLX runs and quantizes its own base)."""
+    if stack == MLX_STACK:
+        problem = engine_problem("mlx", acc)
+        return None if problem is None else problem.replace("mlx does not run", "mlx-lm (MLX) does not run", 1)
     if method == "qlora" and (acc.vendor not in QLORA_VENDORS or acc.kind != "gpu"):
         return f"{acc.name}: no bitsandbytes 4-bit kernels (QLoRA needs a CUDA or ROCm GPU)"
     return None

@@ -208,7 +208,7 @@ def training_states(sc: Scenario, arch: Architecture) -> TrainingStates:
         copies = copies_per_param * n
         largest = max(g.in_features * g.out_features for g in arch.weight_groups) * arch.param_scale
         return TrainingStates(param * n, copies, grad * n, opt, n, param, grad * largest, grad * head, table)
-    base = FORMATS["nf4"] if sc.method == "qlora" else FORMATS[sc.weights_format]
+    base = FORMATS[stack_of(sc).qlora_base_format] if sc.method == "qlora" else FORMATS[sc.weights_format]
     if sc.method == "lora" and sc.precision == "fp32":
         base = FORMATS["fp32"]
     if qlora_upcast(sc):  # prepare_model_for_kbit_training: every non-quantized parameter in fp32

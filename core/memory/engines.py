@@ -32,7 +32,22 @@ VLLM_LAYER_OVERHEAD_S = (6.44e-3 - _ROOF_8B_S) / 32
 # (4.62 GB read per token at 75% of 2.0 TB/s = 3.08 ms; the rest over 32 layers).
 LLAMACPP_QUANT_LAYER_OVERHEAD_S = (1 / 145.55 - 4.6174e9 / (2000e9 * 0.75)) / 32
 
-EngineId = Literal["vllm", "sglang", "tensorrt-llm", "llama.cpp", "hf-transformers", "hf-transformers-compiled", "deepspeed-mii"]
+# MLX (mlx-lm's generate / server) on Apple silicon: one efficiency for 16-bit and MLX-quantized weights, no per-layer
+# time (MLX evaluates a decode step as one lazily built graph). Calibrated on Llama-3.3-70B-Instruct-4bit on an M3 Max
+# (40-core GPU, 64 GB, 400 GB/s), 9.351 tokens/s at a 260-token prompt (ml-explore/mlx-examples issue #1029, MLX 0.21.1,
+# mlx-lm 0.20.4): a step reads 39.10 GB (the MLX 4-bit weights but the embedding table), so 39.10e9 x 9.351 / 400e9.
+# The same M3 Max runs llama.cpp q4_0 at 9.07 tokens/s and Q4_K_M at 8.15 (same thread): about 90% of the datasheet
+# bandwidth on the 70B model's large matrices for both engines, so the figure is not MLX's alone. Checked in
+# tests/core/test_mlx.py (tests/data/mlx_speeds.csv).
+MLX_BANDWIDTH_EFFICIENCY = 39.10e9 * 9.351 / 400e9
+# mlx_lm.generate_step(prefill_step_size=2048): a prompt is prefilled 2,048 tokens at a time.
+MLX_PREFILL_STEP_TOKENS = 2048
+
+# Engines the planner serves from one device per replica: the launch command here is mlx_lm.server on one machine;
+# MLX's distributed inference over several Macs (mlx.launch) is not generated, so no plan splits a model for it.
+SINGLE_DEVICE_ENGINES = frozenset({"mlx"})
+
+EngineId = Literal["vllm", "sglang", "tensorrt-llm", "llama.cpp", "hf-transformers", "hf-transformers-compiled", "deepspeed-mii", "mlx"]
 
 # DeepSpeed-MII / FastGen (DeepSpeed-Inference v2, deepspeed/inference/v2/ragged/manager_configs.py): the KV cache is
 # allocated in blocks from all the memory left after the weights but MemoryConfig.size = 1_000_000_000 bytes kept back
@@ -208,6 +223,29 @@ ENGINES: dict[str, ServingEngine] = {
                 "sequences of at most 8,192 tokens by default (max_context)",
             ),
             MII_RESERVED_BYTES,
+        ),
+        ServingEngine(
+            "mlx",
+            "MLX (mlx-lm)",
+            MLX_PREFILL_STEP_TOKENS,
+            False,
+            None,
+            0.0,
+            MLX_BANDWIDTH_EFFICIENCY,
+            MLX_BANDWIDTH_EFFICIENCY,
+            0.0,
+            0.0,
+            0.0,
+            False,
+            "mlx-lm (ml-explore/mlx-lm: generate_step prefill_step_size 2048; KVCache grown 256 tokens at a time; "
+            "mlx_lm.server); decode efficiency calibrated on Llama-3.3-70B 4-bit on an M3 Max, 9.35 tokens/s "
+            "(ml-explore/mlx-examples issue #1029), checked on an M2 Ultra (tests/data/mlx_speeds.csv)",
+            (
+                "MLX allocates from unified memory as it goes: no pool is reserved at start, and the KV cache grows 256 tokens at a time",
+                "prompts are prefilled 2,048 tokens at a time (prefill_step_size)",
+                "on Apple silicon the GPU may use macOS's wired-memory limit of the unified memory, not all of it",
+                "decode speed is fitted on Apple silicon; MLX's CUDA backend is not calibrated here",
+            ),
         ),
     )
 }

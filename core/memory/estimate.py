@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from core.catalog.accelerators import get_accelerator
+from core.catalog.wired_limit import raise_limit_advice, wired_limit_text
 from core.layout import Layout
 from core.memory.components import (
     COMM_BUFFER_BYTES,
@@ -216,7 +217,7 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
     fits = bool(comps.total <= capacity) and ev.host_fits(layout, sc.batch_size, sc.seq_len)
     needed = devices_needed(sc, ev, capacity)
     seq_limit = max(arch.max_context, sc.seq_len)
-    fmt = FORMATS["nf4"] if sc.mode == "training" and sc.method == "qlora" else FORMATS[sc.weights_format]
+    fmt = FORMATS[STACKS[sc.training_stack].qlora_base_format] if sc.mode == "training" and sc.method == "qlora" else FORMATS[sc.weights_format]
     if sc.mode == "training" and sc.method == "full":
         fmt = FORMATS["fp32" if sc.precision == "fp32" else "bf16"]
     return MemoryResult.model_construct(
@@ -460,6 +461,8 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
             part=Bytes(value),
         )
     out = [first]
+    if not host_short and (wired := raise_limit_advice(get_accelerator(sc.accelerator), float(comps.total))) is not None:
+        out.append(wired)  # Apple silicon: the default wired-memory limit, not the memory, is what is short
     alts = _alternatives(sc, ev.arch, capacity)
     for size in (1, 2, 3):
         found = []
@@ -503,6 +506,8 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
             )
         )
     else:
+        if (wired := wired_limit_text(get_accelerator(sc.accelerator))) is not None:
+            out.append(wired)
         out.append(
             Text.of(
                 "outside PyTorch: {ctx} CUDA context and libraries per device (measured on an H100), +{buf} NCCL buffers when devices cooperate",
@@ -536,8 +541,8 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
                 )
             )
         out += [Text.of("{note}", note=note) for note in stack.notes]
-        if sc.method == "qlora" and sc.weights_format != "nf4":
-            out.append(Text.of("QLoRA keeps the frozen base in NF4 with double quantization; weights_format is not used"))
+        if sc.method == "qlora" and sc.weights_format != stack.qlora_base_format:
+            out.append(Text.of("QLoRA keeps the frozen base in {label}; weights_format is not used", label=FORMATS[stack.qlora_base_format].label))
         if sc.method == "qlora" and stack.qlora_upcast and not sc.gradient_checkpointing:
             out.append(Text.of("gradient checkpointing counted on: prepare_model_for_kbit_training enables it"))
         if sc.tensor_parallel > 1:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-StackId = Literal["hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron"]
+StackId = Literal["hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "mlx-lm"]
 
 
 class TrainingStack(NamedTuple):
@@ -45,6 +45,7 @@ class TrainingStack(NamedTuple):
     grads_resident: bool  # gradient buffers exist for the whole step (contiguous buffers), not only after backward
     source: str
     notes: tuple[str, ...]
+    qlora_base_format: str = "nf4"  # the frozen 4-bit base of QLoRA (core/model/formats.py): bitsandbytes NF4, or MLX's own
 
 
 STACKS: dict[str, TrainingStack] = {
@@ -171,6 +172,35 @@ STACKS: dict[str, TrainingStack] = {
                 "fused vocabulary-parallel cross-entropy: bf16 logits and one fp32 copy",
                 "fused layer norms keep no fp32 copies",
             ),
+        ),
+        # mlx-lm's trainer (mlx_lm/tuner): LoRALinear keeps lora_a / lora_b in float32 (MLX's default dtype), so a 16-bit
+        # input is promoted to fp32 for the adapter product; the frozen base stays in the checkpoint's dtype, or in MLX
+        # 4-bit when --model points at a quantized model ("QLoRA" in LORA.md); mx.fast.rms_norm is fused; the loss is
+        # nn.losses.cross_entropy over the whole 16-bit logits (no chunking): logits, their gradient and the fp32
+        # log-softmax, about 8 bytes per token and vocabulary entry. --grad-checkpoint checkpoints each layer.
+        TrainingStack(
+            "mlx-lm",
+            "MLX (mlx-lm LoRA / QLoRA)",
+            "master",
+            8.0,
+            False,
+            True,
+            4.0,
+            False,
+            False,
+            False,
+            False,
+            "ml-explore/mlx-lm mlx_lm/LORA.md ('If --model points to a quantized model, then the training will use QLoRA'; "
+            "--batch-size, --num-layers, --grad-checkpoint) and mlx_lm/tuner (LoRALinear fp32 adapters, cross_entropy loss)",
+            (
+                "one device: Apple silicon's unified memory (or one NVIDIA GPU through MLX's CUDA backend); no ZeRO, tensor or pipeline parallelism",
+                "QLoRA: the frozen base in MLX 4-bit (group 64: 4.5 bits per weight), converted with mlx_lm.convert -q",
+                "LoRA adapters in fp32 (MLX's default dtype); each adapted layer's 16-bit input is promoted to fp32 for them",
+                "fused RMSNorm (mx.fast.rms_norm): no fp32 copies of norm inputs",
+                "the loss runs over all 16-bit logits at once: about 8 bytes per token and vocabulary entry",
+                "mlx-lm trains in the model's 16-bit dtype (no fp32 master copy): BF16 (true) precision matches it; mixed precision counts an fp32 master copy",
+            ),
+            "mlx-q4",
         ),
     )
 }

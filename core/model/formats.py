@@ -33,6 +33,10 @@ WeightFormatId = Literal[
     "gguf-tq1_0",
     "gguf-tq2_0",
     "bitnet-i2_s",
+    "mlx-q4",
+    "mlx-q8",
+    "mlx-q3",
+    "mlx-q6",
 ]
 
 # GGML block types, bits per weight = block bytes * 8 / block weights
@@ -113,6 +117,25 @@ _GGUF_SRC = "llama.cpp k-quant mixes as described in TheBloke/Llama-2-7B-GGUF mo
 _TQ_SRC = "ggml-org/llama.cpp ggml/src/ggml-common.h (block_tq1_0, block_tq2_0), PR #8151; src/llama-quant.cpp (token_embd Q4_K, output Q6_K)"
 _TQ_KERNELS = "llama.cpp's ternary dot products (CPU; PR #8151); for models trained ternary (BitNet b1.58, TriLM)"
 
+# MLX affine quantization (mlx.core.quantize, mode "affine"; mlx_lm.convert -q with --q-group-size 64 and --q-bits 4 by
+# default): each group of 64 weights along a row shares one scale and one bias stored in the weights' 16-bit dtype, so
+# b bits per weight cost b + 2 x 16 / 64 = b + 0.5 (4-bit: 4.5; 8-bit: 8.5). mlx_lm's nn.quantize quantizes every
+# Linear and Embedding, so the embedding table and the output head are stored at the same bits; norms stay 16-bit.
+MLX_GROUP_SIZE = 64
+MLX_SCALE_BIAS_BITS = 2 * 16 / MLX_GROUP_SIZE
+_MLX_SRC = (
+    "MLX docs, mlx.core.quantize (affine mode: group size 32/64*/128, bits 2-8, 4* default; scale and bias per group "
+    "in the input's dtype), https://ml-explore.github.io/mlx/build/html/python/_autosummary/mlx.core.quantize.html; "
+    "mlx-lm convert -q (group size 64, 4 bits by default)"
+)
+_MLX_KERNELS = "MLX's quantized matmul kernels (mlx-lm: Metal on Apple silicon, or MLX's CUDA backend); other engines do not read MLX's packing"
+
+
+def _mlx_format(bits: int) -> WeightFormat:
+    b = bits + MLX_SCALE_BIAS_BITS
+    return WeightFormat(f"mlx-q{bits}", f"MLX {bits}-bit (group 64)", b, b, b, _BF16, source=_MLX_SRC, engines=("mlx",), kernels=_MLX_KERNELS)
+
+
 FORMATS: dict[str, WeightFormat] = {
     f.id: f
     for f in (
@@ -192,12 +215,15 @@ FORMATS: dict[str, WeightFormat] = {
             kernels="bitnet.cpp (Microsoft's llama.cpp fork: I2_S, TL1 and TL2 lookup-table kernels, CPU first) for BitNet b1.58 models; "
             "upstream llama.cpp does not read I2_S (convert to TQ1_0 / TQ2_0 instead)",
         ),
+        *(_mlx_format(bits) for bits in (4, 8, 3, 6)),
     )
 }
 
 # Bytes per cached K or V element. llama.cpp's quantized caches (--cache-type-k/-v) use its weight blocks:
 # q8_0 = 34 bytes per 32 values, q4_0 = 18 bytes per 32 (ggml-common.h block_q8_0 / block_q4_0).
 KV_CACHE_BYTES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "q8_0": 34 / 32, "q4_0": 18 / 32}
+# mlx-lm's quantized KV cache (mlx_lm.generate --kv-bits 8 or 4, --kv-group-size 64: QuantizedKVCache) stores the same
+# bytes: 8 or 4 bits plus a 16-bit scale and bias per 64 values = 8.5 or 4.5 bits, as q8_0 (34 B / 32) and q4_0 (18 B / 32).
 KV_FORMAT_SOURCE = "ggml-org/llama.cpp ggml/src/ggml-common.h (block_q8_0, block_q4_0); vLLM docs, Quantized KV cache (fp8)"
 
 

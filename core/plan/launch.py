@@ -27,6 +27,8 @@ ALL_LAYERS_ON_GPU = 999  # llama.cpp -ngl: more layers than any model has puts e
 MII_RESTFUL_PORT = 28080
 LORA_RANK = 16  # the planner's LoRA: rank 16 on all linear layers (core/plan/__init__.assumptions)
 OWN_STACK_VENDORS = frozenset({"groq", "cerebras"})  # their chips run the vendor's own serving stack
+MLX_LORA_SCALE = 20.0  # mlx-lm's default lora_parameters scale (mlx_lm/lora.py CONFIG_DEFAULTS)
+MLX_SERVER_PORT = 8080  # mlx_lm.server's default port
 
 
 def launch_command(plan_or_scenario: Any) -> str:
@@ -216,6 +218,7 @@ def _serving(p: _Facts) -> str:
         "hf-transformers": _transformers_serve,
         "hf-transformers-compiled": _transformers_serve,
         "deepspeed-mii": _mii,
+        "mlx": _mlx_serve,
     }.get(p.engine)
     if body is None:
         return "\n".join([*head, _comment(f"no launch command for engine {p.engine!r}")])
@@ -318,6 +321,62 @@ def _mii(p: _Facts) -> list[str]:
     ]
 
 
+_MLX_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def _mlx_convert(p: _Facts, bits: int | None) -> list[str]:
+    """mlx_lm.convert: the checkpoint in MLX's layout, quantized to `bits` (group 64) or in the plan's 16-bit dtype."""
+    args: list[tuple[str, Any] | str] = [("--hf-path", p.model), ("--mlx-path", "mlx_model")]
+    if bits is not None:
+        args += ["-q", ("--q-bits", bits), ("--q-group-size", 64)]
+    else:
+        args.append(("--dtype", _MLX_DTYPE.get(p.weights_format if p.serving else p.precision.removesuffix("-true"), "bfloat16")))
+    return [_command(["mlx_lm.convert"], args)]
+
+
+def _mlx_bits(weights_format: str) -> int | None:
+    return int(weights_format.removeprefix("mlx-q")) if weights_format.startswith("mlx-q") else None
+
+
+def _mlx_serve(p: _Facts) -> list[str]:
+    out = [
+        _comment("mlx_lm.convert writes the model in MLX's layout (a published mlx-community repo of it can be served directly)"),
+        _comment(f"the plan's {p.micro_batch} concurrent sequence(s) of {p.seq_len:,} tokens are a load for the server; no flag sets them"),
+    ]
+    out += _mlx_convert(p, _mlx_bits(p.weights_format))
+    out.append(_command(["mlx_lm.server"], [("--model", "mlx_model"), ("--port", MLX_SERVER_PORT)]))
+    return out
+
+
+def _mlx_lora(p: _Facts) -> list[str]:
+    qlora = p.method == "qlora"
+    out = [
+        _comment("./data holds train.jsonl and valid.jsonl (mlx_lm.lora --train reads both)"),
+        _comment("--iters: the optimizer steps to run (1,000 by default): your examples / (batch x accumulation) per epoch"),
+    ]
+    if qlora:
+        out.append(_comment("QLoRA in MLX: LoRA on an MLX 4-bit (group 64) copy of the model"))
+    out += _mlx_convert(p, 4 if qlora else None)
+    args: list[tuple[str, Any] | str] = [
+        ("--model", "mlx_model"),
+        "--train",
+        ("--data", "./data"),
+        ("--fine-tune-type", "full" if p.method == "full" else "lora"),
+        ("--batch-size", p.micro_batch),
+        ("--grad-accumulation-steps", p.accumulation),
+        ("--max-seq-length", p.seq_len),
+        ("--num-layers", -1),
+        ("--adapter-path", "adapters"),
+    ]
+    if p.gradient_checkpointing:
+        args.append("--grad-checkpoint")
+    if p.method != "full":
+        out.append(_file("lora_config.yaml", _yaml({"lora_parameters": {"rank": LORA_RANK, "scale": MLX_LORA_SCALE, "dropout": 0.0}})))
+        args.append(("--config", "lora_config.yaml"))
+    out.append(_command(["mlx_lm.lora"], args))
+    return out
+
+
 # --- training --------------------------------------------------------------------------------------------------------
 
 _MIXED = {"bf16": "bf16", "fp16": "fp16", "bf16-true": "bf16", "fp16-true": "fp16", "fp32": "no"}
@@ -353,6 +412,7 @@ def _training(p: _Facts) -> str:
         "litgpt": _litgpt,
         "deepspeed": _deepspeed,
         "megatron": _megatron,
+        "mlx-lm": _mlx_lora,
     }.get(p.stack)
     if body is None:
         return "\n".join([*lines, _comment(f"no launch command for training stack {p.stack!r}")])

@@ -19,6 +19,7 @@ from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
 from core.layout import Layout
+from core.memory.engines import SINGLE_DEVICE_ENGINES
 from core.model.kernels import four_bit_format
 from core.money.serving import (
     FP8_KV_ENGINES,
@@ -40,7 +41,7 @@ from core.scenario import Scenario
 TENSOR_PARALLEL = (1, 2, 4, 8)
 # Formats a serving engine loads: 16-bit, FP8 (W8A8 on Hopper and newer, weight-only elsewhere) and 4-bit AWQ;
 # llama.cpp serves GGUF files.
-FORMATS_BY_ENGINE = {"llama.cpp": ("fp16", "gguf-q8_0", "gguf-q4_k_m")}
+FORMATS_BY_ENGINE = {"llama.cpp": ("fp16", "gguf-q8_0", "gguf-q4_k_m"), "mlx": ("bf16", "mlx-q8", "mlx-q4")}
 DEFAULT_FORMATS = ("bf16", "fp8", "awq-4bit", "gptq-4bit")  # one 4-bit format per part: core/model/kernels.py
 FOUR_BIT = ("awq-4bit", "gptq-4bit")
 
@@ -123,7 +124,7 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         for kv in kv_formats(goal):
             for tp in TENSOR_PARALLEL:
                 sc = serving_scenario(goal, fmt, tp, kv_cache_format=kv)
-                if sc.architecture.num_heads % tp:
+                if sc.architecture.num_heads % tp or (tp > 1 and goal.serving_engine in SINGLE_DEVICE_ENGINES):
                     continue
                 sized.append((fmt, kv, tp, sc, memory_by_batch(sc, Layout(1, tp, 1))))
     options: list[ServingOption] = []

@@ -108,7 +108,7 @@ def _shapes(goal: Goal) -> list[_Shape]:
             layouts += [(0, tps[-1], p, 1, False) for p in (2, 4, 8, 16) if p <= arch.num_layers]
             layouts += [(3, 1, 1, d, False) for d in ZERO3_RANKS]
             for zero, tp, pp, dp, single in layouts:
-                if layout_problem(goal.training_stack, method, zero, tp, pp) is not None:
+                if layout_problem(goal.training_stack, method, zero, tp, pp, 1 if single else 2) is not None:
                     continue  # the stack cannot run it (data/stack_layouts.csv)
                 comps = ev.components(Layout(dp, tp, pp), MICRO_BATCHES, goal.seq_len, zero_stage=zero)[0]
                 total = np.broadcast_to(np.asarray(comps.total, dtype=np.float64), MICRO_BATCHES.shape)
@@ -272,9 +272,9 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
         if aid in INFERENCE_ONLY:
             skipped.append(f"{aid}: an inference-only part")
             continue
-        usable = [s for s in shapes if part_problem(acc, s.method) is None]
+        usable = [s for s in shapes if part_problem(acc, s.method, goal.training_stack) is None]
         if not usable:
-            skipped.append(part_problem(acc, shapes[0].method) if shapes else f"{aid}: nothing to train")  # type: ignore[arg-type]
+            skipped.append(part_problem(acc, shapes[0].method, goal.training_stack) if shapes else f"{aid}: nothing to train")  # type: ignore[arg-type]
             continue
         found = False
         for rental in training_rows(rows, aid, goal.pricing == "spot"):

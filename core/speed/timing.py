@@ -108,7 +108,8 @@ def training_flops_per_token(sc: Scenario, arch: Architecture) -> float:
 # 6.98e9 quantized parameters). torchao NF4 under torch.compile (torchtune; Unsloth's fused kernels assumed alike):
 # torchtune's Llama 3.2 3B table, QLoRA 8,035 against LoRA 8,210 tokens/s (README 'Optimization flags').
 DEQUANT_S_PER_PARAM = {"bnb": 1.735 / (3 * 6.98e9), "compiled": (8192 / 8035 - 8192 / 8210) / (3 * 2.82e9)}
-DEQUANT_KIND = {"hf": "bnb", "litgpt": "bnb", "deepspeed": "bnb", "megatron": "bnb", "torchtune": "compiled", "unsloth": "compiled"}
+DEQUANT_KIND = {"hf": "bnb", "litgpt": "bnb", "deepspeed": "bnb", "megatron": "bnb", "torchtune": "compiled", "unsloth": "compiled", "mlx-lm": "compiled"}
+# mlx-lm's base is dequantized inside MLX's fused quantized matmuls, as the compiled kernels do
 
 
 def dequant_seconds_per_token(sc: Scenario, arch: Architecture) -> float:

@@ -35,6 +35,7 @@ from core.plan.result import Plan
 ROOT = Path(__file__).resolve().parents[2]
 TABLE_CSV = ROOT / "data" / "launch_flags.csv"
 PROGRAMS = {"vllm", "python", "trtllm-serve", "llama-server", "transformers", "trl", "tune", "accelerate", "litgpt", "deepspeed", "torchrun", "cat"}
+PROGRAMS |= {"mlx_lm.convert", "mlx_lm.server", "mlx_lm.lora"}
 HOSTILE = ["$(rm -rf /)", "`rm -rf /`", "a'b\"c", "x\nrm -rf /\n", "; rm -rf / #", "LAUNCH_EOF", "x\nLAUNCH_EOF\nrm -rf /"]
 
 
@@ -151,6 +152,8 @@ REQUIRED = {
     "hf-transformers": {"model"},
     "hf-transformers-compiled": {"model"},
     "deepspeed-mii": {"tensor_parallel", "data_parallel", "seq_len"},
+    "mlx": {"model"},
+    "mlx-lm": {"micro_batch", "gradient_accumulation_steps", "seq_len", "method"},
     "hf": {"micro_batch", "gradient_accumulation_steps", "seq_len", "processes", "instances", "precision"},
     "torchtune": {"micro_batch", "gradient_accumulation_steps", "seq_len", "precision"},
     "unsloth": {"micro_batch", "gradient_accumulation_steps", "seq_len", "precision"},
@@ -159,6 +162,7 @@ REQUIRED = {
     "megatron": {"tensor_parallel", "pipeline_parallel", "micro_batch", "global_batch", "seq_len", "instances", "devices_per_instance", "precision"},
 }
 TENSOR_PARALLEL_STACKS = {"hf", "deepspeed", "megatron"}
+SINGLE_MACHINE_STACKS = {"unsloth", "mlx-lm"}  # data/stack_layouts.csv: multi_node false
 
 
 def expected(field: str, p: Plan) -> str | None:
@@ -275,7 +279,7 @@ def test_every_training_plan_of_every_stack_passes_the_flag_table(stack):
         for p in _plans({**spec, "training_stack": stack}):
             check(p)
             layouts.add((p.tensor_parallel, p.pipeline_parallel, p.zero_stage, p.instances, p.method == "qlora"))
-    assert any(inst > 1 for *_, inst, _q in layouts) or stack == "unsloth", f"{stack}: no multi-node plan was checked"
+    assert any(inst > 1 for *_, inst, _q in layouts) or stack in SINGLE_MACHINE_STACKS, f"{stack}: no multi-node plan was checked"
 
 
 @pytest.mark.parametrize("engine", _engines())
@@ -430,7 +434,7 @@ def test_a_hostile_provider_from_a_users_price_list_stays_a_comment():
 STUB = """
 set -e
 record() { prog="$1"; shift; printf '%s\\0' "$@" >> "$prog.args"; }
-for p in vllm python trtllm-serve llama-server transformers trl tune accelerate litgpt deepspeed torchrun; do
+for p in vllm python trtllm-serve llama-server transformers trl tune accelerate litgpt deepspeed torchrun mlx_lm.convert mlx_lm.server mlx_lm.lora; do
   eval "$p() { record $p \\"\\$@\\"; }"
 done
 """

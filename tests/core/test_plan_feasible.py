@@ -149,7 +149,7 @@ def test_the_market_band_by_hand():
 
 def test_every_stack_row_is_sourced_and_the_default_stack_has_no_pipelines():
     rows = load_stack_layouts()
-    assert set(rows) == {"hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron"}
+    assert set(rows) == {"hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "mlx-lm"}
     assert all(len(r.source) > 40 for r in rows.values())
     assert layout_problem("hf", "full", 0, 1, 4) == "hf has no pipeline parallelism"
     assert layout_problem("megatron", "full", 0, 8, 4) is None

@@ -1,0 +1,33 @@
+"""MLX on Apple silicon in the app (issues #27, #29): a link with engine=mlx round-trips, the Memory and Inference
+pages say what the GPU may use of the unified memory (macOS's wired-memory limit) and, where it is the default limit
+and not the memory that is short, the sysctl that raises it; MLX on hardware it does not run on is one line."""
+
+from tests.app.conftest import no_exception, open_link, run_app
+
+APPLE = {"model": "llama-3.3-70b", "acc": "apple-m4-max-48gb", "engine": "mlx", "fmt": "mlx-q4", "seq": "2048"}
+
+
+def _texts(at) -> str:
+    return " ".join([c.value for c in at.caption] + [m.value for m in at.markdown] + [e.value for e in at.error]).replace("\\", "")
+
+
+def test_memory_page_names_the_wired_limit_and_the_sysctl_that_raises_it():
+    at = run_app("memory", APPLE)
+    no_exception(at)
+    text = _texts(at)
+    assert "macOS's GPU wired-memory limit" in text and "36.0 GiB of its 48.0 GiB" in text
+    assert "iogpu.wired_limit_mb=40960" in text
+    assert at.query_params["engine"] in ("mlx", ["mlx"]) and at.query_params["fmt"] in ("mlx-q4", ["mlx-q4"])
+
+
+def test_inference_page_with_mlx_on_an_m3_max():
+    at = run_app("inference", APPLE | {"acc": "apple-m3-max-64gb"})
+    no_exception(at)
+    assert "48.0 GiB of its 64.0 GiB" in _texts(at)
+
+
+def test_mlx_on_an_amd_part_is_one_line():
+    at = open_link("memory", APPLE | {"acc": "mi300x"})
+    no_exception(at)
+    lines = [t for t in (e.value for e in [*at.error, *at.warning]) if "mlx does not run on" in t]
+    assert len(lines) == 1 and "\n" not in lines[0].strip()
