@@ -176,3 +176,24 @@ def test_bad_inputs_raise():
         training_time(sc, get_accelerator("h100-sxm"), 8)
     with pytest.raises(ValueError, match="devices"):
         training_time(sc, get_accelerator("h100-sxm"), 0, tokens=1e9)
+
+
+def test_constants_reproduce_their_calibration_rows():
+    """Each fitted constant of the training model reproduces the row it was fitted on to 1% (so a change to the
+    model that moves them must refit them): the H100 full rows (MATMUL_EFFICIENCY, OVERHEAD_BYTES_PER_LAYER_HIDDEN),
+    the H100 LoRA row (LORA_FP32_BYTES_PER_ADAPTER_DIM), the H100 QLoRA row (UPCAST_HEAD_FP32_OPS_PER_PARAM),
+    LitGPT's 8B and torchtune's 3B QLoRA slowdowns (DEQUANT_FP32_OPS_PER_PARAM)."""
+    from core.measured import load_measured
+    from tests.core.test_measured_h100 import QLORA, _qlora_slowdown
+
+    h100 = {m.label: m for m in load_measured() if m.kind == "train" and m.measured_tokens_per_s}
+    for label in (
+        "train llama-3.2-1b bf16-true b8 x 2,048",
+        "train llama-3.2-3b bf16-true b4 x 2,048 +GC",
+        "train llama-3.1-8b LoRA r16 all-linear b4 x 2,048 +GC",
+    ):
+        assert h100[label].estimated_tokens_per_s() == pytest.approx(h100[label].measured_tokens_per_s, rel=0.01), label
+    qlora = Scenario(model="llama-3.1-8b", mode="training", method="qlora", batch_size=4, seq_len=2048, gradient_checkpointing=True, train_tokens=1e9)
+    assert training_time(qlora, get_accelerator("h100-sxm"), 1).tokens_per_s == pytest.approx(2630, rel=0.01)
+    for row in (r for r in QLORA if r["id"] in ("litgpt-8b", "tt-3b")):
+        assert _qlora_slowdown(row) == pytest.approx(float(row["published"]), rel=0.01), row["id"]
