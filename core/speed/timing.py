@@ -35,8 +35,10 @@ from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator
 from core.memory.components import lora_params
+from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.scenario import Scenario
+from core.speed.attention import attention_flops_per_token
 from core.units import SECONDS_PER_HOUR
 
 _OUT = ConfigDict(frozen=True)
@@ -129,8 +131,6 @@ def flash_attention(acc: Accelerator) -> bool:
 def training_attention_flops_per_token(sc: Scenario, arch: Architecture, flash: bool = True) -> float:
     """QK^T and the weighted sum over a training sequence: forward, backward (2x) and a recomputed forward;
     causal (half the context on average) with FlashAttention, the whole square without it."""
-    from core.speed.roofline import attention_flops_per_token
-
     passes = 4.0 if sc.gradient_checkpointing else 3.0
     return passes * attention_flops_per_token(arch, sc.seq_len / 2.0 if flash else float(sc.seq_len))
 
@@ -171,8 +171,6 @@ def dequant_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator
 def overhead_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator) -> float:
     """The bandwidth-bound and FP32 work of a step per token, all devices of a replica together (the time the
     matmuls do not account for): norms, activations and casts per layer; PEFT's fp32 adapter traffic; QLoRA's fp32 head."""
-    from core.memory.stacks import STACKS
-
     stack = STACKS[sc.training_stack]
     bandwidth = acc.memory_bandwidth_bytes_per_s
     seconds = OVERHEAD_BYTES_PER_LAYER_HIDDEN * arch.num_layers * arch.hidden_size / bandwidth
