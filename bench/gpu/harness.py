@@ -8,6 +8,7 @@ case's allocator state or out-of-memory never leaks into the next. Compare the o
     python3 bench/gpu/harness.py --grid smoke --out $OUT/run.jsonl      # a minute: one case of each kind
     python3 bench/gpu/harness.py --grid h100 --out $OUT/run.jsonl       # the grid of data/measurements/
     python3 bench/gpu/harness.py --grid h200 --out $OUT/run.jsonl --budget-s 360   # the H200 grid, stops in 6 min
+    python3 bench/gpu/harness.py --grid speed --out $OUT/run.jsonl --budget-s 330  # QLoRA's cost, parted
     python3 bench/gpu/harness.py --list --grid h200                     # print the cases, run nothing
     python3 bench/gpu/harness.py --device cpu ...                       # plumbing check on a CPU: numbers mean nothing
     python3 bench/gpu/compare.py $OUT/run.jsonl
@@ -40,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from core.catalog.presets import preset  # noqa: E402
 
 DEVICE = "cuda"  # --device cpu runs the same code on a CPU to check the plumbing (memory then reads 0)
-GRIDS = ("smoke", "h100", "h200")
+GRIDS = ("smoke", "h100", "h200", "speed")
 WARMUP_STEPS = 2
 LORA16 = {"r": 16, "targets": "all-linear"}
 TIMED_STEPS = 6
@@ -75,6 +76,8 @@ def grid(name: str) -> list[dict[str, Any]]:
         return cases
     if name == "h200":
         return _grid_h200()
+    if name == "speed":
+        return _grid_speed()
     if name != "h100":
         raise SystemExit(f"unknown grid {name!r} ({', '.join(GRIDS)})")
     for precision, (batch, seq), gc in product(("bf16-true", "mixed"), ((1, 512), (4, 512), (4, 2048), (8, 2048)), (False, True)):
@@ -109,6 +112,21 @@ def _grid_h200() -> list[dict[str, Any]]:
         dict(kind="decode", model="llama-3.1-8b", batch_size=64, context=1024, compiled=True, limit_s=120),
         dict(kind="decode", model="llama-3.1-8b", batch_size=1, context=1024, compiled=False, limit_s=45),
         dict(train, model="llama-3.1-8b", precision="bf16-true", batch_size=4, gradient_checkpointing=gc_on, limit_s=75),
+    ]
+
+
+def _grid_speed() -> list[dict[str, Any]]:
+    """What QLoRA's extra time is made of (issue #27): the H200 grid's QLoRA rows again without
+    `prepare_model_for_kbit_training` (`kbit_prep: false`: embeddings, norms and head stay bf16, so what is left
+    over LoRA is the NF4 dequantization and bitsandbytes' matmul), the LoRA baseline of the 13B row, and a 1B pair
+    (the same 128k-vocabulary head as the 8B on a model an eighth the size)."""
+    qlora = dict(kind="train", seq_len=2048, batch_size=4, gradient_checkpointing=True, lora=LORA16)
+    return [
+        dict(qlora, model="llama-3.1-8b", precision="qlora", quant="nf4", kbit_prep=False, limit_s=110),
+        dict(qlora, model="llama-2-13b", precision="lora", limit_s=80),
+        dict(qlora, model="llama-2-13b", precision="qlora", quant="nf4", kbit_prep=False, timed_steps=4, limit_s=140),
+        dict(qlora, model="llama-3.2-1b", precision="lora", limit_s=45),
+        dict(qlora, model="llama-3.2-1b", precision="qlora", quant="nf4", limit_s=60),
     ]
 
 
@@ -189,7 +207,8 @@ def _build(case: dict[str, Any]) -> Any:
                 AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16).save_pretrained(tmp)
             _free(torch)
             model = AutoModelForCausalLM.from_pretrained(tmp, quantization_config=qc, device_map=DEVICE, attn_implementation=case.get("attn", "sdpa"))
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=case["gradient_checkpointing"])
+        if case.get("kbit_prep", True):  # the usual recipe upcasts embeddings, norms and head to fp32
+            model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=case["gradient_checkpointing"])
         _free(torch)  # the peak of this case starts here: the bf16 copy drawn above is not part of a QLoRA run
     else:
         with torch.device(DEVICE):

@@ -19,9 +19,11 @@
   its compute: 1.5x the bytes for a full fine-tune (Rajbhandari et al. 2019,
   arXiv 1910.02054, Sec. 7.2).
 
-The MFU defaults come from runs that already paid these costs, so the time
-"with communication" is a pessimistic bound, useful to compare layouts (e.g.
-tensor parallelism over PCIe) and to show diminishing returns as devices grow.
+The training time it is added to (core/speed/timing.py) is fitted on single-GPU
+steps and checked on single-node FSDP runs (LLM Foundry, 8 GPUs, where ZeRO-3's
+traffic hides under compute, as here); at cluster scale this model supplies the
+rest: Llama 3.1 405B at its published layout (TP 8, PP 16, DP 128) comes out at
+46% effective MFU against the Herd paper's 41% (tests/core/test_timing.py).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from core.memory.estimate import fit_capacity
 from core.model.architecture import MLP_ROLES, Architecture
 from core.model.formats import FORMATS, weight_bytes
 from core.scenario import Scenario
+from core.speed.attention import attention_flops_per_token
 from core.speed.comm import ALLREDUCE_LATENCY_S, decode_tp_s, tp_allreduces_per_layer
 from core.speed.timing import inference_peak_tflops
 
@@ -102,13 +103,6 @@ def weight_read_bytes(arch: Architecture, weights_format: str, tokens: Any) -> A
         elif arch.is_moe and g.role in MLP_ROLES and g.count > g.active:
             skipped += g.params * fmt.bits(g) / 8 * untouched
     return total - skipped * arch.param_scale
-
-
-def attention_flops_per_token(arch: Architecture, context: float) -> float:
-    full_layers = arch.num_layers - arch.windowed_layers
-    windowed_ctx = min(context, arch.sliding_window) if arch.sliding_window else context
-    width = arch.num_heads * (arch.qk_head_dim + arch.value_head_dim)
-    return 2.0 * width * (full_layers * context + arch.windowed_layers * windowed_ctx)
 
 
 class _Roof:

@@ -13,8 +13,18 @@ only the experts a token visits):
   parameter (Hu et al. 2021, "LoRA", arXiv 2106.09685, Sec. 4.2: no gradients
   for most parameters, 25% faster than full fine-tuning on GPT-3 175B);
   recomputation adds another forward (2N).
-Attention's own FLOPs (QK^T and the weighted sum, which grow with context) are
-left out, as in the 6N rule the published GPU-hours were planned with.
+- attention's own FLOPs (QK^T and the weighted sum), which grow with the context: forward
+  4 x layers x context x (heads x head_dim) per token, causal (FlashAttention skips the masked half, so the
+  average context is half the sequence); backward twice the forward, recomputation once more (the FLOP count of
+  LLM Foundry's MFU, mosaicml/llm-foundry scripts/train/benchmarking/README.md, halved for the causal mask).
+  Parts without FlashAttention-2 (pre-Ampere: no bf16, trained in fp16) compute the masked half too.
+
+Time per token on one device is not FLOPs / a fixed MFU: the matmuls run at a fraction of the peak
+(MATMUL_EFFICIENCY), and the work that scales with tokens x layers x hidden (norms, activations, residuals, rotary,
+casts, the optimizer-free part of every step) is bandwidth-bound (OVERHEAD_BYTES_PER_LAYER_HIDDEN). That second
+term is why small models reach a lower MFU than large ones (measured on one H200: 0.39 / 0.44 / 0.54 for Llama
+3.2 1B / 3.2 3B / 3.1 8B full fine-tunes). LoRA through PEFT adds its fp32 adapters' traffic; QLoRA adds the
+NF4 dequantization and, with prepare_model_for_kbit_training, an fp32 output head (STACKS flags).
 """
 
 from __future__ import annotations
@@ -25,30 +35,55 @@ from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator
 from core.memory.components import lora_params
+from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.scenario import Scenario
+from core.speed.attention import attention_flops_per_token
 from core.units import SECONDS_PER_HOUR
 
 _OUT = ConfigDict(frozen=True)
 
-# Model FLOPs utilisation defaults by setup: the fraction of the device's dense
-# peak that the counted FLOPs (recomputation included when on) achieve.
+# Model FLOPs utilisation when the scenario sets one (`mfu`): time = FLOPs / (devices x peak x MFU), the rule the
+# published large-run MFUs are quoted in (Llama 3.1 405B 38-43%, Llama 3 Herd of Models arXiv 2407.21783 Table 4;
+# Megatron-LM GPT-3 175B 45%, Narayanan et al. 2021 Sec. 5.1). Without one, the time comes from the per-token
+# model below, and the MFU reported is what it achieves.
+
+# The fraction of dense peak the matmuls of a training step reach, and the bytes per token of bandwidth-bound work
+# per (layer x hidden unit): fitted together on the two full fine-tuning speed rows of our H100 run
+# (data/measurements/h100-2026-11-23.jsonl: Llama 3.2 1B b8 x 2,048, 47,307 tokens/s; Llama 3.2 3B b4 x 2,048
+# with checkpointing, 15,610 tokens/s; two rows, two unknowns). Checked on the H200 run (1B / 3B / 8B full within
+# 10%) and torchtune's Llama 3.2 3B full fine-tune on an A100 (+4%). 0.78 is what large bf16 matmuls reach alone
+# (H100 795 of 989 TFLOP/s, A100 271 of 312: stas00/ml-engineering MAMF finder), so the step's other work is the
+# second term, not a lower matmul rate.
+MATMUL_EFFICIENCY = 0.777
+OVERHEAD_BYTES_PER_LAYER_HIDDEN = 1121.0
+# PEFT keeps LoRA adapters in fp32 and casts each adapted layer's input (and the adapters' output and gradients) to
+# and from fp32 (STACKS lora_fp32_inputs): bytes per token per adapter dimension (in + out features of every adapted
+# linear, lora_params / r). Fitted on our H100 Llama 3.1 8B LoRA r16 all-linear b4 x 2,048 row (5,936 tokens/s);
+# checked on the H200 rows (3B, 8B, 13B, 8B at 8,192 within 17%) and torchtune's 3B LoRA on an A100 (-7%).
+LORA_FP32_BYTES_PER_ADAPTER_DIM = 75.0
+# QLoRA's NF4 dequantization, per quantized parameter and pass (forward, backward, recomputed forward: Dettmers et
+# al. 2023, arXiv 2305.14314, Sec. 3), in fp32 operations at the device's FP32 (CUDA-core) rate: the kernel is a
+# table lookup and scaling, not a tensor-core matmul, and the published slowdowns follow the FP32 rate, not the
+# memory bandwidth (LitGPT on an A10G: 1.63x for Llama 3.1 8B, where bandwidth-bound dequantization would be ~8x).
+# bitsandbytes (Hugging Face, LitGPT, DeepSpeed): calibrated on LitGPT's Llama 3.1 8B on an A10G (lora.yaml 13.36
+# min, qlora.yaml 21.81 min: no fp32 upcast in LitGPT, so all of it is dequantization); torchao NF4 under
+# torch.compile (torchtune; Unsloth's fused kernels assumed alike): torchtune's Llama 3.2 3B table on an A100, QLoRA
+# 8,035 against LoRA 8,210 tokens/s (README 'Optimization flags'), so about 55x cheaper.
+DEQUANT_FP32_OPS_PER_PARAM = {"bnb": 2742.0, "compiled": 50.1}
+DEQUANT_KIND = {"hf": "bnb", "litgpt": "bnb", "deepspeed": "bnb", "megatron": "bnb", "torchtune": "compiled", "unsloth": "compiled", "mlx-lm": "compiled"}
+# mlx-lm's base is dequantized inside MLX's fused quantized matmuls, as the compiled kernels do
+# peft.prepare_model_for_kbit_training (STACKS qlora_upcast) leaves the output head in fp32: its forward and
+# input-gradient matmuls (4 FLOPs per head parameter and token) run on the FP32 units. fp32 operations per head
+# parameter and token, calibrated on our H100 Llama 3.1 8B QLoRA row (2,630 tokens/s, with the bnb term above):
+# 13.7, i.e. those 4 FLOPs at 29% of the FP32 peak. Checked on the H200: Llama 3.1 8B QLoRA -2%, Llama 2 13B
+# (a 32k vocabulary, a quarter of the 8B's head) -17%.
+UPCAST_HEAD_FP32_OPS_PER_PARAM = 13.7
+# Kept for readers of earlier results: the fixed MFUs this model replaced (issue #27).
 MFU_DEFAULTS: dict[str, tuple[float, str]] = {
-    # Llama 3.1 405B: 38-43% BF16 MFU on 8K-16K H100s (Llama 3 Herd of Models,
-    # arXiv 2407.21783, Table 4); Megatron-LM GPT-3 175B: 140 of 312 TFLOP/s =
-    # 45% on A100 (Narayanan et al. 2021, Sec. 5.1); torchtune Llama 3.2 3B full
-    # fine-tune on one A100: 7,075 tokens/s = 44% of 6N (torchtune README). With
-    # 0.40 the Llama 2 7B/13B/70B A100 hours are reproduced within 8%.
-    "full": (0.40, "full training: 0.40, the low end of well-tuned large runs (Llama 3.1 405B 38-43%, Megatron GPT-3 45%)"),
-    # Same large base matmuls, but each adapted layer adds two rank-r matmuls
-    # that are too thin to fill the tensor cores and extra kernel launches; no
-    # paper publishes a LoRA MFU. Measured: torchtune Llama 3.2 3B LoRA on A100
-    # 8,210 tokens/s (34% of 4N, compiled, packed); PEFT Llama 3.2 3B LoRA on
-    # L40S about 6,750 tokens/s (24% of 4N, eager, short sequences).
-    "lora": (0.35, "LoRA: 0.35 (assumed; thin rank-r adapter matmuls and extra launches; measured 24-34% on one GPU)"),
-    # QLoRA runs the same matmuls as LoRA; dequantizing the NF4 base weights before each of them is time of its
-    # own, per micro-batch (dequant_seconds_per_token below), not a lower MFU.
-    "qlora": (0.35, "QLoRA: 0.35 for the matmuls (as LoRA) + the time to dequantize the NF4 base before each of them"),
+    "full": (0.40, "former default for full training (Llama 3.1 405B 38-43%, Megatron GPT-3 45%)"),
+    "lora": (0.35, "former default for LoRA (assumed)"),
+    "qlora": (0.35, "former default for QLoRA's matmuls, plus a dequantization time"),
 }
 
 
@@ -82,46 +117,69 @@ def inference_peak_tflops(acc: Accelerator, weights_format: str) -> PeakCompute:
     return peak_tflops(acc, "fp32" if weights_format == "fp32" else "bf16")
 
 
-def default_mfu(sc: Scenario) -> tuple[float, str]:
-    """(MFU, why): the scenario's own `mfu` wins, else the default for its method."""
+def default_mfu(sc: Scenario) -> tuple[float | None, str]:
+    """(MFU, why): the scenario's own `mfu`, or None: the per-token model decides (training_time)."""
     if sc.mfu is not None:
         return sc.mfu, f"MFU {sc.mfu:.0%} set by the scenario"
-    return MFU_DEFAULTS[sc.method]
+    return None, "matmuls at 78% of peak plus bandwidth-bound work per layer and token (fitted on our H100 runs)"
 
 
-def training_flops_per_token(sc: Scenario, arch: Architecture) -> float:
+def flash_attention(acc: Accelerator) -> bool:
+    """FlashAttention-2 needs Ampere or newer: on NVIDIA parts, the ones with bf16 (data/accelerators.csv)."""
+    return acc.supports_bf16
+
+
+def training_attention_flops_per_token(sc: Scenario, arch: Architecture, flash: bool = True) -> float:
+    """QK^T and the weighted sum over a training sequence: forward, backward (2x) and a recomputed forward;
+    causal (half the context on average) with FlashAttention, the whole square without it."""
+    passes = 4.0 if sc.gradient_checkpointing else 3.0
+    return passes * attention_flops_per_token(arch, sc.seq_len / 2.0 if flash else float(sc.seq_len))
+
+
+def training_flops_per_token(sc: Scenario, arch: Architecture, flash: bool = True) -> float:
     n = float(arch.active_params)
+    attention = training_attention_flops_per_token(sc, arch, flash)
     if sc.method == "full":
-        return (8.0 if sc.gradient_checkpointing else 6.0) * n
+        return (8.0 if sc.gradient_checkpointing else 6.0) * n + attention
     adapters = float(lora_params(arch, sc.lora_rank, sc.lora_targets))
     per_token = 4.0 * n + 6.0 * adapters
     if sc.gradient_checkpointing:
         per_token += 2.0 * (n + adapters)
-    return per_token
+    return per_token + attention
 
 
-# QLoRA dequantizes every NF4 base weight to 16-bit before each matmul: in the forward pass, in the backward pass
-# (gradient with respect to the input) and, with checkpointing, in the recomputed forward (Dettmers et al. 2023,
-# arXiv 2305.14314, Sec. 3). The time is per step, so it is paid per micro-batch: seconds per quantized parameter
-# and pass. bitsandbytes (Hugging Face, LitGPT): calibrated on issue #10's H100 measurement, Llama 3.1 8B, batch
-# 4 x 2,048 with checkpointing: QLoRA 2,630 tokens/s against LoRA 5,936 (1.73 s more per step over 3 passes of
-# 6.98e9 quantized parameters). torchao NF4 under torch.compile (torchtune; Unsloth's fused kernels assumed alike):
-# torchtune's Llama 3.2 3B table, QLoRA 8,035 against LoRA 8,210 tokens/s (README 'Optimization flags').
-DEQUANT_S_PER_PARAM = {"bnb": 1.735 / (3 * 6.98e9), "compiled": (8192 / 8035 - 8192 / 8210) / (3 * 2.82e9)}
-DEQUANT_KIND = {"hf": "bnb", "litgpt": "bnb", "deepspeed": "bnb", "megatron": "bnb", "torchtune": "compiled", "unsloth": "compiled", "mlx-lm": "compiled"}
-# mlx-lm's base is dequantized inside MLX's fused quantized matmuls, as the compiled kernels do
+def _fp32_ops_per_s(acc: Accelerator) -> float:
+    return peak_tflops(acc, "fp32").tflops * 1e12
 
 
-def dequant_seconds_per_token(sc: Scenario, arch: Architecture) -> float:
-    """QLoRA's dequantization time per token on one device (0 for other methods)."""
+def _quantized_params(sc: Scenario, arch: Architecture) -> float:
+    return sum(g.params for g in arch.weight_groups if g.is_linear) * arch.param_scale
+
+
+def dequant_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator) -> float:
+    """QLoRA's dequantization time per token (0 for other methods): every NF4 weight, every pass of every
+    micro-batch, at the device's FP32 rate; devices splitting the model split it too (training_time divides the
+    tokens by all devices)."""
     if sc.method != "qlora":
         return 0.0
     from core.memory.components import checkpointing
 
-    quantized = sum(g.params for g in arch.weight_groups if g.is_linear) * arch.param_scale / (sc.tensor_parallel * sc.pipeline_parallel)
     passes = 3 if checkpointing(sc) else 2
-    per_step = passes * quantized * DEQUANT_S_PER_PARAM[DEQUANT_KIND[sc.training_stack]]
-    return per_step / (sc.batch_size * sc.seq_len)
+    ops = passes * _quantized_params(sc, arch) * DEQUANT_FP32_OPS_PER_PARAM[DEQUANT_KIND[sc.training_stack]]
+    return ops / _fp32_ops_per_s(acc) / (sc.batch_size * sc.seq_len)
+
+
+def overhead_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator) -> float:
+    """The bandwidth-bound and FP32 work of a step per token, all devices of a replica together (the time the
+    matmuls do not account for): norms, activations and casts per layer; PEFT's fp32 adapter traffic; QLoRA's fp32 head."""
+    stack = STACKS[sc.training_stack]
+    bandwidth = acc.memory_bandwidth_bytes_per_s
+    seconds = OVERHEAD_BYTES_PER_LAYER_HIDDEN * arch.num_layers * arch.hidden_size / bandwidth
+    if sc.method != "full" and stack.lora_fp32_inputs:
+        seconds += LORA_FP32_BYTES_PER_ADAPTER_DIM * lora_params(arch, sc.lora_rank, sc.lora_targets) / sc.lora_rank / bandwidth
+    if sc.method == "qlora" and stack.qlora_upcast:
+        seconds += UPCAST_HEAD_FP32_OPS_PER_PARAM * arch.vocab_size * arch.hidden_size / _fp32_ops_per_s(acc)
+    return seconds
 
 
 class TrainingTime(BaseModel):
@@ -132,7 +190,7 @@ class TrainingTime(BaseModel):
     devices: int
     peak_tflops_per_device: float
     peak_basis: str
-    mfu: float
+    mfu: float  # achieved: counted FLOPs / (peak x the time not spent dequantizing)
     mfu_source: str
     tokens_per_s: float
     wall_hours: float
@@ -141,23 +199,30 @@ class TrainingTime(BaseModel):
 
 
 def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | None = None) -> TrainingTime:
-    """Ideal training time on `devices` devices: FLOPs / (devices x peak x MFU)."""
+    """Training time on `devices` devices (communication not included: core/speed/comm.py). With the scenario's
+    `mfu`: FLOPs / (devices x peak x MFU); otherwise per token, the matmuls at MATMUL_EFFICIENCY of the peak plus
+    the bandwidth-bound and FP32 work (overhead_seconds_per_token); QLoRA's dequantization on top of either."""
     tokens = sc.train_tokens if tokens is None else tokens
     if tokens is None or tokens <= 0:
         raise ValueError("train_tokens must be set (> 0) to estimate training time")
     if devices < 1:
         raise ValueError("devices must be >= 1")
     arch = sc.architecture
-    per_token = training_flops_per_token(sc, arch)
+    per_token = training_flops_per_token(sc, arch, flash_attention(acc))
     peak = peak_tflops(acc, sc.precision)
-    mfu, why = default_mfu(sc)
     if peak.tflops <= 0:
         raise ValueError(f"{acc.id} has no throughput figure in the catalog")
+    mfu, why = default_mfu(sc)
     flops = per_token * tokens
-    rate = devices * peak.tflops * 1e12 * mfu  # FLOP/s achieved by all devices
-    compute_s = flops / rate
-    dequant_s = tokens / devices * dequant_seconds_per_token(sc, arch)
-    seconds = compute_s + dequant_s
+    peak_flops = peak.tflops * 1e12
+    if mfu is not None:
+        work_s = flops / (devices * peak_flops * mfu)
+    else:
+        per_device_token_s = per_token / (peak_flops * MATMUL_EFFICIENCY) + overhead_seconds_per_token(sc, arch, acc)
+        work_s = tokens / devices * per_device_token_s
+        mfu = flops / (devices * peak_flops * work_s)
+    dequant_s = tokens / devices * dequant_seconds_per_token(sc, arch, acc)
+    seconds = work_s + dequant_s
     return TrainingTime.model_construct(
         tokens=tokens,
         flops_per_token=per_token,
@@ -166,7 +231,7 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
         peak_tflops_per_device=peak.tflops,
         peak_basis=peak.basis,
         mfu=mfu,
-        mfu_source=why,
+        mfu_source=why if sc.mfu is not None else f"{mfu:.0%} achieved: {why}",
         tokens_per_s=tokens / seconds,
         wall_hours=seconds / SECONDS_PER_HOUR,
         gpu_hours=devices * seconds / SECONDS_PER_HOUR,

@@ -116,7 +116,9 @@ def test_qlora_time_on_the_h100_case() -> None:
     )
     t = training_time(sc, get_accelerator("h100-sxm"), 1)
     assert t.tokens_per_s == pytest.approx(2630, rel=0.25)
-    assert 0.3 < t.dequant_fraction < 0.7
+    # the extra time over LoRA is split: NF4 dequantization (about a quarter of the step) and the fp32 output head
+    # that prepare_model_for_kbit_training leaves (core/speed/timing.py)
+    assert 0.2 < t.dequant_fraction < 0.35
 
 
 def _harness():  # bench/gpu/harness.py is a script, not a package; it imports torch only when it runs a case

@@ -47,28 +47,14 @@ SPEED_TOLERANCE = 0.25
 
 # Every speed row, as recorded: row -> (measured tokens/s, the core's estimate when recorded, a miss's reason or "")
 SPEED_ROWS: dict[str, tuple[float, float, str]] = {
-    "train llama-3.1-8b LoRA r16 all-linear b4 x 2,048 +GC": (6561.8, 7134.6, ""),
-    "train llama-3.2-1b bf16-true b8 x 2,048": (51887.2, 53352.1, ""),
-    "train llama-3.2-3b bf16-true b4 x 2,048 +GC": (16914.4, 15391.8, ""),
-    "train llama-3.1-8b QLoRA r16 all-linear nf4 b4 x 2,048 +GC": (2924.7, 2841.4, ""),
+    "train llama-3.1-8b LoRA r16 all-linear b4 x 2,048 +GC": (6561.8, 7272.7, ""),
+    "train llama-3.2-1b bf16-true b8 x 2,048": (51887.2, 56098.5, ""),
+    "train llama-3.2-3b bf16-true b4 x 2,048 +GC": (16914.4, 18060.8, ""),
+    "train llama-3.1-8b QLoRA r16 all-linear nf4 b4 x 2,048 +GC": (2924.7, 2861.0, ""),
     "decode llama-3.1-8b b1 ctx 1,024 compiled": (154.2, 147.7, ""),
-    "train llama-3.2-3b LoRA r16 all-linear b4 x 2,048": (
-        16692.7,
-        26633.3,
-        "the core times LoRA as 4 FLOPs per parameter and token at a fixed 0.35 MFU (an assumption, checked on 8B); "
-        "on the 3B the step took as long as full fine-tuning with checkpointing (16,914): 0.22 MFU. Work that scales "
-        "with tokens, not parameters (PEFT's fp32 adapters and their casts on every linear layer, the 128k-vocabulary "
-        "head and loss) weighs more on a small model",
-    ),
-    "train llama-3.1-8b LoRA r16 all-linear b1 x 8,192 +GC": (6040.2, 7134.6, ""),
-    "train llama-2-13b QLoRA r16 all-linear nf4 b4 x 2,048 +GC": (
-        2729.4,
-        1633.9,
-        "the core's dequantization time is linear in the quantized parameters (its constant fitted on the H100's 8B "
-        "row) and makes 63% of the 13B step; measured, the 13B step (3.00 s) is only 7% longer than the 8B's (2.80 s) "
-        "with 1.8x the quantized parameters. What QLoRA's extra time scales with is not established (no 13B LoRA "
-        "baseline was measured); the 8B's fp32-upcast 128k-vocabulary head is one candidate that the fit absorbed",
-    ),
+    "train llama-3.2-3b LoRA r16 all-linear b4 x 2,048": (16692.7, 16097.7, ""),
+    "train llama-3.1-8b LoRA r16 all-linear b1 x 8,192 +GC": (6040.2, 6854.7, ""),
+    "train llama-2-13b QLoRA r16 all-linear nf4 b4 x 2,048 +GC": (2729.4, 2276.6, ""),
     "decode llama-3.1-8b b64 ctx 1,024 compiled": (37.9, 37.6, ""),
     "decode llama-3.1-8b b1 ctx 1,024 eager": (
         35.4,
@@ -77,12 +63,7 @@ SPEED_ROWS: dict[str, tuple[float, float, str]] = {
         "constant in seconds fitted on the H100 machine's row (24.7 tokens/s). The H200 machine ran the same step "
         "1.43x faster, more than its memory bandwidth (compiled: 1.33x): the host, not the card, differs",
     ),
-    "train llama-3.1-8b bf16-true b4 x 2,048 +GC": (
-        8357.8,
-        6158.0,
-        "the core assumes 0.40 MFU for every full fine-tune; measured MFU rises with size: 0.39 (1B), 0.44 (3B), "
-        "0.54 here: larger matrices run nearer the peak and the 128k-vocabulary head and loss weigh less",
-    ),
+    "train llama-3.1-8b bf16-true b4 x 2,048 +GC": (8357.8, 8546.7, ""),
 }
 
 
@@ -161,8 +142,11 @@ def test_speed_check_rows(m: Measured) -> None:
 
 
 def test_misses_are_few() -> None:
-    """Four of the eleven speed rows are misses; more would mean the model has drifted, not the rows."""
-    assert sum(bool(reason) for *_, reason in SPEED_ROWS.values()) == 4
+    """One of the eleven speed rows is a miss (eager decoding); more would mean the model has drifted, not the rows.
+    Three earlier misses (3B LoRA +60%, 13B QLoRA -40%, 8B full -26%) came within 25% with issue #27's training
+    model (matmuls at 78% of peak + bandwidth-bound work per layer, PEFT's fp32 adapter traffic, QLoRA's
+    dequantization at the FP32 rate and fp32 head), fitted on the H100 rows, LitGPT's and torchtune's tables."""
+    assert sum(bool(reason) for *_, reason in SPEED_ROWS.values()) == 1
 
 
 def test_harness_grid_h200_is_what_ran() -> None:

@@ -1,0 +1,77 @@
+"""Our training-speed model against the H200 speed rows of issue #27 (data/measurements/speed/h200-2026-11-26.jsonl,
+bench/gpu/harness.py's grid `speed`): LoRA baselines for the 13B QLoRA row of the H200 run and a 1B LoRA row.
+
+Both rows are CHECK rows: nothing was fitted on them. Speed within 25%, or a recorded miss whose error stays
+within 5 points of the recorded one and stays a miss. The grid's three QLoRA cases did not run: the lent machine
+had no bitsandbytes (their error rows are not kept). Memory of these rows is not checked here (the file lives
+outside the directory the memory checks and the borderline band read; see data/measurements/README.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.catalog.presets import DATA_DIR
+from core.measured import Measured, load_measured
+from tests.core.test_measured_h100 import _harness
+
+ROWS = load_measured(DATA_DIR / "measurements" / "speed" / "h200-2026-11-26.jsonl")
+TOLERANCE, BAND = 0.25, 0.05
+
+# row -> (measured tokens/s, the core's estimate when recorded, a miss's reason or "")
+SPEED_ROWS: dict[str, tuple[float, float, str]] = {
+    "train llama-2-13b LoRA r16 all-linear b4 x 2,048 +GC": (3987.4, 4638.4, ""),
+    "train llama-3.2-1b LoRA r16 all-linear b4 x 2,048 +GC": (
+        26772.5,
+        34333.8,
+        "PEFT's adapter overhead is modelled as bandwidth-bound traffic fitted on the H100's 8B LoRA row, but the "
+        "H200 ran that 8B row only 1.11x faster than the H100 (its bandwidth is 1.43x): the overhead is partly not "
+        "bandwidth (thin fp32 matmuls, launches). On the 1B it is most of the step, so the model is 28% fast here "
+        "while the 8B and 13B rows are 11-16% fast",
+    ),
+}
+
+
+def test_rows_are_the_speed_run() -> None:
+    assert {m.row["versions"]["gpu"] for m in ROWS} == {"NVIDIA H200"} and all(m.ok for m in ROWS)
+    assert {m.label for m in ROWS} == set(SPEED_ROWS)
+    cases = _harness().grid("speed")
+    assert all(any(_harness()._same_case(m.row, c) for c in cases) for m in ROWS)
+
+
+@pytest.mark.parametrize("m", ROWS, ids=lambda m: m.label)
+def test_speed_check_rows(m: Measured) -> None:
+    recorded_measured, recorded_ours, reason = SPEED_ROWS[m.label]
+    measured, ours = m.measured_tokens_per_s, m.estimated_tokens_per_s()
+    assert measured == pytest.approx(recorded_measured, abs=0.05) and ours is not None
+    err = ours / measured - 1
+    if not reason:
+        assert abs(err) <= TOLERANCE, f"{err:+.1%}"
+        return
+    assert abs(err - (recorded_ours / recorded_measured - 1)) <= BAND, f"recorded miss moved to {err:+.1%}"
+    assert abs(err) > TOLERANCE, f"a recorded miss is now within 25% ({err:+.1%}): promote it"
+
+
+def test_qlora_extra_time_over_lora() -> None:
+    """What the 13B LoRA baseline shows: QLoRA's extra time over LoRA is 0.95 s per step on Llama 2 13B against
+    1.55 s on Llama 3.1 8B (H200 run), with 1.8x the quantized parameters, so it is not dequantization alone. The
+    model splits it into dequantization (with the parameters) and prepare_model_for_kbit_training's fp32 head
+    (with the vocabulary): the 8B's extra comes out within 25%, but the 13B's is a recorded miss, about twice the
+    measured: the dequantization constant, fitted on LitGPT's A10G runtimes against the catalog's optimistic FP32
+    figure for that card (none is published), is too large for the H200. The 13B QLoRA throughput is still within
+    25% (the 13B LoRA part is 16% fast)."""
+    from core.measured import load_measured as load
+
+    h200 = {m.label: m for m in load(DATA_DIR / "measurements" / "h200-2026-11-26.jsonl")}
+    lora13 = next(m for m in ROWS if m.model == "llama-2-13b")
+    q13 = h200["train llama-2-13b QLoRA r16 all-linear nf4 b4 x 2,048 +GC"]
+    q8, lora8 = h200["train llama-3.1-8b QLoRA r16 all-linear nf4 b4 x 2,048 +GC"], h200["train llama-3.1-8b LoRA r16 all-linear b4 x 2,048 +GC"]
+    tokens = 4 * 2048
+
+    def extra(q: Measured, lora: Measured, measured: bool) -> float:
+        speed = (lambda m: m.measured_tokens_per_s) if measured else (lambda m: m.estimated_tokens_per_s())
+        return tokens / speed(q) - tokens / speed(lora)
+
+    assert extra(q13, lora13, True) == pytest.approx(0.95, abs=0.01) and extra(q8, lora8, True) == pytest.approx(1.55, abs=0.01)
+    assert extra(q8, lora8, False) == pytest.approx(extra(q8, lora8, True), rel=0.25)
+    recorded_13b_ratio = 1.93  # the model's 13B extra over the measured, when recorded: a miss
+    assert extra(q13, lora13, False) / extra(q13, lora13, True) == pytest.approx(recorded_13b_ratio, abs=0.1)
