@@ -22,11 +22,11 @@ from core.memory.components import qlora_upcast
 from core.memory.estimate import Evaluator
 from core.memory.fit import MAX_DEVICES
 from core.money.pricing import forms_cluster
+from core.money.run_bill import HORIZON_HOURS, bill, cheapest_bill, run_time
 from core.plan.goal import Goal
 from core.plan.result import Plan, rental_fields
 from core.scenario import Scenario
-from core.speed.comm import MICROBATCHES_PER_STAGE, training_comm
-from core.speed.timing import training_time
+from core.speed.comm import MICROBATCHES_PER_STAGE
 
 MICRO_BATCHES = np.array([1, 2, 4, 8, 16, 32], dtype=np.float64)
 ZERO3_RANKS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -36,10 +36,6 @@ FINE_TUNE_GLOBAL_SEQUENCES = 64
 # Pretraining batch in tokens by model size: GPT-3 (Brown et al. 2020, Table 2.1: 0.5M tokens at 125M-350M
 # parameters, 1M at 760M-2.7B, 2M at 6.7B-13B, 3.2M at 175B); Llama 2 and 3 pretrained at 4M tokens.
 PRETRAIN_BATCH_TOKENS = ((0.5e9, 0.5e6), (3e9, 1e6), (15e9, 2e6), (float("inf"), 4e6))
-# Without a deadline, a run longer than 30 days is not called cheapest (issue #26: "say 30 days"). It is a policy, not
-# a sourced figure: a month of on-demand renting is about as long as a team plans a run for, and a plan of years on
-# one host is a wrong answer to "how do we train". A goal's deadline overrides it either way.
-HORIZON_HOURS = 30 * 24.0
 # AWS documents Inferentia for inference only (Trainium for training).
 INFERENCE_ONLY = frozenset({"inferentia2"})
 
@@ -261,6 +257,7 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
     rows = billable_prices(prices)
     horizon = goal.deadline_hours if goal.deadline_hours is not None else HORIZON_HOURS
     wanted = set(goal.accelerators) if goal.accelerators else None
+    spot = goal.pricing == "spot"
     options: list[TrainingOption] = []
     skipped: list[str] = []
     scenarios: dict[tuple[str, bool, int, int], Scenario] = {}
@@ -277,9 +274,9 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
             skipped.append(part_problem(acc, shapes[0].method) if shapes else f"{aid}: nothing to train")  # type: ignore[arg-type]
             continue
         found = False
-        for rental in training_rows(rows, aid, goal.pricing == "spot"):
+        for rental in training_rows(rows, aid, spot):
             row, price = rental.row, rental.price
-            for cand, n in _candidates(usable, acc, rental, global_seqs, goal.training_stack):
+            for cand, _ in _candidates(usable, acc, rental, global_seqs, goal.training_stack):
                 s, dp, b = cand.shape, cand.data_parallel, cand.micro_batch
                 used = dp * s.tensor_parallel * s.pipeline_parallel
                 accumulation = max(1, math.ceil(global_seqs / (dp * b)), MICROBATCHES_PER_STAGE * s.pipeline_parallel if s.pipeline_parallel > 1 else 1)
@@ -288,16 +285,15 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
                     skey = (s.method, s.gradient_checkpointing, b, s.zero_stage)
                     if skey not in scenarios:
                         scenarios[skey] = base_scenario(goal, s.method, s.gradient_checkpointing, batch_size=b, zero_stage=s.zero_stage)
-                    sc = scenarios[skey]
-                    t = training_time(sc, acc, used)
-                    layout = Layout(dp, s.tensor_parallel, s.pipeline_parallel)
-                    comm = training_comm(sc, sc.architecture, acc, layout, t.flops_per_token, t.peak_tflops_per_device * t.mfu, batch=b, accumulation=accumulation)
-                    timed[key] = (t.wall_hours * (1.0 + comm.overhead_fraction), 1.0 / (1.0 + comm.overhead_fraction))
+                    rt = run_time(scenarios[skey], acc, Layout(dp, s.tensor_parallel, s.pipeline_parallel), batch=b, accumulation=accumulation)
+                    timed[key] = (rt.compute_hours, rt.scaling_efficiency)
                 compute_hours, efficiency = timed[key]
-                hours = goal.setup_hours + compute_hours
-                cost = n * price * hours
-                within = hours <= horizon and (goal.budget_usd is None or cost <= goal.budget_usd)
-                options.append(TrainingOption(acc, row, price, n, cand, used, accumulation, hours, efficiency, cost, within))
+                # The one bill (core/money/run_bill.py): setup + computation, the instances the used devices need.
+                billed = bill(row, used, compute_hours, spot=spot, setup_hours=goal.setup_hours)
+                if billed is None or billed.instances < rental.first:
+                    continue
+                within = billed.hours <= horizon and (goal.budget_usd is None or billed.usd <= goal.budget_usd)
+                options.append(TrainingOption(acc, row, price, billed.instances, cand, used, accumulation, billed.hours, efficiency, billed.usd, within))
                 found = True
         if not found:
             skipped.append(f"{aid}: no layout of up to {MAX_DEVICES:,} devices fits, or no price for it")
@@ -366,22 +362,9 @@ def training_plan(goal: Goal, o: TrainingOption) -> Plan:
 
 
 def price_training_scenario(goal: Goal, sc: Scenario, prices: tuple[PriceRow, ...] | None = None) -> tuple[PriceRow, int, float, float] | None:
-    """A configuration as it stands (the sidebar's), priced by the planner's rules: (row, instances, hours, USD) on
-    the cheapest row of its accelerator that holds its tensor-parallel group (several instances only when they are
-    whole nodes on a cluster network, _candidates), or None when no row does."""
-    acc = get_accelerator(sc.accelerator)
-    devices = sc.devices
-    priced = []
-    for rental in training_rows(billable_prices(prices), acc.id, goal.pricing == "spot"):
-        k = rental.row.accelerators_per_instance
-        n = math.ceil(devices / k)
-        if (acc.kind == "tpu" or k >= sc.tensor_parallel) and n >= rental.first and (n == 1 or rental.spans_nodes):
-            priced.append((n * rental.price, rental.row))
-    if not priced:
-        return None
-    hourly, row = min(priced, key=lambda t: t[0])
-    t = training_time(sc, acc, devices, goal.train_tokens)
+    """A configuration as it stands (the sidebar's), priced by the one bill (core/money/run_bill.py): (row, instances,
+    hours, USD) on the cheapest row of its accelerator a training run can rent, or None when no row can."""
     layout = Layout(sc.data_parallel, sc.tensor_parallel, sc.pipeline_parallel)
-    comm = training_comm(sc, sc.architecture, acc, layout, t.flops_per_token, t.peak_tflops_per_device * t.mfu)
-    hours = goal.setup_hours + t.wall_hours * (1.0 + comm.overhead_fraction)
-    return row, math.ceil(devices / row.accelerators_per_instance), hours, hourly * hours
+    rt = run_time(sc, get_accelerator(sc.accelerator), layout, tokens=goal.train_tokens)
+    b = cheapest_bill(sc.accelerator, sc.devices, sc.tensor_parallel, rt.compute_hours, prices, spot=goal.pricing == "spot", setup_hours=goal.setup_hours)
+    return None if b is None else (b.row, b.instances, b.hours, b.usd)
