@@ -110,8 +110,9 @@ with left:
         if unpriced:
             st.caption(
                 md(
-                    "No price from {n} devices: no provider in the price list rents several {acc} nodes on one cluster network "
-                    "(Method page), and no single instance holds that many.",
+                    "No price from {n} devices: no provider in the price list rents that many {acc} on demand, as one "
+                    "instance or as whole nodes on one cluster network (Method page); beyond a provider's on-demand size "
+                    "(64 devices unless it publishes more) a run needs a reservation.",
                     n=f"{min(unpriced):,}",
                     acc=acc.name,
                 )

@@ -127,7 +127,10 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
             else "no layout fits in memory: time shown for the scenario's layout anyway"
         )
     if row is None:
-        notes.append(f"no cloud price for {acc.id} in the price list with {tp}+ devices per instance (tensor-parallel group), or several instances on a cluster network")
+        notes.append(
+            f"no cloud price for {acc.id} in the price list with {tp}+ devices per instance (tensor-parallel group), or "
+            f"several on a cluster network, within one on-demand order of the provider (data/providers.csv)"
+        )
     else:
         where = "catalog" if rows is None else "price list in use"
         notes.append(

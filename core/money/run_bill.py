@@ -14,7 +14,7 @@ from typing import NamedTuple
 from core.catalog.accelerators import Accelerator
 from core.catalog.prices import PriceRow
 from core.layout import Layout
-from core.money.pricing import instance_usd_per_hour, training_rows_for
+from core.money.pricing import instance_usd_per_hour, on_demand_ok, training_rows_for
 from core.scenario import Scenario
 from core.speed.comm import training_comm
 from core.speed.timing import TrainingTime, training_time
@@ -73,11 +73,12 @@ class RunBill(NamedTuple):
 
 def bill(row: PriceRow, devices: int, compute_hours: float, *, spot: bool = False, setup_hours: float = SETUP_HOURS) -> RunBill | None:
     """`devices` devices of this row for a run of `compute_hours` (with communication), as whole instances; None
-    when the row has no price of that kind."""
+    when the row has no price of that kind, or the instances are more than one on-demand order of its provider holds
+    (data/providers.csv's max_devices)."""
     price = instance_usd_per_hour(row, spot)
-    if price is None:
-        return None
     instances = math.ceil(devices / row.accelerators_per_instance)
+    if price is None or not on_demand_ok(row, instances):
+        return None
     hours = billed_hours(compute_hours, setup_hours)
     return RunBill(row, instances, instances * price, hours, run_usd(instances, price, hours))
 

@@ -21,7 +21,7 @@ from core.layout import Layout
 from core.memory.components import qlora_upcast
 from core.memory.estimate import Evaluator
 from core.memory.fit import MAX_DEVICES
-from core.money.pricing import forms_cluster
+from core.money.pricing import forms_cluster, on_demand_ok
 from core.money.run_bill import HORIZON_HOURS, bill, cheapest_bill, run_time
 from core.plan.goal import Goal
 from core.plan.result import Plan, rental_fields
@@ -280,6 +280,8 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
                 s, dp, b = cand.shape, cand.data_parallel, cand.micro_batch
                 used = dp * s.tensor_parallel * s.pipeline_parallel
                 accumulation = max(1, math.ceil(global_seqs / (dp * b)), MICROBATCHES_PER_STAGE * s.pipeline_parallel if s.pipeline_parallel > 1 else 1)
+                if not on_demand_ok(row, math.ceil(used / row.accelerators_per_instance)):
+                    continue  # beyond one on-demand order of the provider (data/providers.csv): the bill would refuse it
                 key = (aid, s.method, s.gradient_checkpointing, s.zero_stage, s.tensor_parallel, s.pipeline_parallel, dp, b)
                 if key not in timed:
                     skey = (s.method, s.gradient_checkpointing, b, s.zero_stage)

@@ -76,3 +76,50 @@ def test_training_options_bill_each_run_and_pick_within_the_horizon():
     # A pretraining run of years on one device is not called cheapest while one within the horizon exists.
     long = training_options(sc.replace(method="full", train_tokens=2e11), rows)
     assert any(not o.within_bounds for o in long.options) and long.cheapest.run_hours <= HORIZON_HOURS
+
+
+def test_a_provider_rents_on_demand_only_as_many_devices_as_it_publishes():
+    """data/providers.csv's max_devices (issue 26: "the fastest LoRA rents 128 MI355X for 17 min"): Lambda publishes
+    1-Click Clusters of up to 512 GPUs; AWS publishes no self-serve size, so the stated default of 64 holds."""
+    from core.catalog.providers import DEFAULT_MAX_DEVICES, max_devices
+
+    assert (max_devices("lambda"), max_devices("modal"), max_devices("aws"), max_devices("ownlab")) == (512, 64, DEFAULT_MAX_DEVICES, None)
+    assert bill(_row("aws", 8, 98.0), 64, 1.0).instances == 8
+    assert bill(_row("aws", 8, 98.0), 72, 1.0) is None  # nine 8-GPU instances: a reservation, not an on-demand order
+    assert bill(_row("lambda", 8, 24.0), 512, 1.0).usd == pytest.approx(64 * 24.0 * 1.25)
+    assert bill(_row("lambda", 8, 24.0), 520, 1.0) is None
+    assert bill(_row("ownlab", 8, 24.0), 4096, 1.0) is not None  # one's own price list: one's own cluster
+
+
+def test_a_max_devices_needs_its_source():
+    from core.catalog.providers import Provider
+
+    row = {"provider": "x", "multi_node": True, "evidence": "a test", "as_of": "2026-11", "source": "a test"}
+    assert Provider.model_validate(row | {"max_devices": 128, "max_devices_source": "https://example.org/limits"}).max_devices == 128
+    with pytest.raises(ValueError, match="max_devices_source"):
+        Provider.model_validate(row | {"max_devices": 128})
+    with pytest.raises(ValueError):
+        Provider.model_validate(row | {"max_devices": 0, "max_devices_source": "https://example.org/limits"})
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        {"goal": "fine-tune", "model": "llama-3.1-70b", "tokens": 5e7},
+        {"goal": "pretrain", "model": "llama-3.1-8b", "tokens": 1e11},
+        {"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 2e7},
+        {"goal": "serve", "model": "llama-3.1-70b", "requests_per_day": 2e6},
+    ],
+)
+def test_no_plan_rents_more_than_one_on_demand_order(goal):
+    """Every plan shown, training or serving (a fleet: core/money/serving.fleet), holds no more devices than its
+    provider's on-demand order: the serve planner no longer rents a 5,888-chip TPU v5p slice for small batches."""
+    from core.catalog.price_trust import billable_prices
+    from core.catalog.providers import max_devices
+
+    per_instance = {(r.provider, r.instance_type): r.accelerators_per_instance for r in billable_prices(None)}
+    result = plan(Goal.model_validate(goal))
+    assert result.cheapest is not None
+    for p in result.plans:
+        rented = p.instances * per_instance[(p.provider, p.instance)]
+        assert rented <= max_devices(p.provider), (p.provider, p.instance, p.instances)
