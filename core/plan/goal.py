@@ -46,6 +46,10 @@ class Goal(BaseModel):
     accelerators: tuple[str, ...] | None = Field(default=None, max_length=200)
     methods: tuple[Method, ...] | None = Field(default=None, min_length=1, max_length=3)
     training_stack: StackId = "hf"
+    require_bf16: bool = Field(
+        default=False,
+        description="training: plan only parts with BF16 (Ampere and later, TPUs, Trainium...); parts without it train in FP16 with loss scaling",
+    )
     serving_engine: EngineId = "vllm"
 
     @field_validator("model", mode="before")

@@ -269,6 +269,9 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
         if aid in INFERENCE_ONLY:
             skipped.append(f"{aid}: an inference-only part")
             continue
+        if goal.require_bf16 and not acc.supports_bf16:
+            skipped.append(f"{aid}: no BF16 (the goal requires it)")
+            continue
         usable = [s for s in shapes if part_problem(acc, s.method) is None]
         if not usable:
             skipped.append(part_problem(acc, shapes[0].method) if shapes else f"{aid}: nothing to train")  # type: ignore[arg-type]

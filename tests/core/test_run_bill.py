@@ -123,3 +123,16 @@ def test_no_plan_rents_more_than_one_on_demand_order(goal):
     for p in result.plans:
         rented = p.instances * per_instance[(p.provider, p.instance)]
         assert rented <= max_devices(p.provider), (p.provider, p.instance, p.instances)
+
+
+def test_a_goal_can_require_bf16():
+    """The cheapest 70B fine-tune is LoRA on one 8 x V100 host in FP16 with loss scaling; a team that wants BF16 says
+    so (Goal.require_bf16) and gets a plan on a part that has it."""
+    from core.catalog.accelerators import get_accelerator
+
+    goal = {"goal": "fine-tune", "model": "llama-3.1-70b", "tokens": 5e7}
+    plain = plan(Goal.model_validate(goal))
+    bf16 = plan(Goal.model_validate(goal | {"require_bf16": True}))
+    assert not get_accelerator(plain.cheapest.accelerator).supports_bf16  # the V100 plan of the issue
+    assert all(get_accelerator(p.accelerator).supports_bf16 for p in bf16.plans)
+    assert bf16.cheapest.usd >= plain.cheapest.usd and any("no BF16" in s for s in bf16.skipped)
