@@ -15,6 +15,7 @@ from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
 
 LAYOUTS_CSV = DATA_DIR / "stack_layouts.csv"
 QLORA_VENDORS = frozenset({"nvidia", "amd"})
+KINDS = frozenset({"gpu", "npu", "tpu"})
 
 
 class StackLayouts(BaseModel):
@@ -30,11 +31,20 @@ class StackLayouts(BaseModel):
     qlora_sharded: bool  # QLoRA under ZeRO-3 / FSDP (FSDP + QLoRA)
     as_of: str
     source: str = Field(min_length=10)
+    hardware: tuple[str, ...] = ("gpu", "npu")  # accelerator kinds it runs on (npu: through Optimum Neuron / Habana)
 
     @field_validator("zero_stages", mode="before")
     @classmethod
     def _stages(cls, value: object) -> object:
         return tuple(int(s) for s in value.split(";")) if isinstance(value, str) else value
+
+    @field_validator("hardware", mode="before")
+    @classmethod
+    def _kinds(cls, value: object) -> object:
+        kinds = tuple(value.split(";")) if isinstance(value, str) else value
+        if not kinds or not set(kinds) <= KINDS:
+            raise ValueError(f"hardware must name kinds among {sorted(KINDS)}")
+        return kinds
 
 
 @functools.cache
@@ -47,6 +57,8 @@ def layout_problem(stack: str, method: str, zero_stage: int, tensor_parallel: in
     s = load_stack_layouts().get(stack)
     if s is None:
         return None  # a stack the table does not describe is not held to it
+    if data_parallel > 1 and zero_stage == 0 and not s.data_parallel:
+        return f"{stack} has no replicated data parallelism (it shards)"
     if zero_stage not in s.zero_stages:
         return f"{stack} has no ZeRO stage {zero_stage} (it runs {', '.join(map(str, s.zero_stages))})"
     if tensor_parallel > 1 and not s.tensor_parallel:
@@ -62,6 +74,15 @@ def layout_problem(stack: str, method: str, zero_stage: int, tensor_parallel: in
     if method == "qlora" and tensor_parallel > 1:
         return "a bitsandbytes 4-bit base is not split by tensor parallelism"
     return None
+
+
+def stack_for(stack: str, kind: str) -> str | None:
+    """The stack a part of this kind trains under: the asked-for one where it runs there, else the first stack of
+    the table that does (TPUs: PyTorch/XLA), else None (nothing in the table runs on it)."""
+    table = load_stack_layouts()
+    if stack not in table or kind in table[stack].hardware:
+        return stack
+    return next((s.stack for s in table.values() if kind in s.hardware), None)
 
 
 def spans_nodes_ok(stack: str) -> bool:
