@@ -78,8 +78,8 @@ show_table(
                 "Fewest devices": layout_text(r.layout_needed),
                 "Max batch": r.max_batch_size or None,
                 "Max context": r.max_seq_len or None,
-                "Training run (USD)": None if r.training is None or r.training.cost_usd is None else round(r.training.cost_usd),
-                "Training hours": None if r.training is None else round(r.training.wall_hours, 1),
+                "Training run (USD)": None if r.training is None or r.training.run_usd is None else round(r.training.run_usd),
+                "Training hours": None if r.training is None or r.training.run_hours is None else round(r.training.run_hours, 2),
                 "Tokens/s per user": None if r.inference is None else round(r.inference.decode_tokens_per_s, 1),
                 "Tokens/s, all users": None if r.inference is None else round(r.inference.aggregate_tokens_per_s),
                 "Serving USD / M output tokens (full load)": None

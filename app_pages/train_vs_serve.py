@@ -6,7 +6,7 @@ from app_pages.shared.context import as_mode, page_header, priced, stop_page, tr
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, cached_serving
 from app_pages.shared.serving_section import api_comparison, traffic_and_targets
-from app_pages.shared.text import md, metric, plain
+from app_pages.shared.text import hours_text, md, metric, plain
 from app_pages.shared.train_serve_views import bills_figure, cumulative_figure, own_vs_rent_figure
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
@@ -38,7 +38,7 @@ def bills() -> int:
     training = cached_estimate(train_sc.model_dump_json(), *PRICES).training
     # the Inference page's bill and the Plan's serve goal: one fleet-sizing rule (core/money/serving.py)
     plan, why, _ = cached_serving(serve_sc.model_dump_json(), traffic.model_dump_json(), 1.0, *PRICES)
-    if training is None or training.cost_usd is None or plan is None or plan.usd_per_month is None:
+    if training is None or training.run_usd is None or training.run_hours is None or plan is None or plan.usd_per_month is None:
         st.warning(md("No bill to compare on {acc}: {why}.", acc=acc.name, why=why or "no price for it in the price list"))
         return training.devices if training is not None else 1
     a = st.columns(2)
@@ -46,10 +46,15 @@ def bills() -> int:
     api_out = page_widget("api_out", a[1])
     cmp, against = api_comparison(serve_sc, plan, traffic, api_in, api_out)
     alternative = None if cmp is None else cmp.per_token_usd_per_month
-    be = train_vs_serve(training.cost_usd, plan.usd_per_month, alternative, months=months)
+    be = train_vs_serve(training.run_usd, plan.usd_per_month, alternative, months=months)
 
     m = st.columns(4)
-    metric(m[0], "Training run (one-off)", f"${training.cost_usd:,.0f}", help=f"{training.devices} x {acc.name}, {training.wall_hours:,.1f} h; {training.price_instance}")
+    metric(
+        m[0],
+        "Training run (one-off)",
+        f"${training.run_usd:,.0f}",
+        help=f"{training.devices} x {acc.name}, {hours_text(training.run_hours)} with setup; {training.price_instance}",
+    )
     metric(
         m[1],
         "Serving (per month)",
@@ -71,7 +76,7 @@ def bills() -> int:
     with left:
         show(cumulative_figure(tuple(be.cumulative_usd), tuple(be.cumulative_alternative_usd or ()), be.break_even_month), key="chart_be")
     with right:
-        show(bills_figure(training.cost_usd, plan.usd_per_month, months), key="chart_bills")
+        show(bills_figure(training.run_usd, plan.usd_per_month, months), key="chart_bills")
     if alternative is None:
         st.caption("Type per-token API prices above to see when training and hosting your own model beats paying per token.")
     else:

@@ -12,6 +12,8 @@ from app_pages.shared.text import flops_text, hours_text, md, metric, plain
 from app_pages.shared.training_views import TOP_COLORS, curve_figure, offers_table, run_cost, time_cost_figure, training_curve_of, training_options_of
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
+from core.money.cost import pick
+from core.money.run_bill import HORIZON_HOURS, SETUP_HOURS
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
 if sc.mode != "training":
@@ -52,8 +54,7 @@ with st.container():  # one slot whether or not the warning shows (the chart bel
     if not priced:
         st.warning("No spot prices are published for these instances; showing on-demand.")
         spot, priced = False, list(opts.options)
-cheapest = min(priced, key=cost)
-fastest = min(priced, key=lambda o: (o.wall_hours, cost(o)))
+cheapest, fastest = pick(priced, spot)  # the planner's definitions (core/money/picks.py)
 mine = [o for o in priced if o.accelerator_id == acc.id]
 
 est = cached_estimate(KEY, *PRICES).training
@@ -64,14 +65,31 @@ metric(
     c[2],
     "Cheapest run",
     f"${cost(cheapest):,.0f}",
-    help=f"{cheapest.provider} {cheapest.instance_type}, {cheapest.devices} x {get_accelerator(cheapest.accelerator_id).name}",
+    help=f"{cheapest.provider} {cheapest.instance_type}, {cheapest.devices} x {get_accelerator(cheapest.accelerator_id).name}, "
+    f"{hours_text(cheapest.run_hours)}" + ("" if cheapest.within_bounds else f" (no run finishes within {HORIZON_HOURS / 24:.0f} days)"),
 )
 metric(
     c[3],
     "Fastest run",
-    hours_text(fastest.wall_hours),
-    help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {get_accelerator(fastest.accelerator_id).name}",
+    hours_text(fastest.run_hours),
+    help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {get_accelerator(fastest.accelerator_id).name}, ${cost(fastest):,.0f}",
 )
+if est.run_usd is not None and est.run_hours is not None:
+    own_usd = est.run_spot_usd if spot and est.run_spot_usd is not None else est.run_usd
+    st.caption(
+        md(
+            "Your setup ({n} x {acc}, {instance}): {hours}, {usd}. Every run here is billed as the Plan page bills it: "
+            "{setup} of setup, then the computation with its communication, on whole instances; a run over {days} days "
+            "is not called cheapest.",
+            n=est.devices,
+            acc=acc.name,
+            instance=est.price_instance,
+            hours=hours_text(est.run_hours),
+            usd=f"${own_usd:,.2f}",
+            setup=hours_text(SETUP_HOURS),
+            days=f"{HORIZON_HOURS / 24:.0f}",
+        )
+    )
 
 
 with chart_with_controls("training"):
@@ -92,8 +110,9 @@ with left:
         if unpriced:
             st.caption(
                 md(
-                    "No price from {n} devices: no provider in the price list rents several {acc} nodes on one cluster network "
-                    "(Method page), and no single instance holds that many.",
+                    "No price from {n} devices: no provider in the price list rents that many {acc} on demand, as one "
+                    "instance or as whole nodes on one cluster network (Method page); beyond a provider's on-demand size "
+                    "(64 devices unless it publishes more) a run needs a reservation.",
                     n=f"{min(unpriced):,}",
                     acc=acc.name,
                 )

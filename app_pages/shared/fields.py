@@ -475,7 +475,7 @@ def fields() -> dict[str, Field]:
             section="parallel",
             scenario="offload",
             applies=training,
-            labels={"none": "None", "optimizer": "Optimizer state", "optimizer+params": "Optimizer + parameters"},
+            labels={"none": "None", "optimizer": "Optimizer + gradients", "optimizer+params": "All three (+ weights)"},
         ),
         Field("dp", "Data parallel", "int", 1, lo=1, hi=4096, widget="number", section="parallel", scenario="data_parallel", applies=training),
         Field("tp", "Tensor parallel", "choice", 1, (1, 2, 4, 8, 16), section="parallel", scenario="tensor_parallel"),

@@ -15,8 +15,8 @@ from app_pages.shared.style import COLORWAY, FrozenFigure, frozen, layout
 from app_pages.shared.text import chart_text
 from app_pages.shared.ticks import number_ticks, time_ticks
 from core.catalog.accelerators import get_accelerator
-from core.money.cost import CurvePoint, TrainingOption, TrainingOptions, training_curve, training_options
-from core.plan.frontier import frontier
+from core.money.cost import CurvePoint, TrainingOption, TrainingOptions, pick, training_curve, training_options
+from core.money.picks import frontier
 
 
 @shared_cache(max_entries=64)
@@ -44,8 +44,9 @@ def on_frontier(hours: pd.Series, usd: pd.Series) -> pd.Series:
 
 
 def run_cost(o: TrainingOption, use_spot: bool) -> float | None:
-    """What a run costs at the price kind shown (None: no spot price for its instance)."""
-    return o.spot_usd if use_spot else o.on_demand_usd
+    """What a run is billed at the price kind shown (None: no spot price for its instance): setup and communication
+    included, as the planner bills it (core/money/run_bill.py)."""
+    return o.run_spot_usd if use_spot else o.run_usd
 
 
 @shared_cache(max_entries=64)
@@ -59,8 +60,7 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows 
     def cost(o):
         return run_cost(o, use_spot)
 
-    cheapest = min(priced, key=cost)
-    fastest = min(priced, key=lambda o: (o.wall_hours, cost(o)))
+    cheapest, fastest = pick(priced, use_spot)
     fig = go.Figure()
     df = pd.DataFrame(
         [
@@ -69,7 +69,7 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows 
                 "provider": chart_text(o.provider),  # a price list from a link names these: no tags in the hover
                 "instance": chart_text(o.instance_type),
                 "devices": o.devices,
-                "hours": o.wall_hours,
+                "hours": o.run_hours,
                 "usd": cost(o),
                 "layout": f"DP {o.data_parallel} x TP {o.tensor_parallel} x PP {o.pipeline_parallel}" + (f", ZeRO-{o.zero_stage}" if o.zero_stage else ""),
             }
@@ -109,7 +109,7 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows 
         marks.append((fastest, "fastest", "#E45756"))
     for o, text, color in marks:
         fig.add_scatter(
-            x=[o.wall_hours],
+            x=[o.run_hours],
             y=[cost(o)],
             mode="markers+text",
             text=[text],
@@ -135,9 +135,9 @@ def curve_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows = No
         return None
     name = get_accelerator(scenario_of(key).accelerator).name
     xs = [p.devices for p in curve]
-    ys = [p.spot_usd if use_spot and p.spot_usd is not None else p.on_demand_usd for p in curve]
+    ys = [p.run_spot_usd if use_spot and p.run_spot_usd is not None else p.run_usd for p in curve]
     cf = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
-    cf.add_scatter(x=xs, y=[p.wall_hours for p in curve], name="Wall-clock hours", mode="lines+markers", row=1, col=1)
+    cf.add_scatter(x=xs, y=[p.run_hours for p in curve], name="Wall-clock hours", mode="lines+markers", row=1, col=1)
     cf.add_scatter(x=xs, y=ys, name="Run cost (USD)", mode="lines+markers", row=2, col=1)
     cf.update_xaxes(type="log", dtick=1)
     cf.update_xaxes(title=f"Number of {name} devices (log scale)", row=2, col=1)
@@ -167,9 +167,9 @@ def offers_table(key: str, use_spot: bool, price_key: str = "", _rows: Rows = No
                 "Instance": o.instance_type,
                 "Accelerator": get_accelerator(o.accelerator_id).name,
                 "Devices": o.devices,
-                "Hours": round(o.wall_hours, 1),
-                "On-demand (USD)": round(o.on_demand_usd),
-                "Spot (USD)": None if o.spot_usd is None else round(o.spot_usd),
+                "Hours": round(o.run_hours, 2),
+                "On-demand (USD)": round(o.run_usd, 2),
+                "Spot (USD)": None if o.run_spot_usd is None else round(o.run_spot_usd, 2),
                 "Price is an estimate": "yes" if o.price_is_estimate else "",
             }
             for o in sorted(best.values(), key=cost)

@@ -19,6 +19,7 @@ QLORA_VENDORS = frozenset({"nvidia", "amd"})
 # mlx-lm trains where MLX runs (data/engine_hardware.csv's mlx row: Apple silicon, and NVIDIA through MLX's CUDA
 # backend); its QLoRA base is MLX's own 4-bit format, not bitsandbytes', so it needs no bitsandbytes kernels.
 MLX_STACK = "mlx-lm"
+KINDS = frozenset({"gpu", "npu", "tpu", "apple", "unified", "lpu", "wafer"})  # data/accelerators.csv kinds
 
 
 class StackLayouts(BaseModel):
@@ -34,11 +35,20 @@ class StackLayouts(BaseModel):
     qlora_sharded: bool  # QLoRA under ZeRO-3 / FSDP (FSDP + QLoRA)
     as_of: str
     source: str = Field(min_length=10)
+    hardware: tuple[str, ...] = ("gpu", "npu")  # accelerator kinds it runs on (npu: Optimum Neuron / Habana; apple: PyTorch MPS or MLX; unified: DGX Spark, Strix Halo)
 
     @field_validator("zero_stages", mode="before")
     @classmethod
     def _stages(cls, value: object) -> object:
         return tuple(int(s) for s in value.split(";")) if isinstance(value, str) else value
+
+    @field_validator("hardware", mode="before")
+    @classmethod
+    def _kinds(cls, value: object) -> object:
+        kinds = tuple(value.split(";")) if isinstance(value, str) else value
+        if not kinds or not set(kinds) <= KINDS:
+            raise ValueError(f"hardware must name kinds among {sorted(KINDS)}")
+        return kinds
 
 
 @functools.cache
@@ -51,7 +61,9 @@ def layout_problem(stack: str, method: str, zero_stage: int, tensor_parallel: in
     s = load_stack_layouts().get(stack)
     if s is None:
         return None  # a stack the table does not describe is not held to it
-    if data_parallel > 1 and not s.data_parallel:
+    if data_parallel > 1 and zero_stage == 0 and not s.data_parallel:
+        if 3 in s.zero_stages:
+            return f"{stack} has no replicated data parallelism (it shards)"
         return f"{stack} trains on one device (no data parallelism)"
     if zero_stage not in s.zero_stages:
         return f"{stack} has no ZeRO stage {zero_stage} (it runs {', '.join(map(str, s.zero_stages))})"
@@ -68,6 +80,15 @@ def layout_problem(stack: str, method: str, zero_stage: int, tensor_parallel: in
     if method == "qlora" and tensor_parallel > 1:
         return "a bitsandbytes 4-bit base is not split by tensor parallelism"
     return None
+
+
+def stack_for(stack: str, kind: str) -> str | None:
+    """The stack a part of this kind trains under: the asked-for one where it runs there, else the first stack of
+    the table that does (TPUs: PyTorch/XLA), else None (nothing in the table runs on it)."""
+    table = load_stack_layouts()
+    if stack not in table or kind in table[stack].hardware:
+        return stack
+    return next((s.stack for s in table.values() if kind in s.hardware), None)
 
 
 def spans_nodes_ok(stack: str) -> bool:

@@ -303,8 +303,13 @@ def training_peak(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, 
         copies /= dp
     cpu = 0.0
     if sc.offload != "none":
-        cpu += opt
+        # ZeRO-Offload (Ren et al. 2021, arXiv 2101.06840, Sec. 4.1): the fp16 gradients and every optimizer state
+        # (fp32 master, momentum, variance) live in CPU memory, the fp16 parameters on the GPU; DeepSpeed copies each
+        # gradient to pinned CPU memory as the backward pass produces it, so a device holds one weight group's
+        # gradient in flight (FSDP's CPUOffload moves gradients with the parameters too).
+        cpu += opt + grads
         opt = 0.0
+        grads = min(grads, st.largest_gradient / split)
     if sc.offload == "optimizer+params":
         cpu += weights
         weights = 0.0

@@ -417,9 +417,9 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
     if sc.optimizer == "adamw":
         alts.append(("8-bit AdamW", {"optimizer": "adamw-8bit"}))
     if sc.offload == "none" and sc.zero_stage >= 1:
-        alts.append(("optimizer state offloaded to CPU", {"offload": "optimizer"}))
+        alts.append(("optimizer state and gradients offloaded to CPU (ZeRO-Offload)", {"offload": "optimizer"}))
     if sc.zero_stage == 3 and sc.offload != "optimizer+params":
-        alts.append(("optimizer state and parameters offloaded to CPU", {"offload": "optimizer+params"}))
+        alts.append(("optimizer state, gradients and parameters offloaded to CPU", {"offload": "optimizer+params"}))
     if sc.zero_stage < 3 and sc.data_parallel > 1:
         alts.append(("ZeRO stage 3 / FSDP full sharding", {"zero_stage": 3}))
     return alts

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-StackId = Literal["hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "mlx-lm"]
+StackId = Literal["hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "mlx-lm", "hf-xla"]
 
 
 class TrainingStack(NamedTuple):
@@ -48,33 +48,35 @@ class TrainingStack(NamedTuple):
     qlora_base_format: str = "nf4"  # the frozen 4-bit base of QLoRA (core/model/formats.py): bitsandbytes NF4, or MLX's own
 
 
+_HF = TrainingStack(
+    "hf",
+    "Hugging Face Trainer + PEFT + bitsandbytes",
+    "autocast",
+    14.0,
+    True,
+    True,
+    4.0,
+    True,
+    False,
+    False,
+    False,
+    "transformers LlamaForCausalLM / ForCausalLMLoss (logits.float()), LlamaRMSNorm (hidden_states.to(float32)); "
+    "PEFT LoraLayer (autocast_adapter_dtype=True, input cast to the adapter dtype); "
+    "peft.prepare_model_for_kbit_training (fp32 upcast of non-quantized parameters, gradient checkpointing on); "
+    "measured on an H100, data/measurements/h100-2026-11-23.jsonl",
+    (
+        "with mixed precision (BF16 or FP16 mixed), fp32 parameters and a 16-bit autocast copy of each weight during forward and backward",
+        "the loss upcasts all logits to fp32: about 14 bytes per token and vocabulary entry at the loss step",
+        "each RMSNorm keeps an fp32 copy of its input",
+        "LoRA adapters are fp32 and run on an fp32 copy of each adapted input (PEFT)",
+        "QLoRA (prepare_model_for_kbit_training): embeddings, norms and the output head in fp32, fp32 activations, gradient checkpointing on",
+    ),
+)
+
 STACKS: dict[str, TrainingStack] = {
     s.id: s
     for s in (
-        TrainingStack(
-            "hf",
-            "Hugging Face Trainer + PEFT + bitsandbytes",
-            "autocast",
-            14.0,
-            True,
-            True,
-            4.0,
-            True,
-            False,
-            False,
-            False,
-            "transformers LlamaForCausalLM / ForCausalLMLoss (logits.float()), LlamaRMSNorm (hidden_states.to(float32)); "
-            "PEFT LoraLayer (autocast_adapter_dtype=True, input cast to the adapter dtype); "
-            "peft.prepare_model_for_kbit_training (fp32 upcast of non-quantized parameters, gradient checkpointing on); "
-            "measured on an H100, data/measurements/h100-2026-11-23.jsonl",
-            (
-                "with mixed precision (BF16 or FP16 mixed), fp32 parameters and a 16-bit autocast copy of each weight during forward and backward",
-                "the loss upcasts all logits to fp32: about 14 bytes per token and vocabulary entry at the loss step",
-                "each RMSNorm keeps an fp32 copy of its input",
-                "LoRA adapters are fp32 and run on an fp32 copy of each adapted input (PEFT)",
-                "QLoRA (prepare_model_for_kbit_training): embeddings, norms and the output head in fp32, fp32 activations, gradient checkpointing on",
-            ),
-        ),
+        _HF,
         TrainingStack(
             "torchtune",
             "torchtune",
@@ -201,6 +203,17 @@ STACKS: dict[str, TrainingStack] = {
                 "mlx-lm trains in the model's 16-bit dtype (no fp32 master copy): BF16 (true) precision matches it; mixed precision counts an fp32 master copy",
             ),
             "mlx-q4",
+        ),
+        _HF._replace(
+            id="hf-xla",
+            label="Hugging Face Trainer + PEFT on PyTorch/XLA (TPU)",
+            source="the Hugging Face stack's code (transformers causal-LM loss, LlamaRMSNorm, PEFT LoraLayer) run by PyTorch/XLA: "
+            "Transformers Trainer docs, fsdp_config 'xla', 'xla_fsdp_v2' (SPMD FSDPv2 on TPU); not measured on a TPU here: "
+            "its memory is taken as the Hugging Face stack's",
+            notes=(
+                "the Hugging Face stack's memory behaviour (the same Transformers and PEFT code), compiled by XLA for TPU",
+                "sharding through SPMD FSDPv2 (fsdp_config xla_fsdp_v2): full sharding or one chip, no DeepSpeed, no bitsandbytes",
+            ),
         ),
     )
 }

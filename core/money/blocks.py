@@ -13,18 +13,10 @@ from core.catalog.prices import PriceRow
 from core.layout import Layout
 from core.memory.estimate import Evaluator, MemoryResult, estimate_memory, fit_capacity
 from core.memory.fit import max_batch
-from core.money.pricing import (
-    cheapest_replica_row,
-    cheapest_run_row,
-    label,
-    replica_usd_per_hour,
-    run_usd_per_hour,
-    usd_per_million_tokens,
-)
+from core.money.pricing import cheapest_replica_row, label, replica_usd_per_hour, usd_per_million_tokens
+from core.money.run_bill import SETUP_HOURS, cheapest_bill, run_time
 from core.scenario import Scenario
-from core.speed.comm import training_comm
 from core.speed.roofline import COMPUTE_EFF, inference_speed
-from core.speed.timing import training_time
 
 _OUT = ConfigDict(frozen=True)
 
@@ -47,6 +39,13 @@ class TrainingEstimate(BaseModel):
     price_instance: str | None
     spot_price_instance: str | None
     assumptions: list[str]
+    # Added (issue 26, one pricing core): the run as the planner and every page bill it (core/money/run_bill.py).
+    # wall_hours and cost_usd above stay the ideal computation alone; these include setup and communication.
+    setup_hours: float | None = None  # billed on each instance beyond the computation
+    run_hours: float | None = None  # billed wall-clock hours: setup + computation with communication
+    run_usd: float | None = None  # on-demand: whole instances x price per hour x run_hours
+    run_spot_usd: float | None = None  # the same at the cheapest spot row (None: no spot price)
+    instances: int | None = None  # whole instances rented for the on-demand bill
 
 
 class InferenceEstimate(BaseModel):
@@ -104,19 +103,21 @@ def run_layout(sc: Scenario, info: FitInfo) -> tuple[Layout, int]:
 def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple[PriceRow, ...] | None = None) -> TrainingEstimate:
     arch = sc.architecture
     layout, zero = (Layout(*info.layout), sc.zero_stage) if sc.mode != "training" else run_layout(sc, info)
-    t = training_time(sc, acc, layout.devices)
     comm_sc = sc if zero == sc.zero_stage else sc.model_copy(update={"zero_stage": zero})
-    comm = training_comm(comm_sc, arch, acc, layout, t.flops_per_token, t.peak_tflops_per_device * t.mfu)
+    rt = run_time(comm_sc, acc, layout)
+    t = rt.time
     tp = layout.tensor_parallel
-    row = cheapest_run_row(acc.id, layout.devices, rows, tensor_parallel=tp)
-    spot_row = cheapest_run_row(acc.id, layout.devices, rows, spot=True, tensor_parallel=tp)
+    # The one bill (core/money/run_bill.py): the cheapest row a training run can rent for these devices.
+    on_demand = cheapest_bill(acc.id, layout.devices, tp, rt.compute_hours, rows)
+    spot = cheapest_bill(acc.id, layout.devices, tp, rt.compute_hours, rows, spot=True)
+    row = None if on_demand is None else on_demand.row
     notes = [
         f"FLOPs = {t.flops_per_token / arch.active_params:.2g} x {arch.active_params:,} active params x {t.tokens:,.0f} tokens"
         + (" (full activation recomputation)" if sc.gradient_checkpointing else ""),
         t.mfu_source,
         f"peak {t.peak_tflops_per_device:g} TFLOP/s per device: {t.peak_basis}",
         f"time on {layout.devices} devices (DP {layout.data_parallel} x TP {layout.tensor_parallel} x PP {layout.pipeline_parallel})",
-        f"with communication: +{comm.overhead_fraction:.0%} (TP all-reduces, pipeline bubble, exposed gradient all-reduce); "
+        f"with communication: +{rt.comm_overhead:.0%} (TP all-reduces, pipeline bubble, exposed gradient all-reduce); "
         "pessimistic, as the MFU defaults already include some",
     ]
     if sc.mode == "training" and not info.fits:
@@ -126,10 +127,16 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
             else "no layout fits in memory: time shown for the scenario's layout anyway"
         )
     if row is None:
-        notes.append(f"no cloud price for {acc.id} in the price list with {tp}+ devices per instance (tensor-parallel group)")
+        notes.append(
+            f"no cloud price for {acc.id} in the price list with {tp}+ devices per instance (tensor-parallel group), or "
+            f"several on a cluster network, within one on-demand order of the provider (data/providers.csv)"
+        )
     else:
         where = "catalog" if rows is None else "price list in use"
-        notes.append(f"cost: cheapest on-demand price in the {where} for {layout.devices} devices as whole instances, {label(row)}")
+        notes.append(
+            f"cost: cheapest on-demand price in the {where} for {layout.devices} devices as whole instances, {label(row)}; "
+            f"the run is billed {SETUP_HOURS:g} h of setup plus the time with communication (run_hours, run_usd)"
+        )
     return TrainingEstimate.model_construct(
         tokens=t.tokens,
         flops=t.flops,
@@ -140,13 +147,18 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
         tokens_per_s=t.tokens_per_s,
         wall_hours=t.wall_hours,
         gpu_hours=t.gpu_hours,
-        wall_hours_with_comm=t.wall_hours * (1 + comm.overhead_fraction),
-        comm_overhead_fraction=comm.overhead_fraction,
-        cost_usd=None if row is None else (run_usd_per_hour(row, layout.devices) or 0.0) * t.wall_hours,
-        spot_cost_usd=None if spot_row is None else (run_usd_per_hour(spot_row, layout.devices, spot=True) or 0.0) * t.wall_hours,
-        price_instance=None if row is None else label(row),
-        spot_price_instance=None if spot_row is None else label(spot_row),
+        wall_hours_with_comm=rt.compute_hours,
+        comm_overhead_fraction=rt.comm_overhead,
+        cost_usd=None if on_demand is None else on_demand.usd_per_hour * t.wall_hours,
+        spot_cost_usd=None if spot is None else spot.usd_per_hour * t.wall_hours,
+        price_instance=None if on_demand is None else label(on_demand.row),
+        spot_price_instance=None if spot is None else label(spot.row),
         assumptions=notes,
+        setup_hours=SETUP_HOURS,
+        run_hours=SETUP_HOURS + rt.compute_hours,
+        run_usd=None if on_demand is None else on_demand.usd,
+        run_spot_usd=None if spot is None else spot.usd,
+        instances=None if on_demand is None else on_demand.instances,
     )
 
 

@@ -79,7 +79,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
         t = training_time(sc_a, acc, 1, tokens=sc.train_tokens or 1.0)
         train_rate = t.tokens_per_s
         if training is not None:
-            train_hours, train_usd = training.wall_hours, training.cost_usd
+            train_hours, train_usd = training.run_hours, training.run_usd  # the one bill (core/money/run_bill.py)
             devices = training.devices if sc.mode == "training" else devices
     if devices is None:
         notes.append(f"does not fit in any layout of up to {MAX_DEVICES:,} devices")

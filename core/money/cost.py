@@ -1,10 +1,11 @@
 """Training run cost: every price row x accelerator x device count, the
 cheapest and the fastest option, and the time/cost curve as devices grow.
 
-Cost = whole instances x instance price per hour x wall-clock hours (ideal,
-MFU-based time, core/speed/timing.py). More devices never lengthen the ideal time;
-the time "with communication" (core/speed/comm.py) shows where adding devices stops
-paying off.
+Each run is billed by the one training bill (core/money/run_bill.py), as the
+planner bills it: whole instances x instance price per hour x (setup + the
+computation with its communication). The ideal, MFU-only time and its cost stay
+beside it (`wall_hours`, `on_demand_usd`) for the curve's shape; the cheapest and
+fastest picks are core/money/picks.py's, within the 30-day horizon.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from core.catalog.prices import PriceRow
 from core.layout import Layout
 from core.memory.estimate import Evaluator, devices_needed, fit_capacity
 from core.memory.fit import MAX_DEVICES
+from core.money import picks
 from core.money.pricing import instances_for, label, rows_for, run_usd_per_hour, training_rows_for
+from core.money.run_bill import HORIZON_HOURS, SETUP_HOURS, RunTime, bill, cheapest_bill, run_time
 from core.scenario import Scenario
-from core.speed.comm import training_comm
-from core.speed.timing import TrainingTime, training_time
 
 _OUT = ConfigDict(frozen=True)
 DEFAULT_DOUBLINGS = 6  # device counts n_min, 2 n_min, ..., 64 n_min
@@ -50,22 +51,55 @@ class TrainingOption(BaseModel):
     spot_usd: float | None
     price_is_estimate: bool
     price_source: str
+    # The bill (core/money/run_bill.py), as the planner and `estimate` bill the same run:
+    setup_hours: float = SETUP_HOURS
+    run_hours: float = 0.0  # billed wall-clock hours: setup + computation with communication
+    run_usd: float = 0.0  # on-demand: whole instances x price x run_hours
+    run_spot_usd: float | None = None  # the same on spot (None: no spot price)
+    scaling_efficiency: float = 1.0  # ideal time / time with communication
+    within_bounds: bool = True  # run_hours within the 30-day horizon (run_bill.HORIZON_HOURS)
+
+    @property
+    def cost(self) -> float:
+        return self.run_usd
+
+    @property
+    def duration(self) -> float:
+        return self.run_hours
+
+
+class _SpotView:
+    """An option seen at its spot price, for the picks (core/money/picks.py reads cost and duration)."""
+
+    def __init__(self, o: TrainingOption) -> None:
+        self.option, self.cost, self.duration = o, o.run_spot_usd, o.run_hours
+        self.within_bounds, self.scaling_efficiency = o.within_bounds, o.scaling_efficiency
+
+
+def pick(options: Iterable[TrainingOption], spot: bool = False) -> tuple[TrainingOption | None, TrainingOption | None]:
+    """The cheapest and the fastest run at the price kind (core/money/picks.py: the planner's definitions)."""
+    options = list(options)
+    if not spot:
+        return picks.cheapest(options), picks.fastest(options)
+    views = [_SpotView(o) for o in options if o.run_spot_usd is not None]
+    c, f = picks.cheapest(views), picks.fastest(views)
+    return (None if c is None else c.option), (None if f is None else f.option)
 
 
 class TrainingOptions(BaseModel):
     model_config = _OUT
-    options: tuple[TrainingOption, ...]  # cheapest on-demand first (ties: cheaper with communication)
-    cheapest: TrainingOption | None
+    options: tuple[TrainingOption, ...]  # cheapest billed on-demand run first
+    cheapest: TrainingOption | None  # core/money/picks.py on the billed runs (within the horizon when any is)
     cheapest_spot: TrainingOption | None
-    fastest: TrainingOption | None  # shortest time with communication
+    fastest: TrainingOption | None  # shortest billed time (within 5%: the cheapest of those)
     skipped: tuple[str, ...]  # accelerators left out, with the reason
+    fastest_spot: TrainingOption | None = None
 
 
 class _Timed(NamedTuple):
     layout: Layout
     zero_stage: int
-    time: TrainingTime
-    comm_overhead: float  # fraction added by communication (core/speed/comm.py)
+    run: RunTime  # ideal time and communication overhead (core/money/run_bill.py)
 
 
 def _counts(base: Layout, wanted: Iterable[int] | None, own_devices: int) -> list[Layout]:
@@ -88,19 +122,20 @@ def _timings(sc: Scenario, acc: Accelerator, device_counts: Iterable[int] | None
         return [], f"{acc.id}: no layout of up to {MAX_DEVICES:,} devices fits in memory"
     layout0, zero = base
     comm_sc = sc if zero == sc.zero_stage else sc.model_copy(update={"zero_stage": zero})
-    arch = sc.architecture
     out = []
     for layout in _counts(layout0, device_counts, sc.devices):
-        t = training_time(sc, acc, layout.devices)
-        comm = training_comm(comm_sc, arch, acc, layout, t.flops_per_token, t.peak_tflops_per_device * t.mfu)
-        out.append(_Timed(layout, zero, t, comm.overhead_fraction))
+        out.append(_Timed(layout, zero, run_time(comm_sc, acc, layout)))
     return out, None if out else f"{acc.id}: none of the requested device counts fits"
 
 
 def _option(row: PriceRow, timed: _Timed) -> TrainingOption:
-    layout, zero, t, overhead = timed
+    layout, zero, rt = timed
+    t, overhead = rt
     hourly = run_usd_per_hour(row, layout.devices) or 0.0
     spot_hourly = run_usd_per_hour(row, layout.devices, spot=True)
+    on_demand = bill(row, layout.devices, rt.compute_hours)
+    spot = bill(row, layout.devices, rt.compute_hours, spot=True)
+    hours = rt.compute_hours + SETUP_HOURS if on_demand is None else on_demand.hours
     return TrainingOption.model_construct(
         accelerator_id=row.accelerator_id,
         provider=row.provider,
@@ -121,6 +156,12 @@ def _option(row: PriceRow, timed: _Timed) -> TrainingOption:
         spot_usd=None if spot_hourly is None else spot_hourly * t.wall_hours,
         price_is_estimate=row.estimate,
         price_source=row.source,
+        setup_hours=SETUP_HOURS,
+        run_hours=hours,
+        run_usd=0.0 if on_demand is None else on_demand.usd,
+        run_spot_usd=None if spot is None else spot.usd,
+        scaling_efficiency=rt.scaling_efficiency,
+        within_bounds=hours <= HORIZON_HOURS,
     )
 
 
@@ -156,14 +197,16 @@ def training_options(
             options += [_option(r, t) for _, r in best.values()]
         if timed and len(options) == before:
             skipped.append(f"{aid}: no instance holds the tensor-parallel group of {timed[0].layout.tensor_parallel}, or rents several on a cluster network")
-    options.sort(key=lambda o: (round(o.on_demand_usd, 6), o.on_demand_usd_with_comm, o.wall_hours, o.provider, o.instance_type))
-    spot = [o for o in options if o.spot_usd is not None]
+    options.sort(key=lambda o: (round(o.run_usd, 6), o.run_hours, o.provider, o.instance_type))
+    cheapest, fastest = pick(options)
+    cheapest_spot, fastest_spot = pick(options, spot=True)
     return TrainingOptions.model_construct(
         options=tuple(options),
-        cheapest=options[0] if options else None,
-        cheapest_spot=min(spot, key=lambda o: (o.spot_usd, o.wall_hours)) if spot else None,
-        fastest=min(options, key=lambda o: (o.wall_hours_with_comm, o.on_demand_usd)) if options else None,
+        cheapest=cheapest,
+        cheapest_spot=cheapest_spot,
+        fastest=fastest,
         skipped=tuple(skipped),
+        fastest_spot=fastest_spot,
     )
 
 
@@ -180,6 +223,10 @@ class CurvePoint(BaseModel):
     on_demand_usd_with_comm: float | None
     spot_usd: float | None
     price_instance: str | None
+    # The bill (core/money/run_bill.py) of the cheapest row at this count:
+    run_hours: float = 0.0  # setup + computation with communication
+    run_usd: float | None = None
+    run_spot_usd: float | None = None
 
 
 def training_curve(sc: Scenario, rows: tuple[PriceRow, ...] | None = None, device_counts: Iterable[int] | None = None) -> tuple[CurvePoint, ...]:
@@ -189,13 +236,15 @@ def training_curve(sc: Scenario, rows: tuple[PriceRow, ...] | None = None, devic
     acc = get_accelerator(sc.accelerator)
     timed, _ = _timings(sc, acc, None if device_counts is None else tuple(device_counts))
     points = []
-    for item in timed:
-        layout, _, t, overhead = item
+    for layout, _, rt in timed:
+        t = rt.time
         acc_rows = training_rows_for(acc.id, rows, layout.tensor_parallel, layout.devices)
         costs = [(run_usd_per_hour(r, layout.devices) or 0.0, r) for r in acc_rows]
         hourly, row = min(costs, key=lambda c: (c[0], c[1].provider, c[1].instance_type)) if costs else (None, None)
         spots = [p for r in acc_rows if (p := run_usd_per_hour(r, layout.devices, spot=True)) is not None]
-        with_comm = t.wall_hours * (1 + overhead)
+        with_comm = rt.compute_hours
+        on_demand = cheapest_bill(acc.id, layout.devices, layout.tensor_parallel, with_comm, rows)
+        spot = cheapest_bill(acc.id, layout.devices, layout.tensor_parallel, with_comm, rows, spot=True)
         points.append(
             CurvePoint.model_construct(
                 devices=layout.devices,
@@ -209,6 +258,9 @@ def training_curve(sc: Scenario, rows: tuple[PriceRow, ...] | None = None, devic
                 on_demand_usd_with_comm=None if hourly is None else hourly * with_comm,
                 spot_usd=min(spots) * t.wall_hours if spots else None,
                 price_instance=None if row is None else label(row),
+                run_hours=SETUP_HOURS + with_comm,
+                run_usd=None if on_demand is None else on_demand.usd,
+                run_spot_usd=None if spot is None else spot.usd,
             )
         )
     return tuple(points)

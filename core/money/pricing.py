@@ -20,7 +20,7 @@ from collections.abc import Callable
 from core.catalog.accelerators import get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
-from core.catalog.providers import can_serve, spans_nodes
+from core.catalog.providers import can_serve, spans_nodes, within_on_demand
 from core.speed.comm import DEVICES_PER_NODE
 from core.units import SECONDS_PER_HOUR
 
@@ -45,11 +45,21 @@ def forms_cluster(row: PriceRow, kind: str) -> bool:
     return row.accelerators_per_instance >= DEVICES_PER_NODE[kind] and spans_nodes(row.provider, row.instance_type)
 
 
+def on_demand_ok(row: PriceRow, instances: int) -> bool:
+    """Whether `instances` instances of this row fit in one on-demand order of its provider (data/providers.csv's
+    max_devices: beyond it a reservation or a quota increase, which no on-demand row prices)."""
+    return within_on_demand(row.provider, instances * row.accelerators_per_instance)
+
+
 def training_rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None, tensor_parallel: int, devices: int) -> tuple[PriceRow, ...]:
     """rows_for, less the rows a training run of `devices` devices cannot rent: one instance, or several that form a
-    cluster (forms_cluster)."""
+    cluster (forms_cluster), within the provider's on-demand size (on_demand_ok)."""
     kind = get_accelerator(accelerator_id).kind
-    return tuple(r for r in rows_for(accelerator_id, rows, tensor_parallel) if devices <= r.accelerators_per_instance or forms_cluster(r, kind))
+    return tuple(
+        r
+        for r in rows_for(accelerator_id, rows, tensor_parallel)
+        if (devices <= r.accelerators_per_instance or forms_cluster(r, kind)) and on_demand_ok(r, instances_for(r, devices))
+    )
 
 
 def run_usd_per_hour(row: PriceRow, devices: int, spot: bool = False) -> float | None:

@@ -33,7 +33,7 @@ from core.catalog.providers import spans_nodes
 from core.layout import Layout
 from core.memory.estimate import Evaluator, fit_capacity
 from core.money.blocks import estimate_blocks
-from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH, serving_rows_for
+from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH, on_demand_ok, serving_rows_for
 from core.scenario import Scenario
 from core.speed.roofline import serving_curve
 from core.units import SECONDS_PER_DAY
@@ -175,7 +175,8 @@ def rents_many(row: PriceRow) -> bool:
 
 def fleet(row: PriceRow, devices_per_replica: int, replicas_needed: int, kind: str) -> tuple[int, int] | None:
     """(replicas, instances) of a fleet of `replicas_needed` replicas on whole instances of `row`, every slot of a
-    rented instance serving; None where the row cannot be rented that many times (one host). A TPU row prices one
+    rented instance serving; None where the row cannot be rented that many times (one host, or more devices than one
+    on-demand order of its provider holds: core/money/pricing.on_demand_ok). A TPU row prices one
     chip of a slice (accelerators_per_instance 1), rented per chip."""
     k = row.accelerators_per_instance
     d = devices_per_replica
@@ -187,6 +188,8 @@ def fleet(row: PriceRow, devices_per_replica: int, replicas_needed: int, kind: s
         replicas, instances = replicas_needed, replicas_needed * math.ceil(d / k)
     if instances > 1 and kind != "tpu" and not rents_many(row):
         return None
+    if not on_demand_ok(row, instances):
+        return None  # more devices than one on-demand order of the provider holds (data/providers.csv's max_devices)
     return replicas, instances
 
 
@@ -319,7 +322,7 @@ def serving_plan(sc: Scenario, traffic: Traffic, *, row: PriceRow | None = None,
             raise ValueError(f"price row is for {row.accelerator_id}, the scenario uses {sc.accelerator}")
         plan = price_fleet(req, row, cap, traffic, max_utilisation)
         if plan is None:
-            raise ValueError(f"{row.provider} {row.instance_type} is one host: this traffic needs more than one instance of it")
+            raise ValueError(f"{row.provider} {row.instance_type} cannot be rented as many times as this traffic needs (one host, or beyond one on-demand order)")
         return plan
     plans = [p for r in serving_rows_for(sc.accelerator, rows, cap.tensor_parallel) if (p := price_fleet(req, r, cap, traffic, max_utilisation)) is not None]
     if not plans:

@@ -150,7 +150,11 @@ def assumptions(goal: Goal) -> list[str]:
             "its time cost is not modelled (set it on the Memory page).",
             f"Accelerators for inference only are left out ({', '.join(sorted(INFERENCE_ONLY))}); QLoRA only on CUDA or ROCm GPUs (bitsandbytes' 4-bit kernels).",
             f"Only the layouts the training stack runs ({goal.training_stack}: data/stack_layouts.csv, sourced); a pipeline "
-            "plan carries 4 micro-batches per stage in each step, the bubble its time assumes.",
+            "plan carries 4 micro-batches per stage in each step, the bubble its time assumes. A part the stack does not "
+            "run on trains under one that does: TPUs under Hugging Face on PyTorch/XLA (SPMD FSDPv2 or one chip).",
+            "A run is billed setup (0.25 h unless the goal says otherwise) plus its computation with communication, on "
+            "whole instances (core/money/run_bill.py, the bill of every page); no run rents more devices than one "
+            "on-demand order of its provider holds (data/providers.csv: a published cluster size, else 64).",
             f"Without a deadline, a run longer than {HORIZON_HOURS / 24:.0f} days is not called cheapest (it is shown, with what it would save).",
             "Catalog rows flagged as placeholders or floors, and stale rows, are left out (data/price_flags.csv); a price "
             "far below its accelerator's market is labelled.",

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from core.memory.engines import EngineId
 from core.memory.stacks import StackId
+from core.money.run_bill import SETUP_HOURS
 from core.scenario import MAX_TRAIN_TOKENS, Method, ModelSpec, Scenario
 
 GoalKind = Literal["fine-tune", "pretrain", "serve"]
@@ -26,7 +27,10 @@ class Goal(BaseModel):
     epochs: float = Field(default=1.0, gt=0, le=1_000)
     seq_len: int = Field(default=2048, ge=16, le=1_048_576, description="tokens per training example (packed sequence length)")
     setup_hours: float = Field(
-        default=0.25, ge=0, le=100, description="time each rented instance is billed beyond the computation: start-up, loading the model and data, the last checkpoint"
+        default=SETUP_HOURS,
+        ge=0,
+        le=100,
+        description="time each rented instance is billed beyond the computation: start-up, loading the model and data, the last checkpoint",
     )
     # serving goals: the traffic and the latency a user must see
     requests_per_day: float | None = Field(default=None, gt=0, le=1e12)
@@ -42,6 +46,10 @@ class Goal(BaseModel):
     accelerators: tuple[str, ...] | None = Field(default=None, max_length=200)
     methods: tuple[Method, ...] | None = Field(default=None, min_length=1, max_length=3)
     training_stack: StackId = "hf"
+    require_bf16: bool = Field(
+        default=False,
+        description="training: plan only parts with BF16 (Ampere and later, TPUs, Trainium...); parts without it train in FP16 with loss scaling",
+    )
     serving_engine: EngineId = "vllm"
 
     @field_validator("model", mode="before")

@@ -398,7 +398,7 @@ def _training(p: _Facts) -> str:
         lines.append(
             _comment(f"{p.instances} nodes of {p.per_instance} devices: run on every node with NODE_RANK=0..{p.instances - 1} and MAIN_IP set to node 0's address")
         )
-    if p.vendor in ("google", "aws", "intel"):
+    if p.vendor in ("google", "aws", "intel") and p.stack != "hf-xla":
         lines.append(
             _comment(f"{p.accelerator_name}: run the stack through its port for this part (PyTorch/XLA, Optimum Neuron or Optimum Habana); the layout is the same")
         )
@@ -413,6 +413,7 @@ def _training(p: _Facts) -> str:
         "deepspeed": _deepspeed,
         "megatron": _megatron,
         "mlx-lm": _mlx_lora,
+        "hf-xla": _hf_xla,
     }.get(p.stack)
     if body is None:
         return "\n".join([*lines, _comment(f"no launch command for training stack {p.stack!r}")])
@@ -460,12 +461,9 @@ def _tp_with_data_parallel(p: _Facts) -> bool:
     return p.tensor_parallel > 1 and p.data_parallel > 1
 
 
-def _hf(p: _Facts) -> list[str]:
-    args: list[tuple[str, Any] | str] = [
-        ("--accelerate_config", "accelerate_config.yaml"),
-        ("--num_processes", p.processes),
-        ("--num_machines", p.instances),
-        *_node_args(p),
+def _sft_args(p: _Facts) -> list[tuple[str, Any] | str]:
+    """TRL's `trl sft` flags for the model, the data and the batch (the Hugging Face stacks on GPU and on TPU)."""
+    return [
         ("--model_name_or_path", p.model),
         ("--dataset_name", "./data"),
         ("--per_device_train_batch_size", p.micro_batch),
@@ -473,6 +471,16 @@ def _hf(p: _Facts) -> list[str]:
         ("--max_length", p.seq_len),
         "--packing",
         ("--dtype", "bfloat16" if "bf16" in p.precision else "float16" if "fp16" in p.precision else "float32"),
+    ]
+
+
+def _hf(p: _Facts) -> list[str]:
+    args: list[tuple[str, Any] | str] = [
+        ("--accelerate_config", "accelerate_config.yaml"),
+        ("--num_processes", p.processes),
+        ("--num_machines", p.instances),
+        *_node_args(p),
+        *_sft_args(p),
     ]
     mixed = _MIXED.get(p.precision, "no")
     if mixed != "no":
@@ -493,6 +501,29 @@ def _hf(p: _Facts) -> list[str]:
             )
         )
     out.append(_file("accelerate_config.yaml", _yaml(config)))
+    out.append(_command(["trl", "sft"], args))
+    return out
+
+
+def _hf_xla(p: _Facts) -> list[str]:
+    """TRL's SFT trainer on PyTorch/XLA: SPMD FSDPv2 over the slice's chips (Transformers' fsdp_config xla_fsdp_v2),
+    one process per TPU host."""
+    args = _sft_args(p)
+    if "bf16" in p.precision and p.precision != "bf16-true":
+        args.append("--bf16")
+    if p.zero_stage == 3:
+        args += [("--fsdp", "full_shard"), ("--fsdp_config", "fsdp_config.json")]
+    elif p.gradient_checkpointing:
+        args.append("--gradient_checkpointing")
+    if p.method == "lora":
+        args += ["--use_peft", ("--lora_r", LORA_RANK), ("--lora_target_modules", "all-linear")]
+    out = [
+        _comment("PyTorch/XLA on the TPU VM: one process per host, SPMD over its chips (run on every host of a multi-host slice)"),
+        "export PJRT_DEVICE=TPU XLA_USE_SPMD=1",
+    ]
+    if p.zero_stage == 3:
+        fsdp = {"xla": True, "xla_fsdp_v2": True, "xla_fsdp_grad_ckpt": p.gradient_checkpointing}
+        out.append(_file("fsdp_config.json", json.dumps(fsdp, indent=2)))
     out.append(_command(["trl", "sft"], args))
     return out
 

@@ -16,17 +16,18 @@ import numpy as np
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
-from core.catalog.stack_layouts import layout_problem, part_problem, spans_nodes_ok
+from core.catalog.stack_layouts import layout_problem, part_problem, spans_nodes_ok, stack_for
 from core.layout import Layout
 from core.memory.components import qlora_upcast
 from core.memory.estimate import Evaluator
 from core.memory.fit import MAX_DEVICES
-from core.money.pricing import forms_cluster
+from core.memory.stacks import STACKS
+from core.money.pricing import forms_cluster, on_demand_ok
+from core.money.run_bill import HORIZON_HOURS, bill, cheapest_bill, run_time
 from core.plan.goal import Goal
 from core.plan.result import Plan, rental_fields
 from core.scenario import Scenario
-from core.speed.comm import MICROBATCHES_PER_STAGE, training_comm
-from core.speed.timing import training_time
+from core.speed.comm import MICROBATCHES_PER_STAGE
 
 MICRO_BATCHES = np.array([1, 2, 4, 8, 16, 32], dtype=np.float64)
 ZERO3_RANKS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -36,10 +37,6 @@ FINE_TUNE_GLOBAL_SEQUENCES = 64
 # Pretraining batch in tokens by model size: GPT-3 (Brown et al. 2020, Table 2.1: 0.5M tokens at 125M-350M
 # parameters, 1M at 760M-2.7B, 2M at 6.7B-13B, 3.2M at 175B); Llama 2 and 3 pretrained at 4M tokens.
 PRETRAIN_BATCH_TOKENS = ((0.5e9, 0.5e6), (3e9, 1e6), (15e9, 2e6), (float("inf"), 4e6))
-# Without a deadline, a run longer than 30 days is not called cheapest (issue #26: "say 30 days"). It is a policy, not
-# a sourced figure: a month of on-demand renting is about as long as a team plans a run for, and a plan of years on
-# one host is a wrong answer to "how do we train". A goal's deadline overrides it either way.
-HORIZON_HOURS = 30 * 24.0
 # AWS documents Inferentia for inference only (Trainium for training).
 INFERENCE_ONLY = frozenset({"inferentia2"})
 
@@ -70,7 +67,7 @@ def global_sequences(goal: Goal, total_params: float) -> int:
     return max(1, min(recipe, int((goal.tokens or 0) // goal.seq_len)))
 
 
-def base_scenario(goal: Goal, method: str, gc: bool, **update: Any) -> Scenario:
+def base_scenario(goal: Goal, method: str, gc: bool, stack: str | None = None, **update: Any) -> Scenario:
     return Scenario.model_validate(
         {
             "model": goal.model,
@@ -81,7 +78,7 @@ def base_scenario(goal: Goal, method: str, gc: bool, **update: Any) -> Scenario:
             "flash_attention": True,
             "seq_len": goal.seq_len,
             "train_tokens": goal.train_tokens,
-            "training_stack": goal.training_stack,
+            "training_stack": stack or goal.training_stack,
             **update,
         }
     )
@@ -91,13 +88,14 @@ def _methods(goal: Goal) -> tuple[str, ...]:
     return goal.methods or (("full", "lora", "qlora") if goal.goal == "fine-tune" else ("full",))
 
 
-def _shapes(goal: Goal) -> list[_Shape]:
+def _shapes(goal: Goal, stack: str) -> list[_Shape]:
+    """Every layout `stack` runs (data/stack_layouts.csv), sized under that stack's memory behaviour."""
     out = []
     for method in _methods(goal):
         for gc in (False, True):
             # Sized with gradient accumulation on (gradients stay allocated between micro-batches): the global batch
             # is reached by accumulating, except on the largest layouts, where this errs on the safe side.
-            sc = base_scenario(goal, method, gc, gradient_accumulation_steps=2)
+            sc = base_scenario(goal, method, gc, stack, gradient_accumulation_steps=2)
             if not gc and qlora_upcast(sc):  # the usual QLoRA recipe turns checkpointing on itself
                 continue
             arch = sc.architecture
@@ -108,7 +106,7 @@ def _shapes(goal: Goal) -> list[_Shape]:
             layouts += [(0, tps[-1], p, 1, False) for p in (2, 4, 8, 16) if p <= arch.num_layers]
             layouts += [(3, 1, 1, d, False) for d in ZERO3_RANKS]
             for zero, tp, pp, dp, single in layouts:
-                if layout_problem(goal.training_stack, method, zero, tp, pp, 1 if single else 2) is not None:
+                if layout_problem(stack, method, zero, tp, pp, 1 if single else max(dp, 2)) is not None:  # replicated unless single
                     continue  # the stack cannot run it (data/stack_layouts.csv)
                 comps = ev.components(Layout(dp, tp, pp), MICRO_BATCHES, goal.seq_len, zero_stage=zero)[0]
                 total = np.broadcast_to(np.asarray(comps.total, dtype=np.float64), MICRO_BATCHES.shape)
@@ -245,6 +243,7 @@ class TrainingOption:
     scaling_efficiency: float
     cost: float
     within_bounds: bool
+    stack: str = "hf"  # the training stack it runs under (a TPU's: PyTorch/XLA, stack_for)
     pareto: bool = False
 
     @property
@@ -255,15 +254,16 @@ class TrainingOption:
 def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[list[TrainingOption], list[str], int]:
     """Every priced plan that fits (priced from `prices`, the built-in catalog when None), and the accelerators left
     out with why."""
-    shapes = _shapes(goal)
+    shapes_of: dict[str, list[_Shape]] = {}  # by training stack: a TPU trains under PyTorch/XLA (stack_for)
     total_params = float(base_scenario(goal, "full", False).architecture.total_params)
     global_seqs = global_sequences(goal, total_params)
     rows = billable_prices(prices)
     horizon = goal.deadline_hours if goal.deadline_hours is not None else HORIZON_HOURS
     wanted = set(goal.accelerators) if goal.accelerators else None
+    spot = goal.pricing == "spot"
     options: list[TrainingOption] = []
     skipped: list[str] = []
-    scenarios: dict[tuple[str, bool, int, int], Scenario] = {}
+    scenarios: dict[tuple[str, str, bool, int, int], Scenario] = {}
     timed: dict[tuple[Any, ...], tuple[float, float]] = {}
     for aid in dict.fromkeys(r.accelerator_id for r in rows):
         if wanted is not None and aid not in wanted:
@@ -272,32 +272,43 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
         if aid in INFERENCE_ONLY:
             skipped.append(f"{aid}: an inference-only part")
             continue
-        usable = [s for s in shapes if part_problem(acc, s.method, goal.training_stack) is None]
+        if goal.require_bf16 and not acc.supports_bf16:
+            skipped.append(f"{aid}: no BF16 (the goal requires it)")
+            continue
+        stack = stack_for(goal.training_stack, acc.kind)
+        if stack is None:
+            skipped.append(f"{aid}: no training stack in data/stack_layouts.csv runs on a {acc.kind}")
+            continue
+        if stack not in shapes_of:
+            shapes_of[stack] = _shapes(goal, stack)
+        shapes = shapes_of[stack]
+        usable = [s for s in shapes if part_problem(acc, s.method, stack) is None]
         if not usable:
             skipped.append(part_problem(acc, shapes[0].method, goal.training_stack) if shapes else f"{aid}: nothing to train")  # type: ignore[arg-type]
             continue
         found = False
-        for rental in training_rows(rows, aid, goal.pricing == "spot"):
+        for rental in training_rows(rows, aid, spot):
             row, price = rental.row, rental.price
-            for cand, n in _candidates(usable, acc, rental, global_seqs, goal.training_stack):
+            for cand, _ in _candidates(usable, acc, rental, global_seqs, stack):
                 s, dp, b = cand.shape, cand.data_parallel, cand.micro_batch
                 used = dp * s.tensor_parallel * s.pipeline_parallel
                 accumulation = max(1, math.ceil(global_seqs / (dp * b)), MICROBATCHES_PER_STAGE * s.pipeline_parallel if s.pipeline_parallel > 1 else 1)
+                if not on_demand_ok(row, math.ceil(used / row.accelerators_per_instance)):
+                    continue  # beyond one on-demand order of the provider (data/providers.csv): the bill would refuse it
                 key = (aid, s.method, s.gradient_checkpointing, s.zero_stage, s.tensor_parallel, s.pipeline_parallel, dp, b)
                 if key not in timed:
-                    skey = (s.method, s.gradient_checkpointing, b, s.zero_stage)
+                    skey = (stack, s.method, s.gradient_checkpointing, b, s.zero_stage)
                     if skey not in scenarios:
-                        scenarios[skey] = base_scenario(goal, s.method, s.gradient_checkpointing, batch_size=b, zero_stage=s.zero_stage)
-                    sc = scenarios[skey]
-                    t = training_time(sc, acc, used)
-                    layout = Layout(dp, s.tensor_parallel, s.pipeline_parallel)
-                    comm = training_comm(sc, sc.architecture, acc, layout, t.flops_per_token, t.peak_tflops_per_device * t.mfu, batch=b, accumulation=accumulation)
-                    timed[key] = (t.wall_hours * (1.0 + comm.overhead_fraction), 1.0 / (1.0 + comm.overhead_fraction))
+                        scenarios[skey] = base_scenario(goal, s.method, s.gradient_checkpointing, stack, batch_size=b, zero_stage=s.zero_stage)
+                    rt = run_time(scenarios[skey], acc, Layout(dp, s.tensor_parallel, s.pipeline_parallel), batch=b, accumulation=accumulation)
+                    timed[key] = (rt.compute_hours, rt.scaling_efficiency)
                 compute_hours, efficiency = timed[key]
-                hours = goal.setup_hours + compute_hours
-                cost = n * price * hours
-                within = hours <= horizon and (goal.budget_usd is None or cost <= goal.budget_usd)
-                options.append(TrainingOption(acc, row, price, n, cand, used, accumulation, hours, efficiency, cost, within))
+                # The one bill (core/money/run_bill.py): setup + computation, the instances the used devices need.
+                billed = bill(row, used, compute_hours, spot=spot, setup_hours=goal.setup_hours)
+                if billed is None or billed.instances < rental.first:
+                    continue
+                within = billed.hours <= horizon and (goal.budget_usd is None or billed.usd <= goal.budget_usd)
+                options.append(TrainingOption(acc, row, price, billed.instances, cand, used, accumulation, billed.hours, efficiency, billed.usd, within, stack))
                 found = True
         if not found:
             skipped.append(f"{aid}: no layout of up to {MAX_DEVICES:,} devices fits, or no price for it")
@@ -315,6 +326,8 @@ def training_plan(goal: Goal, o: TrainingOption) -> Plan:
         notes.append(f"only {o.scaling_efficiency:.0%} of the time is computation: communication dominates at this scale")
     if goal.pricing == "spot":
         notes.append("spot capacity can be reclaimed: checkpoint often")
+    if o.stack != goal.training_stack:
+        notes.append(f"{o.accelerator.name} trains under {STACKS[o.stack].label}: {goal.training_stack} does not run on it (data/stack_layouts.csv)")
     if not o.accelerator.supports_bf16:
         notes.append(
             f"{o.accelerator.name} has no BF16 and no FlashAttention-2 (Ampere and later): FP16 with loss scaling, and "
@@ -339,7 +352,7 @@ def training_plan(goal: Goal, o: TrainingOption) -> Plan:
         "seq_len": goal.seq_len,
         "train_tokens": goal.train_tokens,
         "accelerator": o.accelerator.id,
-        "training_stack": goal.training_stack,
+        "training_stack": o.stack,
     }
     return Plan.model_construct(
         **rental_fields(o.accelerator.id, o.accelerator.name, o.row, o.instances, o.price),
@@ -366,22 +379,9 @@ def training_plan(goal: Goal, o: TrainingOption) -> Plan:
 
 
 def price_training_scenario(goal: Goal, sc: Scenario, prices: tuple[PriceRow, ...] | None = None) -> tuple[PriceRow, int, float, float] | None:
-    """A configuration as it stands (the sidebar's), priced by the planner's rules: (row, instances, hours, USD) on
-    the cheapest row of its accelerator that holds its tensor-parallel group (several instances only when they are
-    whole nodes on a cluster network, _candidates), or None when no row does."""
-    acc = get_accelerator(sc.accelerator)
-    devices = sc.devices
-    priced = []
-    for rental in training_rows(billable_prices(prices), acc.id, goal.pricing == "spot"):
-        k = rental.row.accelerators_per_instance
-        n = math.ceil(devices / k)
-        if (acc.kind == "tpu" or k >= sc.tensor_parallel) and n >= rental.first and (n == 1 or rental.spans_nodes):
-            priced.append((n * rental.price, rental.row))
-    if not priced:
-        return None
-    hourly, row = min(priced, key=lambda t: t[0])
-    t = training_time(sc, acc, devices, goal.train_tokens)
+    """A configuration as it stands (the sidebar's), priced by the one bill (core/money/run_bill.py): (row, instances,
+    hours, USD) on the cheapest row of its accelerator a training run can rent, or None when no row can."""
     layout = Layout(sc.data_parallel, sc.tensor_parallel, sc.pipeline_parallel)
-    comm = training_comm(sc, sc.architecture, acc, layout, t.flops_per_token, t.peak_tflops_per_device * t.mfu)
-    hours = goal.setup_hours + t.wall_hours * (1.0 + comm.overhead_fraction)
-    return row, math.ceil(devices / row.accelerators_per_instance), hours, hourly * hours
+    rt = run_time(sc, get_accelerator(sc.accelerator), layout, tokens=goal.train_tokens)
+    b = cheapest_bill(sc.accelerator, sc.devices, sc.tensor_parallel, rt.compute_hours, prices, spot=goal.pricing == "spot", setup_hours=goal.setup_hours)
+    return None if b is None else (b.row, b.instances, b.hours, b.usd)

@@ -77,7 +77,7 @@ def test_training_time_cost_chart_keeps_every_run_that_matters():
     no_exception(at)
     fig = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("Time vs cost"))
     options = training_options(Scenario(model="llama-3.1-8b", accelerator="a100-sxm-80gb", mode="training", train_tokens=1e9, seq_len=4096)).options
-    runs = [(o.wall_hours, o.on_demand_usd) for o in options]
+    runs = [(o.run_hours, o.run_usd) for o in options]  # the bill each run is drawn at (core/money/run_bill.py)
     points = [t for t in fig["data"] if t["mode"] == "markers"]
     named = [t for t in points if not t["name"].startswith("Other accelerators")]
     own = get_accelerator("a100-sxm-80gb").name

@@ -128,7 +128,7 @@ def test_train_vs_serve_uses_core_bills():
     at = run_app("train_vs_serve", params={"tokens": "10", "mode": "training"})
     no_exception(at)
     sc = Scenario(model="llama-3.1-8b", mode="training", train_tokens=10e9, seq_len=4096)
-    assert metric(at, "Training run (one-off)") == f"${estimate(sc).training.cost_usd:,.0f}"
+    assert metric(at, "Training run (one-off)") == f"${estimate(sc).training.run_usd:,.0f}"  # the one bill: setup and communication in
 
 
 def test_buy_vs_rent_with_typed_price():

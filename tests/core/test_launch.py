@@ -34,7 +34,7 @@ from core.plan.result import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE_CSV = ROOT / "data" / "launch_flags.csv"
-PROGRAMS = {"vllm", "python", "trtllm-serve", "llama-server", "transformers", "trl", "tune", "accelerate", "litgpt", "deepspeed", "torchrun", "cat"}
+PROGRAMS = {"export", "vllm", "python", "trtllm-serve", "llama-server", "transformers", "trl", "tune", "accelerate", "litgpt", "deepspeed", "torchrun", "cat"}
 PROGRAMS |= {"mlx_lm.convert", "mlx_lm.server", "mlx_lm.lora"}
 HOSTILE = ["$(rm -rf /)", "`rm -rf /`", "a'b\"c", "x\nrm -rf /\n", "; rm -rf / #", "LAUNCH_EOF", "x\nLAUNCH_EOF\nrm -rf /"]
 
@@ -160,6 +160,7 @@ REQUIRED = {
     "litgpt": {"micro_batch", "global_batch", "seq_len", "instances", "devices_per_instance", "precision"},
     "deepspeed": {"micro_batch", "gradient_accumulation_steps", "global_batch", "zero_stage", "instances", "devices_per_instance", "precision"},
     "megatron": {"tensor_parallel", "pipeline_parallel", "micro_batch", "global_batch", "seq_len", "instances", "devices_per_instance", "precision"},
+    "hf-xla": {"micro_batch", "gradient_accumulation_steps", "seq_len", "precision"},
 }
 TENSOR_PARALLEL_STACKS = {"hf", "deepspeed", "megatron"}
 SINGLE_MACHINE_STACKS = {"unsloth", "mlx-lm"}  # data/stack_layouts.csv: multi_node false
@@ -217,7 +218,9 @@ def check(p: Plan, text: str | None = None) -> None:
             need.add("instances")
         if engine == "torchtune" and p.devices > 1:
             need |= {"instances", "devices_per_instance"}
-        if (p.method in ("lora", "qlora") and engine == "hf") or (p.method == "qlora" and engine == "litgpt"):
+        if p.zero_stage == 3 and engine == "hf-xla":
+            need.add("zero_stage")
+        if (p.method in ("lora", "qlora") and engine in ("hf", "hf-xla")) or (p.method == "qlora" and engine == "litgpt"):
             need.add("method")
         _check_precision(engine, p.precision, found, text)
     elif p.data_parallel > 1 and engine not in ("deepspeed-mii",):

@@ -156,11 +156,28 @@ def test_tensor_parallel_splits_gqa_kv_but_not_mla_latent():
     assert c == d
 
 
-def test_offload_moves_optimizer_to_cpu():
+def test_offload_moves_optimizer_and_gradients_to_cpu():
+    """ZeRO-Offload (Ren et al. 2021, arXiv 2101.06840, Sec. 4.1) keeps the fp16 gradients in CPU memory with the
+    optimizer states; a device holds one weight group's gradient in flight. Before issue 26 the gradients stayed."""
     on = estimate(Scenario(model="llama-3.1-8b", mode="training", zero_stage=2, data_parallel=2, offload="optimizer"))
     off = estimate(Scenario(model="llama-3.1-8b", mode="training", zero_stage=2, data_parallel=2))
+    n = on.params.total
     assert on.memory_per_device_bytes.optimizer == 0
-    assert on.cpu_memory_per_device_bytes == off.memory_per_device_bytes.optimizer
+    # ZeRO-2 over 2 ranks: each keeps half the 2-byte gradients and half the 12 bytes of states, all in CPU memory
+    assert on.cpu_memory_per_device_bytes == pytest.approx(off.memory_per_device_bytes.optimizer + 2 * n / 2, rel=1e-9)
+    assert off.memory_per_device_bytes.optimizer == pytest.approx(12 * n / 2, rel=1e-9)
+
+
+def test_zero_offload_trains_13b_on_one_v100_as_the_paper_does():
+    """ZeRO-Offload's headline (arXiv 2101.06840, abstract and Sec. 6: a 13B model trained on a single 32 GB V100):
+    the GPU holds the fp16 parameters (2 bytes each, 24.2 GiB for Llama 2 13B) and the CPU the other 14 bytes per
+    parameter (fp16 gradients 2, fp32 master, momentum and variance 12): 14 x 13.0e9 = 182 GB = 169.5 GiB."""
+    sc = Scenario(model="llama-2-13b", mode="training", accelerator="v100-32gb", precision="fp16", zero_stage=2, batch_size=1, seq_len=1024, gradient_checkpointing=True)
+    n = sc.architecture.total_params
+    on = estimate(sc.replace(offload="optimizer"))
+    assert on.fits and not estimate(sc).fits
+    assert on.memory_per_device_bytes.weights == pytest.approx(2 * n, rel=1e-9)
+    assert on.cpu_memory_per_device_bytes == pytest.approx(14 * n, rel=1e-9)
 
 
 def test_total_is_sum_of_components():

@@ -36,7 +36,10 @@ def signable(goal: Goal, p: Plan) -> list[str]:
     """What an engineer would refuse to sign in a training plan (empty: nothing)."""
     acc = get_accelerator(p.accelerator)
     why = []
-    if (problem := layout_problem(goal.training_stack, p.method, p.zero_stage, p.tensor_parallel, p.pipeline_parallel)) is not None:
+    stack = p.scenario["training_stack"]  # a TPU's plan runs under PyTorch/XLA, whatever the goal's GPU stack
+    if acc.kind not in load_stack_layouts()[stack].hardware:
+        why.append(f"{stack} does not run on a {acc.kind}")
+    if (problem := layout_problem(stack, p.method, p.zero_stage, p.tensor_parallel, p.pipeline_parallel, p.data_parallel)) is not None:
         why.append(problem)
     if (problem := part_problem(acc, p.method)) is not None:
         why.append(problem)
@@ -149,7 +152,8 @@ def test_the_market_band_by_hand():
 
 def test_every_stack_row_is_sourced_and_the_default_stack_has_no_pipelines():
     rows = load_stack_layouts()
-    assert set(rows) == {"hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "mlx-lm"}
+    assert set(rows) == {"hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "mlx-lm", "hf-xla"}
+    assert {r.stack for r in rows.values() if "tpu" in r.hardware} == {"hf-xla"}
     assert all(len(r.source) > 40 for r in rows.values())
     assert layout_problem("hf", "full", 0, 1, 4) == "hf has no pipeline parallelism"
     assert layout_problem("megatron", "full", 0, 8, 4) is None
@@ -180,3 +184,18 @@ def test_random_goals_get_signable_picks(d):
     for pick in (result.cheapest, result.fastest):
         if pick is not None:
             assert signable(goal, pick) == [], (d, pick.provider, pick.instance, signable(goal, pick))
+
+
+def test_tpu_plans_run_under_a_tpu_stack():
+    """Issue 26: TPU plans were planned and launched under the Hugging Face (CUDA) stack. A TPU now trains under the
+    PyTorch/XLA row of data/stack_layouts.csv (FSDPv2 or one chip, LoRA, no QLoRA), says so, and its launch command
+    is PyTorch/XLA's."""
+    goal = Goal.model_validate({"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 2e7, "accelerators": ["tpu-v5e", "tpu-v6e", "h100-sxm"]})
+    result = plan(goal)
+    tpu = [p for p in result.plans if get_accelerator(p.accelerator).kind == "tpu"]
+    gpu = [p for p in result.plans if get_accelerator(p.accelerator).kind == "gpu"]
+    assert tpu and gpu
+    assert {p.scenario["training_stack"] for p in tpu} == {"hf-xla"} and {p.scenario["training_stack"] for p in gpu} == {"hf"}
+    for p in tpu:
+        assert signable(goal, p) == [] and p.method != "qlora" and (p.zero_stage == 3 or p.devices == 1)
+        assert any("PyTorch/XLA" in n for n in p.notes) and "XLA_USE_SPMD=1" in p.launch and "accelerate_config" not in p.launch

@@ -1,0 +1,100 @@
+"""One bill for one training run (issue 26, "one pricing core"). The planner (core/plan/train.py), the Training page's
+options and curve (core/money/cost.py) and the estimate's training block (core/money/blocks.py: `python -m core
+estimate`, Training vs inference, Compare) all time and price a run here, so the same run costs the same everywhere.
+
+Billed time = setup (start-up, loading the model and data, the last checkpoint) + the computation with its
+communication: core/speed/timing.py's ideal time x (1 + core/speed/comm.py's overhead). Cost = whole instances x the
+instance's price per hour x billed time (a rented instance is paid for by the hour whether its devices work or not)."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from core.catalog.accelerators import Accelerator
+from core.catalog.prices import PriceRow
+from core.layout import Layout
+from core.money.pricing import instance_usd_per_hour, on_demand_ok, training_rows_for
+from core.scenario import Scenario
+from core.speed.comm import training_comm
+from core.speed.timing import TrainingTime, training_time
+
+# Billed beyond the computation on each rented instance: booting, pulling the container and the weights, the last
+# checkpoint. A policy default (a goal may set its own, Goal.setup_hours): 15 minutes is what a cold start of a
+# multi-GB image plus a 140 GB checkpoint takes at ~1 GB/s, not a sourced figure.
+SETUP_HOURS = 0.25
+# Without a deadline, a run longer than 30 days is not called cheapest (issue #26: "say 30 days"). It is a policy, not
+# a sourced figure: a month of on-demand renting is about as long as a team plans a run for, and a plan of years on
+# one host is a wrong answer to "how do we train". A goal's deadline overrides it either way.
+HORIZON_HOURS = 30 * 24.0
+
+
+class RunTime(NamedTuple):
+    """A run's computation on one layout: the ideal time and what communication adds to it."""
+
+    time: TrainingTime
+    comm_overhead: float  # fraction of the ideal time added by communication (core/speed/comm.py)
+
+    @property
+    def compute_hours(self) -> float:
+        """Wall-clock hours of the computation with its communication (no setup)."""
+        return self.time.wall_hours * (1.0 + self.comm_overhead)
+
+    @property
+    def scaling_efficiency(self) -> float:
+        return 1.0 / (1.0 + self.comm_overhead)
+
+
+def run_time(sc: Scenario, acc: Accelerator, layout: Layout, *, batch: int | None = None, accumulation: int | None = None, tokens: float | None = None) -> RunTime:
+    """The scenario's run on `layout` (its ZeRO stage is the scenario's): ideal time and communication overhead, each
+    step `accumulation` micro-batches of `batch` sequences per rank (default: the scenario's)."""
+    t = training_time(sc, acc, layout.devices, tokens)
+    comm = training_comm(sc, sc.architecture, acc, layout, t.flops_per_token, t.peak_tflops_per_device * t.mfu, batch=batch, accumulation=accumulation)
+    return RunTime(t, comm.overhead_fraction)
+
+
+def billed_hours(compute_hours: float, setup_hours: float = SETUP_HOURS) -> float:
+    """Hours each rented instance is paid for: setup + the computation with communication."""
+    return setup_hours + compute_hours
+
+
+def run_usd(instances: int, usd_per_instance_hour: float, hours: float) -> float:
+    """Whole instances x price per instance-hour x billed hours."""
+    return instances * usd_per_instance_hour * hours
+
+
+class RunBill(NamedTuple):
+    row: PriceRow
+    instances: int
+    usd_per_hour: float  # all the instances together
+    hours: float  # billed: setup + computation with communication
+    usd: float
+
+
+def bill(row: PriceRow, devices: int, compute_hours: float, *, spot: bool = False, setup_hours: float = SETUP_HOURS) -> RunBill | None:
+    """`devices` devices of this row for a run of `compute_hours` (with communication), as whole instances; None
+    when the row has no price of that kind, or the instances are more than one on-demand order of its provider holds
+    (data/providers.csv's max_devices)."""
+    price = instance_usd_per_hour(row, spot)
+    instances = math.ceil(devices / row.accelerators_per_instance)
+    if price is None or not on_demand_ok(row, instances):
+        return None
+    hours = billed_hours(compute_hours, setup_hours)
+    return RunBill(row, instances, instances * price, hours, run_usd(instances, price, hours))
+
+
+def cheapest_bill(
+    accelerator_id: str,
+    devices: int,
+    tensor_parallel: int,
+    compute_hours: float,
+    rows: tuple[PriceRow, ...] | None = None,
+    *,
+    spot: bool = False,
+    setup_hours: float = SETUP_HOURS,
+) -> RunBill | None:
+    """The cheapest bill for `devices` devices among the rows a training run can rent (one instance holding the
+    tensor-parallel group, or several whole nodes on a cluster network: pricing.training_rows_for); ties broken by
+    provider and instance name, as the planner breaks them."""
+    bills = [b for r in training_rows_for(accelerator_id, rows, tensor_parallel, devices) if (b := bill(r, devices, compute_hours, spot=spot, setup_hours=setup_hours))]
+    return min(bills, key=lambda b: (b.usd, b.row.provider, b.row.instance_type)) if bills else None

@@ -1,0 +1,138 @@
+"""The one training bill (core/money/run_bill.py, issue 26): whole instances x price x (setup + computation with
+communication), worked out by hand; and the Training page's options, `estimate` and the planner bill a run alike."""
+
+import datetime as dt
+
+import pytest
+
+from core.catalog.prices import PriceRow
+from core.estimate import estimate
+from core.money.cost import training_options
+from core.money.run_bill import HORIZON_HOURS, SETUP_HOURS, bill, cheapest_bill
+from core.plan import Goal, plan
+from core.scenario import Scenario
+
+
+def _row(provider: str, per_instance: int, usd: float, spot: float | None = None, instance: str = "8x") -> PriceRow:
+    return PriceRow(
+        provider=provider,
+        instance_type=instance,
+        accelerator_id="h100-sxm",
+        accelerators_per_instance=per_instance,
+        on_demand_usd_per_hour=usd,
+        spot_usd_per_hour=spot,
+        region="test",
+        estimate=False,
+        as_of=dt.date(2026, 11, 1),
+        source="a test row",
+    )
+
+
+def test_a_run_is_billed_whole_instances_for_setup_and_computation():
+    row = _row("ownlab", 8, 24.0, spot=12.0)
+    b = bill(row, 12, 2.0)
+    # 12 devices on 8-device instances: 2 instances; 0.25 h setup + 2.0 h = 2.25 h; 2 x $24 x 2.25 h = $108
+    assert SETUP_HOURS == 0.25
+    assert (b.instances, b.hours, b.usd_per_hour, b.usd) == (2, 2.25, 48.0, pytest.approx(108.0))
+    # spot: 2 x $12 x 2.25 h = $54; a goal's own setup time: 2 x $24 x (1 + 2) h = $144
+    assert bill(row, 12, 2.0, spot=True).usd == pytest.approx(54.0)
+    assert bill(row, 12, 2.0, setup_hours=1.0).usd == pytest.approx(144.0)
+    assert bill(_row("ownlab", 8, 24.0), 8, 1.0, spot=True) is None  # no spot price: no spot bill
+
+
+def test_the_cheapest_bill_rents_only_what_a_training_run_can():
+    """16 devices cannot run on two single hosts of a marketplace (no cluster network between them): the bill comes
+    from a provider that rents nodes on one, though the marketplace's hour is cheaper."""
+    rows = (_row("vast", 8, 8.0), _row("lambda", 8, 20.0))
+    one = cheapest_bill("h100-sxm", 8, 1, 1.0, rows)
+    assert one.row.provider == "vast" and one.usd == pytest.approx(8.0 * 1.25)
+    two = cheapest_bill("h100-sxm", 16, 1, 1.0, rows)
+    assert two.row.provider == "lambda" and two.usd == pytest.approx(2 * 20.0 * 1.25)
+
+
+def test_estimate_bills_the_run_the_planner_plans():
+    rows = (_row("ownlab", 8, 24.0, spot=12.0),)
+    result = plan(Goal(goal="fine-tune", model="llama-3.1-8b", tokens=2e7, accelerators=("h100-sxm",)), rows)
+    for p in (result.cheapest, result.fastest):
+        t = estimate(Scenario.model_validate(p.scenario), rows=rows).training
+        assert t.instances == p.instances and t.run_hours == pytest.approx(p.hours, rel=1e-12) and t.run_usd == pytest.approx(p.usd, rel=1e-12)
+        # by hand: the instances x $24 x (0.25 h + the computation with communication)
+        assert t.run_usd == pytest.approx(p.instances * 24.0 * (0.25 + t.wall_hours_with_comm), rel=1e-12)
+        assert t.run_spot_usd == pytest.approx(t.run_usd / 2, rel=1e-12)
+
+
+def test_training_options_bill_each_run_and_pick_within_the_horizon():
+    rows = (_row("ownlab", 8, 24.0, spot=12.0), _row("ownlab", 1, 3.0, instance="1x"))
+    sc = Scenario(model="llama-3.1-8b", mode="training", method="lora", accelerator="h100-sxm", train_tokens=2e7)
+    opts = training_options(sc, rows)
+    assert opts.options
+    for o in opts.options:
+        assert o.run_hours == pytest.approx(SETUP_HOURS + o.wall_hours_with_comm, rel=1e-12)
+        assert o.run_usd == pytest.approx(o.instances * (24.0 if o.instance_type == "8x" else 3.0) * o.run_hours, rel=1e-12)
+    assert opts.cheapest.run_usd == min(o.run_usd for o in opts.options)
+    # With setup billed, the fastest run is not the one on the most devices for a short run: a minute of computation
+    # saved costs 15 minutes of every extra instance.
+    assert opts.fastest.run_hours <= min(o.run_hours for o in opts.options) * 1.05
+    # A pretraining run of years on one device is not called cheapest while one within the horizon exists.
+    long = training_options(sc.replace(method="full", train_tokens=2e11), rows)
+    assert any(not o.within_bounds for o in long.options) and long.cheapest.run_hours <= HORIZON_HOURS
+
+
+def test_a_provider_rents_on_demand_only_as_many_devices_as_it_publishes():
+    """data/providers.csv's max_devices (issue 26: "the fastest LoRA rents 128 MI355X for 17 min"): Lambda publishes
+    1-Click Clusters of up to 512 GPUs; AWS publishes no self-serve size, so the stated default of 64 holds."""
+    from core.catalog.providers import DEFAULT_MAX_DEVICES, max_devices
+
+    assert (max_devices("lambda"), max_devices("modal"), max_devices("aws"), max_devices("ownlab")) == (512, 64, DEFAULT_MAX_DEVICES, None)
+    assert bill(_row("aws", 8, 98.0), 64, 1.0).instances == 8
+    assert bill(_row("aws", 8, 98.0), 72, 1.0) is None  # nine 8-GPU instances: a reservation, not an on-demand order
+    assert bill(_row("lambda", 8, 24.0), 512, 1.0).usd == pytest.approx(64 * 24.0 * 1.25)
+    assert bill(_row("lambda", 8, 24.0), 520, 1.0) is None
+    assert bill(_row("ownlab", 8, 24.0), 4096, 1.0) is not None  # one's own price list: one's own cluster
+
+
+def test_a_max_devices_needs_its_source():
+    from core.catalog.providers import Provider
+
+    row = {"provider": "x", "multi_node": True, "evidence": "a test", "as_of": "2026-11", "source": "a test"}
+    assert Provider.model_validate(row | {"max_devices": 128, "max_devices_source": "https://example.org/limits"}).max_devices == 128
+    with pytest.raises(ValueError, match="max_devices_source"):
+        Provider.model_validate(row | {"max_devices": 128})
+    with pytest.raises(ValueError):
+        Provider.model_validate(row | {"max_devices": 0, "max_devices_source": "https://example.org/limits"})
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        {"goal": "fine-tune", "model": "llama-3.1-70b", "tokens": 5e7},
+        {"goal": "pretrain", "model": "llama-3.1-8b", "tokens": 1e11},
+        {"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 2e7},
+        {"goal": "serve", "model": "llama-3.1-70b", "requests_per_day": 2e6},
+    ],
+)
+def test_no_plan_rents_more_than_one_on_demand_order(goal):
+    """Every plan shown, training or serving (a fleet: core/money/serving.fleet), holds no more devices than its
+    provider's on-demand order: the serve planner no longer rents a 5,888-chip TPU v5p slice for small batches."""
+    from core.catalog.price_trust import billable_prices
+    from core.catalog.providers import max_devices
+
+    per_instance = {(r.provider, r.instance_type): r.accelerators_per_instance for r in billable_prices(None)}
+    result = plan(Goal.model_validate(goal))
+    assert result.cheapest is not None
+    for p in result.plans:
+        rented = p.instances * per_instance[(p.provider, p.instance)]
+        assert rented <= max_devices(p.provider), (p.provider, p.instance, p.instances)
+
+
+def test_a_goal_can_require_bf16():
+    """The cheapest 70B fine-tune is LoRA on one 8 x V100 host in FP16 with loss scaling; a team that wants BF16 says
+    so (Goal.require_bf16) and gets a plan on a part that has it."""
+    from core.catalog.accelerators import get_accelerator
+
+    goal = {"goal": "fine-tune", "model": "llama-3.1-70b", "tokens": 5e7}
+    plain = plan(Goal.model_validate(goal))
+    bf16 = plan(Goal.model_validate(goal | {"require_bf16": True}))
+    assert not get_accelerator(plain.cheapest.accelerator).supports_bf16  # the V100 plan of the issue
+    assert all(get_accelerator(p.accelerator).supports_bf16 for p in bf16.plans)
+    assert bf16.cheapest.usd >= plain.cheapest.usd and any("no BF16" in s for s in bf16.skipped)
