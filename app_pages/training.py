@@ -14,6 +14,7 @@ from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.money.cost import pick
 from core.money.run_bill import HORIZON_HOURS, SETUP_HOURS
+from core.speed.timing import MATMUL_EFFICIENCY, OVERHEAD_BYTES_PER_LAYER_HIDDEN
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
 if sc.mode != "training":
@@ -128,9 +129,18 @@ with st.expander("How this is computed"):
     t = (mine or [cheapest])[0]
     st.markdown(
         f"FLOPs = {'8' if sc.gradient_checkpointing else '6'} x active parameters x tokens for full training "
-        "(Kaplan et al. 2020; 8 with full recomputation, Narayanan et al. 2021); LoRA skips the frozen weights' gradients. "
-        "Time = FLOPs / (devices x peak dense TFLOP/s x MFU). The MFU default depends on the setup (full 40%, LoRA 35%, "
-        "QLoRA 30%; Llama 3.1 405B trained at 38-43% on H100s) and the sidebar's *MFU* overrides it. "
+        "(Kaplan et al. 2020; 8 with full recomputation, Narayanan et al. 2021), plus attention's own FLOPs over the "
+        "context; LoRA skips the frozen weights' gradients (4 x parameters + 6 x adapter parameters). "
+        + md(
+            "Time per token = FLOPs / (devices x dense peak x {eff}) + work bound by memory bandwidth ({overhead} bytes "
+            "per layer x hidden unit per token, PEFT's fp32 adapter traffic, QLoRA's dequantization at the FP32 rate), "
+            "fitted on our H100 runs and checked on our H200 run and published single-node runs (Method page). "
+            "Setting the sidebar's *MFU* replaces this with FLOPs / (devices x peak x MFU), the way published large runs "
+            "quote it (Llama 3.1 405B: 38-43% on H100s). Each run adds {setup} of setup and its communication. ",
+            eff=f"{MATMUL_EFFICIENCY:.0%}",
+            overhead=f"{OVERHEAD_BYTES_PER_LAYER_HIDDEN:,.0f}",
+            setup=hours_text(SETUP_HOURS),
+        )
         + md(
             "The cheapest option here uses {n} x {acc} on {provider} {instance}. ",
             n=t.devices,
