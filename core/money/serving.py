@@ -176,18 +176,18 @@ def replica_capacity(sc: Scenario, acc: Accelerator, layout: Layout, traffic: Tr
     n_fit = int(np.flatnonzero(fits).max()) + 1
     prompt, output = traffic.input_tokens_per_request, traffic.output_tokens_per_request
     roof = roofline(sc, acc, layout)
-    load = load_curve(sc, acc, layout, BATCHES[:n_fit], prompt, output, max_running=n_fit, keys=LOAD_KEYS, roof=roof)
+    targets = (traffic.ttft_s, traffic.tokens_per_s_per_user)
+    load = load_curve(sc, acc, layout, BATCHES[:n_fit], prompt, output, max_running=n_fit, keys=LOAD_KEYS, roof=roof, within=targets)
+    top = len(load["time_to_first_token_p90_s"])  # the figures up to the last batch meeting both targets at p90
+    if top == 0:
+        return f"no batch meets {traffic.tokens_per_s_per_user:g} tokens/s per user within {traffic.ttft_s:g} s to the first token (for 90% of requests)"
     curve = {
         "time_to_first_token_s": load["time_to_first_token_p50_s"],
         "decode_tokens_per_s": load["tokens_per_s_per_user_p50"],
-        "output_tokens_per_s": serving_curve(sc, acc, layout, BATCHES[:n_fit], prompt, output, roof)["output_tokens_per_s"],
+        "output_tokens_per_s": serving_curve(sc, acc, layout, BATCHES[:top], prompt, output, roof)["output_tokens_per_s"],
         **load,
     }
-    ok = (load["time_to_first_token_p90_s"] <= traffic.ttft_s) & (load["tokens_per_s_per_user_p90"] >= traffic.tokens_per_s_per_user)
-    if not ok.any():
-        return f"no batch meets {traffic.tokens_per_s_per_user:g} tokens/s per user within {traffic.ttft_s:g} s to the first token (for 90% of requests)"
-    top = int(np.flatnonzero(ok).max()) + 1
-    return ReplicaCapacity(layout.tensor_parallel, layout.pipeline_parallel, n_fit, top, {k: v[:top] for k, v in curve.items()})
+    return ReplicaCapacity(layout.tensor_parallel, layout.pipeline_parallel, n_fit, top, curve)
 
 
 def rents_many(row: PriceRow) -> bool:

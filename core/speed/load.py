@@ -119,11 +119,14 @@ def load_curve(
     max_running: int | None = None,
     keys: Iterable[str] | None = None,
     roof: _Roof | None = None,
+    within: tuple[float, float] | None = None,
 ) -> dict[str, np.ndarray]:
     """Time to first token, inter-token latency and each user's tokens/s (mean, p50, p90) and one replica's output
     tokens/s, at each number of concurrent users in `concurrency`. `max_running` caps the running requests (the
     memory's room); users beyond it and beyond the scheduler's max_num_seqs wait for a slot. `keys` limits the
-    answer to those figures (the planner's search asks for the few it checks)."""
+    answer to those figures (the planner's search asks for the few it checks). With `within` = (seconds to the first
+    token, tokens/s per user), the answer stops at the last concurrency (of an ascending `concurrency`) whose p90
+    figures meet both: the planner's search reads no further."""
     s = scheduler or default_scheduler(sc.serving_engine, prompt_tokens, acc)
     roof = roof or roofline(sc, acc, layout)
     users = np.clip(np.nan_to_num(np.asarray(concurrency, dtype=np.float64), nan=1.0), 1.0, 1e9)
@@ -136,28 +139,30 @@ def load_curve(
 
     # The steady state at each mean number d of decoding users (explicit in d, so no iteration over users):
     d = _decoding_grid(float(max(1, s.max_num_seqs)))  # the same grid whatever the memory's room
-    t0 = _positive(np.asarray(roof.mixed_step(d, context, 0.0, prompt_tokens)[0], dtype=np.float64))
-    room = np.maximum(budget - d, 1.0) if s.chunked_prefill else np.full(d.shape, budget)
+    room = np.maximum(budget - d, 1.0) if s.chunked_prefill else budget
     chunks = np.ceil(prompt / room - 1e-9)  # steps one prompt's prefill takes
-    t1 = _positive(np.asarray(roof.mixed_step(d, context, prompt / chunks, prompt_tokens)[0], dtype=np.float64))
+    # decode-only steps and steps carrying one chunk, in one pass over the roofline
+    both = roof.mixed_step(np.concatenate([d, d]), context, np.concatenate([np.zeros_like(d), prompt / chunks * np.ones_like(d)]), prompt_tokens)[0]
+    t0, t1 = np.split(np.maximum(both, 1e-12), 2)
     extra, service = np.maximum(t1 - t0, 0.0), chunks * t1
-    others = np.ones_like(d)  # share of the running users that are not the one looked at: 1 - 1/running
+    load = chunks * extra  # extra seconds a decoding user waits per prompt that arrives while it decodes
+    others = 1.0  # share of the running users that are not the one looked at: 1 - 1/running
     for _ in range(PASSES):
         # a decoding user's step carries another's chunk with probability rate x others x chunks x itl, so
         # itl = t0 / (1 - rate x others x chunks x extra); with d = rate x steps_out x itl (Little's law):
-        rate = d / (steps_out * t0 + d * others * chunks * extra)
-        itl = t0 / (1.0 - rate * others * chunks * extra)
-        rho = np.clip(rate * others * service, 0.0, 0.999)
+        rate = d / (steps_out * t0 + d * others * load)
+        itl = t0 / (1.0 - rate * others * load)
+        rho = np.minimum(rate * others * service, 0.999)
         # the step under way when a request arrives, and the step after the prefill's: engines hand a step's tokens
         # to the server while the next step runs (vLLM's async output processing, TensorRT-LLM's executor), so the
         # first token reaches the user about one decode step after its prefill
-        residual = 0.5 * t0 * others + FIRST_TOKEN_STEPS * t0
+        residual = (0.5 * others + FIRST_TOKEN_STEPS) * t0
         queue = others * rho * service / (2.0 * (1.0 - rho))  # M/D/1 mean wait (Pollaczek-Khinchine)
         ttft = residual + queue + service
         running = rate * ttft + d  # Little's law over a whole request
         others = 1.0 - 1.0 / np.maximum(running, 1.0)
     running = np.maximum.accumulate(running)
-    share = np.clip(rate * others * chunks * itl, 0.0, 1.0)  # a decoding user's steps that carry a chunk
+    share = np.minimum(rate * others * chunks * itl, 1.0)  # a decoding user's steps that carry a chunk
     grid: dict[str, np.ndarray] = {
         "time_to_first_token_mean_s": ttft,
         "inter_token_latency_mean_s": itl,
@@ -165,15 +170,20 @@ def load_curve(
         "prefill_busy_fraction": rho,
     }
     spread = np.sqrt(share * (1.0 - share) / steps_out)
+    scale = queue / np.maximum(rho, 1e-9)  # the wait, when there is one, about exponential with this mean
     for q, z in Z.items():
         tail = 1.0 - q / 100.0
-        scale = queue / np.maximum(rho, 1e-9)  # the wait, when there is one, about exponential with this mean
-        q_wait = np.where(rho > tail, scale * np.log(np.maximum(rho, 1e-12) / tail), 0.0)
+        q_wait = scale * np.log(np.maximum(rho / tail, 1.0))  # none while the queue is empty more than 1 - q of the time
         grid[f"time_to_first_token_p{q}_s"] = residual + q_wait + service
-        grid[f"inter_token_latency_p{q}_s"] = t0 + np.clip(share + z * spread, 0.0, 1.0) * extra
+        grid[f"inter_token_latency_p{q}_s"] = t0 + np.minimum(share + z * spread, 1.0) * extra
+    if within is not None:  # the grid's first miss bounds the users worth interpolating (the figures grow with users)
+        ttft_max, speed_min = within
+        miss = (grid["time_to_first_token_p90_s"] > ttft_max) | (grid["inter_token_latency_p90_s"] * speed_min > 1.0)
+        if miss.any():
+            users = users[: int(np.searchsorted(users, running[int(np.argmax(miss))], side="right"))]
     # users -> the steady state: running users below the cap, the cap's state (and a wait for a slot) above it
     n = np.minimum(users, cap)
-    wanted = set(ALL_KEYS if keys is None else keys)
+    wanted = set(ALL_KEYS if keys is None else keys) | ({"time_to_first_token_p90_s", "tokens_per_s_per_user_p90"} if within else set())
     out: dict[str, np.ndarray] = {}
     for k, v in grid.items():
         speed = k.replace("inter_token_latency", "tokens_per_s_per_user").removesuffix("_s") if k.startswith("inter_token") else ""
@@ -188,7 +198,11 @@ def load_curve(
             out[k] = out[k] + slot_wait
     if "output_tokens_per_s" in wanted:
         out["output_tokens_per_s"] = out["requests_per_s"] * output_tokens
-    return {k: v for k, v in out.items() if k in wanted}
+    if within is not None:
+        ok = np.flatnonzero((out["time_to_first_token_p90_s"] <= within[0]) & (out["tokens_per_s_per_user_p90"] >= within[1]))
+        top = int(ok[-1]) + 1 if ok.size else 0
+        out = {k: v[:top] for k, v in out.items()}
+    return {k: v for k, v in out.items() if keys is None or k in keys}
 
 
 ALL_KEYS = tuple(

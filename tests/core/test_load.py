@@ -169,3 +169,17 @@ def test_the_serving_core_checks_the_p90_figures():
     # the curve's headline figures are the median user's
     assert np.array_equal(cap.curve["decode_tokens_per_s"], cap.curve["tokens_per_s_per_user_p50"])
     assert math.isfinite(cap.output_tokens_per_s)
+
+
+def test_within_stops_at_the_last_concurrency_meeting_the_targets():
+    """The planner's shortcut (`within`) answers the same figures as the whole curve, up to its last batch within
+    both targets at p90, and nothing past it."""
+    users = np.arange(1, 1025, dtype=float)
+    whole = load_curve(SC, ACC, LAY, users, 2500, 500)
+    for target in ((0.5, 60.0), (2.0, 20.0), (0.05, 20.0)):
+        cut = load_curve(SC, ACC, LAY, users, 2500, 500, within=target)
+        ok = np.flatnonzero((whole["time_to_first_token_p90_s"] <= target[0]) & (whole["tokens_per_s_per_user_p90"] >= target[1]))
+        top = int(ok[-1]) + 1 if ok.size else 0
+        assert len(cut["time_to_first_token_p90_s"]) == top, target
+        for k, v in cut.items():
+            assert np.allclose(v, whole[k][:top], rtol=1e-12), k
