@@ -46,6 +46,8 @@ from core.speed.roofline import _Roof, roofline
 
 # Standard normal quantiles of the percentiles reported.
 Z = {50: 0.0, 90: 1.2815515655446004}
+_Z = np.array(list(Z.values()))[:, None]
+_TAILS = np.array([1.0 - q / 100.0 for q in Z])[:, None]
 # Passes of the finite-population correction (a user's own request is not among those it waits for): the second
 # pass moves the figures by under 1%, a third by under 0.1% (tests/core/test_load.py's configurations).
 PASSES = 2
@@ -129,7 +131,8 @@ def load_curve(
     figures meet both: the planner's search reads no further."""
     s = scheduler or default_scheduler(sc.serving_engine, prompt_tokens, acc)
     roof = roof or roofline(sc, acc, layout)
-    users = np.clip(np.nan_to_num(np.asarray(concurrency, dtype=np.float64), nan=1.0), 1.0, 1e9)
+    users = np.asarray(concurrency, dtype=np.float64)
+    users = np.minimum(np.where(users >= 1.0, users, 1.0), 1e9)  # NaN and below one: one user
     cap = float(max(1, s.max_num_seqs if max_running is None else min(s.max_num_seqs, max_running)))
     hit = min(max(float(s.prefix_cache_hit_fraction), 0.0), 0.999)
     prompt = max(1.0, prompt_tokens * (1.0 - hit))
@@ -171,11 +174,13 @@ def load_curve(
     }
     spread = np.sqrt(share * (1.0 - share) / steps_out)
     scale = queue / np.maximum(rho, 1e-9)  # the wait, when there is one, about exponential with this mean
-    for q, z in Z.items():
-        tail = 1.0 - q / 100.0
-        q_wait = scale * np.log(np.maximum(rho / tail, 1.0))  # none while the queue is empty more than 1 - q of the time
-        grid[f"time_to_first_token_p{q}_s"] = residual + q_wait + service
-        grid[f"inter_token_latency_p{q}_s"] = t0 + np.minimum(share + z * spread, 1.0) * extra
+    # p50 and p90 at once (rows): no wait while the queue is empty more than 1 - q of the time
+    q_wait = scale * np.log(np.maximum(rho / _TAILS, 1.0))
+    ttft_q = residual + q_wait + service
+    itl_q = t0 + np.minimum(share + _Z * spread, 1.0) * extra
+    for row, q in enumerate(Z):
+        grid[f"time_to_first_token_p{q}_s"] = ttft_q[row]
+        grid[f"inter_token_latency_p{q}_s"] = itl_q[row]
     if within is not None:  # the grid's first miss bounds the users worth interpolating (the figures grow with users)
         ttft_max, speed_min = within
         miss = (grid["time_to_first_token_p90_s"] > ttft_max) | (grid["inter_token_latency_p90_s"] * speed_min > 1.0)
