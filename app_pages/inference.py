@@ -5,7 +5,7 @@ import streamlit as st
 
 from app_pages.shared.box import box_section
 from app_pages.shared.context import as_mode, page_header, priced, stop_page
-from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sidebars_layout
+from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sidebars_layout, load_section
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.text import md, metric, plain, say
@@ -65,6 +65,7 @@ with left:
     show(decode_figure(KEY), key="chart_decode")
 with right:
     show(kv_figure(KEY, units.name), key="chart_kv")
+load_section(KEY)  # time to first token and tokens/s per user under load, p50 and p90 (core/speed/load.py)
 with st.expander("How this is computed"):
     st.markdown("\n".join("- " + plain(line) for line in inf.assumptions))  # one element, not one per line
 box_section(sc, units)

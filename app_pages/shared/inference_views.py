@@ -6,18 +6,22 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import streamlit as st
 
 from app_pages.shared.cache import shared_cache
+from app_pages.shared.plot import show
 from app_pages.shared.results import Rows, cached_estimate, cached_serving, scenario_of
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, FrozenFigure, Units, frozen, layout, vmarker
 from app_pages.shared.text import spreadsheet_safe
 from app_pages.shared.ticks import number_ticks
 from core.catalog.accelerators import get_accelerator
 from core.estimate import Result
+from core.layout import Layout
 from core.memory.sweep import sweep
 from core.money.blocks import InferenceEstimate
 from core.money.serving import ServingPlan
 from core.scenario import Scenario
+from core.speed.load import default_scheduler, load_curve
 from core.speed.roofline import decode_curve
 
 
@@ -52,6 +56,53 @@ def decode_figure(key: str) -> FrozenFigure:
     fig.update_yaxes(type="log", **number_ticks([low, high]), title="Tokens/s (log scale)")
     fig.update_layout(hovermode="x unified")
     return frozen(layout(fig, "Decode speed by batch size", height=460))
+
+
+@shared_cache(max_entries=64)
+def load_figures(key: str) -> tuple[FrozenFigure, FrozenFigure]:
+    """Time to first token and each user's tokens/s against the number of users sharing one replica, p50 and p90
+    (core/speed/load.py: a continuous-batching engine with the sidebar engine's default scheduler), with the memory's
+    limit on running requests; past it users wait for a slot."""
+    inf = cached_estimate(key).inference
+    sc = replica_scenario(scenario_of(key), inf)
+    room = max(1, inf.max_concurrent_sequences)
+    top = max(8, min(2048, room * 2))
+    users = np.unique(np.geomspace(1, top, 40).round())
+    acc = get_accelerator(sc.accelerator)
+    sched = default_scheduler(sc.serving_engine, inf.prompt_tokens, acc)
+    out = load_curve(sc, acc, Layout(1, sc.tensor_parallel, sc.pipeline_parallel), users, inf.prompt_tokens, inf.output_tokens, scheduler=sched, max_running=room)
+    what = f"{inf.prompt_tokens:,} prompt + {inf.output_tokens:,} output tokens each"
+    figs = []
+    for metric, unit, title in (
+        ("time_to_first_token", "s", "Time to first token by number of users"),
+        ("tokens_per_s_per_user", "", "Tokens/s per user by number of users"),
+    ):
+        fig = go.Figure()
+        for q, dash in (("p50", "solid"), ("p90", "dash")):
+            name = f"{metric}_{q}_s" if unit else f"{metric}_{q}"
+            label = {"p50": "median user (p50)", "p90": "slowest 10% (p90)"}[q]
+            fig.add_scatter(x=users, y=out[name], name=label, mode="lines", line={"dash": dash})
+        if room < top:
+            vmarker(fig, room, f"memory holds {room:,}", log_x=True, color="#E45756", dash="solid", side="left")
+        fig.update_xaxes(type="log", **number_ticks(list(users)), title=f"Concurrent users ({what}; log scale)")
+        if unit:  # seconds on a log axis: from a prefill's tenths of a second to a queue's minutes
+            values = [float(v) for q in ("p50", "p90") for v in out[f"{metric}_{q}_s"]]
+            fig.update_yaxes(type="log", **number_ticks(values), title="Time to first token (seconds, log scale)")
+        else:
+            fig.update_yaxes(rangemode="tozero", title="Tokens/s each user sees")
+        fig.update_layout(hovermode="x unified")
+        figs.append(frozen(layout(fig, title, height=420)))
+    return figs[0], figs[1]
+
+
+def load_section(key: str) -> None:
+    """The two under-load charts side by side (stacked on a phone)."""
+    ttft, speed = load_figures(key)
+    left, right = st.columns(2)
+    with left:
+        show(ttft, key="chart_load_ttft")
+    with right:
+        show(speed, key="chart_load_speed")
 
 
 def kv_on_sidebars_layout(result: Result) -> bool:

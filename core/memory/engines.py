@@ -30,6 +30,12 @@ VLLM_LAYER_OVERHEAD_S = (6.44e-3 - _ROOF_8B_S) / 32
 # L40S, XiongjieDai/GPU-Benchmarks-on-LLM-Inference); k-quant dequantization kernels reach 75% on the 70B models'
 # large matrices but cost time per layer: calibrated on Llama-3-8B Q4_K_M on an H100 PCIe, 145.55 tokens/s
 # (4.62 GB read per token at 75% of 2.0 TB/s = 3.08 ms; the rest over 32 layers).
+# TensorRT-LLM behind NVIDIA NIM: each user sees 4.63 ms between tokens of Llama 3.1 8B fp8 on one H100 at one user,
+# 200 prompt / 200 output tokens (NIM 1.8.0 benchmark, docs.nvidia.com/nim/benchmarking/llm/latest/performance.html,
+# read 2026-11-26). The roofline's step reads 8.05 GB at 85% of 3.35 TB/s (2.83 ms) plus 32 layers x 10 us; the rest
+# is the executor's and the streaming server's time per step. Checked on the other one-user rows of
+# tests/data/load_latency.csv (Llama 3.3 70B fp8 TP2, other prompt lengths).
+TRTLLM_STEP_OVERHEAD_S = 4.63e-3 - (8.05e9 / (3.35e12 * 0.85) + 32 * 10e-6)
 LLAMACPP_QUANT_LAYER_OVERHEAD_S = (1 / 145.55 - 4.6174e9 / (2000e9 * 0.75)) / 32
 
 # MLX (mlx-lm's generate / server) on Apple silicon: one efficiency for 16-bit and MLX-quantized weights, no per-layer
@@ -129,10 +135,11 @@ ENGINES: dict[str, ServingEngine] = {
             0.60,
             10e-6,
             0.0,
-            0.0,
+            TRTLLM_STEP_OVERHEAD_S,
             False,
             "TensorRT-LLM docs (kv_cache_free_gpu_mem_fraction 0.9 of the memory left after the weights, max_num_tokens 8192, "
-            "CUDA graphs); fused kernels: slightly more of the bandwidth than vLLM",
+            "CUDA graphs); fused kernels: slightly more of the bandwidth than vLLM; step time calibrated on NIM 1.8.0 "
+            "Llama 3.1 8B fp8 on H100, one user: 4.63 ms per token",
             ("TensorRT-LLM gives 90% of the memory left after the weights to the KV cache", "prefill in chunks of 8,192 tokens"),
         ),
         ServingEngine(

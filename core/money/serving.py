@@ -4,7 +4,11 @@ bill. The Plan page's serve goal (core/plan/serve.py), the Inference page's bill
 everywhere.
 
 - A replica's batch (concurrent sequences) is the largest that meets the traffic's time to first token and each
-  user's tokens/s, at most what fits in memory (every batch from 1 to MAX_BATCH is tried, not powers of two).
+  user's tokens/s, at most what fits in memory (every batch from 1 to MAX_BATCH is tried, not powers of two). The
+  latencies are those a continuous-batching engine delivers at that many concurrent users, with the prefill of
+  arriving requests interleaved with the decodes and queueing (core/speed/load.py): 90% of requests must see their
+  first token within the target (p90 TTFT) and 90% of users must get at least the target's tokens/s (the p90
+  inter-token latency). The replica's output tokens/s (the cost basis) stays the roofline's batch cycle.
 - Replicas are sized for the busiest hour (peak_to_average x the day's average output tokens/s); every slot of a
   rented instance serves (a replica of d devices on an instance of k: floor(k / d) of them), whole instances billed,
   730 hours a month.
@@ -35,7 +39,8 @@ from core.memory.estimate import Evaluator, fit_capacity
 from core.money.blocks import estimate_blocks
 from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH, on_demand_ok, serving_rows_for
 from core.scenario import Scenario
-from core.speed.roofline import serving_curve
+from core.speed.load import load_curve
+from core.speed.roofline import roofline, serving_curve
 from core.units import SECONDS_PER_DAY
 
 _OUT = ConfigDict(frozen=True)
@@ -49,6 +54,8 @@ BATCHES = np.arange(1, MAX_BATCH + 1, dtype=np.float64)
 # (kv_cache_config dtype fp8). Offered only on parts with FP8 support (Ada, Hopper, Blackwell, MI300: the catalog's
 # supports_fp8); llama.cpp quantizes its cache to q8_0 / q4_0 instead, and transformers' quantized cache is int.
 FP8_KV_ENGINES = frozenset({"vllm", "sglang", "tensorrt-llm"})
+# The figures under load a replica's curve carries (core/speed/load.py); the targets are checked on the p90 ones.
+LOAD_KEYS = ("time_to_first_token_p50_s", "time_to_first_token_p90_s", "tokens_per_s_per_user_p50", "tokens_per_s_per_user_p90")
 
 
 class Traffic(BaseModel):
@@ -101,8 +108,8 @@ class ServingPlan(BaseModel):
     tensor_parallel: int
     pipeline_parallel: int
     devices_per_replica: int
-    time_to_first_token_s: float  # at batch_size
-    decode_tokens_per_s: float  # each user's generation speed at batch_size
+    time_to_first_token_s: float  # at batch_size, under load: the median request's (= time_to_first_token_p50_s)
+    decode_tokens_per_s: float  # each user's generation speed at batch_size, under load: the median user's
     output_tokens_per_s_per_replica: float  # one replica's capacity at max_batch_meeting_targets (the sizing basis)
     output_tokens_per_s_needed: float  # the day's average
     replicas: int
@@ -121,11 +128,19 @@ class ServingPlan(BaseModel):
     usd_per_million_output_tokens_at_traffic: float = 0.0  # the monthly bill / the month's output tokens
     usd_per_million_tokens_in_and_out_at_traffic: float = 0.0  # the monthly bill / the month's input + output tokens
     spot_usd_per_million_output_tokens_at_traffic: float | None = None
+    # under load at batch_size concurrent users (core/speed/load.py): p50 / p90 over requests
+    time_to_first_token_p50_s: float = 0.0
+    time_to_first_token_p90_s: float = 0.0
+    tokens_per_s_per_user_p50: float = 0.0
+    tokens_per_s_per_user_p90: float = 0.0  # 90% of users get at least this
+    inter_token_latency_p50_s: float = 0.0
+    inter_token_latency_p90_s: float = 0.0
 
 
 class ReplicaCapacity(NamedTuple):
     """What one replica of a scenario on one part carries for a traffic: `curve` holds time to first token, each
-    user's decode tokens/s and the replica's output tokens/s at batches 1 ... max_batch_meeting_targets."""
+    user's decode tokens/s (both under load, the median's) and the replica's output tokens/s at batches 1 ...
+    max_batch_meeting_targets, with the LOAD_KEYS figures (p50 and p90) under load."""
 
     tensor_parallel: int
     pipeline_parallel: int
@@ -159,12 +174,20 @@ def replica_capacity(sc: Scenario, acc: Accelerator, layout: Layout, traffic: Tr
     if not fits.any():
         return f"a {sc.seq_len:,}-token request does not fit"
     n_fit = int(np.flatnonzero(fits).max()) + 1
-    curve = serving_curve(sc, acc, layout, BATCHES[:n_fit], traffic.input_tokens_per_request, traffic.output_tokens_per_request)
-    ok = (curve["time_to_first_token_s"] <= traffic.ttft_s) & (curve["decode_tokens_per_s"] >= traffic.tokens_per_s_per_user)
-    if not ok.any():
-        return f"no batch meets {traffic.tokens_per_s_per_user:g} tokens/s per user within {traffic.ttft_s:g} s to the first token"
-    top = int(np.flatnonzero(ok).max()) + 1
-    return ReplicaCapacity(layout.tensor_parallel, layout.pipeline_parallel, n_fit, top, {k: v[:top] for k, v in curve.items()})
+    prompt, output = traffic.input_tokens_per_request, traffic.output_tokens_per_request
+    roof = roofline(sc, acc, layout)
+    targets = (traffic.ttft_s, traffic.tokens_per_s_per_user)
+    load = load_curve(sc, acc, layout, BATCHES[:n_fit], prompt, output, max_running=n_fit, keys=LOAD_KEYS, roof=roof, within=targets)
+    top = len(load["time_to_first_token_p90_s"])  # the figures up to the last batch meeting both targets at p90
+    if top == 0:
+        return f"no batch meets {traffic.tokens_per_s_per_user:g} tokens/s per user within {traffic.ttft_s:g} s to the first token (for 90% of requests)"
+    curve = {
+        "time_to_first_token_s": load["time_to_first_token_p50_s"],
+        "decode_tokens_per_s": load["tokens_per_s_per_user_p50"],
+        "output_tokens_per_s": serving_curve(sc, acc, layout, BATCHES[:top], prompt, output, roof)["output_tokens_per_s"],
+        **load,
+    }
+    return ReplicaCapacity(layout.tensor_parallel, layout.pipeline_parallel, n_fit, top, curve)
 
 
 def rents_many(row: PriceRow) -> bool:
@@ -233,6 +256,9 @@ def bill(sc: Scenario, row: PriceRow, cap: ReplicaCapacity, traffic: Traffic, f:
     spot = fleet_usd_per_month(row, f.instances, spot=True)
     out_month, all_month = traffic.output_tokens_per_month / 1e6, traffic.tokens_in_and_out_per_month / 1e6
     average = traffic.output_tokens_per_s
+    c = cap.curve  # a curve without the percentiles (written by hand) reads its one figure for both
+    ttft = [float(c.get(f"time_to_first_token_p{q}_s", c["time_to_first_token_s"])[i]) for q in (50, 90)]
+    speed = [float(c.get(f"tokens_per_s_per_user_p{q}", c["decode_tokens_per_s"])[i]) for q in (50, 90)]
     return ServingPlan.model_construct(
         accelerator_id=row.accelerator_id,
         provider=row.provider,
@@ -263,6 +289,12 @@ def bill(sc: Scenario, row: PriceRow, cap: ReplicaCapacity, traffic: Traffic, f:
         usd_per_million_output_tokens_at_traffic=monthly / out_month,
         usd_per_million_tokens_in_and_out_at_traffic=monthly / all_month,
         spot_usd_per_million_output_tokens_at_traffic=None if spot is None else spot / out_month,
+        time_to_first_token_p50_s=ttft[0],
+        time_to_first_token_p90_s=ttft[1],
+        tokens_per_s_per_user_p50=speed[0],
+        tokens_per_s_per_user_p90=speed[1],
+        inter_token_latency_p50_s=1.0 / speed[0],
+        inter_token_latency_p90_s=1.0 / speed[1],
     )
 
 

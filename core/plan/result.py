@@ -59,6 +59,10 @@ class Plan(BaseModel):
     kv_cache_format: str | None = None
     max_batch_that_fits: int | None = None  # concurrent sequences per replica memory allows
     max_batch_meeting_targets: int | None = None  # the most that keep time to first token and tokens/s per user in the targets
+    # serving goals, under load at micro_batch concurrent users per replica (core/speed/load.py); time_to_first_token_s
+    # and tokens_per_s_per_user above are the median user's (p50); the targets are checked on these p90 figures
+    time_to_first_token_p90_s: float | None = None
+    tokens_per_s_per_user_p90: float | None = None  # 90% of users get at least this
 
     @computed_field  # type: ignore[prop-decorator]
     @property

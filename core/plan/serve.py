@@ -179,7 +179,7 @@ def serving_plan(goal: Goal, o: ServingOption) -> Plan:
     if b.max_batch_meeting_targets < b.max_batch_that_fits:
         notes.append(
             f"each replica runs at most {b.max_batch_meeting_targets:,} concurrent requests (room for {b.max_batch_that_fits:,}): "
-            f"more would miss {goal.tokens_per_s_per_user:g} tokens/s per user or {goal.ttft_s:g} s to the first token"
+            f"more would miss {goal.tokens_per_s_per_user:g} tokens/s per user or {goal.ttft_s:g} s to the first token for 1 user in 10"
         )
     model = goal.model if isinstance(goal.model, str) else goal.model.model_dump(exclude_none=True)
     scenario = {
@@ -229,4 +229,6 @@ def serving_plan(goal: Goal, o: ServingOption) -> Plan:
         kv_cache_format=o.kv_cache_format,
         max_batch_that_fits=b.max_batch_that_fits,
         max_batch_meeting_targets=b.max_batch_meeting_targets,
+        time_to_first_token_p90_s=b.time_to_first_token_p90_s,
+        tokens_per_s_per_user_p90=b.tokens_per_s_per_user_p90,
     )

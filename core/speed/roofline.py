@@ -93,16 +93,25 @@ def split_context(seq_len: int, prompt_tokens: int | None = None, output_tokens:
 
 def weight_read_bytes(arch: Architecture, weights_format: str, tokens: Any) -> Any:
     """Bytes of weights one forward pass over `tokens` tokens reads (all devices); `tokens` may be an array."""
+    return _weights_read(arch, _weight_parts(arch, weights_format), tokens)
+
+
+def _weight_parts(arch: Architecture, weights_format: str) -> tuple[float, float, float]:
+    """(all weight bytes, bytes never read: an untied embedding table, bytes of the experts' MLPs) of `arch`."""
     fmt = FORMATS[weights_format]
-    total = weight_bytes(arch, fmt)
-    skipped = 0.0
-    untouched = (1.0 - arch.experts_per_token / arch.num_experts) ** tokens if arch.is_moe else 0.0
+    embed = moe = 0.0
     for g in arch.weight_groups:
         if g.role == "embed" and not arch.tie_embeddings:
-            skipped += g.params * fmt.bits(g) / 8
+            embed += g.params * fmt.bits(g) / 8
         elif arch.is_moe and g.role in MLP_ROLES and g.count > g.active:
-            skipped += g.params * fmt.bits(g) / 8 * untouched
-    return total - skipped * arch.param_scale
+            moe += g.params * fmt.bits(g) / 8
+    return weight_bytes(arch, fmt), embed, moe
+
+
+def _weights_read(arch: Architecture, parts: tuple[float, float, float], tokens: Any) -> Any:
+    total, embed, moe = parts
+    untouched = (1.0 - arch.experts_per_token / arch.num_experts) ** tokens if arch.is_moe else 0.0
+    return total - (embed + moe * untouched) * arch.param_scale
 
 
 class _Roof:
@@ -118,6 +127,7 @@ class _Roof:
         self.bw_eff = bandwidth_efficiency(sc.weights_format, sc.serving_engine)
         self.bytes_per_s = acc.memory_bandwidth_bytes_per_s * self.bw_eff
         self.kv_share = kv_share(self.arch, self.tp)
+        self.weight_parts = _weight_parts(self.arch, sc.weights_format)
         self.on_device = gpu_layer_share(sc, self.arch)  # llama.cpp gpu_layers: the rest is read from system RAM
         self.host_bytes_per_s = sc.host_memory_bandwidth_gbps * 1e9 * HOST_BW_EFF
         # Kernel launches and framework time per step: per layer of this device's pipeline stage. Chips whose model
@@ -140,13 +150,22 @@ class _Roof:
 
     def decode_step(self, batch: Any, context: float) -> tuple[Any, Any, Any]:
         """(step seconds, bytes read per device, compute-bound?); `batch` may be an array."""
+        return self.mixed_step(batch, context, 0.0, 0.0)
+
+    def mixed_step(self, decodes: Any, context: float, prefill_tokens: Any, prompt: float) -> tuple[Any, Any, Any]:
+        """One continuous-batching step: `decodes` sequences each generating a token at `context`, with
+        `prefill_tokens` tokens of prompts of `prompt` tokens riding in the same forward pass (Sarathi-Serve's
+        chunked prefill, arXiv 2403.02310, Sec. 4): the weights are read once for all of them, the FLOPs add up.
+        (step seconds, bytes read per device, compute-bound?); `decodes` and `prefill_tokens` may be arrays."""
         a, split, g = self.arch, self.tp * self.pp, self.on_device
-        weights = weight_read_bytes(a, self.sc.weights_format, batch)
-        kv = batch * kv_bytes_per_sequence(a, self.sc.kv_cache_format, context)
+        tokens = decodes + prefill_tokens
+        weights = _weights_read(a, self.weight_parts, tokens)
+        kv = decodes * kv_bytes_per_sequence(a, self.sc.kv_cache_format, context)
         read = g * (weights / split + kv * self.kv_share / self.pp * self.kv_traffic)
-        flops = g * batch * (2.0 * a.active_params + attention_flops_per_token(a, context)) / split
+        per_token = 2.0 * a.active_params
+        flops = g * (decodes * (per_token + attention_flops_per_token(a, context)) + prefill_tokens * (per_token + attention_flops_per_token(a, prompt / 2.0))) / split
         t_mem, t_cmp = read / self.bytes_per_s, flops / self.flops_per_s
-        stage = np.maximum(t_mem, t_cmp) + decode_tp_s(a, self.acc, self.tp, self.pp, batch) + self.step_overhead_s
+        stage = np.maximum(t_mem, t_cmp) + decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + self.step_overhead_s
         t_host = (1.0 - g) * (weights + kv) / self.host_bytes_per_s  # layers in system RAM, read by the CPU
         return self.pp * stage + t_host, read, t_cmp > t_mem
 
@@ -155,9 +174,9 @@ class _Roof:
         tokens = sequences * prompt
         flops = tokens * (2.0 * a.active_params + attention_flops_per_token(a, prompt / 2.0))
         t_cmp = flops / self.tp / self.flops_per_s
-        t_mem = weight_read_bytes(a, self.sc.weights_format, tokens) / self.tp / self.bytes_per_s
+        t_mem = _weights_read(a, self.weight_parts, tokens) / self.tp / self.bytes_per_s
         # layers in system RAM: their weights cross PCIe once per micro-batch (computed on the GPU)
-        host_weights = (1.0 - self.on_device) * weight_bytes(a, FORMATS[self.sc.weights_format])
+        host_weights = (1.0 - self.on_device) * self.weight_parts[0]
         t_copy = np.ceil(tokens / UBATCH_TOKENS) * host_weights / HOST_TO_DEVICE_BYTES_PER_S
         return np.maximum(t_cmp, t_mem) + self.pp * decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + t_copy
 
@@ -242,10 +261,19 @@ def inference_speed(
     )
 
 
-def serving_curve(sc: Scenario, acc: Accelerator, layout: Layout, batches: np.ndarray, prompt_tokens: int, output_tokens: int) -> dict[str, np.ndarray]:
+def roofline(sc: Scenario, acc: Accelerator, layout: Layout) -> _Roof:
+    """The roofline pieces of one scenario on one part and layout, to share between serving_curve and the load model
+    (core/speed/load.py) of one planner candidate."""
+    return _Roof(sc, acc, layout)
+
+
+def serving_curve(
+    sc: Scenario, acc: Accelerator, layout: Layout, batches: np.ndarray, prompt_tokens: int, output_tokens: int, roof: _Roof | None = None
+) -> dict[str, np.ndarray]:
     """inference_speed() for many batch sizes at once (the planner's search): time to first token, decode speed
-    per user, and output tokens/s of one replica with each batch's prefill amortised (the cost basis)."""
-    roof = _Roof(sc, acc, layout)
+    per user with no other requests arriving, and output tokens/s of one replica with each batch's prefill amortised
+    (the cost basis)."""
+    roof = roof or _Roof(sc, acc, layout)
     b = np.asarray(batches, dtype=np.float64)
     step, _, _ = roof.decode_step(b, prompt_tokens + output_tokens / 2.0)
     cycle = roof.prefill(b, prompt_tokens) + output_tokens * step

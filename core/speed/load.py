@@ -1,0 +1,217 @@
+"""Serving latency under load: what each user of a continuous-batching engine sees when `concurrency` users each
+send a request, wait for its last token and send the next (the closed loop of NIM's / genai-perf's and vLLM's
+`--max-concurrency` benchmarks).
+
+The step costs are the roofline's (core/speed/roofline.py `_Roof.mixed_step`); this module only schedules them.
+
+- The engine runs steps. Every running request in its decode phase adds one token to a step; prompts are prefilled
+  in chunks that fill the step's token budget left by the decodes (`max_num_batched_tokens`; chunked prefill,
+  Sarathi-Serve, Agrawal et al. 2024, arXiv 2403.02310, Sec. 4; vLLM V1 runs it by default, docs.vllm.ai
+  "Optimization and Tuning"). Without chunking a whole prompt rides in one step (TensorRT-LLM's in-flight batching
+  with chunked context off, its default).
+- A step carrying a prefill chunk is longer than a decode-only step: every user in decode waits for it. That is the
+  prefill-decode interference of DistServe (Zhong et al. 2024, arXiv 2401.09670, Sec. 2.2). A user's inter-token
+  latency is the decode step plus the share of its steps that carry other users' prompts times their extra time.
+- Time to first token = the rest of the step under way + waiting for the prompts ahead (an M/D/1 queue on the
+  prefill work, with the waiting user's own request left out of the population) + its own chunks' steps. Beyond
+  `max_num_seqs` running requests (or the memory's room) users wait for a slot: (users - running) / completions per
+  second (Little's law), which is what NIM's Llama 3.3 70B table shows past 100 users.
+- The steady state is a fixed point in the requests completed per second; it is found by a damped iteration over
+  all concurrencies at once (numpy), so one evaluation of the planner's 2,048 candidate concurrencies costs a few ms
+  rather than a discrete-event simulation (Vidur, Agrawal et al. 2024, arXiv 2405.05465, simulates events; its
+  under-9% error comes from profiled step costs, which the roofline stands in for here).
+- Percentiles. TTFT: the queue's wait is zero with probability 1 - rho and otherwise about exponential with the
+  queue's mean (the M/M/1 shape, a known upper envelope for M/D/1). Inter-token latency per request (what genai-perf
+  averages over one request's tokens): the number of its steps that carry a prompt chunk is binomial over its
+  output tokens; p50 / p90 from the normal approximation.
+- Prefix caching: a `prefix_cache_hit_fraction` of each prompt is found in the cache and not prefilled again.
+
+Engine scheduler defaults (`ENGINE_SCHEDULERS`) are the engines' documented ones; the budget is the engine table's
+prefill chunk (core/memory/engines.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
+
+from core.catalog.accelerators import Accelerator
+from core.layout import Layout
+from core.memory.engines import ENGINES
+from core.scenario import Scenario
+from core.speed.roofline import _Roof, roofline
+
+# Standard normal quantiles of the percentiles reported.
+Z = {50: 0.0, 90: 1.2815515655446004}
+_Z = np.array(list(Z.values()))[:, None]
+_TAILS = np.array([1.0 - q / 100.0 for q in Z])[:, None]
+# Passes of the finite-population correction (a user's own request is not among those it waits for): the second
+# pass moves the figures by under 1%, a third by under 0.1% (tests/core/test_load.py's configurations).
+PASSES = 2
+# Decode steps between a prompt's last prefill step and its first token reaching the user (see `residual` below):
+# calibrated on NIM's Llama 3.3 70B fp8 TP2 200/200 row at one user (TTFT 31.2 ms = prefill 16 ms + one 15-18 ms
+# step); checked on the other rows of tests/data/load_latency.csv.
+FIRST_TOKEN_STEPS = 1.0
+
+
+class Scheduler(NamedTuple):
+    """A continuous-batching engine's scheduler settings."""
+
+    max_num_seqs: int  # running requests at most (vLLM --max-num-seqs, TensorRT-LLM max_batch_size)
+    max_num_batched_tokens: int  # tokens in one step at most (vLLM --max-num-batched-tokens, TRT-LLM max_num_tokens)
+    chunked_prefill: bool  # prompts longer than the budget left by decodes are split over steps
+    prefix_cache_hit_fraction: float = 0.0  # share of each prompt found in the prefix cache (not prefilled)
+    source: str = ""
+
+
+# Documented defaults, (max_num_seqs, chunked prefill, source); the token budget is the engine table's prefill chunk.
+# vLLM V1's API server: 1,024 sequences and 8,192 tokens per step on GPUs of 70 GiB or more other than the A100, 256
+# and 2,048 elsewhere, chunked prefill on (vllm/engine/arg_utils.py get_batch_defaults, read 2026-11-26). SGLang:
+# --chunked-prefill-size 8192 on large GPUs, running requests sized from memory (docs.sglang.ai "Server Arguments").
+# TensorRT-LLM: max_batch_size 2048, max_num_tokens 8192, chunked context off (nvidia.github.io/TensorRT-LLM,
+# "Tuning max batch size and max num tokens"). llama.cpp server: --parallel slots (taken as 4), n_ubatch 512 tokens
+# per step (ggml-org/llama.cpp tools/server README). transformers' generate() and DeepSpeed-MII batch what they get.
+ENGINE_SCHEDULERS: dict[str, tuple[int, bool, str]] = {
+    "vllm": (1024, True, "vllm/engine/arg_utils.py get_batch_defaults: API server on a >= 70 GiB GPU (not A100)"),
+    "sglang": (2048, True, "docs.sglang.ai Server Arguments: chunked_prefill_size 8192, running requests from memory"),
+    "tensorrt-llm": (2048, False, "TensorRT-LLM tuning guide: max_batch_size 2048, max_num_tokens 8192, chunked context off"),
+    "llama.cpp": (4, True, "llama.cpp server README: --parallel slots, n_ubatch 512"),
+    "hf-transformers": (2048, False, "transformers generate(): the whole batch of prompts at once"),
+    "hf-transformers-compiled": (2048, False, "transformers generate(): the whole batch of prompts at once"),
+    "deepspeed-mii": (2048, True, "DeepSpeed-FastGen Dynamic SplitFuse: 768 tokens per forward pass"),
+}
+VLLM_SMALL_GPU = (256, 2048)  # vLLM V1's API server below 70 GiB, and on the A100
+VLLM_LARGE_GPU_BYTES = 70 * 2**30
+
+
+def default_scheduler(engine: str, prompt_tokens: int = 0, accelerator: Accelerator | None = None) -> Scheduler:
+    """The engine's documented scheduler on `accelerator`; an engine that prefills whole prompts gets a budget of
+    the prompt."""
+    seqs, chunked, source = ENGINE_SCHEDULERS.get(engine, ENGINE_SCHEDULERS["vllm"])
+    chunk = ENGINES[engine].prefill_chunk_tokens if engine in ENGINES else None
+    budget = chunk if chunk is not None else max(prompt_tokens, 1)
+    if engine == "vllm" and accelerator is not None and (accelerator.memory_bytes < VLLM_LARGE_GPU_BYTES or "a100" in accelerator.id):
+        seqs, budget = VLLM_SMALL_GPU
+        source = "vllm/engine/arg_utils.py get_batch_defaults: API server below 70 GiB or on an A100"
+    return Scheduler(seqs, budget, chunked, 0.0, source)
+
+
+def _positive(x: np.ndarray, floor: float = 1e-12) -> np.ndarray:
+    return np.maximum(x, floor)
+
+
+@lru_cache(maxsize=64)
+def _decoding_grid(cap: float) -> np.ndarray:
+    """Mean numbers of decoding users the steady state is solved at: fine where few users share the engine."""
+    low = np.linspace(0.0, min(cap, 16.0), 65)[1:]
+    return low if cap <= 16.0 else np.concatenate([low, np.geomspace(16.0, cap, 97)[1:]])
+
+
+def load_curve(
+    sc: Scenario,
+    acc: Accelerator,
+    layout: Layout,
+    concurrency: np.ndarray,
+    prompt_tokens: int,
+    output_tokens: int,
+    scheduler: Scheduler | None = None,
+    max_running: int | None = None,
+    keys: Iterable[str] | None = None,
+    roof: _Roof | None = None,
+    within: tuple[float, float] | None = None,
+) -> dict[str, np.ndarray]:
+    """Time to first token, inter-token latency and each user's tokens/s (mean, p50, p90) and one replica's output
+    tokens/s, at each number of concurrent users in `concurrency`. `max_running` caps the running requests (the
+    memory's room); users beyond it and beyond the scheduler's max_num_seqs wait for a slot. `keys` limits the
+    answer to those figures (the planner's search asks for the few it checks). With `within` = (seconds to the first
+    token, tokens/s per user), the answer stops at the last concurrency (of an ascending `concurrency`) whose p90
+    figures meet both: the planner's search reads no further."""
+    s = scheduler or default_scheduler(sc.serving_engine, prompt_tokens, acc)
+    roof = roof or roofline(sc, acc, layout)
+    users = np.asarray(concurrency, dtype=np.float64)
+    users = np.minimum(np.where(users >= 1.0, users, 1.0), 1e9)  # NaN and below one: one user
+    cap = float(max(1, s.max_num_seqs if max_running is None else min(s.max_num_seqs, max_running)))
+    hit = min(max(float(s.prefix_cache_hit_fraction), 0.0), 0.999)
+    prompt = max(1.0, prompt_tokens * (1.0 - hit))
+    steps_out = max(float(output_tokens) - 1.0, 1e-9)  # decode steps after the prefill's token
+    context = prompt_tokens + output_tokens / 2.0
+    budget = float(max(1, s.max_num_batched_tokens))
+
+    # The steady state at each mean number d of decoding users (explicit in d, so no iteration over users):
+    d = _decoding_grid(float(max(1, s.max_num_seqs)))  # the same grid whatever the memory's room
+    room = np.maximum(budget - d, 1.0) if s.chunked_prefill else budget
+    chunks = np.ceil(prompt / room - 1e-9)  # steps one prompt's prefill takes
+    # decode-only steps and steps carrying one chunk, in one pass over the roofline
+    both = roof.mixed_step(np.concatenate([d, d]), context, np.concatenate([np.zeros_like(d), prompt / chunks * np.ones_like(d)]), prompt_tokens)[0]
+    t0, t1 = np.split(np.maximum(both, 1e-12), 2)
+    extra, service = np.maximum(t1 - t0, 0.0), chunks * t1
+    load = chunks * extra  # extra seconds a decoding user waits per prompt that arrives while it decodes
+    others = 1.0  # share of the running users that are not the one looked at: 1 - 1/running
+    for _ in range(PASSES):
+        # a decoding user's step carries another's chunk with probability rate x others x chunks x itl, so
+        # itl = t0 / (1 - rate x others x chunks x extra); with d = rate x steps_out x itl (Little's law):
+        rate = d / (steps_out * t0 + d * others * load)
+        itl = t0 / (1.0 - rate * others * load)
+        rho = np.minimum(rate * others * service, 0.999)
+        # the step under way when a request arrives, and the step after the prefill's: engines hand a step's tokens
+        # to the server while the next step runs (vLLM's async output processing, TensorRT-LLM's executor), so the
+        # first token reaches the user about one decode step after its prefill
+        residual = (0.5 * others + FIRST_TOKEN_STEPS) * t0
+        queue = others * rho * service / (2.0 * (1.0 - rho))  # M/D/1 mean wait (Pollaczek-Khinchine)
+        ttft = residual + queue + service
+        running = rate * ttft + d  # Little's law over a whole request
+        others = 1.0 - 1.0 / np.maximum(running, 1.0)
+    running = np.maximum.accumulate(running)
+    share = np.minimum(rate * others * chunks * itl, 1.0)  # a decoding user's steps that carry a chunk
+    grid: dict[str, np.ndarray] = {
+        "time_to_first_token_mean_s": ttft,
+        "inter_token_latency_mean_s": itl,
+        "requests_per_s": rate,
+        "prefill_busy_fraction": rho,
+    }
+    spread = np.sqrt(share * (1.0 - share) / steps_out)
+    scale = queue / np.maximum(rho, 1e-9)  # the wait, when there is one, about exponential with this mean
+    # p50 and p90 at once (rows): no wait while the queue is empty more than 1 - q of the time
+    q_wait = scale * np.log(np.maximum(rho / _TAILS, 1.0))
+    ttft_q = residual + q_wait + service
+    itl_q = t0 + np.minimum(share + _Z * spread, 1.0) * extra
+    for row, q in enumerate(Z):
+        grid[f"time_to_first_token_p{q}_s"] = ttft_q[row]
+        grid[f"inter_token_latency_p{q}_s"] = itl_q[row]
+    if within is not None:  # the grid's first miss bounds the users worth interpolating (the figures grow with users)
+        ttft_max, speed_min = within
+        miss = (grid["time_to_first_token_p90_s"] > ttft_max) | (grid["inter_token_latency_p90_s"] * speed_min > 1.0)
+        if miss.any():
+            users = users[: int(np.searchsorted(users, running[int(np.argmax(miss))], side="right"))]
+    # users -> the steady state: running users below the cap, the cap's state (and a wait for a slot) above it
+    n = np.minimum(users, cap)
+    wanted = set(ALL_KEYS if keys is None else keys) | ({"time_to_first_token_p90_s", "tokens_per_s_per_user_p90"} if within else set())
+    out: dict[str, np.ndarray] = {}
+    for k, v in grid.items():
+        speed = k.replace("inter_token_latency", "tokens_per_s_per_user").removesuffix("_s") if k.startswith("inter_token") else ""
+        if k in wanted or speed in wanted or (k == "requests_per_s" and "output_tokens_per_s" in wanted):
+            out[k] = np.interp(n, running, v)
+            if speed in wanted:
+                out[speed] = 1.0 / _positive(out[k])
+    if n is not users and (users > n).any():
+        rate = out["requests_per_s"] if "requests_per_s" in out else np.interp(n, running, grid["requests_per_s"])
+        slot_wait = (users - n) / _positive(rate)  # Little's law for the users waiting for a slot
+        for k in [k for k in out if k.startswith("time_to_first_token")]:
+            out[k] = out[k] + slot_wait
+    if "output_tokens_per_s" in wanted:
+        out["output_tokens_per_s"] = out["requests_per_s"] * output_tokens
+    if within is not None:
+        ok = np.flatnonzero((out["time_to_first_token_p90_s"] <= within[0]) & (out["tokens_per_s_per_user_p90"] >= within[1]))
+        top = int(ok[-1]) + 1 if ok.size else 0
+        out = {k: v[:top] for k, v in out.items()}
+    return {k: v for k, v in out.items() if keys is None or k in keys}
+
+
+ALL_KEYS = tuple(
+    [f"{m}_{q}_s" for m in ("time_to_first_token", "inter_token_latency") for q in ("mean", "p50", "p90")]
+    + [f"tokens_per_s_per_user_{q}" for q in ("mean", "p50", "p90")]
+    + ["output_tokens_per_s", "requests_per_s", "prefill_busy_fraction"]
+)
