@@ -42,7 +42,7 @@ class Measured(BaseModel):
             targets = lora.get("targets")
             what = f"LoRA r{lora.get('r')} {'all-linear' if targets == 'all-linear' else 'attention'}" if lora else r["precision"]
             if r.get("precision") == "qlora":
-                what = f"Q{what} {r.get('quant', 'nf4')}"
+                what = f"Q{what} {r.get('quant', 'nf4')}" + (" no-prep" if r.get("kbit_prep") is False else "")
             gc = " +GC" if r.get("gradient_checkpointing") else ""
             attn = " eager" if r.get("attn") == "eager" else ""
             return f"train {self.model} {what} b{self.batch_size} x {r['seq_len']:,}{gc}{attn}"

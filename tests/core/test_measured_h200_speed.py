@@ -1,9 +1,11 @@
 """Our training-speed model against the H200 speed rows of issue #27 (data/measurements/speed/h200-2026-11-26.jsonl,
 bench/gpu/harness.py's grid `speed`): LoRA baselines for the 13B QLoRA row of the H200 run and a 1B LoRA row.
 
-Both rows are CHECK rows: nothing was fitted on them. Speed within 25%, or a recorded miss whose error stays
-within 5 points of the recorded one and stays a miss. The grid's three QLoRA cases did not run: the lent machine
-had no bitsandbytes (their error rows are not kept). Memory of these rows is not checked here (the file lives
+All rows are CHECK rows: nothing was fitted on them. Speed within 25%, or a recorded miss whose error stays
+within 5 points of the recorded one and stays a miss. The grid's three QLoRA cases did not run in the first call
+(the lent machine had no bitsandbytes); the lead's second call (bitsandbytes 0.50.2 carried as a wheel, same card,
+file `speed-qlora`) ran them: Llama 3.1 8B and Llama 2 13B QLoRA without prepare_model_for_kbit_training
+("no-prep": bf16 norms, embeddings and head), and Llama 3.2 1B QLoRA with it. Memory of these rows is not checked here (the file lives
 outside the directory the memory checks and the borderline band read; see data/measurements/README.md)."""
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ TOLERANCE, BAND = 0.25, 0.05
 # row -> (measured tokens/s, the core's estimate when recorded, a miss's reason or "")
 SPEED_ROWS: dict[str, tuple[float, float, str]] = {
     "train llama-2-13b LoRA r16 all-linear b4 x 2,048 +GC": (3987.4, 4638.4, ""),
+    "train llama-3.2-1b QLoRA r16 all-linear nf4 b4 x 2,048 +GC": (8991.0, 10264.9, ""),
     "train llama-3.2-1b LoRA r16 all-linear b4 x 2,048 +GC": (
         26772.5,
         34333.8,
@@ -31,14 +34,20 @@ SPEED_ROWS: dict[str, tuple[float, float, str]] = {
 }
 
 
+# QLoRA without prepare_model_for_kbit_training: the scenario has no such switch (the hf stack always upcasts), so
+# these rows check the dequantization term alone (test_bitsandbytes_dequantization_is_nearly_free_on_the_h200).
+NO_PREP = {"train llama-3.1-8b QLoRA r16 all-linear nf4 no-prep b4 x 2,048 +GC", "train llama-2-13b QLoRA r16 all-linear nf4 no-prep b4 x 2,048 +GC"}
+CHECKED = [m for m in ROWS if m.label not in NO_PREP]
+
+
 def test_rows_are_the_speed_run() -> None:
     assert {m.row["versions"]["gpu"] for m in ROWS} == {"NVIDIA H200"} and all(m.ok for m in ROWS)
-    assert {m.label for m in ROWS} == set(SPEED_ROWS)
+    assert {m.label for m in ROWS} == set(SPEED_ROWS) | NO_PREP
     cases = _harness().grid("speed")
     assert all(any(_harness()._same_case(m.row, c) for c in cases) for m in ROWS)
 
 
-@pytest.mark.parametrize("m", ROWS, ids=lambda m: m.label)
+@pytest.mark.parametrize("m", CHECKED, ids=lambda m: m.label)
 def test_speed_check_rows(m: Measured) -> None:
     recorded_measured, recorded_ours, reason = SPEED_ROWS[m.label]
     measured, ours = m.measured_tokens_per_s, m.estimated_tokens_per_s()
@@ -75,3 +84,38 @@ def test_qlora_extra_time_over_lora() -> None:
     assert extra(q8, lora8, False) == pytest.approx(extra(q8, lora8, True), rel=0.25)
     recorded_13b_ratio = 1.93  # the model's 13B extra over the measured, when recorded: a miss
     assert extra(q13, lora13, False) / extra(q13, lora13, True) == pytest.approx(recorded_13b_ratio, abs=0.1)
+
+
+def test_bitsandbytes_dequantization_is_nearly_free_on_the_h200() -> None:
+    """QLoRA's time over LoRA, parted on one card at b4 x 2,048 with checkpointing: without
+    prepare_model_for_kbit_training the NF4 base costs 0.006 s a step on Llama 3.1 8B (6,530 against LoRA's 6,562
+    tokens/s) and 0.001 s on Llama 2 13B (3,985 against 3,987): dequantizing is under 0.5% of the step. All of the
+    Hugging Face recipe's slowdown (1.55 s and 0.95 s a step) is prepare_model_for_kbit_training's fp32 upcast.
+    A RECORDED MISS of the model's split: its bitsandbytes dequantization term (DEQUANT_FP32_OPS_PER_PARAM['bnb'],
+    fitted on LitGPT's A10G runtimes at the FP32 rate) says 0.86 s and 1.56 s a step here; the 8B total is right only
+    because the fp32-head term was calibrated on the H100's 8B QLoRA row together with it. A refit (dequantization
+    as bandwidth-bound traffic, the upcast as head + per-layer fp32 work fitted on these pairs) is left for later:
+    it would turn LitGPT's A10G slowdown (1.63x, no upcast there) into an unexplained miss."""
+    from core.catalog.accelerators import get_accelerator
+    from core.speed.timing import dequant_seconds_per_token
+
+    rows = {m.label: m for m in ROWS}
+    tokens = 4 * 2048
+    for size, lora_label, measured_extra, modelled_extra in (
+        ("llama-3.1-8b", None, 0.006, 0.857),
+        ("llama-2-13b", "train llama-2-13b LoRA r16 all-linear b4 x 2,048 +GC", 0.0014, 1.558),
+    ):
+        q = rows[f"train {size} QLoRA r16 all-linear nf4 no-prep b4 x 2,048 +GC"]
+        if lora_label is None:  # the 8B LoRA baseline is in the first H200 file
+            from core.measured import load_measured as load
+
+            h200 = {m.label: m for m in load(DATA_DIR / "measurements" / "h200-2026-11-26.jsonl")}
+            lora = h200["train llama-3.1-8b LoRA r16 all-linear b4 x 2,048 +GC"]
+        else:
+            lora = rows[lora_label]
+        extra = tokens / q.measured_tokens_per_s - tokens / lora.measured_tokens_per_s
+        assert extra == pytest.approx(measured_extra, abs=0.003) and extra < 0.01 * tokens / lora.measured_tokens_per_s
+        sc = q.scenario()
+        modelled = dequant_seconds_per_token(sc, sc.architecture, get_accelerator(q.accelerator)) * tokens
+        assert modelled == pytest.approx(modelled_extra, rel=0.05), "the recorded miss moved"
+        assert modelled > 50 * extra, "the model's dequantization is no longer far above the measured: promote it"
