@@ -87,9 +87,19 @@ def meaning(query: dict[str, str]) -> dict[str, object]:
     return out
 
 
+HOSTS = "() => document.querySelectorAll('[data-testid=stMain] [data-testid=stBidiComponentRegular]').length"
+
+
 def shown(page) -> dict:
     wait_ready(page, settle=0.5)
-    charts_drawn(page, every=True)  # every chart drawn with its latest figure, also those below the fold
+    # Some pages draw no chart for some links (a price-less part on Training): wait until the count of chart
+    # elements holds still across an idle settle, then for every one of them drawn with its latest figure, also
+    # those below the fold.
+    count = -1
+    while count != page.evaluate(HOSTS):
+        count = page.evaluate(HOSTS)
+        wait_ready(page, settle=0.5)
+    charts_drawn(page, every=True, least=count)
     return page.evaluate(SHOWN)
 
 
