@@ -201,6 +201,15 @@ PAGE_CSS = """
   white-space: normal; overflow: visible; text-overflow: clip;
 }
 [data-testid="stTable"] { overflow-x: auto; max-width: 100%; }
+@media (max-width: 640px) {
+  [data-testid="stSidebar"][data-collapsed="false"] {
+    position: fixed !important; top: auto; bottom: 0; left: 0; width: 100vw !important; min-width: 100vw; max-width: 100vw;
+    height: 55vh !important; border-top: 1px solid rgba(128, 132, 149, 0.35); border-radius: 0.75rem 0.75rem 0 0;
+    box-shadow: 0 -0.5rem 1.5rem rgba(0, 0, 0, 0.18);
+  }
+  [data-testid="stSidebar"][data-collapsed="false"] [data-testid="stSidebarContent"] { height: 100%; overflow-y: auto; }
+  [data-testid="stAppViewContainer"]:has([data-testid="stSidebar"][data-collapsed="false"]) [data-testid="stMainBlockContainer"] { padding-bottom: 60vh; }
+}
 .st-key-llmgp_style, .st-key-llmgp_style_presenter { display: none; }
 """
 # The presenter view (link key `present`): larger type everywhere (Streamlit's sizes are in rem), a wider page.
