@@ -95,6 +95,7 @@ def _open(open_page, path: str, width: int, height: int):
     page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 0) || window.scrollTo(0, 0)")
     page.wait_for_function("() => document.querySelectorAll('[data-testid=stMetric]').length > 0 || !location.pathname.includes('memory')")
     wait_ready(page, settle=0.5)
+    charts_drawn(page)  # every chart in view shows its latest figure: what the checks read
     return page
 
 
