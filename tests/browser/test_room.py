@@ -144,6 +144,10 @@ def test_inference_compare_and_method_read_chart_first(open_page, name, width, h
         assert got["chartTop"] < page.locator("[data-testid=stMetric]").first.bounding_box()["y"]
         model = page.locator("[data-testid=stMain] [data-testid=stSelectbox]").filter(has_text="Model").first
         assert model.bounding_box()["x"] > page.locator(".llmgp-chart").first.bounding_box()["x"] + 300
+    if present:  # opened, the sidebar reads at the larger type too
+        page.locator("[data-testid=stExpandSidebarButton]").click()
+        page.wait_for_function("() => document.querySelector('[data-testid=stSidebar]').getBoundingClientRect().right > 200")
+        assert not page.evaluate(SIDEBAR), page.evaluate(SIDEBAR)
 
 
 def test_training_vs_inference_reads_in_the_presenter_view(open_page):
