@@ -21,22 +21,25 @@ from core.model.hf_config import safe_label
 sc, values, units = page_header("Compare", f"Save up to {MAX_SAVED} scenarios and compare them side by side. The saved set travels in the link.")
 rows = saved_rows()
 
-c1, c2, c3 = st.columns([2, 1, 1])
-label = c1.text_input("Name for the current scenario", value=f"{sc.architecture.name} - {sc.mode} - {sc.accelerator}", max_chars=60)
-if c2.button("Save current scenario", icon=":material/add:", disabled=len(rows) >= MAX_SAVED, width="stretch"):
-    set_saved_rows([*rows, (safe_label(label) or f"Scenario {len(rows) + 1}", sc.model_dump_json(exclude_defaults=True))])
-    st.rerun()
-if c3.button("Clear all", icon=":material/delete:", disabled=not rows, width="stretch"):
-    set_saved_rows([])
-    st.rerun()
-if len(rows) >= MAX_SAVED:
-    st.caption(f"{MAX_SAVED} scenarios saved: remove one to save another.")
+# Chart first (issue #29), in the default and the presenter view alike: the memory chart with the inputs that fill it
+# beside it (name, save, clear, remove); on a phone the columns stack, the chart on top.
+chart_slot, side = st.columns([2, 1], gap="medium")
+with side:
+    label = st.text_input("Name for the current scenario", value=f"{sc.architecture.name} - {sc.mode} - {sc.accelerator}", max_chars=60)
+    if st.button("Save current scenario", icon=":material/add:", disabled=len(rows) >= MAX_SAVED, width="stretch"):
+        set_saved_rows([*rows, (safe_label(label) or f"Scenario {len(rows) + 1}", sc.model_dump_json(exclude_defaults=True))])
+        st.rerun()
+    if st.button("Clear all", icon=":material/delete:", disabled=not rows, width="stretch"):
+        set_saved_rows([])
+        st.rerun()
+    if len(rows) >= MAX_SAVED:
+        st.caption(f"{MAX_SAVED} scenarios saved: remove one to save another.")
 
 saved = [(name, s) for name, text in rows if (s := saved_scenario(text)) is not None]
 if len(saved) < len(rows):
-    st.warning(f"{len(rows) - len(saved)} saved scenario(s) in the link could not be read (not a valid scenario) and are not shown.", icon=":material/warning:")
+    chart_slot.warning(f"{len(rows) - len(saved)} saved scenario(s) in the link could not be read (not a valid scenario) and are not shown.", icon=":material/warning:")
 if not saved:
-    st.info("Nothing saved yet: set up a scenario in the sidebar and press **Save current scenario**.")
+    chart_slot.info("Nothing saved yet: set up a scenario in the sidebar and press **Save current scenario**.")
     stop_page()
 
 PRICES = priced()  # the price list in use: (cache key, rows)
@@ -63,7 +66,14 @@ fig.add_scatter(
     hovertemplate=f"capacity %{{y:,.1f}} {units.name}<extra></extra>",
 )
 fig.update_layout(barmode="stack", yaxis_title=f"Memory per device ({units.name})")
-show(layout(fig, "Memory per device, by scenario (line = the device's usable memory)", height=460), key="chart_compare")
+with chart_slot:
+    show(layout(fig, "Memory per device, by scenario (line = the device's usable memory)", height=460), key="chart_compare")
+with side:
+    remove = st.selectbox("Remove a saved scenario", ["—", *names], key="cmp_remove")
+    if remove != "—" and st.button("Remove", icon=":material/remove:"):
+        kept = [row for i, row in enumerate(rows) if f"{i + 1}. {chart_text(row[0])}" != remove]
+        set_saved_rows(kept)
+        st.rerun()
 
 show_table(
     pd.DataFrame(
@@ -101,9 +111,4 @@ for f in fields().values():
         settings[f.label] = [f.scenario_text(getattr(s, f.scenario)) for _, s, _ in results]  # exact: not a slider's stop
 show_table(pd.DataFrame(settings, index=names).T, width="stretch")
 
-remove = st.selectbox("Remove a saved scenario", ["—", *names], key="cmp_remove")
-if remove != "—" and st.button("Remove", icon=":material/remove:"):
-    kept = [row for i, row in enumerate(rows) if f"{i + 1}. {chart_text(row[0])}" != remove]
-    set_saved_rows(kept)
-    st.rerun()
 st.caption(plain("Saved scenarios are kept in this page's link (parameter cmp): copy the address bar to share the comparison."))

@@ -7,6 +7,7 @@ from app_pages.shared.box import box_section
 from app_pages.shared.context import as_mode, page_header, priced, stop_page
 from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sidebars_layout, load_section
 from app_pages.shared.plot import show
+from app_pages.shared.presenter import chart_with_controls, presenting
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.text import md, metric, plain, say
 from core.catalog.accelerators import get_accelerator
@@ -25,22 +26,39 @@ KEY = sc.model_dump_json()
 result = cached_estimate(KEY, *PRICES)
 inf = result.inference
 
-c = st.columns(5)
-metric(c[0], "Time to first token", f"{inf.time_to_first_token_s * 1e3:,.0f} ms", help=f"prefill of {inf.prompt_tokens:,} prompt tokens")
-metric(c[1], "Tokens/s per user", f"{inf.decode_tokens_per_s:,.1f}", help=f"decode at batch {inf.batch_size} ({inf.decode_bound}-bound)")
-metric(c[2], "Tokens/s, all users", f"{inf.aggregate_tokens_per_s:,.0f}", help="decode tokens per second summed over the batch")
-metric(c[3], "Most concurrent sequences", f"{inf.max_concurrent_sequences:,}", help=f"at {sc.seq_len:,} tokens each, on {inf.devices_per_replica} device(s)")
-metric(
-    c[4],
-    f"\\$ / M tokens, batch {inf.batch_size}",
-    "—" if inf.usd_per_million_tokens is None else f"${inf.usd_per_million_tokens:,.2f}",
-    help=(inf.price_instance or "no price for this accelerator in the price list")
-    + f": USD per million output tokens with the replica kept 100% busy at batch {inf.batch_size}, every hour of the month (a floor; the traffic bill is below)",
-)
+
+def headline() -> None:
+    """The answer: first-token time, speed per user and in all, how many sequences fit, the price per token."""
+    c = st.columns(5)
+    metric(c[0], "Time to first token", f"{inf.time_to_first_token_s * 1e3:,.0f} ms", help=f"prefill of {inf.prompt_tokens:,} prompt tokens")
+    metric(c[1], "Tokens/s per user", f"{inf.decode_tokens_per_s:,.1f}", help=f"decode at batch {inf.batch_size} ({inf.decode_bound}-bound)")
+    metric(c[2], "Tokens/s, all users", f"{inf.aggregate_tokens_per_s:,.0f}", help="decode tokens per second summed over the batch")
+    metric(c[3], "Most concurrent sequences", f"{inf.max_concurrent_sequences:,}", help=f"at {sc.seq_len:,} tokens each, on {inf.devices_per_replica} device(s)")
+    metric(
+        c[4],
+        f"\\$ / M tokens, batch {inf.batch_size}",
+        "—" if inf.usd_per_million_tokens is None else f"${inf.usd_per_million_tokens:,.2f}",
+        help=(inf.price_instance or "no price for this accelerator in the price list")
+        + f": USD per million output tokens with the replica kept 100% busy at batch {inf.batch_size}, every hour of the month (a floor; the traffic bill is below)",
+    )
+
+
+# The answer first, then the charts (above the fold at 1280 x 720 and 1024 x 768); the presenter view draws the
+# decode chart first, at large type, with the inputs that move it beside it (app_pages/shared/presenter.py).
+presenter = presenting(values)
+NO_LAYOUT = md("{model} does not fit on any layout of {acc} at these settings: no speeds to show.", model=sc.architecture.name, acc=acc.name)
+if presenter:
+    with chart_with_controls("inference"):  # the inputs stay beside it when nothing fits, to move out of it
+        if result.layout_needed is None:
+            st.error(NO_LAYOUT)
+        else:
+            show(decode_figure(KEY), key="chart_decode")
+headline()
 if (wired := wired_limit_text(acc)) is not None:  # Apple silicon: what the GPU may use of the unified memory
     st.caption(say(wired, units.name))
 if result.layout_needed is None:
-    st.error(md("{model} does not fit on any layout of {acc} at these settings: no speeds to show.", model=sc.architecture.name, acc=acc.name))
+    if not presenter:
+        st.error(NO_LAYOUT)
     stop_page()
 # One alert always in this place (what holds the model), so a move across the fit only restyles it; one that came
 # and went was mounted and removed and shifted the charts below (README, bench/ab_latency.py).
@@ -60,11 +78,14 @@ else:
         icon=":material/warning:",
     )
 
-left, right = st.columns(2)
-with left:
-    show(decode_figure(KEY), key="chart_decode")
-with right:
+if presenter:
     show(kv_figure(KEY, units.name), key="chart_kv")
+else:
+    left, right = st.columns(2)
+    with left:
+        show(decode_figure(KEY), key="chart_decode")
+    with right:
+        show(kv_figure(KEY, units.name), key="chart_kv")
 load_section(KEY)  # time to first token and tokens/s per user under load, p50 and p90 (core/speed/load.py)
 with st.expander("How this is computed"):
     st.markdown("\n".join("- " + plain(line) for line in inf.assumptions))  # one element, not one per line

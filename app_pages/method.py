@@ -9,8 +9,11 @@ import streamlit as st
 from app_pages.shared.cache import shared_cache
 from app_pages.shared.context import context, show_messages
 from app_pages.shared.method_text import FORMULAS
+from app_pages.shared.plot import show
+from app_pages.shared.style import frozen
 from app_pages.shared.tables import show_table
-from app_pages.shared.text import plain
+from app_pages.shared.text import metric, plain
+from app_pages.shared.validation_chart import MATCH_PERCENT, validation_figure
 from core.catalog.accelerators import load_accelerators
 from core.catalog.api_prices import load_api_prices
 from core.catalog.managed import load_managed_services
@@ -22,6 +25,9 @@ from core.memory.validation import load_cases
 st.title("Method")
 st.caption("How every number is computed, where the constants come from, and how close we are to measured reality.")
 show_messages()
+
+
+WITHIN = f"Within {MATCH_PERCENT:.0f}%"
 
 
 @shared_cache(data=True)
@@ -36,7 +42,7 @@ def validation_table() -> pd.DataFrame:
                 "Measured (GB)": round(case.measured_bytes / 1e9, 2),
                 "Our estimate (GB)": round(est / 1e9, 2),
                 "Error (%)": round(100 * (est / case.measured_bytes - 1), 1),
-                "Within 15%": "yes" if abs(est / case.measured_bytes - 1) <= 0.15 else "no",
+                WITHIN: "yes" if abs(est / case.measured_bytes - 1) <= MATCH_PERCENT / 100 else "no",
                 "What was measured": case.metric,
                 "Source": case.source,
                 "Note": case.known_miss or "",
@@ -45,8 +51,25 @@ def validation_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@shared_cache()
+def _validation_chart():
+    table = validation_table()
+    return frozen(validation_figure(list(table["Case"]), list(table["Measured (GB)"]), list(table["Our estimate (GB)"])))
+
+
+# Chart first (issue #29), in the default and the presenter view alike: how close we are, as a picture, with the
+# three numbers that sum it up beside it; then the cases in full.
 st.subheader("Our estimates against published measurements")
-show_table(validation_table(), hide_index=True, width="stretch")
+cases = validation_table()
+chart, side = st.columns([2, 1], gap="medium")
+with chart:
+    show(_validation_chart(), key="chart_validation")
+errors = cases["Error (%)"].abs()
+worst = cases.loc[errors.idxmax()]
+metric(side, f"Cases {WITHIN.lower()}", f"{(cases[WITHIN] == 'yes').sum()} of {len(cases)}", help="published peaks our estimate comes this close to")
+metric(side, "Median error", f"{errors.median():.1f}%", help="the middle case's distance from its measurement, either way")
+metric(side, "Largest miss", f"{worst['Error (%)']:+.1f}%", help=worst["Case"] + (f": {worst['Note']}" if worst["Note"] else ""))
+show_table(cases, hide_index=True, width="stretch")
 st.caption(
     "Measured peaks are `torch.cuda.max_memory_allocated`, which excludes the CUDA context, so the estimate shown here is "
     "our total minus the 0.5 GiB context budget. GB = 10^9 bytes."

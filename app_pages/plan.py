@@ -7,10 +7,10 @@ from pydantic import ValidationError
 
 from app_pages.shared.cache import shared_cache
 from app_pages.shared.context import page_header, priced, stop_page
+from app_pages.shared.fields import fields
 from app_pages.shared.launch_section import launch_section
 from app_pages.shared.planning import faster_for_users, frontier_figure, goal_dict, headline, plan_table, strategies_figure
 from app_pages.shared.plot import show
-from app_pages.shared.presenter import presenting
 from app_pages.shared.scenario_io import scenario_values
 from app_pages.shared.state import request_values
 from app_pages.shared.style import Units, frozen
@@ -28,40 +28,27 @@ sc, values, units = page_header(
     "Plan", "Say what you want to do; the planner searches methods, formats, layouts, accelerators and instances for the cheapest plan that works."
 )
 
-# The presenter view (app_pages/shared/presenter.py): the time-vs-cost chart first, with the goal and its three main
-# inputs beside it and the rest folded away; else the goal's inputs above the answer.
-presenter = presenting(values)
-if presenter:
-    chart_slot, side = st.columns([3, 1], gap="medium")
-    with side:
-        goal_kind = page_widget("goal")
-        main, rest = (
-            (("rpd", "tin", "tout"), ("peak", "ttft", "tps", "budget", "price"))
-            if goal_kind == "serve"
-            else (("ptok", "epochs", "deadline"), ("pseq", "budget", "price"))
-        )
-        for key in main:
-            page_widget(key)
-        with st.expander("More of the goal"):
-            for key in rest:
-                page_widget(key)
-else:
-    chart_slot = None
+# Chart first, in the default and the presenter view alike (issue #29: the main chart above the fold at 1280 x 720
+# and 1024 x 768): the answer in one short line, then the time-vs-cost chart with the goal and its three main inputs
+# beside it (the rest of the goal folded under them, open when any is set), then the plan in full and how to run it.
+# The presenter view differs only in type size and the folded sidebar (app_pages/shared/presenter.py). On a phone the
+# columns stack: the chart, then the inputs that move it.
+answer_slot = st.container()
+chart_slot, side = st.columns([2, 1], gap="medium")
+with side:
     goal_kind = page_widget("goal")
-    cols = st.columns(4)
-    if goal_kind == "serve":
-        for key, col in zip(("rpd", "tin", "tout", "peak"), cols, strict=True):
-            page_widget(key, col)
-        cols = st.columns(4)
-        for key, col in zip(("ttft", "tps", "budget"), cols, strict=False):
-            page_widget(key, col)
-        page_widget("price", cols[3])
-    else:
-        for key, col in zip(("ptok", "epochs", "pseq"), cols, strict=False):
-            page_widget(key, col)
-        cols = st.columns(4)
-        for key, col in zip(("deadline", "budget", "price"), cols, strict=False):
-            page_widget(key, col)
+    main, rest, more = (
+        (("rpd", "tin", "tout"), ("peak", "ttft", "tps", "budget", "price"), "Peak, speed targets, budget, price")
+        if goal_kind == "serve"
+        else (("ptok", "epochs", "deadline"), ("pseq", "budget", "price"), "Tokens per example, budget, price")
+    )
+    for key in main:
+        page_widget(key)
+    table = fields()
+    changed = [k for k in rest if st.session_state.get(k, table[k].default) != table[k].default]
+    with st.expander(more, expanded=bool(changed)):
+        for key in rest:
+            page_widget(key)
 values = {
     **values,
     **{
@@ -70,12 +57,10 @@ values = {
         if k in st.session_state
     },
 }
-st.caption(md("Model: **{name}** (from the sidebar). The plan's other settings are the planner's own; load a plan to see it on every page.", name=sc.architecture.name))
-
 try:
     goal = Goal.model_validate(goal_dict(values, sc.model))
 except ValidationError as exc:
-    st.warning(plain("This goal is not valid: " + describe_validation_error(exc, what="goal")), icon=":material/warning:")
+    answer_slot.warning(plain("This goal is not valid: " + describe_validation_error(exc, what="goal")), icon=":material/warning:")
     stop_page()
 KEY = goal.model_dump_json()
 PRICES = priced()  # the price list in use: (cache key, rows)
@@ -103,8 +88,34 @@ def load(plan_index: int) -> None:
 
 
 if result.cheapest is None:
-    st.error("No plan fits: " + plain("; ".join(result.skipped[:4])))
+    answer_slot.error("No plan fits: " + plain("; ".join(result.skipped[:4])))
     stop_page()
+
+with answer_slot:  # the answer in one line above the chart; in full, with how to run it, below it
+    regardless = "" if result.cheapest.within_bounds else " (none meets the deadline and budget: the cheapest regardless)"
+    short = plain(headline(result.cheapest, goal.pricing, short=True))
+    st.markdown(md("#### Cheapest plan for {name}{regardless} — ", name=sc.architecture.name, regardless=regardless) + short)
+
+with chart_slot:
+    picked = show(_frontier(KEY, *PRICES), key="chart_frontier", clicks=True)
+    st.caption(
+        f"Click a point to load that plan into the sidebar and every page (hover for its accelerator and instance). Colour is the "
+        f"{'weights format' if serving else 'method'}; outlined points are on the frontier. {result.considered:,} priced plans weighed; "
+        f"{len(result.plans)} shown (the frontier, the cheapest per accelerator and method)."
+    )
+    st.caption(
+        md("Model: **{name}** (from the sidebar). The plan's other settings are the planner's own; load a plan to see it on every page.", name=sc.architecture.name)
+    )
+if picked:
+    load(int(picked[0]))
+
+if serving:
+    c = result.cheapest
+    m = st.columns(4)
+    metric(m[0], "Monthly bill", f"${c.usd_per_month:,.0f}", help="whole instances, 730 hours a month")
+    metric(m[1], "USD / M tokens (in + out)", f"${c.usd_per_million_tokens:,.3f}", help="the bill / the month's tokens at this traffic, idle capacity included")
+    metric(m[2], "USD / M output tokens", f"${c.usd_per_million_output_tokens:,.3f}", help="the same bill over output tokens only")
+    metric(m[3], "Average load of the fleet", f"{100 * c.utilisation:.0f}%", help=f"{c.data_parallel} replica(s), batch up to {c.micro_batch}")
 
 with st.container(border=True):
     st.markdown("**Cheapest plan that works**")
@@ -133,24 +144,6 @@ with st.container(border=True):
         load(result.plans.index(fastest))
     shown = fastest if fastest is not None and fastest.cost > result.cheapest.cost else None
     launch_section(result.cheapest, shown, "faster" if serving else "fastest")
-
-if serving:
-    c = result.cheapest
-    m = st.columns(4)
-    metric(m[0], "Monthly bill", f"${c.usd_per_month:,.0f}", help="whole instances, 730 hours a month")
-    metric(m[1], "USD / M tokens (in + out)", f"${c.usd_per_million_tokens:,.3f}", help="the bill / the month's tokens at this traffic, idle capacity included")
-    metric(m[2], "USD / M output tokens", f"${c.usd_per_million_output_tokens:,.3f}", help="the same bill over output tokens only")
-    metric(m[3], "Average load of the fleet", f"{100 * c.utilisation:.0f}%", help=f"{c.data_parallel} replica(s), batch up to {c.micro_batch}")
-
-with chart_slot or st.container():
-    picked = show(_frontier(KEY, *PRICES), key="chart_frontier", clicks=True)
-if picked:
-    load(int(picked[0]))
-st.caption(
-    f"Click a point to load that plan into the sidebar and every page (hover for its accelerator and instance). Colour is the "
-    f"{'weights format' if serving else 'method'}; outlined points are on the frontier. {result.considered:,} priced plans weighed; "
-    f"{len(result.plans)} shown (the frontier, the cheapest per accelerator and method)."
-)
 
 with st.expander("All shown plans", expanded=False):
     show_table(pd.DataFrame(plan_table(result.plans, serving)), hide_index=True, width="stretch")

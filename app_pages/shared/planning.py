@@ -59,22 +59,27 @@ def where(p: Plan) -> str:
     return f"{p.devices} x {p.accelerator_name} ({inst}{rate}{below})"
 
 
-def headline(p: Plan, pricing: str) -> str:
-    """The plan as a sentence a manager can repeat: hardware, instance, count, idle devices, time, cost."""
+def headline(p: Plan, pricing: str, short: bool = False) -> str:
+    """The plan as a sentence a manager can repeat: hardware, instance, count, idle devices, time, cost. `short`: the
+    hardware without its instance and rate, and a serving plan without its batch and load (one line above the Plan
+    page's chart; the full sentence is below it)."""
     idle = f"; {p.idle_devices} rented device{'s' * (p.idle_devices > 1)} idle" if p.idle_devices else ""
     price = "spot" if pricing == "spot" else "on demand"
+    on = f"{p.devices} x {p.accelerator_name}" if short else where(p)
     if p.usd is not None and p.hours is not None:
         what = METHOD_WORDS.get(p.method, p.method) + (" with gradient checkpointing" if p.gradient_checkpointing else "")
         shard = f", ZeRO-3 over {p.data_parallel}" if p.zero_stage == 3 else ""
         mp = f", tensor parallel {p.tensor_parallel}" if p.tensor_parallel > 1 else ""
         mp += f", {p.pipeline_parallel} pipeline stages" if p.pipeline_parallel > 1 else ""
-        return f"{what} on {where(p)}{shard}{mp}: {hours_text(p.hours)}, {_money(p.usd)} {price}{idle}."
+        return f"{what} on {on}{shard}{mp}: {hours_text(p.hours)}, {_money(p.usd)} {price}{idle}."
     replicas = f"{p.data_parallel} replica{'s' * (p.data_parallel > 1)}"
     kv = " with an FP8 KV cache" if p.kv_cache_format == "fp8" else ""
+    bill = f"{_money(p.usd_per_month or 0)} a month {price}, {_money(p.usd_per_million_tokens or 0)} per million tokens"
+    if short:
+        return f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights{kv} on {on}: {bill}."
     return (
-        f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights{kv} on {where(p)}, up to {p.micro_batch} "
-        f"concurrent request{'s' * (p.micro_batch > 1)} each: {_money(p.usd_per_month or 0)} a month {price}, {_money(p.usd_per_million_tokens or 0)} per million "
-        f"tokens (input + output) at {100 * (p.utilisation or 0):.0f}% average load{idle}."
+        f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights{kv} on {on}, up to {p.micro_batch} "
+        f"concurrent request{'s' * (p.micro_batch > 1)} each: {bill} (input + output) at {100 * (p.utilisation or 0):.0f}% average load{idle}."
     )
 
 

@@ -22,6 +22,7 @@ CONTROLS: dict[str, tuple[str, ...]] = {
     "memory": ("acc", "batch", "seq", "method", "fmt"),
     "gpu-vs-tpu": ("model", "mode", "batch", "seq"),
     "training": ("model", "method", "tokens", "seq"),
+    "inference": ("model", "acc", "fmt", "seq", "batch"),
 }
 
 

@@ -173,7 +173,9 @@ def frozen(fig: go.Figure) -> FrozenFigure:
 # kept here. What it fixes was measured at 1024 x 768, 1280 x 720 and 390 px (tests/browser/test_room.py): a metric's
 # label and value were cut with an ellipsis ("29.1…", "2 de…"), the page started 6rem down, a segmented control in the
 # sidebar wrapped its last button onto a line of its own without its border, and a seven-column static table ran off
-# a phone's screen.
+# a phone's screen. On a phone (up to 640 px) Streamlit's opened sidebar covered the page, charts included, while a
+# slider in it moved; it opens here as a sheet over the lower 55% of the screen, the page scrolling above it (with room
+# at its foot so its last chart can reach the upper part), and Plan's one-line answer (an h4) is smaller.
 PAGE_CSS = """
 [data-testid="stMainBlockContainer"] { padding-top: 3.5rem; }
 @media (min-width: 640px) { [data-testid="stMainBlockContainer"] { padding-left: 2rem; padding-right: 2rem; } }
@@ -201,6 +203,16 @@ PAGE_CSS = """
   white-space: normal; overflow: visible; text-overflow: clip;
 }
 [data-testid="stTable"] { overflow-x: auto; max-width: 100%; }
+@media (max-width: 640px) {
+  [data-testid="stSidebar"][data-collapsed="false"] {
+    position: fixed !important; top: auto; bottom: 0; left: 0; width: 100vw !important; min-width: 100vw; max-width: 100vw;
+    height: 55vh !important; border-top: 1px solid rgba(128, 132, 149, 0.35); border-radius: 0.75rem 0.75rem 0 0;
+    box-shadow: 0 -0.5rem 1.5rem rgba(0, 0, 0, 0.18);
+  }
+  [data-testid="stSidebar"][data-collapsed="false"] [data-testid="stSidebarContent"] { height: 100%; overflow-y: auto; }
+  [data-testid="stAppViewContainer"]:has([data-testid="stSidebar"][data-collapsed="false"]) [data-testid="stMainBlockContainer"] { padding-bottom: 60vh; }
+  [data-testid="stMain"] h4 { font-size: 1.15rem; }
+}
 .st-key-llmgp_style, .st-key-llmgp_style_presenter { display: none; }
 """
 # The presenter view (link key `present`): larger type everywhere (Streamlit's sizes are in rem), a wider page.

@@ -4,7 +4,11 @@ page's main inputs from the sidebar to beside its chart. The layout itself is me
 
 import json
 
-from tests.app.conftest import no_exception, open_link, run_app
+from app_pages.shared.planning import headline
+from app_pages.shared.text import plain
+from core.memory.validation import load_cases
+from core.plan import Goal, plan
+from tests.app.conftest import charts, metric, no_exception, open_link, run_app
 from tests.app.test_hub_import import _fetch, hub  # noqa: F401  (the loopback Hub fixture)
 
 QWEN3_MOE = {  # Qwen3-30B-A3B's shape, as pasted: no name in it
@@ -85,3 +89,42 @@ def test_the_training_page_presents_its_time_and_cost_chart_with_its_inputs():
     no_exception(at)
     assert {"model", "method"} <= {getattr(w, "key", None) for kind in ("selectbox", "segmented_control", "button_group") for w in at.main.get(kind)}
     assert "tokens" in {getattr(w, "key", None) for w in at.main.get("number_input")}
+
+
+def _keys(where, *kinds: str) -> set:
+    return {getattr(w, "key", None) for kind in kinds for w in where.get(kind)}
+
+
+def test_the_inference_page_presents_its_decode_chart_with_its_inputs():
+    at = open_link("inference", {"present": "true"})
+    no_exception(at)
+    moved = {"model", "acc", "fmt", "seq"}
+    assert moved <= _keys(at.main, "selectbox", "select_slider") and not moved & _keys(at.sidebar, "selectbox", "select_slider")
+
+
+def test_plan_draws_every_goal_input_beside_its_chart_with_a_short_answer_above():
+    """The default view is chart-first too (issue #29): the goal's inputs in the column beside the chart, the ones
+    past the first three folded under them; none is lost. The short answer names the same plan as the full one."""
+    goals = {
+        "fine-tune": ({"goal", "ptok", "epochs", "deadline", "pseq", "budget", "price"}, {"ptok": "20"}, {"tokens": 20e6}),
+        "serve": ({"goal", "rpd", "tin", "tout", "peak", "ttft", "tps", "budget", "price"}, {"rpd": "10000"}, {"requests_per_day": 10_000}),
+    }
+    for goal, (keys, link, asked) in goals.items():
+        at = open_link("plan", {"goal": goal, "budget": "1000000", **link})  # a budget set: the folded inputs open
+        no_exception(at)
+        drawn = _keys(at.main, "number_input", "selectbox", "segmented_control", "button_group")
+        assert keys <= drawn, (goal, keys - drawn)
+        assert any(e.label.startswith(("Tokens per example", "Peak")) and e.proto.expanded for e in at.main.expander), goal
+        best = plan(Goal(goal=goal, model="llama-3.1-8b", budget_usd=1e6, **asked)).cheapest
+        assert best is not None
+        short = [m.value for m in at.markdown if m.value.startswith("#### Cheapest plan for")]
+        assert len(short) == 1 and plain(headline(best, "on-demand", short=True)) in short[0], short
+
+
+def test_method_sums_up_the_published_cases_beside_its_chart():
+    at = run_app("method")
+    no_exception(at)
+    cases = load_cases()
+    within = sum(abs(c.estimated_bytes() / c.measured_bytes - 1) <= 0.15 for c in cases)
+    assert metric(at, "Cases within 15%") == f"{within} of {len(cases)}"
+    assert len(charts(at)) == 1

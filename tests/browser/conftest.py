@@ -91,6 +91,11 @@ CHARTS_DRAWN = """([print, least]) => {
   if (print) window.dispatchEvent(new Event('beforeprint'));  // chart.js draws every chart still waiting to be seen
   const main = document.querySelector('[data-testid=stMain]');
   if (!main) return false;
+  // a chart's element (its key starts with chart_) is on the page before its component is: Streamlit loads the
+  // component's code once per browser, and until then the page's text is there but no chart (a fresh context on a
+  // busy machine read an empty list of charts)
+  const slots = [...main.querySelectorAll('[data-testid=stElementContainer][class*="st-key-chart_"]')];
+  if (slots.some((slot) => !slot.querySelector('[data-testid=stBidiComponentRegular], .js-plotly-plot'))) return false;
   const hosts = [...main.querySelectorAll('[data-testid=stBidiComponentRegular]')];
   if (hosts.length < least) return false;  // the charts' elements are not there yet (every() of none is true)
   return hosts.every((host) => {

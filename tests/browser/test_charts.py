@@ -196,6 +196,7 @@ def test_a_chart_out_of_view_is_drawn_when_scrolled_to(open_page):
     page.locator(".llmgp-chart").nth(2).scroll_into_view_if_needed()
     page.wait_for_function("[...document.querySelectorAll('.llmgp-chart')].every(d => d._fullLayout)", timeout=10_000)
     fresh = open_page("/" + page.url.split("/", 3)[3], width=1440, height=2400)
+    charts_drawn(fresh)  # its three charts are on the page (each in view at 2400 px)
     fresh.wait_for_function("[...document.querySelectorAll('.llmgp-chart')].every(d => d._fullLayout)", timeout=30_000)
     assert page.evaluate(DRAWN) == fresh.evaluate(DRAWN)
 
@@ -217,6 +218,7 @@ def test_a_moved_marker_redraws_without_recomputing_the_data(open_page):
     page at the new link draws."""
     page = open_page("/inference?model=llama-3.1-8b")
     metrics(page)
+    charts_drawn(page)
     kv = "[...document.querySelectorAll('.llmgp-chart')].find(d => d.getAttribute('aria-label').startsWith('KV'))"
     page.evaluate(f"() => {{ const d = {kv}; window.testKept = [d.data[0].x, d.data[0].y, d.data[1].y, d.layout.template]; }}")
     _move_context_slider(page)
@@ -230,5 +232,6 @@ def test_a_moved_marker_redraws_without_recomputing_the_data(open_page):
     assert label == [pytest.approx(math.log10(seq)), "your context"]
     fresh = open_page(f"/inference?model=llama-3.1-8b&seq={seq}")
     metrics(fresh)
+    charts_drawn(fresh)
     again = fresh.evaluate(f"() => {{ const d = {kv}; return [d._fullLayout.shapes[0].x0, Array.from(d.data[1].y)]; }}")
     assert again[0] == pytest.approx(drawn[0]) and again[1] == drawn[1]
