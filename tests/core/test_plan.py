@@ -310,6 +310,8 @@ def test_the_serve_search_tries_an_fp8_kv_cache_and_every_batch_where_the_part_h
         nxt = b.max_batch_meeting_targets + 1
         fits = nxt <= MAX_BATCH and memory_by_batch(sc, lay)[nxt - 1] <= fit_capacity(sc, float(o.accelerator.usable_memory_bytes))
         # the targets are checked on the p90 figures under load (core/speed/load.py), running requests capped by memory
-        curve = load_curve(sc, o.accelerator, lay, np.array([nxt], dtype=float), traffic.input_tokens_per_request, traffic.output_tokens_per_request, max_running=b.max_batch_that_fits)
+        curve = load_curve(
+            sc, o.accelerator, lay, np.array([nxt], dtype=float), traffic.input_tokens_per_request, traffic.output_tokens_per_request, max_running=b.max_batch_that_fits
+        )
         meets = curve["tokens_per_s_per_user_p90"][0] >= traffic.tokens_per_s_per_user and curve["time_to_first_token_p90_s"][0] <= traffic.ttft_s
         assert not (fits and meets), (o.accelerator.id, o.weights_format, o.kv_cache_format, o.tensor_parallel, b.max_batch_meeting_targets)
