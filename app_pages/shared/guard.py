@@ -19,12 +19,7 @@ waits its turn, and one client cannot open an unbounded number of sessions.
   sessions draw on one bucket per client (refill FAIR_SHARE, up to BURST_S),
   sleep before their next run while it is overdrawn (sleeping releases the
   GIL, so everybody else runs meanwhile) and queue behind every light
-  session. A client's heavy runs go one at a time, each after its own wait
-  (its lane): a wait is capped at MAX_WAIT_S, so four looping tabs waiting
-  side by side got four times what one gets (about a third of a core
-  against the 0.1 of FAIR_SHARE in bench/abuse.py adversarial), and the
-  work Streamlit does for each run outside the turn (sending its charts)
-  slowed everybody else's runs. All light sessions of one address together may use ROOM_SHARE
+  session. All light sessions of one address together may use ROOM_SHARE
   (core-seconds per second, bursts of ROOM_BURST_S); beyond it every session
   of that address is heavy. So a room of people behind one address (a
   workshop on venue Wi-Fi, an office NAT) is not throttled as one person,
@@ -113,13 +108,6 @@ class _Bucket:
         self.updated = now
 
 
-class _Lane:
-    """A client's heavy runs, one at a time: held from before a heavy run's wait to the end of the run."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-
-
 @dataclass
 class _Session(_Bucket):
     """One browser tab: its own CPU allowance (tokens <= 0: heavy, drawing on the client's bucket) and its client."""
@@ -133,8 +121,6 @@ _lock = threading.Lock()
 _buckets: dict[str, _Bucket] = {}  # by client: what its heavy sessions share
 _rooms: dict[str, _Bucket] = {}  # by client: what its light sessions use together
 _sessions: dict[str, _Session] = {}  # by session id
-_lanes: dict[str, _Lane] = {}  # by client: its heavy runs, one at a time
-MAX_LANE_WAIT_S = 30.0  # a heavy run waits at most this long for its client's other heavy runs, else is refused
 _turns = threading.Condition()
 _running = 0
 _queue: list[tuple[float, int]] = []  # (priority, ticket): lower goes first
@@ -234,9 +220,6 @@ def _prune(now: float) -> None:
         for client in [c for c in _buckets if c not in live]:
             del _buckets[client]
             _rooms.pop(client, None)
-            lane = _lanes.get(client)
-            if lane is not None and not lane.lock.locked():
-                del _lanes[client]
 
 
 def _admit(sid: str, client: str, now: float) -> tuple[float, float] | None:
@@ -261,41 +244,10 @@ def _admit(sid: str, client: str, now: float) -> tuple[float, float] | None:
         rec.light = (rec.tokens > 0 and room.tokens > 0) or not FAIR_SHARE
         if rec.light:  # never waits; the least spent goes first, and a busy address after a quiet one
             return 0.0, -rec.tokens - room.tokens / ROOM_BURST_S
-        return _heavy_terms(bucket)
-
-
-def _heavy_terms(bucket: _Bucket) -> tuple[float, float]:
-    """A heavy run's (wait, priority): after every light session (the client with the most budget left first), and
-    waits while the client's bucket is overdrawn."""
-    wait = min(MAX_WAIT_S, -bucket.tokens / FAIR_SHARE) if bucket.tokens < 0 else 0.0
-    return wait, BURST_S - bucket.tokens
-
-
-def heavy_terms_now(client: str, now: float) -> tuple[float, float]:
-    """_heavy_terms for `client` at `now`, its bucket refilled: read again once the client's lane is ours, since the
-    heavy run before ours has charged its bucket meanwhile."""
-    with _lock:
-        bucket = _buckets.setdefault(client, _Bucket(BURST_S, now))
-        bucket.refill(now, FAIR_SHARE, BURST_S)
-        return _heavy_terms(bucket)
-
-
-def _enter_lane(client: str) -> bool:
-    """Take `client`'s heavy lane (this thread's until _leave_lane), waiting up to MAX_LANE_WAIT_S for its other
-    heavy runs; False if it stayed busy that long."""
-    with _lock:
-        lane = _lanes.setdefault(client, _Lane())
-    if not lane.lock.acquire(timeout=MAX_LANE_WAIT_S):
-        return False
-    _local.lane = lane
-    return True
-
-
-def _leave_lane() -> None:
-    lane = getattr(_local, "lane", None)
-    _local.lane = None
-    if lane is not None:
-        lane.lock.release()
+        # heavy: after every light session (the client with the most budget left first), and waits while the
+        # client's bucket is overdrawn
+        wait = min(MAX_WAIT_S, -bucket.tokens / FAIR_SHARE) if bucket.tokens < 0 else 0.0
+        return wait, BURST_S - bucket.tokens
 
 
 def _charge(sid: str, used_s: float, now: float) -> None:
@@ -329,21 +281,8 @@ def before_run() -> float:
             st.stop()
             return time.thread_time()  # not reached (st.stop raises); keeps the types plain
         wait, priority = admitted
-        rec = _sessions.get(sid)
-        if rec is not None and not rec.light and FAIR_SHARE:  # heavy: the client's heavy runs one at a time, then the wait
-            if not _enter_lane(client):
-                st.error("The server is busy with other work from your address. Try again in a moment.")
-                st.stop()
-                return time.thread_time()  # not reached
-            wait, priority = heavy_terms_now(client, time.monotonic())
-        try:
-            if wait > 0:
-                time.sleep(wait)
-            _take_turn(priority)
-        except BaseException:
-            _leave_lane()
-            raise
-        return time.thread_time()
+        if wait > 0:
+            time.sleep(wait)
     _take_turn(priority)
     return time.thread_time()
 
@@ -413,15 +352,8 @@ def _collector() -> None:
 
 def after_run(started_cpu: float) -> None:
     """Call when the run ends (also after st.stop / st.rerun): charge the CPU the run used to the session's own
-    allowance, and what that does not cover to its client's bucket, then let the client's next heavy run go."""
+    allowance, and what that does not cover to its client's bucket."""
     _end_turn()
-    try:
-        _finish_charge(started_cpu)
-    finally:
-        _leave_lane()
-
-
-def _finish_charge(started_cpu: float) -> None:
     if not _frozen.is_set() and FREEZE_AFTER_FIRST_RUN:
         _freeze_long_lived()
     sid = st_private.session_id()
