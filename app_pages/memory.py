@@ -5,14 +5,14 @@ import math
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.cache import shared_cache
-from app_pages.shared.charts import breakdown_bar, capacity_text, fits_on_figure, layout_text, sweep_figure
+from app_pages.shared.charts import capacity_text, layout_text
 from app_pages.shared.context import page_header
+from app_pages.shared.memory_views import breakdown_chart, fits_on_chart, sweep_chart
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls, presenting
 from app_pages.shared.report import report_downloads
-from app_pages.shared.results import cached_estimate, cached_explain, scenario_of
-from app_pages.shared.style import COMPONENT_LABELS, Units, frozen
+from app_pages.shared.results import cached_estimate, cached_explain
+from app_pages.shared.style import COMPONENT_LABELS
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import metric, plain, say
 from app_pages.shared.widgets import page_widget
@@ -41,21 +41,6 @@ elif ram_short and m.total <= result.fit_capacity_bytes:
 else:
     fit_delta = f"{units(m.total - result.fit_capacity_bytes)} short"
 ram_note = f"; system RAM: {units(result.cpu_memory_per_device_bytes)} needed for the layers off the GPU, {units(ram_bytes)} set" if ram_short else ""
-
-
-@shared_cache(max_entries=32)
-def _breakdown(key: str, unit: str, device: str):
-    return frozen(breakdown_bar(cached_estimate(key), Units(unit), device))
-
-
-@shared_cache(max_entries=32)
-def _fits_on(key: str, unit: str):
-    return frozen(fits_on_figure(scenario_of(key), Units(unit)))
-
-
-@shared_cache(max_entries=32)
-def _sweep(key: str, unit: str, axis: str):
-    return frozen(sweep_figure(scenario_of(key), cached_estimate(key), Units(unit), axis))
 
 
 def headline() -> None:
@@ -161,7 +146,7 @@ presenter = presenting(values)
 if not presenter:
     headline()
 with chart_with_controls("memory"):
-    show(_breakdown(KEY, units.name, acc.name), key="chart_breakdown")
+    show(breakdown_chart(KEY, units.name, acc.name), key="chart_breakdown")
 if presenter:
     headline()
 
@@ -177,11 +162,11 @@ label = fit_details()
 
 left, right = st.columns([1, 1])
 with left:
-    show(_fits_on(KEY, units.name), key="chart_fits_on")
+    show(fits_on_chart(KEY, units.name), key="chart_fits_on")
 
 with right:
     axis = page_widget("sweep")
-    show(_sweep(KEY, units.name, axis), key="chart_sweep")
+    show(sweep_chart(KEY, units.name, axis), key="chart_sweep")
 
 st.subheader("Explain: each number, its formula and its source")
 parts = cached_explain(KEY)

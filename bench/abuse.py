@@ -20,6 +20,7 @@ run come from the environment (LLMGP_FAIR_SHARE, LLMGP_MAX_SESSIONS_PER_CLIENT; 
 run with the defence off is the "before" number:
 
     python3 bench/abuse.py adversarial --seconds 45                  # defaults (fair share on)
+    python3 bench/abuse.py adversarial --seconds 30 --settle 40      # the attackers past their starting allowances
     LLMGP_FAIR_SHARE=0 python3 bench/abuse.py adversarial --seconds 45
     python3 bench/abuse.py slowhub --seconds 20 --hub trickle
     python3 bench/abuse.py memory --sessions 130
@@ -143,7 +144,7 @@ def adversarial(args: argparse.Namespace) -> dict:
         threads = [threading.Thread(target=attacker, args=(srv.port, stop, counter, k), daemon=True) for k in range(args.attackers)]
         for t in threads:
             t.start()
-        time.sleep(3)  # attackers past their first run
+        time.sleep(args.settle)  # attackers past their first run (--settle 40: past their starting allowances too)
         cpu0 = srv.cpu_seconds()
         victim(srv.port, args.seconds, attacked, threading.Event())
         cpu = srv.cpu_seconds() - cpu0
@@ -153,6 +154,7 @@ def adversarial(args: argparse.Namespace) -> dict:
     return {
         "fair_share": os.environ.get("LLMGP_FAIR_SHARE", "default (0.1)"),
         "attackers": args.attackers,
+        "settle_s": args.settle,
         "seconds": args.seconds,
         **p50_p95_ms(quiet=quiet, attack=attacked),
         "p95_ratio": pct(attacked, 0.95) / pct(quiet, 0.95),
@@ -281,6 +283,7 @@ def main() -> None:
     a = sub.add_parser("adversarial")
     a.add_argument("--seconds", type=float, default=45)
     a.add_argument("--attackers", type=int, default=4)
+    a.add_argument("--settle", type=float, default=3, help="seconds the attackers loop before the victim's timed moves")
     h = sub.add_parser("slowhub")
     h.add_argument("--seconds", type=float, default=20)
     h.add_argument("--hub", choices=("trickle", "slow"), default="trickle")

@@ -11,9 +11,10 @@ import hashlib
 
 import streamlit as st
 
+from app_pages.shared.blobs import Blob
 from app_pages.shared.cache import shared_cache
 from app_pages.shared.page_types import PriceList
-from app_pages.shared.state import PRICE_TEXT
+from app_pages.shared.state import PRICE_TEXT, set_price_text
 from app_pages.shared.text import plain
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import load_accelerators
@@ -27,8 +28,15 @@ TEMPLATE = ",".join(COLUMNS) + "\nOur cloud,h100x8-reserved,h100-sxm,8,17.60,,us
 FLAGGED = PriceList("flagged", load_prices(), problems=())  # the whole catalog, its flagged rows too (pflag on)
 
 
+def _parsed(blob: Blob, mode: str, flagged: bool = False) -> PriceList:
+    """The session's price list, parsed and merged: by the stored text's digest (the text is inflated only when
+    this list, mode and flag are not cached)."""
+    return _parsed_text(blob.digest.hex(), mode, flagged, _blob=blob)
+
+
 @shared_cache(max_entries=16)
-def _parsed(text: str, mode: str, flagged: bool = False) -> PriceList:
+def _parsed_text(digest: str, mode: str, flagged: bool = False, _blob: Blob | None = None) -> PriceList:
+    text = _blob.text() if _blob is not None else ""
     rows, problems = parse_price_csv(text, {a.id for a in load_accelerators()})
     if not rows:
         fallback = FLAGGED if flagged else PriceList("", None)
@@ -43,17 +51,17 @@ def _parsed(text: str, mode: str, flagged: bool = False) -> PriceList:
 def price_list(values: dict) -> PriceList:
     """The rows every page prices from: the user's list by `pmode`, else the catalog's billable rows; with `pflag`
     the catalog's flagged rows too (core/catalog/price_trust.py)."""
-    text = st.session_state.get(PRICE_TEXT, "")
+    blob = st.session_state.get(PRICE_TEXT)
     flagged = bool(values.get("pflag", False))
-    if text.strip():
-        return _parsed(text, values.get("pmode", "replace"), flagged)
+    if isinstance(blob, Blob):
+        return _parsed(blob, values.get("pmode", "replace"), flagged)
     return FLAGGED if flagged else PriceList("", None)
 
 
 def price_inputs() -> None:
     """The sidebar's "Your prices" expander: upload, template, mode, what was read."""
-    text = st.session_state.get(PRICE_TEXT, "")
-    with st.sidebar.expander("Your own prices (CSV)", icon=":material/payments:", expanded=bool(text.strip() or st.session_state.get("price_error"))):
+    blob = st.session_state.get(PRICE_TEXT)
+    with st.sidebar.expander("Your own prices (CSV)", icon=":material/payments:", expanded=bool(isinstance(blob, Blob) or st.session_state.get("price_error"))):
         upload = st.file_uploader("Upload a price list (CSV)", type=["csv"], key="price_upload", max_upload_size=1)
         if upload is not None and st.session_state.get("price_upload_id") != upload.file_id:
             st.session_state["price_upload_id"] = upload.file_id
@@ -63,11 +71,11 @@ def price_inputs() -> None:
             st.error(plain(err))
         st.download_button("Template (CSV)", data=TEMPLATE, file_name="my-prices.csv", mime="text/csv", icon=":material/download:", width="stretch")
         page_widget("pflag")
-        if not text.strip():
+        if not isinstance(blob, Blob):
             st.caption("Prices come from the dated catalog (Method page). A list of your own, in the same columns, prices every page.")
             return
         page_widget("pmode")
-        got = _parsed(text, st.session_state.get("pmode", "replace"), bool(st.session_state.get("pflag", False)))
+        got = _parsed(blob, st.session_state.get("pmode", "replace"), bool(st.session_state.get("pflag", False)))
         if got.rows is not None:
             st.caption(plain(got.summary() + "."))
         if got.problems:
@@ -75,7 +83,7 @@ def price_inputs() -> None:
             verb = "were skipped" if got.rows is not None else "nothing could be used"
             st.warning(plain(f"Some lines {verb}: " + "; ".join(got.problems[:3]) + more), icon=":material/warning:")
         if st.button("Forget my prices", key="price_forget", icon=":material/delete:", width="stretch"):
-            st.session_state[PRICE_TEXT] = ""
+            set_price_text("")
             st.session_state.pop("price_error", None)
             st.rerun()
 
@@ -90,4 +98,4 @@ def _take(data: bytes) -> None:
         why = "; ".join(problems[:3]) or f"a price list here holds up to {MAX_PRICE_CHARS:,} characters"
         st.session_state["price_error"] = f"No price list could be read from that file ({why}). Nothing was changed."
         return
-    st.session_state[PRICE_TEXT] = text
+    set_price_text(text)

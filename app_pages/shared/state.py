@@ -6,14 +6,20 @@ reproduces what the user sees.
 Three inputs do not fit in a query parameter as text and travel as compressed
 blobs: the pasted config.json (`cfg`, the user's own text), the Compare
 set (`cmp`) and the user's own price list (`prc`, the CSV as uploaded). Each
-is refused above a size budget after decompression, and each stays as text
-in the session (parsed on demand through a bounded, shared cache), so a
-hostile link cannot make a session large."""
+is refused above a size budget after decompression. The config.json stays as
+text in the session (it is the text area's value); the Compare set and the
+price list are kept deflated, stored once for every session holding the same
+text (app_pages/shared/blobs.py), and parsed on demand through a bounded,
+shared cache, so a hostile link cannot make a session large and a room on one
+link holds one copy. Their link tokens are the stored bytes: writing the link
+compresses nothing again (the config.json's blob is kept beside its text for
+the same reason)."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import zlib
 from typing import Any
@@ -21,15 +27,17 @@ from typing import Any
 import streamlit as st
 from streamlit.errors import StreamlitWidgetAlreadyInstantiatedError
 
+from app_pages.shared.blobs import Blob, store
 from app_pages.shared.fields import Values, fields, url_problems
 
 CFG_PARAM = "cfg"
 CMP_PARAM = "cmp"
 PRC_PARAM = "prc"
 BLOB_PARAMS = (CFG_PARAM, CMP_PARAM, PRC_PARAM)
-PRICE_TEXT = "price_text"  # the uploaded price CSV exactly as given (app_pages/shared/prices.py)
+PRICE_TEXT = "price_text"  # the uploaded price CSV exactly as given, as a Blob (price_text(); app_pages/shared/prices.py)
 CFG_TEXT = "cfg_text"  # the text area's key: the config.json exactly as the user gave it
-SAVED = "cmp_rows"  # the Compare set: [(name, scenario JSON)], at most MAX_SAVED
+CFG_BLOB = "_cfg_blob"  # the Blob of CFG_TEXT's text, for the link (written again only when the text changes)
+SAVED = "cmp_rows"  # the Compare set as its link's JSON, a Blob (saved_rows(): [(name, scenario JSON)], at most MAX_SAVED)
 MAX_SAVED = 4
 MAX_CONFIG_CHARS = 256_000  # real config.json files are 1-10 kB (Llama 4 under 20 kB); a paste is kept up to this size
 MAX_LINK_CONFIG_CHARS = 64_000  # a config.json read from a link (the link's budget after inflation)
@@ -113,12 +121,12 @@ def load_link_once() -> list[str]:
             messages.append(f"The config.json in the link could not be read ({exc}) and was ignored.")
     if token := query.get(CMP_PARAM):
         try:
-            st.session_state[SAVED] = saved_rows_from_json(decode_blob(token, MAX_SAVED_CHARS))
+            set_saved_rows(saved_rows_from_json(decode_blob(token, MAX_SAVED_CHARS)))
         except (BlobError, ValueError) as exc:
             messages.append(f"The saved comparison in the link could not be read ({exc}) and was ignored.")
     if token := query.get(PRC_PARAM):
         try:
-            st.session_state[PRICE_TEXT] = decode_blob(token, MAX_LINK_PRICE_CHARS)
+            set_price_text(decode_blob(token, MAX_LINK_PRICE_CHARS))
         except BlobError as exc:
             messages.append(f"The price list in the link could not be read ({exc}) and was ignored; the catalog's prices are used.")
     return messages
@@ -136,12 +144,46 @@ def saved_rows_from_json(text: str) -> list[tuple[str, str]]:
     return [(safe_label(r.get("name"))[:60] or f"Scenario {i + 1}", json.dumps(r["scenario"], separators=(",", ":"))) for i, r in enumerate(rows[:MAX_SAVED])]
 
 
+def _saved_json(rows: list[tuple[str, str]]) -> str:
+    """The Compare set's link form: a JSON list of {name, scenario}."""
+    return json.dumps([{"name": n, "scenario": json.loads(s)} for n, s in rows], separators=(",", ":"))
+
+
 def saved_rows() -> list[tuple[str, str]]:
-    return list(st.session_state.get(SAVED, []))
+    """The Compare set: [(name, scenario as compact JSON)]."""
+    blob = st.session_state.get(SAVED)
+    if not isinstance(blob, Blob):
+        return []
+    return [(r["name"], json.dumps(r["scenario"], separators=(",", ":"))) for r in json.loads(blob.text())]
 
 
 def set_saved_rows(rows: list[tuple[str, str]]) -> None:
-    st.session_state[SAVED] = rows[:MAX_SAVED]
+    if rows:
+        st.session_state[SAVED] = store(_saved_json(rows[:MAX_SAVED]))
+    else:
+        st.session_state.pop(SAVED, None)
+
+
+def price_text() -> str:
+    """The user's own price list as given ("" when none)."""
+    blob = st.session_state.get(PRICE_TEXT)
+    return blob.text() if isinstance(blob, Blob) else ""
+
+
+def set_price_text(text: str) -> None:
+    if text.strip():
+        st.session_state[PRICE_TEXT] = store(text)
+    else:
+        st.session_state.pop(PRICE_TEXT, None)
+
+
+def _config_blob(text: str) -> Blob:
+    """The Blob of the config.json's text, kept beside it: compressed again only when the text changed."""
+    kept = st.session_state.get(CFG_BLOB)
+    if isinstance(kept, Blob) and kept.digest == hashlib.sha256(text.encode("utf-8")).digest():
+        return kept
+    blob = st.session_state[CFG_BLOB] = store(text)
+    return blob
 
 
 def request_values(values: Values) -> None:
@@ -171,21 +213,19 @@ def write_url() -> str | None:
             wanted[key] = f.serialize(values[key])
     text = st.session_state.get(CFG_TEXT, "")
     if values.get("src") == "config" and text.strip():
-        token = encode_blob(text)
+        token = _config_blob(text).token()
         if len(token) <= MAX_URL_TOKEN_CHARS:
             wanted[CFG_PARAM] = token
         else:
             note = "This config.json is too long for a link; download the scenario (sidebar) to share it."
-    rows = saved_rows()
-    if rows:
-        token = encode_blob(json.dumps([{"name": n, "scenario": json.loads(s)} for n, s in rows], separators=(",", ":")))
+    if isinstance(saved := st.session_state.get(SAVED), Blob):
+        token = saved.token()
         if len(token) <= MAX_URL_TOKEN_CHARS:
             wanted[CMP_PARAM] = token
         else:
             note = "The saved comparison is too long for a link; download each scenario to share it."
-    prices = st.session_state.get(PRICE_TEXT, "")
-    if prices.strip():
-        token = encode_blob(prices)
+    if isinstance(prices := st.session_state.get(PRICE_TEXT), Blob):
+        token = prices.token()
         if len(token) <= MAX_URL_TOKEN_CHARS:
             wanted[PRC_PARAM] = token
         else:
