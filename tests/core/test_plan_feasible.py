@@ -199,3 +199,17 @@ def test_tpu_plans_run_under_a_tpu_stack():
     for p in tpu:
         assert signable(goal, p) == [] and p.method != "qlora" and (p.zero_stage == 3 or p.devices == 1)
         assert any("PyTorch/XLA" in n for n in p.notes) and "XLA_USE_SPMD=1" in p.launch and "accelerate_config" not in p.launch
+
+
+def test_a_run_past_the_cheapest_providers_order_is_priced_on_a_provider_that_rents_more():
+    """Pretraining 70B on 2T tokens: no run of 64 devices or fewer (the stated default order size) ends within the
+    30-day horizon, so the planner named 8 x MI300X running 5.6 years "cheapest". Lambda publishes 1-Click Clusters of
+    up to 512 GPUs (data/providers.csv): a run of more devices than the cheapest B200 row's provider rents is priced
+    on it. Every plan stays within its provider's order (core/catalog/providers.max_devices)."""
+    from core.catalog.providers import max_devices, within_on_demand
+
+    r = plan(Goal(goal="pretrain", model="llama-3.1-70b", tokens=2e12))
+    c = r.cheapest
+    assert c.devices > 64 and c.hours <= 720, (c.accelerator, c.devices, c.provider, c.hours)
+    assert (max_devices(c.provider) or 0) >= c.devices
+    assert all(within_on_demand(p.provider, p.devices) for p in r.plans)
