@@ -46,7 +46,7 @@ class StackLayouts(BaseModel):
     @classmethod
     def _kinds(cls, value: object) -> object:
         kinds = tuple(value.split(";")) if isinstance(value, str) else value
-        if not kinds or not set(kinds) <= KINDS:
+        if not isinstance(kinds, tuple | list) or not kinds or not set(kinds) <= KINDS:
             raise ValueError(f"hardware must name kinds among {sorted(KINDS)}")
         return kinds
 
