@@ -40,7 +40,7 @@ with side:
     main, rest, more = (
         (("rpd", "tin", "tout"), ("peak", "ttft", "tps", "budget", "price"), "Peak, speed targets, budget, price")
         if goal_kind == "serve"
-        else (("ptok", "epochs", "deadline"), ("pseq", "budget", "price"), "Tokens per example, budget, price")
+        else (("ptok", "epochs", "deadline"), ("pseq", "budget", "price", "pbf16"), "Tokens per example, budget, price, BF16")
     )
     for key in main:
         page_widget(key)
@@ -53,7 +53,7 @@ values = {
     **values,
     **{
         k: st.session_state[k]
-        for k in ("goal", "rpd", "tin", "tout", "peak", "ttft", "tps", "ptok", "epochs", "pseq", "deadline", "budget", "price")
+        for k in ("goal", "rpd", "tin", "tout", "peak", "ttft", "tps", "ptok", "epochs", "pseq", "deadline", "budget", "price", "pbf16")
         if k in st.session_state
     },
 }

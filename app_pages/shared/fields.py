@@ -623,6 +623,14 @@ def fields() -> dict[str, Field]:
         Field("tps", "Tokens/s each user sees at least", "float", 20.0, lo=0.1, hi=10_000.0, widget="number"),
         Field("deadline", "Deadline (hours, 0 = none)", "float", 0.0, lo=0.0, hi=1e6, widget="number"),
         Field("budget", "Budget (USD, 0 = none; serving: per month)", "float", 0.0, lo=0.0, hi=1e12, widget="number"),
+        Field(
+            "pbf16",
+            "Require BF16 (Ampere or newer)",
+            "bool",
+            False,
+            widget="toggle",
+            help="training plans only on parts with BF16 and FlashAttention-2; off, a V100 or T4 may be planned in FP16 with loss scaling when it is cheapest",
+        ),
     ]
     return {f.key: f for f in rows}
 

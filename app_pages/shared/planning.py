@@ -42,6 +42,7 @@ def goal_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:
     else:
         out |= {"tokens": values["ptok"] * 1e6, "epochs": values["epochs"], "seq_len": values["pseq"]}
         out["deadline_hours"] = values["deadline"] or None
+        out["require_bf16"] = bool(values.get("pbf16", False))
     out["budget_usd"] = values["budget"] or None
     return out
 

@@ -63,3 +63,21 @@ def test_an_invalid_goal_warns_and_keeps_the_inputs():
     no_exception(at)
     assert any("not valid" in w.value for w in at.warning)
     assert at.session_state["tin"] == 2_000_000
+
+
+def test_require_bf16_on_the_page_is_the_goals_and_travels_in_the_link():
+    """'Fine-tune Llama 3.3 70B on 50M tokens': the cheapest plan is LoRA on 8 x V100 in FP16 (no BF16, no
+    FlashAttention-2). With the Plan page's 'Require BF16' on (link key pbf16), the headline is the planner's cheapest
+    under Goal.require_bf16, on a part with BF16."""
+    from core.catalog.accelerators import get_accelerator
+
+    at = open_link("plan", {"model": "llama-3.3-70b", "goal": "fine-tune", "ptok": "50"})
+    no_exception(at)
+    loose = plan(Goal(goal="fine-tune", model="llama-3.3-70b", tokens=50e6)).cheapest
+    assert not get_accelerator(loose.accelerator).supports_bf16  # the case the toggle is for
+    at.toggle(key="pbf16").set_value(True).run()
+    no_exception(at)
+    assert at.query_params["pbf16"] == "True"
+    strict = plan(Goal(goal="fine-tune", model="llama-3.3-70b", tokens=50e6, require_bf16=True)).cheapest
+    assert get_accelerator(strict.accelerator).supports_bf16 and strict.accelerator != loose.accelerator
+    assert headline(strict, "on-demand") in _markdown(at)

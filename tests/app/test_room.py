@@ -106,13 +106,13 @@ def test_plan_draws_every_goal_input_beside_its_chart_with_a_short_answer_above(
     """The default view is chart-first too (issue #29): the goal's inputs in the column beside the chart, the ones
     past the first three folded under them; none is lost. The short answer names the same plan as the full one."""
     goals = {
-        "fine-tune": ({"goal", "ptok", "epochs", "deadline", "pseq", "budget", "price"}, {"ptok": "20"}, {"tokens": 20e6}),
+        "fine-tune": ({"goal", "ptok", "epochs", "deadline", "pseq", "budget", "price", "pbf16"}, {"ptok": "20"}, {"tokens": 20e6}),
         "serve": ({"goal", "rpd", "tin", "tout", "peak", "ttft", "tps", "budget", "price"}, {"rpd": "10000"}, {"requests_per_day": 10_000}),
     }
     for goal, (keys, link, asked) in goals.items():
         at = open_link("plan", {"goal": goal, "budget": "1000000", **link})  # a budget set: the folded inputs open
         no_exception(at)
-        drawn = _keys(at.main, "number_input", "selectbox", "segmented_control", "button_group")
+        drawn = _keys(at.main, "number_input", "selectbox", "segmented_control", "button_group", "toggle")
         assert keys <= drawn, (goal, keys - drawn)
         assert any(e.label.startswith(("Tokens per example", "Peak")) and e.proto.expanded for e in at.main.expander), goal
         best = plan(Goal(goal=goal, model="llama-3.1-8b", budget_usd=1e6, **asked)).cheapest
