@@ -60,10 +60,16 @@ def test_shared_url_reproduces_numbers_in_a_fresh_browser(open_page):
 
 
 def test_download_scenario_json(open_page):
+    """The file is built when the button is clicked (app.py: data is a callable), by a request the busy server answers
+    in its turn: on a loaded 2-core machine that took over the default 30 s once, so the wait is longer and starts
+    from an idle app."""
     page = open_page("/?model=mistral-7b-v0.1&seq=8192", downloads=True)
     page.get_by_text("Save or load this scenario").click()
-    with page.expect_download() as info:
-        page.get_by_role("button", name="Download scenario (JSON)").click()
+    button = page.get_by_role("button", name="Download scenario (JSON)")
+    button.wait_for(state="visible", timeout=60_000)
+    wait_ready(page, settle=0.5)
+    with page.expect_download(timeout=120_000) as info:
+        button.click()
     data = json.loads(open(info.value.path()).read())
     assert data["scenario"]["model"] == "mistral-7b-v0.1"
     assert data["scenario"]["seq_len"] == 8192
