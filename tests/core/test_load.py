@@ -16,25 +16,14 @@ from core.money.serving import Traffic, memory_by_batch, replica_capacity, reque
 from core.scenario import Scenario
 from core.speed.load import ALL_KEYS, Scheduler, default_scheduler, load_curve
 from core.speed.roofline import inference_speed, roofline
+from tests.core.test_roofline import row_scenario
 
 ROWS = list(csv.DictReader((Path(__file__).resolve().parents[1] / "data" / "load_latency.csv").open(newline="")))
 TOLERANCE = 0.25  # issue #27: within 25% of published engine measurements
 
 
 def _scenario(row: dict) -> Scenario:
-    prompt, out = int(row["prompt_tokens"]), int(row["output_tokens"])
-    return Scenario(
-        model=row["model"],
-        weights_format=row["weights_format"],
-        kv_cache_format=row["kv_cache_format"],
-        accelerator=row["accelerator"],
-        seq_len=prompt + out,
-        output_tokens=out,
-        serving_engine=row["engine"],
-        mode="inference",
-        tensor_parallel=int(row["tensor_parallel"]),
-        batch_size=1,
-    )
+    return row_scenario(row, mode="inference", batch_size=1)
 
 
 def predicted(row: dict) -> dict[str, float]:

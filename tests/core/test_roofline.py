@@ -23,21 +23,27 @@ from core.speed.roofline import (
 ROWS = list(csv.DictReader((Path(__file__).resolve().parents[1] / "data" / "engine_speeds.csv").open(newline="")))
 
 
+def row_scenario(row: dict, **update: object) -> Scenario:
+    """A published serving run's scenario (tests/data/engine_speeds.csv, load_latency.csv): model, formats, part,
+    engine and layout as the row states them, a context of its prompt + output tokens."""
+    prompt, out = int(row["prompt_tokens"]), int(row["output_tokens"])
+    fields: dict = {
+        "model": row["model"],
+        "weights_format": row["weights_format"],
+        "kv_cache_format": row["kv_cache_format"],
+        "accelerator": row["accelerator"],
+        "seq_len": prompt + out,
+        "output_tokens": out,
+        "serving_engine": row["engine"],
+        "tensor_parallel": int(row["tensor_parallel"]),
+    }
+    return Scenario(**(fields | update))
+
+
 def predicted(row: dict) -> float:
     """Our speed for a published or measured serving run (tests/data/engine_speeds.csv)."""
     prompt, out = int(row["prompt_tokens"]), int(row["output_tokens"])
-    sc = Scenario(
-        model=row["model"],
-        weights_format=row["weights_format"],
-        kv_cache_format=row["kv_cache_format"],
-        accelerator=row["accelerator"],
-        seq_len=prompt + out,
-        output_tokens=out,
-        serving_engine=row["engine"],
-        batch_size=int(row["batch"]),
-        tensor_parallel=int(row["tensor_parallel"]),
-        pipeline_parallel=int(row["pipeline_parallel"]),
-    )
+    sc = row_scenario(row, batch_size=int(row["batch"]), pipeline_parallel=int(row["pipeline_parallel"]))
     if row["file_gib"] and row["metric"] == "decode_tokens_per_s":  # a GGUF type that is not one of our formats: its file size
         return memory_bound_tokens_per_s(
             float(row["file_gib"]) * 2**30, get_accelerator(row["accelerator"]), row["weights_format"], row["engine"], sc.architecture.num_layers
