@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
-from core.catalog.providers import spans_nodes
+from core.catalog.providers import max_devices, spans_nodes
 from core.layout import Layout
 from core.memory.estimate import Evaluator, fit_capacity
 from core.money.blocks import estimate_blocks
@@ -305,18 +305,28 @@ def price_fleet(sc: Scenario, row: PriceRow, cap: ReplicaCapacity, traffic: Traf
 
 
 def serving_rows(rows: tuple[PriceRow, ...] | None, accelerator_id: str, tensor_parallel: int, spot: bool = False) -> list[PriceRow]:
-    """The rows a fleet of one accelerator might be priced on: per instance size, the cheapest row, and the cheapest
-    row that can be rented many times where that one cannot (a dearer row of the same size never wins otherwise)."""
-    best: dict[tuple[int, bool], tuple[float, str, str, PriceRow]] = {}
+    """The rows a fleet of one accelerator might be priced on: per instance size, the cheapest row, and the rows that
+    can be rented many times, cheapest first, each kept where its provider's on-demand order holds more devices than
+    every cheaper one's (data/providers.csv max_devices: a fleet past one provider's order is priced on the next). A
+    dearer row of the same size never wins otherwise."""
+    cheapest: dict[int, tuple[float, str, str, PriceRow]] = {}
+    many: dict[int, list[tuple[float, str, str, PriceRow]]] = {}
     for r in serving_rows_for(accelerator_id, rows, tensor_parallel):
         price = r.spot_usd_per_hour if spot else r.on_demand_usd_per_hour
         if price is None:
             continue
-        for many in (False, True) if rents_many(r) else (False,):
-            key = (r.accelerators_per_instance, many)
-            if key not in best or (price, r.provider, r.instance_type) < best[key][:3]:
-                best[key] = (price, r.provider, r.instance_type, r)
-    out = {id(v[3]): v[3] for v in best.values()}
+        key, k = (price, r.provider, r.instance_type, r), r.accelerators_per_instance
+        if k not in cheapest or key[:3] < cheapest[k][:3]:
+            cheapest[k] = key
+        if rents_many(r):
+            many.setdefault(k, []).append(key)
+    out = {id(v[3]): v[3] for v in cheapest.values()}
+    for priced in many.values():
+        bound: float = 0.0
+        for *_, r in sorted(priced, key=lambda t: t[:3]):
+            own = max_devices(r.provider) or math.inf
+            if own > bound:
+                out[id(r)], bound = r, own
     return sorted(out.values(), key=lambda r: (r.accelerators_per_instance, r.provider, r.instance_type))
 
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as hs
 from pydantic import ValidationError
 
@@ -217,6 +217,10 @@ def test_each_per_token_price_has_a_field_that_names_its_basis():
     tps=hs.sampled_from([5.0, 20.0, 40.0]),
     engine=hs.sampled_from(["vllm", "sglang", "llama.cpp"]),
 )
+# Found under load by the full suite: 104 replicas of 70B on llama.cpp outgrow the cheapest 8 x B200 row's provider
+# order (64 devices), and the planner priced only 2 x B200 rows past it while the page found Lambda's 8 x B200
+# (512 devices): serving_rows now keeps each row whose provider rents more than every cheaper one.
+@example(model="llama-3.1-70b", rpd=5_000_000.0, tin=4000, tout=300, peak=1.0, tps=40.0, engine="llama.cpp")
 def test_the_plans_fleet_is_the_pages_bill_for_random_goals(model, rpd, tin, tout, peak, tps, engine):
     """One answer in the core: the planner's cheapest serving plan, loaded as a scenario and billed the way the
     Inference page, Training vs inference and Compare bill it (serving_plan), costs the same; on the same row, the
