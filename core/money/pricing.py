@@ -15,12 +15,12 @@ ICI interconnect, so they are offered for any group.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from core.catalog.accelerators import get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
-from core.catalog.providers import can_serve, spans_nodes, within_on_demand
+from core.catalog.providers import can_serve, max_devices, spans_nodes, within_on_demand
 from core.speed.comm import DEVICES_PER_NODE
 from core.units import SECONDS_PER_HOUR
 
@@ -49,6 +49,21 @@ def on_demand_ok(row: PriceRow, instances: int) -> bool:
     """Whether `instances` instances of this row fit in one on-demand order of its provider (data/providers.csv's
     max_devices: beyond it a reservation or a quota increase, which no on-demand row prices)."""
     return within_on_demand(row.provider, instances * row.accelerators_per_instance)
+
+
+def wider_orders(priced: Iterable[tuple[float, PriceRow]]) -> list[tuple[float, PriceRow, float]]:
+    """Cheapest first, the rows whose provider's on-demand order (data/providers.csv max_devices; a provider the
+    catalog does not list: no bound) holds more devices than every cheaper row's, each with the bound of the step
+    before it (0 for the first): a run or a fleet past one provider's order is priced on the next. The training
+    planner and the serving planner both rent this way (core/plan/train.py, core/money/serving.py)."""
+    out: list[tuple[float, PriceRow, float]] = []
+    bound = 0.0
+    for price, r in sorted(priced, key=lambda t: (t[0], t[1].provider, t[1].instance_type)):
+        own = float(max_devices(r.provider) or math.inf)
+        if own > bound:
+            out.append((price, r, bound))
+            bound = own
+    return out
 
 
 def training_rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None, tensor_parallel: int, devices: int) -> tuple[PriceRow, ...]:

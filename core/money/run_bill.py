@@ -8,13 +8,12 @@ instance's price per hour x billed time (a rented instance is paid for by the ho
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 from core.catalog.accelerators import Accelerator
 from core.catalog.prices import PriceRow
 from core.layout import Layout
-from core.money.pricing import instance_usd_per_hour, on_demand_ok, training_rows_for
+from core.money.pricing import instance_usd_per_hour, instances_for, on_demand_ok, training_rows_for
 from core.scenario import Scenario
 from core.speed.comm import training_comm
 from core.speed.timing import TrainingTime, training_time
@@ -76,7 +75,7 @@ def bill(row: PriceRow, devices: int, compute_hours: float, *, spot: bool = Fals
     when the row has no price of that kind, or the instances are more than one on-demand order of its provider holds
     (data/providers.csv's max_devices)."""
     price = instance_usd_per_hour(row, spot)
-    instances = math.ceil(devices / row.accelerators_per_instance)
+    instances = instances_for(row, devices)
     if price is None or not on_demand_ok(row, instances):
         return None
     hours = billed_hours(compute_hours, setup_hours)

@@ -33,11 +33,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
-from core.catalog.providers import max_devices, spans_nodes
+from core.catalog.providers import spans_nodes
 from core.layout import Layout
 from core.memory.estimate import Evaluator, fit_capacity
 from core.money.blocks import estimate_blocks
-from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH, on_demand_ok, serving_rows_for
+from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH, on_demand_ok, serving_rows_for, wider_orders
 from core.scenario import Scenario
 from core.speed.load import load_curve
 from core.speed.roofline import roofline, serving_curve
@@ -322,11 +322,8 @@ def serving_rows(rows: tuple[PriceRow, ...] | None, accelerator_id: str, tensor_
             many.setdefault(k, []).append(key)
     out = {id(v[3]): v[3] for v in cheapest.values()}
     for priced in many.values():
-        bound: float = 0.0
-        for *_, r in sorted(priced, key=lambda t: t[:3]):
-            own = max_devices(r.provider) or math.inf
-            if own > bound:
-                out[id(r)], bound = r, own
+        for _, r, _ in wider_orders((price, r) for price, _, _, r in priced):
+            out[id(r)] = r
     return sorted(out.values(), key=lambda r: (r.accelerators_per_instance, r.provider, r.instance_type))
 
 

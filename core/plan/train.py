@@ -16,14 +16,13 @@ import numpy as np
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
-from core.catalog.providers import max_devices
 from core.catalog.stack_layouts import layout_problem, part_problem, spans_nodes_ok, stack_for
 from core.layout import Layout
 from core.memory.components import qlora_upcast
 from core.memory.estimate import Evaluator
 from core.memory.fit import MAX_DEVICES
 from core.memory.stacks import STACKS
-from core.money.pricing import forms_cluster, on_demand_ok
+from core.money.pricing import forms_cluster, on_demand_ok, wider_orders
 from core.money.run_bill import HORIZON_HOURS, bill, cheapest_bill, run_time
 from core.plan.goal import Goal
 from core.plan.result import Plan, rental_fields
@@ -226,10 +225,10 @@ def training_rows(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -
         out.append(Rental(row, price, forms_cluster(row, kind)))
         if not out[-1].spans_nodes and row.accelerators_per_instance in clustered:
             out.append(Rental(*clustered[row.accelerators_per_instance], True, first=2))
-    return out + larger_orders(rows, accelerator_id, spot, out)
+    return out + larger_orders(rows, accelerator_id, spot)
 
 
-def larger_orders(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool, taken: list[Rental]) -> list[Rental]:
+def larger_orders(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -> list[Rental]:
     """For each instance size, the clustered rows of providers whose on-demand order holds more devices than any
     cheaper row's (data/providers.csv max_devices): the cheapest row of a size may stop at 64 devices where a dearer
     provider rents 512, and a run on more devices is priced on that one (from the power of two of instances past
@@ -242,13 +241,9 @@ def larger_orders(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool, t
         if r.accelerator_id == accelerator_id and price is not None and forms_cluster(r, kind):
             by_size.setdefault(r.accelerators_per_instance, []).append((price, r))
     for size, priced in by_size.items():
-        bound = max((max_devices(t.row.provider) or MAX_DEVICES for t in taken if t.row.accelerators_per_instance == size and t.spans_nodes), default=0)
-        for price, r in sorted(priced, key=lambda t: (t[0], t[1].provider, t[1].instance_type)):
-            own = max_devices(r.provider) or MAX_DEVICES
-            if own > bound:
-                past = bound // size + 1  # instances past the cheaper bound, walked in powers of two as from one
-                out.append(Rental(r, price, True, first=1 << math.ceil(math.log2(past))))
-                bound = own
+        for price, r, before in wider_orders(priced)[1:]:  # the first step is the cheapest clustered row, rented above
+            past = int(before) // size + 1  # instances past the cheaper bound, walked in powers of two as from one
+            out.append(Rental(r, price, True, first=1 << math.ceil(math.log2(past))))
     return out
 
 
