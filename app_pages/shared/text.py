@@ -14,8 +14,9 @@ from core.text import Text
 
 # The marks that make links, images, HTML, code, emphasis, headings, tables, math or autolinks in Streamlit's
 # Markdown (GitHub-flavoured, with bare-URL and www. autolinks: escaping ':' and '.' breaks those).
-# Underscores and "=" stay readable: they cannot make a link, an image or HTML.
-MD_SPECIAL = frozenset("\\`*[]()<>#+-.!|~$&:\"'")
+# Underscores are escaped too: "_limit_" in `sudo sysctl iogpu.wired_limit_mb=N` rendered as emphasis and lost its
+# underscores on the Memory page (a command a reader copies). "=" stays readable: it makes nothing.
+MD_SPECIAL = frozenset("\\`*[]()<>#+-.!|~$&:\"'_")
 
 
 # GitHub-flavoured autolinks (www.x.y, scheme://x, user@host) are found in the text after escapes are removed, so

@@ -31,3 +31,15 @@ def test_mlx_on_an_amd_part_is_one_line():
     no_exception(at)
     lines = [t for t in (e.value for e in [*at.error, *at.warning]) if "mlx does not run on" in t]
     assert len(lines) == 1 and "\n" not in lines[0].strip()
+
+
+def test_the_wired_limit_command_reads_as_written_on_the_memory_page():
+    """The advice names `sudo sysctl iogpu.wired_limit_mb=N`, a command a reader copies: its underscores must not
+    turn into emphasis (they did: 'iogpu.wired limit mb'). Markdown shows an escaped underscore as itself."""
+    from app_pages.shared.text import plain
+
+    assert plain("iogpu.wired_limit_mb=40960") == "iogpu\\.wired\\_limit\\_mb=40960"
+    at = run_app("memory", {"model": "llama-3.3-70b", "acc": "apple-m4-max-48gb", "engine": "mlx", "fmt": "mlx-q4"})
+    no_exception(at)
+    lines = [m.value for m in at.markdown if "sysctl" in m.value]
+    assert lines and all("iogpu\\.wired\\_limit\\_mb=" in v for v in lines), lines

@@ -30,7 +30,7 @@ def test_a_pasted_config_is_confirmed_in_one_line():
     at.text_area(key="cfg_text").set_value(json.dumps(QWEN3_MOE)).run()
     no_exception(at)
     line = _read_line(at)
-    for words in ("**qwen3_moe**", "30\\.5B parameters (3\\.35B active)", "48 layers", "GQA \\(32 heads / 4 KV\\)", "context 40,960", "KV cache 96 KiB per token"):
+    for words in ("**qwen3\\_moe**", "30\\.5B parameters (3\\.35B active)", "48 layers", "GQA \\(32 heads / 4 KV\\)", "context 40,960", "KV cache 96 KiB per token"):
         assert words in line, (words, line)
 
 
