@@ -8,8 +8,9 @@ bandwidth-bound until the batch is large enough to be compute-bound.
 - Decode step at batch B: every device reads its share of the weights once
   and the KV cache of all B sequences; time = max(bytes / (bandwidth x eff),
   FLOPs / (peak x eff)) + tensor-parallel all-reduces (core/speed/comm.py).
-- Mixture of experts: B tokens each picking k of E experts touch a fraction
-  1 - (1 - k/E)^B of each MoE layer's experts (uniform routing assumed).
+- Mixture of experts (core/speed/moe.py): B tokens each picking k of E experts touch a fraction
+  1 - (1 - k/E)^B of each MoE layer's experts (uniform routing assumed); the touched experts stream at the
+  grouped kernels' bandwidth, and each MoE layer adds the fused kernels' fixed time to a step.
 - Embedding tables are looked up (B rows), not read; lm_head is read.
 - Pipeline stages run one after another for a token, so pipeline parallelism
   adds memory, not batch-1 speed (llama.cpp's layer split shows the same:
@@ -34,6 +35,7 @@ from core.model.formats import FORMATS, weight_bytes
 from core.scenario import Scenario
 from core.speed.attention import attention_flops_per_token
 from core.speed.comm import ALLREDUCE_LATENCY_S, decode_tp_s, tp_allreduces_per_layer
+from core.speed.moe import MOE_LAYER_FIXED_S, experts_untouched_fraction, moe_bandwidth_efficiency
 from core.speed.timing import inference_peak_tflops
 
 _OUT = ConfigDict(frozen=True)
@@ -110,8 +112,12 @@ def _weight_parts(arch: Architecture, weights_format: str) -> tuple[float, float
 
 def _weights_read(arch: Architecture, parts: tuple[float, float, float], tokens: Any) -> Any:
     total, embed, moe = parts
-    untouched = (1.0 - arch.experts_per_token / arch.num_experts) ** tokens if arch.is_moe else 0.0
-    return total - (embed + moe * untouched) * arch.param_scale
+    return total - (embed + moe * experts_untouched_fraction(arch, tokens)) * arch.param_scale
+
+
+def _experts_read(arch: Architecture, parts: tuple[float, float, float], tokens: Any) -> Any:
+    """Of _weights_read, the routed experts' bytes (0 for a dense model)."""
+    return parts[2] * (1.0 - experts_untouched_fraction(arch, tokens)) * arch.param_scale
 
 
 class _Roof:
@@ -126,6 +132,7 @@ class _Roof:
         self.engine = ENGINES[sc.serving_engine]
         self.bw_eff = bandwidth_efficiency(sc.weights_format, sc.serving_engine)
         self.bytes_per_s = acc.memory_bandwidth_bytes_per_s * self.bw_eff
+        self.expert_bytes_per_s = acc.memory_bandwidth_bytes_per_s * moe_bandwidth_efficiency(self.bw_eff)
         self.kv_share = kv_share(self.arch, self.tp)
         self.weight_parts = _weight_parts(self.arch, sc.weights_format)
         self.on_device = gpu_layer_share(sc, self.arch)  # llama.cpp gpu_layers: the rest is read from system RAM
@@ -143,6 +150,9 @@ class _Roof:
             # latency). Llama 3.1 8B then decodes at about 1,560 tokens/s against Cerebras' published 1,800.
             layers = math.ceil(self.arch.num_layers / self.pp)
             self.step_overhead_s = tp_allreduces_per_layer(False, False) * ALLREDUCE_LATENCY_S * layers
+        elif not acc.weights_in_sram:
+            # the fused expert kernels' fixed time, per MoE layer of this device's stage (core/speed/moe.py)
+            self.step_overhead_s += MOE_LAYER_FIXED_S * math.ceil(self.on_device * self.arch.moe_layers / self.pp)
         # transformers' repeat_kv copies grouped-query K/V out to every query head each step: the cache is read, its
         # expanded copy written and read again.
         groups = 1 if self.arch.is_mla else self.arch.num_heads / self.arch.num_kv_heads
@@ -160,11 +170,12 @@ class _Roof:
         a, split, g = self.arch, self.tp * self.pp, self.on_device
         tokens = decodes + prefill_tokens
         weights = _weights_read(a, self.weight_parts, tokens)
+        experts = g * _experts_read(a, self.weight_parts, tokens) / split  # streamed by the grouped expert kernels
         kv = decodes * kv_bytes_per_sequence(a, self.sc.kv_cache_format, context)
         read = g * (weights / split + kv * self.kv_share / self.pp * self.kv_traffic)
         per_token = 2.0 * a.active_params
         flops = g * (decodes * (per_token + attention_flops_per_token(a, context)) + prefill_tokens * (per_token + attention_flops_per_token(a, prompt / 2.0))) / split
-        t_mem, t_cmp = read / self.bytes_per_s, flops / self.flops_per_s
+        t_mem, t_cmp = (read - experts) / self.bytes_per_s + experts / self.expert_bytes_per_s, flops / self.flops_per_s
         stage = np.maximum(t_mem, t_cmp) + decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + self.step_overhead_s
         t_host = (1.0 - g) * (weights + kv) / self.host_bytes_per_s  # layers in system RAM, read by the CPU
         return self.pp * stage + t_host, read, t_cmp > t_mem
@@ -188,8 +199,9 @@ def stage_seconds(sc: Scenario, acc: Accelerator, share: float, layers: int, bat
     roof = _Roof(sc, acc, Layout(1, 1, 1))
     a = roof.arch
     weights = weight_read_bytes(a, sc.weights_format, batch)
+    experts = _experts_read(a, roof.weight_parts, batch)
     kv = batch * kv_bytes_per_sequence(a, sc.kv_cache_format, context)
-    t_mem = share * (weights + kv * roof.kv_traffic) / roof.bytes_per_s
+    t_mem = share * ((weights - experts + kv * roof.kv_traffic) / roof.bytes_per_s + experts / roof.expert_bytes_per_s)
     t_cmp = share * batch * (2.0 * a.active_params + attention_flops_per_token(a, context)) / roof.flops_per_s
     per_layer = (roof.step_overhead_s - roof.engine.step_overhead_s) / a.num_layers
     decode = max(t_mem, t_cmp) + per_layer * layers + roof.engine.step_overhead_s
