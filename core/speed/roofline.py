@@ -115,6 +115,13 @@ def _weights_read(arch: Architecture, parts: tuple[float, float, float], tokens:
     return total - (embed + moe * experts_untouched_fraction(arch, tokens)) * arch.param_scale
 
 
+def _routed_active_params(arch: Architecture) -> float:
+    """Parameters of the routed experts one token runs through (0 for a dense model)."""
+    if not arch.is_moe:
+        return 0.0
+    return sum(g.active_params for g in arch.weight_groups if g.role in MLP_ROLES and g.count > g.active) * arch.param_scale
+
+
 def _experts_read(arch: Architecture, parts: tuple[float, float, float], tokens: Any) -> Any:
     """Of _weights_read, the routed experts' bytes (0 for a dense model)."""
     return parts[2] * (1.0 - experts_untouched_fraction(arch, tokens)) * arch.param_scale
@@ -135,6 +142,7 @@ class _Roof:
         self.expert_bytes_per_s = acc.memory_bandwidth_bytes_per_s * moe_bandwidth_efficiency(self.bw_eff)
         self.kv_share = kv_share(self.arch, self.tp)
         self.weight_parts = _weight_parts(self.arch, sc.weights_format)
+        self.expert_active_params = _routed_active_params(self.arch)
         self.on_device = gpu_layer_share(sc, self.arch)  # llama.cpp gpu_layers: the rest is read from system RAM
         self.host_bytes_per_s = sc.host_memory_bandwidth_gbps * 1e9 * HOST_BW_EFF
         # Kernel launches and framework time per step: per layer of this device's pipeline stage. Chips whose model
@@ -175,8 +183,14 @@ class _Roof:
         read = g * (weights / split + kv * self.kv_share / self.pp * self.kv_traffic)
         per_token = 2.0 * a.active_params
         flops = g * (decodes * (per_token + attention_flops_per_token(a, context)) + prefill_tokens * (per_token + attention_flops_per_token(a, prompt / 2.0))) / split
-        t_mem, t_cmp = (read - experts) / self.bytes_per_s + experts / self.expert_bytes_per_s, flops / self.flops_per_s
-        stage = np.maximum(t_mem, t_cmp) + decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + self.step_overhead_s
+        # The grouped expert kernels run after the layer's attention and dense matmuls, each part on its own roofline:
+        # at a large batch the dense part turns compute-bound while each expert, seeing B x k / E tokens, still streams.
+        expert_flops = g * tokens * 2.0 * self.expert_active_params / split
+        dense_mem, dense_cmp = (read - experts) / self.bytes_per_s, (flops - expert_flops) / self.flops_per_s
+        expert_mem, expert_cmp = experts / self.expert_bytes_per_s, expert_flops / self.flops_per_s
+        t_mem, t_cmp = dense_mem + expert_mem, dense_cmp + expert_cmp
+        roof = np.maximum(dense_mem, dense_cmp) + np.maximum(expert_mem, expert_cmp)
+        stage = roof + decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + self.step_overhead_s
         t_host = (1.0 - g) * (weights + kv) / self.host_bytes_per_s  # layers in system RAM, read by the CPU
         return self.pp * stage + t_host, read, t_cmp > t_mem
 
