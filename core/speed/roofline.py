@@ -178,18 +178,23 @@ class _Roof:
         a, split, g = self.arch, self.tp * self.pp, self.on_device
         tokens = decodes + prefill_tokens
         weights = _weights_read(a, self.weight_parts, tokens)
-        experts = g * _experts_read(a, self.weight_parts, tokens) / split  # streamed by the grouped expert kernels
         kv = decodes * kv_bytes_per_sequence(a, self.sc.kv_cache_format, context)
         read = g * (weights / split + kv * self.kv_share / self.pp * self.kv_traffic)
         per_token = 2.0 * a.active_params
         flops = g * (decodes * (per_token + attention_flops_per_token(a, context)) + prefill_tokens * (per_token + attention_flops_per_token(a, prompt / 2.0))) / split
-        # The grouped expert kernels run after the layer's attention and dense matmuls, each part on its own roofline:
-        # at a large batch the dense part turns compute-bound while each expert, seeing B x k / E tokens, still streams.
-        expert_flops = g * tokens * 2.0 * self.expert_active_params / split
-        dense_mem, dense_cmp = (read - experts) / self.bytes_per_s, (flops - expert_flops) / self.flops_per_s
-        expert_mem, expert_cmp = experts / self.expert_bytes_per_s, expert_flops / self.flops_per_s
-        t_mem, t_cmp = dense_mem + expert_mem, dense_cmp + expert_cmp
-        roof = np.maximum(dense_mem, dense_cmp) + np.maximum(expert_mem, expert_cmp)
+        if a.is_moe:
+            # The grouped expert kernels run after the layer's attention and dense matmuls, each part on its own
+            # roofline: at a large batch the dense part turns compute-bound while each expert, seeing B x k / E
+            # tokens, still streams its weights (core/speed/moe.py).
+            experts = g * _experts_read(a, self.weight_parts, tokens) / split
+            expert_flops = g * tokens * 2.0 * self.expert_active_params / split
+            dense_mem, dense_cmp = (read - experts) / self.bytes_per_s, (flops - expert_flops) / self.flops_per_s
+            expert_mem, expert_cmp = experts / self.expert_bytes_per_s, expert_flops / self.flops_per_s
+            t_mem, t_cmp = dense_mem + expert_mem, dense_cmp + expert_cmp
+            roof = np.maximum(dense_mem, dense_cmp) + np.maximum(expert_mem, expert_cmp)
+        else:
+            t_mem, t_cmp = read / self.bytes_per_s, flops / self.flops_per_s
+            roof = np.maximum(t_mem, t_cmp)
         stage = roof + decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + self.step_overhead_s
         t_host = (1.0 - g) * (weights + kv) / self.host_bytes_per_s  # layers in system RAM, read by the CPU
         return self.pp * stage + t_host, read, t_cmp > t_mem
