@@ -30,8 +30,7 @@ from core.model.architecture import Architecture
 
 # Fixed time of one MoE layer's fused expert kernels per decode step (routing, sorting, two grouped GEMM launches,
 # activation, weighted sum), and the share of datasheet bandwidth the grouped GEMMs reach on the touched experts'
-# bytes: fitted together on vLLM's published fused-MoE kernel times (module docstring; two kernel measurements per
-# unknown at least: 11 batches, two unknowns).
+# bytes: fitted together on vLLM's published fused-MoE kernel times (module docstring: 11 batches, two unknowns).
 MOE_LAYER_FIXED_S = 32.3e-6
 MOE_BANDWIDTH_EFFICIENCY = 0.76
 
