@@ -1,10 +1,12 @@
 """Compare: up to four saved scenarios side by side."""
 
+import textwrap
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_pages.shared.charts import layout_text
+from app_pages.shared.charts import component_label, layout_text
 from app_pages.shared.context import page_header, priced, stop_page
 from app_pages.shared.fields import fields
 from app_pages.shared.plot import show
@@ -12,7 +14,7 @@ from app_pages.shared.results import cached_estimate
 from app_pages.shared.scenario_io import saved_scenario
 from app_pages.shared.serving_section import monthly_serving_usd, traffic_of_values
 from app_pages.shared.state import MAX_SAVED, saved_rows, set_saved_rows
-from app_pages.shared.style import COMPONENT_COLORS, COMPONENT_LABELS, layout
+from app_pages.shared.style import COMPONENT_COLORS, layout
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import chart_text, plain
 from core.memory.sweep import COMPONENTS
@@ -46,28 +48,41 @@ PRICES = priced()  # the price list in use: (cache key, rows)
 results = [(name, s, cached_estimate(s.model_dump_json(), *PRICES)) for name, s in saved]
 TRAFFIC = traffic_of_values(values)  # the Inference page's traffic and targets: the same bill as there and on Plan
 names = [f"{i + 1}. {chart_text(name)}" for i, (name, _, _) in enumerate(results)]
+# Horizontal bars, a scenario's name on the y axis in lines of about 24 characters: columns with slanted names were
+# squashed into a third of a phone's width (390 px) under names that ran down the chart. Scenario 1 on top.
+rows_y = ["<br>".join(textwrap.wrap(n, 24, break_long_words=True)) for n in names]
 fig = go.Figure()
 for comp in COMPONENTS:
-    ys = [units.value(getattr(r.memory_per_device_bytes, comp)) for _, _, r in results]
-    if any(ys):
+    xs = [units.value(getattr(r.memory_per_device_bytes, comp)) for _, _, r in results]
+    if any(xs):
+        # the runtime is named for the parts that hold one (Metal holds nothing: core's runtime_of)
+        label = component_label(comp, [r.accelerator for _, _, r in results if getattr(r.memory_per_device_bytes, comp) > 0])
         fig.add_bar(
-            x=names,
-            y=ys,
-            name=COMPONENT_LABELS[comp],
+            y=rows_y,
+            x=xs,
+            orientation="h",
+            name=label,
             marker_color=COMPONENT_COLORS[comp],
-            hovertemplate=f"{COMPONENT_LABELS[comp]}: %{{y:,.2f}} {units.name}<extra></extra>",
+            hovertemplate=f"{label}: %{{x:,.2f}} {units.name}<extra></extra>",
         )
+capacities = [units.value(r.fit_capacity_bytes) for _, _, r in results]
 fig.add_scatter(
-    x=names,
-    y=[units.value(r.fit_capacity_bytes) for _, _, r in results],
+    y=rows_y,
+    x=capacities,
     mode="markers",
     name="Device capacity",
-    marker={"symbol": "line-ew-open", "size": 40, "color": "#8C8C8C", "line": {"width": 3}},
-    hovertemplate=f"capacity %{{y:,.1f}} {units.name}<extra></extra>",
+    marker={"symbol": "line-ns-open", "size": 34, "color": "#8C8C8C", "line": {"width": 3}},
+    hovertemplate=f"capacity %{{x:,.1f}} {units.name}<extra></extra>",
 )
-fig.update_layout(barmode="stack", yaxis_title=f"Memory per device ({units.name})")
+longest = max([units.value(r.memory_per_device_bytes.total) for _, _, r in results] + capacities)
+fig.update_layout(
+    barmode="stack",
+    bargap=0.35,
+    xaxis={"title": f"Memory per device ({units.name})", "range": [0, longest * 1.06]},
+    yaxis={"title": None, "autorange": "reversed"},
+)
 with chart_slot:
-    show(layout(fig, "Memory per device, by scenario (line = the device's usable memory)", height=460), key="chart_compare")
+    show(layout(fig, "Memory per device, by scenario (grey tick = the device's usable memory)", height=230 + 75 * len(results)), key="chart_compare")
 with side:
     remove = st.selectbox("Remove a saved scenario", ["—", *names], key="cmp_remove")
     if remove != "—" and st.button("Remove", icon=":material/remove:"):

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.charts import capacity_text, layout_text
+from app_pages.shared.charts import capacity_text, component_label, layout_text
 from app_pages.shared.context import page_header
 from app_pages.shared.memory_views import breakdown_chart, fits_on_chart, sweep_chart
 from app_pages.shared.plot import show
@@ -175,7 +175,7 @@ show_table(
     data=pd.DataFrame(
         [
             {
-                "Component": COMPONENT_LABELS.get(p.component, p.component.capitalize()),
+                "Component": component_label(p.component, [sc.accelerator]) if p.component in COMPONENT_LABELS else p.component.capitalize(),
                 units.name: f"{units.value(p.bytes):,.2f}",
                 "Formula": p.formula,
                 "With your numbers": p.numbers.render(units.name, digits=2),

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import plotly.graph_objects as go
 
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_LABELS, FIT_COLORS, Units, capacity_line, layout, vmarker
 from core.catalog.accelerators import load_accelerators
 from core.estimate import Result
+from core.memory.components import runtime_of
 from core.memory.estimate import LayoutResult, MemoryResult, devices_needed_by_accelerator
 from core.memory.fit import MAX_DEVICES
 from core.memory.sweep import COMPONENTS, sweep
 from core.scenario import Scenario
+
+
+def component_label(comp: str, accelerators: Iterable[str] = ()) -> str:
+    """A memory component's name in a legend or a table. The runtime is named for the parts' own runtimes (core's
+    runtime_of): "Runtime (Metal)" on Apple silicon, "Runtime (CUDA context, NCCL)" on NVIDIA; both when mixed."""
+    names = list(dict.fromkeys(runtime_of(a).name for a in accelerators)) if comp == "overhead" else []
+    return f"Runtime ({'; '.join(names)})" if names else COMPONENT_LABELS.get(comp, comp)
 
 
 def capacity_phrase(result: MemoryResult, units: Units) -> str:
@@ -35,13 +45,14 @@ def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
         value = getattr(m, comp)
         if value <= 0:
             continue
+        name = component_label(comp, [result.accelerator])
         fig.add_bar(
             y=["per device"],
             x=[units.value(value)],  # hop: int bytes -> the reader's units (GiB or GB), a bar
             orientation="h",
-            name=COMPONENT_LABELS[comp],
+            name=name,
             marker_color=COMPONENT_COLORS[comp],
-            hovertemplate=f"{COMPONENT_LABELS[comp]}: %{{x:,.2f}} {units.name}<extra></extra>",
+            hovertemplate=f"{name}: %{{x:,.2f}} {units.name}<extra></extra>",
         )
     cap = units.value(result.fit_capacity_bytes)
     capacity_line(fig, cap, capacity_text(result, device_name, units), units.value(m.total), f"{units(result.fit_capacity_bytes)} usable")
@@ -103,20 +114,23 @@ def fits_on_chart(rows: list[dict], units: Units, chosen: str | None = None) -> 
     return layout(fig, title, height=420)
 
 
-def sweep_chart(x: np.ndarray, grid: dict[str, np.ndarray], capacity: float, units: Units, x_title: str, current: float, limit: float | None) -> go.Figure:
+def sweep_chart(
+    x: np.ndarray, grid: dict[str, np.ndarray], capacity: float, units: Units, x_title: str, current: float, limit: float | None, accelerator: str = ""
+) -> go.Figure:
     fig = go.Figure()
     for comp in COMPONENTS:
         y = grid[comp]
         if not np.any(y > 0):
             continue
+        name = component_label(comp, [accelerator] if accelerator else [])
         fig.add_scatter(
             x=x,
             y=units.value(y),
             stackgroup="mem",
-            name=COMPONENT_LABELS[comp],
+            name=name,
             mode="lines",
             line={"color": COMPONENT_COLORS[comp], "width": 0.5},
-            hovertemplate=f"{COMPONENT_LABELS[comp]}: %{{y:,.2f}} {units.name}<extra></extra>",
+            hovertemplate=f"{name}: %{{y:,.2f}} {units.name}<extra></extra>",
         )
     fig.add_hline(
         y=units.value(capacity),
@@ -166,8 +180,8 @@ def sweep_figure(sc: Scenario, result: Result, units: Units, axis: str) -> go.Fi
     if axis == "batch":
         x = np.unique(np.geomspace(1, 1024, 60).astype(int))
         grid = sweep(sc, x, sc.seq_len)
-        return sweep_chart(x, grid, result.fit_capacity_bytes, units, "Batch size (sequences per device)", sc.batch_size, result.max_batch_size or None)
+        return sweep_chart(x, grid, result.fit_capacity_bytes, units, "Batch size (sequences per device)", sc.batch_size, result.max_batch_size or None, sc.accelerator)
     top = max(sc.architecture.max_context, sc.seq_len)
     x = np.unique(np.geomspace(128, top, 80).astype(int))
     grid = sweep(sc, sc.batch_size, x)
-    return sweep_chart(x, grid, result.fit_capacity_bytes, units, "Context / sequence length (tokens)", sc.seq_len, result.max_seq_len or None)
+    return sweep_chart(x, grid, result.fit_capacity_bytes, units, "Context / sequence length (tokens)", sc.seq_len, result.max_seq_len or None, sc.accelerator)

@@ -7,7 +7,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from app_pages.shared.style import COMPONENT_COLORS, COMPONENT_LABELS, Units, capacity_line, layout
+from app_pages.shared.charts import component_label
+from app_pages.shared.style import COMPONENT_COLORS, Units, capacity_line, layout
 from app_pages.shared.text import chart_text, hours_text
 from app_pages.shared.ticks import number_ticks, time_ticks
 from core.memory.estimate import estimate_memory
@@ -191,13 +192,14 @@ def strategies_figure(sc: Scenario, units: Units, device_name: str) -> go.Figure
         values = [units.value(getattr(r.memory_per_device_bytes, comp)) for _, r in rows]
         if not any(values):
             continue
+        name = component_label(comp, [sc.accelerator])
         fig.add_bar(
             y=names,
             x=values,
             orientation="h",
-            name=COMPONENT_LABELS[comp],
+            name=name,
             marker_color=COMPONENT_COLORS[comp],
-            hovertemplate=f"%{{y}}<br>{COMPONENT_LABELS[comp]}: %{{x:,.1f}} {units.name}<extra></extra>",
+            hovertemplate=f"%{{y}}<br>{name}: %{{x:,.1f}} {units.name}<extra></extra>",
         )
     cap = units.value(rows[0][1].fit_capacity_bytes)
     longest = max(units.value(r.memory_per_device_bytes.total) for _, r in rows)

@@ -10,8 +10,8 @@ from datetime import date
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.charts import capacity_phrase, layout_text
-from app_pages.shared.style import COMPONENT_LABELS, Units
+from app_pages.shared.charts import capacity_phrase, component_label, layout_text
+from app_pages.shared.style import Units
 from app_pages.shared.text import plain, say, spreadsheet_safe
 from core.estimate import Result
 from core.memory.explain import explain
@@ -20,7 +20,7 @@ from core.scenario import Scenario
 
 def results_csv(sc: Scenario, result: Result, units: Units) -> str:
     m = result.memory_per_device_bytes
-    rows = [{"component": COMPONENT_LABELS.get(k, k), "bytes": v, units.name: round(units.value(v), 3)} for k, v in m.model_dump().items() if k != "total"]
+    rows = [{"component": component_label(k, [result.accelerator]), "bytes": v, units.name: round(units.value(v), 3)} for k, v in m.model_dump().items() if k != "total"]
     rows.append({"component": "Total", "bytes": m.total, units.name: round(units.value(m.total), 3)})
     buf = io.StringIO()
     pd.DataFrame(rows).to_csv(buf, index=False)
@@ -63,7 +63,7 @@ def report_markdown(sc: Scenario, result: Result, units: Units, extra_sections: 
         "|---|---:|---|---|",
     ]
     for p in explain(sc, result):
-        lines.append(f"| {COMPONENT_LABELS.get(p.component, p.component)} | {units.value(p.bytes):,.2f} | {say(p.numbers, units.name)} | {plain(p.source)} |")
+        lines.append(f"| {component_label(p.component, [result.accelerator])} | {units.value(p.bytes):,.2f} | {say(p.numbers, units.name)} | {plain(p.source)} |")
     lines.append(f"| **Total** | **{units.value(m.total):,.2f}** | | |")
     if result.advice_texts:
         lines += ["", "## What would help", ""] + [f"- {say(a, units.name)}" for a in result.advice_texts]

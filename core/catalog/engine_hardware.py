@@ -2,7 +2,8 @@
 scenario that serves with an engine on hardware it does not run on is refused in one line (core/scenario.py): vLLM
 on an M2 Max was accepted without a word. Groq's and Cerebras' chips run their vendors' own serving stacks only: the
 engine choice does not apply to them and is not checked; nor is hardware of one's own (vendor "other"), which can be
-anything."""
+anything. An engine that reaches a vendor's parts only through another build or plugin says so in the same line
+(vLLM on Apple silicon runs through the community vllm-metal plugin, whose model layers are mlx-lm's)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,24 @@ class EngineHardware(BaseModel):
     vendors: frozenset[str]
     as_of: str
     source: str = Field(min_length=10)
+    # Vendors the engine reaches only through a build or plugin that is not the engine modelled here, with what to
+    # choose instead: "apple: <one sentence>", several separated by " | " (vLLM on Apple silicon: vllm-metal).
+    elsewhere: dict[str, str] = {}
 
     @field_validator("vendors", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         return frozenset(value.split(";")) if isinstance(value, str) else value
+
+    @field_validator("elsewhere", mode="before")
+    @classmethod
+    def _notes(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        pairs = [part.split(":", 1) for part in value.split(" | ")]
+        if any(len(p) != 2 or not p[0].strip() or not p[1].strip() for p in pairs):
+            raise ValueError("write 'vendor: sentence', several separated by ' | '")
+        return {vendor.strip(): text.strip() for vendor, text in pairs}
 
 
 @functools.cache
@@ -41,4 +55,6 @@ def engine_problem(engine: str, acc: Accelerator) -> str | None:
         return None
     others = sorted(e for e, r in load_engine_hardware().items() if acc.vendor in r.vendors)
     choose = f"; on it: {', '.join(others)}" if others else ""
+    if (note := row.elsewhere.get(acc.vendor)) is not None:
+        return f"{engine} as modelled here does not run on {acc.name} ({acc.vendor} hardware): {note}{choose}"
     return f"{engine} does not run on {acc.name} ({acc.vendor} hardware){choose}"

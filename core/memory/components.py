@@ -46,6 +46,54 @@ from core.units import BYTES_PER_GIB
 CUDA_CONTEXT_BYTES = 0.75 * BYTES_PER_GIB
 COMM_BUFFER_BYTES = 0.5 * BYTES_PER_GIB
 
+
+class Runtime(NamedTuple):
+    """What a part's runtime holds per device outside the framework's allocator, and what it is called."""
+
+    name: str  # for a chart's legend and the assumptions: "CUDA context, NCCL"
+    context: str  # the allowance in an assumption line: "CUDA context and libraries"
+    context_bytes: float
+    comm: str  # what devices that cooperate add: "NCCL buffers" ("" when nothing is counted)
+    comm_bytes: float
+    basis: str  # where context_bytes comes from, in a few words
+
+
+# The measured CUDA figures stand in for the other driver runtimes (ROCm, XLA, Neuron, Gaudi): no measurement of
+# theirs here, so they are named for what they are and counted as on the H100.
+_MEASURED_ON_H100 = "measured on an H100"
+CUDA_RUNTIME = Runtime("CUDA context, NCCL", "CUDA context and libraries", CUDA_CONTEXT_BYTES, "NCCL buffers", COMM_BUFFER_BYTES, _MEASURED_ON_H100)
+
+
+def _as_cuda(name: str, context: str, comm: str = "collective buffers") -> Runtime:
+    return Runtime(name, context, CUDA_CONTEXT_BYTES, comm, COMM_BUFFER_BYTES, "as CUDA's, " + _MEASURED_ON_H100)
+
+
+_OTHER_RUNTIMES = {
+    "amd": _as_cuda("ROCm context, RCCL", "ROCm (HIP) context and libraries", "RCCL buffers"),
+    "google": _as_cuda("TPU runtime", "TPU runtime (XLA) and libraries"),
+    "aws": _as_cuda("Neuron runtime", "Neuron runtime and libraries"),
+    "intel": _as_cuda("Gaudi runtime", "Gaudi runtime and libraries"),
+    "other": _as_cuda("runtime context, collectives", "runtime context and libraries"),
+}
+# Apple silicon (Metal: llama.cpp, MLX, PyTorch MPS): nothing. What decides a fit there is the GPU working set
+# (MTLDevice.recommendedMaxWorkingSetSize, the catalog's usable memory), and the Metal runtime takes none of it beyond
+# the engine's own buffers: llama.cpp reports free = recommendedMaxWorkingSetSize - currentAllocatedSize
+# (ggml/src/ggml-metal/ggml-metal-device.m, ggml_metal_device_get_memory) and prints what the device holds beyond its
+# model, context and compute buffers as "unaccounted": 0 MiB on an M1 Max 64 GB (37,515 MiB model, 105 MiB context,
+# 489 MiB compute, 14,973 MiB free of the working set; ggml-org/llama.cpp PR #22673, comment of 2026-05-10, read
+# 2026-11-26). MLX's own peak (mx.get_peak_memory) likewise counts its arrays only (tests/core/test_mlx.py). No NCCL:
+# the planner runs one Mac per replica (engines.SINGLE_DEVICE_ENGINES).
+METAL_RUNTIME = Runtime("Metal", "Metal runtime", 0.0, "", 0.0, "llama.cpp's Metal memory breakdown leaves 0 MiB of the GPU working set unaccounted")
+
+
+def runtime_of(accelerator: str) -> Runtime:
+    """The runtime of the part `accelerator` (an id) runs, by its kind (apple: Metal) or else its vendor."""
+    acc = get_accelerator(accelerator)
+    if acc.kind == "apple":
+        return METAL_RUNTIME
+    return CUDA_RUNTIME if acc.vendor == "nvidia" else _OTHER_RUNTIMES.get(acc.vendor, _OTHER_RUNTIMES["other"])
+
+
 # Bytes of optimizer state per trainable parameter, excluding a master copy, in fp32 states.
 # AdamW: m and v (Loshchilov & Hutter 2019); 8-bit AdamW: two uint8 states with block-wise scales
 # (Dettmers et al. 2022, arXiv 2110.02861); SGD with momentum: one buffer. Adafactor is factored (below).
@@ -331,7 +379,8 @@ def training_peak(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, 
     # A distributed run (any ZeRO stage, or several devices) sets up NCCL; at one rank ZeRO shards nothing and only
     # adds these buffers.
     distributed = layout.devices > 1 or sc.zero_stage >= 1
-    overhead = CUDA_CONTEXT_BYTES + (COMM_BUFFER_BYTES if distributed else 0.0)
+    runtime = runtime_of(sc.accelerator)
+    overhead = runtime.context_bytes + (runtime.comm_bytes if distributed else 0.0)
     if sc.zero_stage == 3:
         # ZeRO-3 / FSDP gather one block's full weights, and prefetch the next, in the base weights' own storage.
         overhead += 2 * arch.largest_layer_params / split * st.layer_bytes_per_param
@@ -469,7 +518,8 @@ def inference_components(sc: Scenario, arch: Architecture, layout: Layout, batch
     activations = _prefill_peak(sc, arch, tp, batch, seq, a_bytes, streamed=sram)
     if sram:
         return Components(weights, 0.0, 0.0, activations, kv, 0.0, 0.0)
-    overhead = CUDA_CONTEXT_BYTES + engine.graphs_bytes + (COMM_BUFFER_BYTES if tp * pp > 1 else 0.0)
+    runtime = runtime_of(sc.accelerator)
+    overhead = runtime.context_bytes + engine.graphs_bytes + (runtime.comm_bytes if tp * pp > 1 else 0.0)
     # Engines that pre-allocate manage their own pool; generate() leaves PyTorch's allocator to split the prefill's
     # buffers (reserved - allocated grew to about 0.3 of the prefill working set on our H100 runs).
     allocator = FRAGMENTATION_FLOOR_BYTES + (PREFILL_FRAGMENTATION * activations if engine.preallocate_fraction is None else 0.0)

@@ -17,7 +17,6 @@ from core.layout import Layout
 from core.memory.components import (
     COMM_BUFFER_BYTES,
     COMPONENT_NAMES,
-    CUDA_CONTEXT_BYTES,
     ActivationParts,
     Components,
     TrainingStates,
@@ -27,6 +26,7 @@ from core.memory.components import (
     inference_components,
     kv_cache_bytes_per_token,
     kv_headroom,
+    runtime_of,
     sram_resident,
     training_peak,
     training_states,
@@ -508,13 +508,20 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
     else:
         if (wired := wired_limit_text(get_accelerator(sc.accelerator))) is not None:
             out.append(wired)
-        out.append(
-            Text.of(
-                "outside PyTorch: {ctx} CUDA context and libraries per device (measured on an H100), +{buf} NCCL buffers when devices cooperate",
-                ctx=Bytes(CUDA_CONTEXT_BYTES),
-                buf=Bytes(COMM_BUFFER_BYTES),
+        runtime = runtime_of(sc.accelerator)
+        if runtime.context_bytes or runtime.comm_bytes:
+            out.append(
+                Text.of(
+                    "outside the framework's allocator: {ctx} {what} per device ({basis}), +{buf} {comm} when devices cooperate",
+                    ctx=Bytes(runtime.context_bytes),
+                    what=runtime.context,
+                    basis=runtime.basis,
+                    buf=Bytes(runtime.comm_bytes),
+                    comm=runtime.comm,
+                )
             )
-        )
+        else:
+            out.append(Text.of("{what}: nothing counted beyond the engine's own buffers ({basis})", what=runtime.context, basis=runtime.basis))
     fmt = FORMATS[sc.weights_format]
     if sc.mode == "inference" and fmt.kernels:
         out.append(Text.of("weights in {label}: run by {kernels}", label=fmt.label, kernels=fmt.kernels))

@@ -7,10 +7,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from core.memory.components import (
-    COMM_BUFFER_BYTES,
-    CUDA_CONTEXT_BYTES,
     FRAGMENTATION_FLOOR_BYTES,
     FRAGMENTATION_OF_LOSS_BUFFER,
+    METAL_RUNTIME,
     OPTIMIZER_STATE_BYTES,
     act_bytes,
     adapter_bytes,
@@ -20,6 +19,7 @@ from core.memory.components import (
     lora_params,
     qlora_upcast,
     residual_bytes,
+    runtime_of,
     sram_resident,
     stack_of,
 )
@@ -32,6 +32,7 @@ from core.text import Text, bytes_mark, marked
 ZERO_SRC = "Rajbhandari et al. 2019, ZeRO (arXiv 1910.02054), Sec. 3.1 and Fig. 1"
 KORTHIKANTI_SRC = "Korthikanti et al. 2022 (arXiv 2205.05198), Sec. 4.1 and Table 2, adapted to the architecture"
 KV_SRC = "Pope et al. 2022, Efficiently Scaling Transformer Inference (arXiv 2211.05102), Sec. 2; Ainslie et al. 2023 (GQA)"
+METAL_OVERHEAD_SRC = "llama.cpp's memory breakdown on Apple silicon: 0 MiB unaccounted beyond its model, context and compute buffers (ggml-org/llama.cpp PR #22673)"
 OVERHEAD_SRC = "measured on an H100 (data/measurements/h100-2026-11-23.jsonl: nvidia-smi minus PyTorch's reserved pool); vLLM issue reports on NCCL buffers"
 ALLOCATOR_SRC = "PyTorch CUDA caching allocator; calibrated on data/measurements/h100-2026-11-23.jsonl (max_memory_reserved - max_memory_allocated)"
 
@@ -78,14 +79,15 @@ def explain(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     m = result.memory_per_device_bytes
     out = _inference(sc, result) if sc.mode == "inference" else _training(sc, result)
     distributed = sc.devices > 1 or (sc.mode == "training" and sc.zero_stage >= 1)
-    parts = [f"{bytes_mark(CUDA_CONTEXT_BYTES)} CUDA context and libraries"]
-    rest = m.overhead - CUDA_CONTEXT_BYTES
+    runtime = runtime_of(sc.accelerator)
+    parts = [f"{bytes_mark(runtime.context_bytes)} {runtime.context}"]
+    rest = m.overhead - runtime.context_bytes
     if sc.mode == "inference" and ENGINES[sc.serving_engine].graphs_bytes:
         parts.append(f"{bytes_mark(ENGINES[sc.serving_engine].graphs_bytes)} CUDA graphs")
         rest -= ENGINES[sc.serving_engine].graphs_bytes
-    if distributed:
-        parts.append(f"{bytes_mark(COMM_BUFFER_BYTES)} NCCL buffers")
-        rest -= COMM_BUFFER_BYTES
+    if distributed and runtime.comm_bytes:
+        parts.append(f"{bytes_mark(runtime.comm_bytes)} {runtime.comm}")
+        rest -= runtime.comm_bytes
     if rest > 1:
         parts.append(f"{bytes_mark(rest)} for two gathered blocks ({_n(sc.architecture.largest_layer_params)} params each) under ZeRO-3")
     if sram_resident(sc):  # Groq LPU, Cerebras WSE: the compiler places everything ahead of time
@@ -96,10 +98,18 @@ def explain(sc: Scenario, result: MemoryResult) -> list[Explanation]:
             bytes=m.overhead,
             source="Abts et al. 2020, Think Fast: A Tensor Streaming Processor (ISCA): the compiler schedules every tensor",
         )
+    elif runtime == METAL_RUNTIME:
+        overhead = Explanation(
+            component="overhead",
+            formula="the Metal runtime holds none of the GPU working set beyond the engine's own buffers (+ ZeRO-3 gather/prefetch of two blocks)",
+            numbers=marked(" + ".join(parts) + f" = {bytes_mark(m.overhead)}"),
+            bytes=m.overhead,
+            source=METAL_OVERHEAD_SRC,
+        )
     else:
         overhead = Explanation(
             component="overhead",
-            formula="CUDA context (+ CUDA graphs of the serving engine) (+ NCCL buffers when distributed) (+ ZeRO-3 gather/prefetch of two blocks)",
+            formula=f"{runtime.context} (+ CUDA graphs of the serving engine) (+ {runtime.comm} when distributed) (+ ZeRO-3 gather/prefetch of two blocks)",
             numbers=marked(" + ".join(parts) + f" = {bytes_mark(m.overhead)}"),
             bytes=m.overhead,
             source=OVERHEAD_SRC,

@@ -16,7 +16,8 @@ def test_memory_page_names_the_wired_limit_and_the_sysctl_that_raises_it():
     no_exception(at)
     text = _texts(at)
     assert "macOS's GPU wired-memory limit" in text and "36.0 GiB of its 48.0 GiB" in text
-    assert "iogpu.wired_limit_mb=40960" in text
+    # 38.4 GiB needed, rounded up to 39 GiB (39,936 MiB); 40,960 while a 0.75 GiB CUDA context was counted on a Mac
+    assert "iogpu.wired_limit_mb=39936" in text
     assert at.query_params["engine"] in ("mlx", ["mlx"]) and at.query_params["fmt"] in ("mlx-q4", ["mlx-q4"])
 
 
@@ -43,3 +44,22 @@ def test_the_wired_limit_command_reads_as_written_on_the_memory_page():
     no_exception(at)
     lines = [m.value for m in at.markdown if "sysctl" in m.value]
     assert lines and all("iogpu\\.wired\\_limit\\_mb=" in v for v in lines), lines
+
+
+def test_vllm_on_a_mac_is_one_line_that_names_its_metal_plugin():
+    """vLLM reaches Apple GPUs only through the community vllm-metal plugin (mlx-lm's model layers): the Inference
+    page says so in one line and points to MLX, instead of "vLLM does not run on" the Mac."""
+    at = open_link("inference", {"model": "llama-3.1-8b", "acc": "apple-m2-max", "engine": "vllm"})
+    no_exception(at)
+    lines = [t.replace("\\", "") for t in (e.value for e in [*at.error, *at.warning]) if "does not run on" in t]
+    assert len(lines) == 1 and "\n" not in lines[0].strip(), lines
+    assert "vllm-metal" in lines[0] and "choose mlx" in lines[0], lines
+
+
+def test_memory_page_names_the_metal_runtime_on_a_mac():
+    """The Explain table names the runtime the part runs: Metal on Apple silicon, with nothing counted for it."""
+    at = run_app("memory", {"model": "llama-3.1-8b", "acc": "apple-m4-max", "engine": "mlx", "fmt": "mlx-q4"})
+    no_exception(at)
+    text = _texts(at) + " ".join(str(t.value) for t in at.table) + " ".join(str(d.value) for d in at.dataframe)
+    assert "Runtime (Metal)" in text and "Runtime (CUDA context" not in text
+    assert "CUDA context" not in text and "NCCL" not in text

@@ -160,6 +160,14 @@ def test_training_vs_inference_reads_in_the_presenter_view(open_page):
 def test_a_phone_reads_every_page(open_page, name):
     page = _open(open_page, _link(name), 390, 844)
     _check(page, f"{name}-390", fold=False)
+    if name == "compare":  # bars across the screen, names written level beside them: not squashed columns under slanted names
+        plot = page.evaluate("""() => {
+          const chart = document.querySelector('.llmgp-chart');
+          const area = chart.querySelector('.nsewdrag').getBoundingClientRect();
+          const slanted = [...chart.querySelectorAll('.xtick text, .ytick text')].filter(t => /rotate\\(-?[1-9]/.test(t.getAttribute('transform') || ''));
+          return {share: area.width / chart.getBoundingClientRect().width, slanted: slanted.length};
+        }""")
+        assert plot["share"] > 0.5 and plot["slanted"] == 0, plot
     if name == "memory":  # the first screen gives the answer: fits or not, and by how much
         answer = page.locator("[data-testid=stMetric]").filter(has_text="Fits").first
         box = answer.bounding_box()

@@ -207,7 +207,8 @@ def test_an_engine_is_refused_on_hardware_it_does_not_run_on(tmp_path, capsys):
     Groq's chip (its vendor's own stack) and hardware of one's own are not checked."""
     (tmp_path / "s.json").write_text(json.dumps({"model": "llama-3.1-8b", "accelerator": "apple-m2-max"}))
     code, out, err = _run(capsys, ["estimate", str(tmp_path / "s.json")])
-    assert code == 2 and out == "" and err.count("\n") == 1 and "vllm does not run on Apple M2 Max" in err and "llama.cpp" in err, err
+    assert code == 2 and out == "" and err.count("\n") == 1 and "vllm as modelled here does not run on Apple M2 Max" in err and "llama.cpp" in err, err
+    assert "vllm-metal" in err and "choose mlx" in err, err  # vLLM reaches Apple GPUs through its Metal plugin, run by mlx-lm's layers
     for ok in ({"accelerator": "apple-m2-max", "serving_engine": "llama.cpp"}, {"accelerator": "groq-lpu"}, {"accelerator": "custom-24gib-936gbps-71tflops"}):
         Scenario.model_validate({"model": "llama-3.1-8b", **ok})
     with pytest.raises(ValidationError, match="tensorrt-llm does not run on AMD Instinct MI300X"):
