@@ -85,7 +85,9 @@ plus fp32 logits of the last token.
         r"""
 0.75 GiB per device for the CUDA context and libraries (what nvidia-smi shows beyond PyTorch's reserved pool in every
 one of our H100 runs, PyTorch 2.11 / CUDA 13), plus 0.5 GiB of communication buffers when devices cooperate, plus, under ZeRO-3/FSDP, two
-gathered blocks. **Usable memory** is what a framework can allocate (e.g. an "80 GB" H100 shows 79.2 GiB; an Apple GPU
+gathered blocks. Other vendors' runtimes are counted at the same figure, named as theirs (no measurement of their
+own here); Apple's Metal counts none: llama.cpp's Metal memory breakdown leaves 0 MiB unaccounted beyond the engine's
+buffers (llama.cpp PR #22673). **Usable memory** is what a framework can allocate (e.g. an "80 GB" H100 shows 79.2 GiB; an Apple GPU
 may use macOS's wired-memory limit: 2/3 of the unified memory up to 32 GB and 3/4 above, by default; `sudo sysctl
 iogpu.wired_limit_mb=N` raises it, and the advice names the value when that would make a model fit).
 

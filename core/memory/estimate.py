@@ -15,7 +15,6 @@ from core.catalog.accelerators import get_accelerator
 from core.catalog.wired_limit import raise_limit_advice, wired_limit_text
 from core.layout import Layout
 from core.memory.components import (
-    COMM_BUFFER_BYTES,
     COMPONENT_NAMES,
     ActivationParts,
     Components,
@@ -379,13 +378,15 @@ def _layout_note(sc: Scenario, ev: Evaluator, comps: Components) -> Text | None:
     one = ev.components(Layout(1, 1, 1), sc.batch_size, sc.seq_len)[0]
     if comps.total <= one.total:
         return None
+    runtime = runtime_of(sc.accelerator)  # the part's own collective library: NCCL, RCCL, ...
     return Text.of(
         "{n} devices need {more} more per device than one device would ({single}): each device that talks to others "
-        "keeps {buf} of NCCL communication buffers, more than the share of the model it saves.",
+        "keeps {buf} of {comm}, more than the share of the model it saves.",
         n=sc.devices,
         more=Bytes(comps.total - one.total),
         single=Bytes(one.total),
-        buf=Bytes(COMM_BUFFER_BYTES),
+        buf=Bytes(runtime.comm_bytes),
+        comm=runtime.comm or "communication buffers",
     )
 
 

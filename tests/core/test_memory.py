@@ -184,3 +184,14 @@ def test_total_is_sum_of_components():
     r = estimate(Scenario(model="mixtral-8x7b", mode="training", method="lora", zero_stage=3, data_parallel=8))
     m = r.memory_per_device_bytes
     assert m.total == m.weights + m.gradients + m.optimizer + m.activations + m.kv_cache + m.overhead + m.allocator
+
+
+@pytest.mark.parametrize(("accelerator", "library", "other"), [("h100-sxm", "NCCL", "RCCL"), ("mi300x", "RCCL", "NCCL")])
+def test_layout_note_names_the_parts_own_collective_library(accelerator, library, other):
+    # two data-parallel LoRA ranks without ZeRO hold the whole model each, plus the collective buffers
+    sc = Scenario(model="llama-3.2-1b", mode="training", method="lora", accelerator=accelerator, data_parallel=2)
+    note = estimate(sc).layout_note
+    assert note is not None
+    said = note.render()
+    assert f"0.5 GiB of {library} buffers" in said
+    assert other not in said
