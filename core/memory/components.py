@@ -521,8 +521,12 @@ def inference_components(sc: Scenario, arch: Architecture, layout: Layout, batch
     runtime = runtime_of(sc.accelerator)
     overhead = runtime.context_bytes + engine.graphs_bytes + (runtime.comm_bytes if tp * pp > 1 else 0.0)
     # Engines that pre-allocate manage their own pool; generate() leaves PyTorch's allocator to split the prefill's
-    # buffers (reserved - allocated grew to about 0.3 of the prefill working set on our H100 runs).
-    allocator = FRAGMENTATION_FLOOR_BYTES + (PREFILL_FRAGMENTATION * activations if engine.preallocate_fraction is None else 0.0)
+    # buffers (reserved - allocated grew to about 0.3 of the prefill working set on our H100 runs). llama.cpp plans
+    # its compute buffer ahead (ServingEngine.planned_buffers): no reserve.
+    if engine.planned_buffers:
+        allocator = 0.0
+    else:
+        allocator = FRAGMENTATION_FLOOR_BYTES + (PREFILL_FRAGMENTATION * activations if engine.preallocate_fraction is None else 0.0)
     return Components(weights, 0.0, 0.0, activations, kv, overhead, allocator)
 
 

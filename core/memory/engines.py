@@ -79,6 +79,10 @@ class ServingEngine(NamedTuple):
     source: str
     notes: tuple[str, ...]
     reserve_bytes: float | None = None  # the engine takes all device memory but this many bytes at start (DeepSpeed-MII)
+    # The engine sizes its compute buffer ahead from the graph (ggml-alloc's gallocr in llama.cpp: the "compute buffer"
+    # its log prints), so no caching allocator keeps a reserve beyond it: llama.cpp's memory breakdown reports model,
+    # context and compute buffers and 0 MiB unaccounted (ggml-org/llama.cpp PR #22673, comment of 2026-05-10).
+    planned_buffers: bool = False
 
 
 ENGINES: dict[str, ServingEngine] = {
@@ -162,6 +166,7 @@ ENGINES: dict[str, ServingEngine] = {
                 "llama.cpp allocates the KV cache for the whole context (n_ctx) when the model loads",
                 "prompts are processed in micro-batches of 512 tokens (n_ubatch)",
             ),
+            planned_buffers=True,
         ),
         ServingEngine(
             "hf-transformers",
