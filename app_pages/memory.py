@@ -19,7 +19,7 @@ from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.catalog.wired_limit import is_apple_gpu, wired_limit_text
 from core.memory.engines import ENGINES
-from core.memory.fit import BORDERLINE_BASIS
+from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION
 from core.memory.stacks import STACKS
 from core.model.formats import FORMATS
 from core.units import BYTES_PER_GIB
@@ -67,6 +67,9 @@ def headline() -> None:
     with st.container():  # always there, so a note that comes and goes does not shift (and redraw) the charts below
         if result.layout_note is not None:
             st.caption(say(result.layout_note, units.name))
+        if result.borderline:  # the band and the measurements that set it, in view (not only in the tooltip)
+            band = f"{BORDERLINE_FRACTION:.0%} of the capacity, inside its measured error ({BORDERLINE_BASIS})"
+            st.caption(plain(f"Borderline: the estimate is within {band}; leave room."))
 
 
 # What decides the fit: PyTorch's live tensors, the pool its allocator keeps, and what nvidia-smi shows (or the

@@ -9,6 +9,7 @@ from app_pages.shared.charts import breakdown_bar, fits_on_figure, sweep_figure
 from app_pages.shared.results import cached_estimate, scenario_of
 from app_pages.shared.style import Units, frozen
 from app_pages.shared.text import hours_text
+from core.memory.fit import BORDERLINE_BASIS
 from core.money.help_options import HelpOption
 from core.scenario import Scenario
 from core.units import BYTES_PER_GIB
@@ -31,6 +32,11 @@ def sweep_chart(key: str, unit: str, axis: str):
 
 def _usd(usd: float) -> str:
     return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
+
+
+def _one_line(text: str) -> str:
+    """A short value ("≥ 13.9 h") kept on one line in a narrow column: its spaces made non-breaking."""
+    return text.replace(" ", "\u00a0") if len(text) <= 12 else text
 
 
 def help_rows(options: list[HelpOption], sc: Scenario, units: Units) -> list[dict[str, str]]:
@@ -57,16 +63,14 @@ def help_rows(options: list[HelpOption], sc: Scenario, units: Units) -> list[dic
             cost = "no price"
         row = {
             "What to change": o.change,
+            "Time" if sc.mode == "training" and sc.train_tokens else "Speed": _one_line((at_least if time != "—" else "") + time),
+            "Cost": _one_line((at_least if cost != "no price" else "") + cost),
             "Devices": f"{o.devices:,}",
             "Memory per device": units(o.memory_per_device_bytes) + (" (borderline)" if o.borderline else ""),
         }
         if show_ram:
             row["System RAM per device"] = units(o.host_memory_gib * BYTES_PER_GIB) if o.host_memory_gib > 0 else "—"
-        row |= {
-            "Time" if sc.mode == "training" and sc.train_tokens else "Speed": (at_least if time != "—" else "") + time,
-            "Cost": (at_least if cost != "no price" else "") + cost,
-            "Rented": "—" if o.price_instance is None else f"{o.price_instance}, {_usd(o.usd_per_hour or 0.0)}/h",
-        }
+        row["Rented"] = "—" if o.price_instance is None else f"{o.price_instance}, {_usd(o.usd_per_hour or 0.0)}/h"
         rows.append(row)
     return rows
 
@@ -82,6 +86,8 @@ def help_basis(sc: Scenario, options: list[HelpOption]) -> str:
     else:
         what = f"speed: one replica's output tokens per second at batch {sc.batch_size}; cost: per million output tokens with it busy all the time"
     out = f"Cheapest first, each on the cheapest billable price for its devices on this accelerator; {what}."
+    if any(o.borderline for o in options):
+        out += f" Borderline: within the estimate's measured error of the capacity ({BORDERLINE_BASIS})."
     if not all(o.time_modelled for o in options):
         out += " ≥: the speed core leaves out an offload's PCIe copies and CPU optimizer step; those options come last."
     return out

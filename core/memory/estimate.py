@@ -337,11 +337,12 @@ def devices_needed(sc: Scenario, ev: Evaluator, capacity: float) -> LayoutResult
     return min(options, key=lambda o: (o[0].devices, o[1]))[0] if options else None
 
 
-def layout_options(sc: Scenario, ev: Evaluator, capacity: float) -> list[tuple[LayoutResult, int]]:
+def layout_options(sc: Scenario, ev: Evaluator, capacity: float, tensor: bool = True, pipeline: bool = True) -> list[tuple[LayoutResult, int]]:
     """The smallest fitting layout of each kind, with its preference (lower first on a tie of devices):
     - model parallel: for each tensor-parallel size, the fewest pipeline stages (at most one per layer);
     - in training, more data-parallel ranks under the scenario's ZeRO stage (>= 1), or under ZeRO-3;
-    - the scenario's own layout, when it fits."""
+    - the scenario's own layout, when it fits.
+    `tensor`, `pipeline` False: only the scenario's own tensor-parallel size, one pipeline stage (a stack without)."""
     arch = ev.arch
     b, s = sc.batch_size, sc.seq_len
     options: list[tuple[int, int, Layout, int]] = []  # (devices, preference, layout, zero stage)
@@ -349,12 +350,12 @@ def layout_options(sc: Scenario, ev: Evaluator, capacity: float) -> list[tuple[L
     if ev.total(own, b, s) <= capacity:
         options.append((own.devices, 0, own, sc.zero_stage))
     layer_split = sc.mode == "inference" and sc.serving_engine == "llama.cpp"
-    for tp in _tp_sizes(sc, arch):
+    for tp in _tp_sizes(sc, arch) if tensor else [sc.tensor_parallel]:
 
         def stages_fit(p: int, t: int = tp) -> bool:
             return ev.total(Layout(1, t, p), b, s) <= capacity
 
-        pp = smallest_count(stages_fit, min(arch.num_layers, MAX_DEVICES // tp))
+        pp = smallest_count(stages_fit, min(arch.num_layers, MAX_DEVICES // tp) if pipeline else 1)
         if pp:
             options.append((tp * pp, 1 + (tp if layer_split else pp), Layout(1, tp, pp), sc.zero_stage))
     if sc.mode == "training":
@@ -452,9 +453,9 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
     # one GPU too (ZeRO stage 2 there); ZeRO-Infinity (arXiv 2104.07857) the parameters as well, under ZeRO-3.
     if sc.offload == "none":
         offload = {"offload": "optimizer"} | ({} if sc.zero_stage >= 1 else {"zero_stage": 2})
-        alts.append(("optimizer state and gradients offloaded to CPU (ZeRO-Offload)", offload))
+        alts.append(("ZeRO-Offload (optimizer state and gradients in CPU RAM)", offload))
     if sc.offload != "optimizer+params":
-        alts.append(("optimizer state, gradients and parameters offloaded to CPU (ZeRO-Infinity)", {"zero_stage": 3, "offload": "optimizer+params"}))
+        alts.append(("ZeRO-Infinity (parameters, gradients and optimizer state in CPU RAM)", {"zero_stage": 3, "offload": "optimizer+params"}))
     if sc.zero_stage < 3 and sc.data_parallel > 1:
         alts.append(("ZeRO stage 3 / FSDP full sharding", {"zero_stage": 3}))
     return alts
@@ -534,6 +535,10 @@ def more_device_fixes(sc: Scenario, ev: Evaluator, capacity: float) -> list[Fix]
     """More devices, as the scenario is or with one change: the smallest layout of each kind that fits
     (layout_options) that the stack runs."""
     own_problem = _problem(sc)
+    stack = sc.training_stack
+    # the searches a training stack cannot use are not made (data/stack_layouts.csv): no TP or PP layouts it cannot run
+    tensor = sc.mode != "training" or layout_problem(stack, "full", 0, 2, 1) is None
+    pipeline = sc.mode != "training" or layout_problem(stack, "full", 0, 1, 2) is None
     out: list[Fix] = []
     for changes, change in [((), {})] + [((label,), u) for label, u in _alternatives(sc, ev.arch, capacity)]:
         try:
@@ -543,10 +548,12 @@ def more_device_fixes(sc: Scenario, ev: Evaluator, capacity: float) -> list[Fix]
         base_ev = ev if not change else Evaluator(base, base.architecture)
         if base_ev.total(own_layout(base), base.batch_size, base.seq_len) <= capacity:
             continue  # fits on its own devices: a same-device fix
-        for lay, _ in layout_options(base, base_ev, capacity):
-            words = f"{lay.devices:,} devices" + (
-                f" (tensor parallel {lay.tensor_parallel} x pipeline parallel {lay.pipeline_parallel})" if lay.tensor_parallel * lay.pipeline_parallel > 1 else ""
-            )
+        for lay, _ in layout_options(base, base_ev, capacity, tensor, pipeline):
+            words = f"{lay.devices:,} devices"
+            split = [f"tensor parallel {lay.tensor_parallel}"] if lay.tensor_parallel > 1 else []
+            split += [f"{lay.pipeline_parallel} pipeline stages"] if lay.pipeline_parallel > 1 else []
+            if split:
+                words += f" ({' x '.join(split)})"
             if lay.data_parallel > 1 and sc.mode == "training":
                 words += f" ({lay.data_parallel} data-parallel ranks, ZeRO stage {lay.zero_stage})"
             layout_update = {"data_parallel": lay.data_parallel, "tensor_parallel": lay.tensor_parallel, "pipeline_parallel": lay.pipeline_parallel}
@@ -609,7 +616,7 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
             parts.append(f"{needed.data_parallel} data-parallel ranks with ZeRO stage {needed.zero_stage}")
         out.append(Text.of("More devices: fits on {parts}.", parts=", ".join(parts)))
     elif host_short:
-        out.append(Text.of("More devices do not help: the layers kept off them stay in system RAM. {host} of RAM would hold them.", host=Bytes(host)))
+        out.append(Text.of("More devices alone do not help: the layers kept off them stay in system RAM. {host} of RAM would hold them.", host=Bytes(host)))
     else:
         out.append(Text.of("No layout of up to {n:,} devices fits this setup on this accelerator.", n=MAX_DEVICES))
     return out

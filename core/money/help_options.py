@@ -18,7 +18,7 @@ from core.memory.estimate import Evaluator, Fix, fit_capacity, more_device_fixes
 from core.memory.fit import borderline, max_batch
 from core.money.blocks import FitInfo, inference_estimate
 from core.money.pricing import label, usd_per_million_tokens
-from core.money.run_bill import billed_hours, cheapest_bill, run_time
+from core.money.run_bill import RunBill, bill, billed_hours, cheapest_bill, run_time
 from core.scenario import Scenario
 from core.units import BYTES_PER_GIB, SECONDS_PER_HOUR
 
@@ -62,7 +62,21 @@ class HelpOption(BaseModel):
         return self.usd_per_million_train_tokens if self.usd_per_million_train_tokens is not None else self.usd_per_million_output_tokens_full_load
 
 
-def _training(sc: Scenario, alt: Scenario, acc: Accelerator, rows: tuple[PriceRow, ...] | None) -> dict[str, Any]:
+def _bill(
+    accelerator_id: str, devices: int, tp: int, compute_hours: float, rows: tuple[PriceRow, ...] | None, cheapest_rows: dict[tuple[int, int], PriceRow | None]
+) -> RunBill | None:
+    """run_bill.cheapest_bill, its row looked up once per device count: a bill is whole instances x price x the same
+    hours on every row, so the cheapest row for a count does not depend on the hours (nor do its ties)."""
+    key = (devices, tp)
+    if key not in cheapest_rows:
+        first = cheapest_bill(accelerator_id, devices, tp, compute_hours, rows)
+        cheapest_rows[key] = None if first is None else first.row
+        return first
+    row = cheapest_rows[key]
+    return None if row is None else bill(row, devices, compute_hours)
+
+
+def _training(sc: Scenario, alt: Scenario, acc: Accelerator, rows: tuple[PriceRow, ...] | None, cheapest_rows: dict[tuple[int, int], PriceRow | None]) -> dict[str, Any]:
     layout = own_layout(alt)
     tokens = sc.train_tokens or RATE_TOKENS
     rt = run_time(alt, acc, layout, tokens=tokens)  # hop: Scenario -> ideal time x (1 + communication)
@@ -70,7 +84,7 @@ def _training(sc: Scenario, alt: Scenario, acc: Accelerator, rows: tuple[PriceRo
     out: dict[str, Any] = {"tokens_per_s": tokens_per_s}
     if sc.train_tokens:
         out["hours"] = billed_hours(rt.compute_hours)
-    run = cheapest_bill(acc.id, layout.devices, layout.tensor_parallel, rt.compute_hours, rows)  # hop: -> the one bill
+    run = _bill(acc.id, layout.devices, layout.tensor_parallel, rt.compute_hours, rows, cheapest_rows)  # hop: -> the one bill
     if run is not None:
         out |= {
             "usd_per_hour": run.usd_per_hour,
@@ -99,9 +113,11 @@ def _serving(alt: Scenario, acc: Accelerator, rows: tuple[PriceRow, ...] | None)
     }
 
 
-def _option(sc: Scenario, fix: Fix, acc: Accelerator, capacity: float, rows: tuple[PriceRow, ...] | None) -> HelpOption:
+def _option(
+    sc: Scenario, fix: Fix, acc: Accelerator, capacity: float, rows: tuple[PriceRow, ...] | None, cheapest_rows: dict[tuple[int, int], PriceRow | None]
+) -> HelpOption:
     alt = sc.replace(**fix.update)
-    priced = _training(sc, alt, acc, rows) if sc.mode == "training" else _serving(alt, acc, rows)
+    priced = _training(sc, alt, acc, rows, cheapest_rows) if sc.mode == "training" else _serving(alt, acc, rows)
     offload = sc.mode == "training" and alt.offload != "none"
     notes = []
     if offload:
@@ -142,9 +158,10 @@ def help_options(sc: Scenario, rows: tuple[PriceRow, ...] | None = None, ev: Eva
         return []
     fixes = same_device_fixes(sc, ev, capacity) + more_device_fixes(sc, ev, capacity)
     options = []
+    cheapest_rows: dict[tuple[int, int], PriceRow | None] = {}
     for fix in fixes:
         try:
-            options.append(_option(sc, fix, acc, capacity, rows))
+            options.append(_option(sc, fix, acc, capacity, rows, cheapest_rows))
         except ValueError:
             continue  # the speed core cannot time it (e.g. no throughput figure for this part): not offered
     best: dict[tuple[str, ...], HelpOption] = {}  # one layout per set of changes: the cheapest
