@@ -443,6 +443,9 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
         alts += [("LoRA instead of full fine-tuning", {"method": "lora"}), ("QLoRA (4-bit base + LoRA)", {"method": "qlora"})]
     elif sc.method == "lora":
         alts.append(("QLoRA (4-bit base + LoRA)", {"method": "qlora"}))
+    if sc.batch_size > 1:  # the same sequences per optimizer step, one at a time (gradient accumulation)
+        steps = sc.batch_size * sc.gradient_accumulation_steps
+        alts.append((f"micro-batch 1 with {steps} accumulation steps", {"batch_size": 1, "gradient_accumulation_steps": steps}))
     if not sc.gradient_checkpointing:
         alts.append(("gradient checkpointing", {"gradient_checkpointing": True}))
     if not sc.flash_attention:
@@ -490,13 +493,23 @@ def _fix(sc: Scenario, changes: tuple[str, ...], update: dict[str, Any], capacit
     )
 
 
-def _shorter_context(sc: Scenario, ev: Evaluator, capacity: float) -> tuple[str, dict[str, Any]] | None:
-    """The longest context that fits as it is, in whole 128-token blocks when it is that long."""
-    n = max_seq(ev.total, own_layout(sc), sc.batch_size, capacity, sc.seq_len - 1) if sc.seq_len > 1 else 0
+# A context cut to less than a quarter of the one asked for is another workload, not a fix (a policy, not a source).
+MIN_CONTEXT_FRACTION = 0.25
+
+
+def _smaller_runs(sc: Scenario, ev: Evaluator, capacity: float) -> list[tuple[str, dict[str, Any]]]:
+    """What fits with less at once on the same devices: the longest context that fits (in whole 128-token blocks when
+    it is that long, and at least MIN_CONTEXT_FRACTION of the one asked for); in serving, the largest batch that fits."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    layout = own_layout(sc)
+    n = max_seq(ev.total, layout, sc.batch_size, capacity, sc.seq_len - 1) if sc.seq_len > 1 else 0
     n = n // 128 * 128 if n >= 128 else n
-    if n < 1 or (sc.output_tokens is not None and sc.output_tokens >= n):
-        return None
-    return (f"a context of {n:,} tokens", {"seq_len": n})
+    if n >= max(1, MIN_CONTEXT_FRACTION * sc.seq_len) and (sc.output_tokens is None or sc.output_tokens < n):
+        out.append((f"a context of {n:,} tokens", {"seq_len": n}))
+    b = max_batch(ev.total, layout, sc.seq_len, capacity) if sc.batch_size > 1 and sc.mode == "inference" else 0
+    if 1 <= b < sc.batch_size:  # (training: micro-batch 1 with more accumulation steps is among _alternatives)
+        out.append((f"{b} concurrent sequence{'s' if b > 1 else ''}", {"batch_size": b}))
+    return out
 
 
 def same_device_fixes(sc: Scenario, ev: Evaluator, capacity: float) -> list[Fix]:
@@ -520,7 +533,7 @@ def same_device_fixes(sc: Scenario, ev: Evaluator, capacity: float) -> list[Fix]
             if (fix := _fix(sc, tuple(label for label, _ in combo), update, capacity, own_problem)) is not None:
                 found.append(fix)
                 fitting.append(labels)
-    singles = [shorter] if (shorter := _shorter_context(sc, ev, capacity)) is not None else []
+    singles = _smaller_runs(sc, ev, capacity)
     host = float(ev.components(own_layout(sc), sc.batch_size, sc.seq_len)[1])
     if host > ev.host_limit_bytes:  # llama.cpp: the layers kept off the devices need more system RAM than is set
         gib = math.ceil(host / BYTES_PER_GIB)

@@ -127,3 +127,17 @@ def test_cli_estimate_carries_help_options():
     assert {"change", "update", "memory_per_device_gib", "hours", "usd", "tokens_per_s", "usd_per_hour"} <= set(first)
     assert first["hours"] > 0 and first["usd"] > 0
     assert out["advice"] and out["fits"] is False  # the old fields stay
+
+
+def test_less_at_once_keeps_the_workload():
+    """Training: a smaller micro-batch keeps the sequences per optimizer step (gradient accumulation); serving: fewer
+    concurrent sequences; a context is never cut below a quarter of the one asked for (MIN_CONTEXT_FRACTION)."""
+    train = Scenario(model="llama-3.1-8b", mode="training", method="lora", accelerator="rtx-4090", seq_len=4096, batch_size=8, gradient_accumulation_steps=2)
+    micro = [o for o in help_options(train) if "batch_size" in o.update]
+    assert micro and all(o.update["batch_size"] * o.update["gradient_accumulation_steps"] == 8 * 2 for o in micro)
+    serve = Scenario(model="llama-3.1-8b", accelerator="rtx-4090", seq_len=32768, batch_size=8)
+    options = help_options(serve)
+    fewer = next(o for o in options if o.change == "1 concurrent sequence")
+    assert fewer.update == {"batch_size": 1} and estimate_memory(serve.replace(batch_size=2)).fits is False
+    for sc in (train, serve, *NOT_FITTING):
+        assert all(sc.replace(**o.update).seq_len >= 0.25 * sc.seq_len for o in help_options(sc))
