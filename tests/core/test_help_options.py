@@ -4,6 +4,8 @@ with its time and cost from the same core the planner and `estimate` use, cheape
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.catalog.accelerators import get_accelerator
 from core.catalog.stack_layouts import layout_problem
@@ -141,3 +143,28 @@ def test_less_at_once_keeps_the_workload():
     assert fewer.update == {"batch_size": 1} and estimate_memory(serve.replace(batch_size=2)).fits is False
     for sc in (train, serve, *NOT_FITTING):
         assert all(sc.replace(**o.update).seq_len >= 0.25 * sc.seq_len for o in help_options(sc))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    model=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "mixtral-8x7b"]),
+    accelerator=st.sampled_from(["h100-sxm", "a100-sxm-40gb", "rtx-4090", "l4", "mi300x"]),
+    mode=st.sampled_from(["training", "inference"]),
+    method=st.sampled_from(["full", "lora", "qlora"]),
+    seq_len=st.sampled_from([2048, 8192, 32768]),
+    batch_size=st.sampled_from([1, 4, 16]),
+    stack=st.sampled_from(["hf", "torchtune", "unsloth"]),
+)
+def test_property_every_option_fits_runs_and_is_ordered(model, accelerator, mode, method, seq_len, batch_size, stack):
+    sc = Scenario(model=model, accelerator=accelerator, mode=mode, method=method, seq_len=seq_len, batch_size=batch_size, training_stack=stack)
+    options = help_options(sc)
+    if estimate_memory(sc).fits:
+        assert options == []
+        return
+    for o in options:
+        alt = sc.replace(**o.update)
+        assert estimate_memory(alt).fits, o.change
+        if mode == "training":
+            assert layout_problem(stack, alt.method, alt.zero_stage, alt.tensor_parallel, alt.pipeline_parallel, alt.data_parallel) is None
+    keys = [(not o.time_modelled, o.cost is None, o.cost or 0.0) for o in options]
+    assert keys == sorted(keys)
