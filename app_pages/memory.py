@@ -6,8 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.shared.charts import capacity_text, component_label, layout_text
-from app_pages.shared.context import page_header
-from app_pages.shared.memory_views import breakdown_chart, fits_on_chart, sweep_chart
+from app_pages.shared.context import page_header, priced
+from app_pages.shared.memory_views import breakdown_chart, fits_on_chart, help_basis, help_rows, sweep_chart
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls, presenting
 from app_pages.shared.report import report_downloads
@@ -19,7 +19,7 @@ from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.catalog.wired_limit import is_apple_gpu, wired_limit_text
 from core.memory.engines import ENGINES
-from core.memory.fit import BORDERLINE_BASIS
+from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION
 from core.memory.stacks import STACKS
 from core.model.formats import FORMATS
 from core.units import BYTES_PER_GIB
@@ -67,6 +67,9 @@ def headline() -> None:
     with st.container():  # always there, so a note that comes and goes does not shift (and redraw) the charts below
         if result.layout_note is not None:
             st.caption(say(result.layout_note, units.name))
+        if result.borderline:  # the band and the measurements that set it, in view (not only in the tooltip)
+            band = f"{BORDERLINE_FRACTION:.0%} of the capacity, inside its measured error ({BORDERLINE_BASIS})"
+            st.caption(plain(f"Borderline: the estimate is within {band}; leave room."))
 
 
 # What decides the fit: PyTorch's live tensors, the pool its allocator keeps, and what nvidia-smi shows (or the
@@ -150,12 +153,33 @@ with chart_with_controls("memory"):
 if presenter:
     headline()
 
+
+def what_would_help() -> None:
+    """Why it does not fit, then every change that makes it fit with its time and cost, cheapest first
+    (core/money/help_options.py, priced from the price list in use); the sentences alone when nothing does."""
+    with st.container(border=True):
+        st.markdown("**Why it does not fit, and what would help**")
+        options = result.help_options
+        if options:
+            prices = priced()
+            if prices[0]:  # the user's own price list: the options priced from it
+                options = cached_estimate(KEY, *prices).help_options
+        for line in result.why_texts if options else result.advice_texts:
+            st.markdown("- " + say(line, units.name))
+        if options:
+            show_table(help_rows(options[:HELP_ROWS], sc, units), static=True)
+            more = f" {len(options) - HELP_ROWS} more in the report and in python -m core estimate (help_options)." if len(options) > HELP_ROWS else ""
+            st.caption(plain(help_basis(sc, options) + more))
+            last = result.advice_texts[-1]
+            if not last.template.startswith("More devices: fits"):  # the table has the runnable layouts; this says why none
+                st.markdown("- " + say(last, units.name))
+
+
+HELP_ROWS = 6  # options shown on the page, cheapest first
+
 with st.container():  # the same slot whether the advice is shown or not (the charts below keep their place)
     if result.advice_texts:
-        with st.container(border=True):
-            st.markdown("**Why it does not fit, and what would help**")
-            for line in result.advice_texts:
-                st.markdown("- " + say(line, units.name))
+        what_would_help()
 
 software = STACKS[sc.training_stack] if sc.mode == "training" else ENGINES[sc.serving_engine]
 label = fit_details()

@@ -8,6 +8,11 @@ from app_pages.shared.cache import shared_cache
 from app_pages.shared.charts import breakdown_bar, fits_on_figure, sweep_figure
 from app_pages.shared.results import cached_estimate, scenario_of
 from app_pages.shared.style import Units, frozen
+from app_pages.shared.text import hours_text
+from core.memory.fit import BORDERLINE_BASIS
+from core.money.help_options import HelpOption
+from core.scenario import Scenario
+from core.units import BYTES_PER_GIB
 
 
 @shared_cache(max_entries=32)
@@ -23,3 +28,66 @@ def fits_on_chart(key: str, unit: str):
 @shared_cache(max_entries=32)
 def sweep_chart(key: str, unit: str, axis: str):
     return frozen(sweep_figure(scenario_of(key), cached_estimate(key), Units(unit), axis))
+
+
+def _usd(usd: float) -> str:
+    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
+
+
+def _one_line(text: str) -> str:
+    """A short value ("≥ 13.9 h") kept on one line in a narrow column: its spaces made non-breaking."""
+    return text.replace(" ", "\u00a0") if len(text) <= 12 else text
+
+
+def help_rows(options: list[HelpOption], sc: Scenario, units: Units) -> list[dict[str, str]]:
+    """What would help, one row per option as the Memory page and the report show it (core/money/help_options.py):
+    the change, the devices, memory and system RAM per device, the time and the cost. Time and cost of an option whose
+    time the speed core models only in part (offload) are marked as the least they can be."""
+    show_ram = any(o.host_memory_gib > 0 for o in options)
+    rows = []
+    for o in options:
+        at_least = "" if o.time_modelled else "≥ "
+        if o.hours is not None:
+            time = hours_text(o.hours)
+        elif o.tokens_per_s is None:
+            time = "—"
+        else:
+            time = f"{o.tokens_per_s:,.0f} tokens/s" if sc.mode == "training" else f"{o.tokens_per_s:,.1f} output tokens/s"
+        if o.usd is not None:
+            cost = _usd(o.usd)
+        elif o.usd_per_million_train_tokens is not None:
+            cost = f"{_usd(o.usd_per_million_train_tokens)} per M tokens"
+        elif o.usd_per_million_output_tokens_full_load is not None:
+            cost = f"{_usd(o.usd_per_million_output_tokens_full_load)} per M output tokens"
+        else:
+            cost = "no price"
+        row = {
+            "What to change": o.change,
+            "Time" if sc.mode == "training" and sc.train_tokens else "Speed": _one_line((at_least if time != "—" else "") + time),
+            "Cost": _one_line((at_least if cost != "no price" else "") + cost),
+            "Devices": f"{o.devices:,}",
+            "Memory per device": units(o.memory_per_device_bytes) + (" (borderline)" if o.borderline else ""),
+        }
+        if show_ram:
+            row["System RAM per device"] = units(o.host_memory_gib * BYTES_PER_GIB) if o.host_memory_gib > 0 else "—"
+        row["Rented"] = "—" if o.price_instance is None else f"{o.price_instance}, {_usd(o.usd_per_hour or 0.0)}/h"
+        rows.append(row)
+    return rows
+
+
+def help_basis(sc: Scenario, options: list[HelpOption]) -> str:
+    """What the time and cost columns mean, in one line."""
+    if sc.mode == "training":
+        what = (
+            f"time: the run of {sc.train_tokens:,.0f} tokens with setup; cost: its on-demand bill"
+            if sc.train_tokens
+            else "speed: tokens trained per second; cost: per million tokens trained (set the training tokens for a run's time and bill)"
+        )
+    else:
+        what = f"speed: one replica's output tokens per second at batch {sc.batch_size}; cost: per million output tokens with it busy all the time"
+    out = f"Cheapest first, each on the cheapest billable price for its devices on this accelerator; {what}."
+    if any(o.borderline for o in options):
+        out += f" Borderline: within the estimate's measured error of the capacity ({BORDERLINE_BASIS})."
+    if not all(o.time_modelled for o in options):
+        out += " ≥: the speed core leaves out an offload's PCIe copies and CPU optimizer step; those options come last."
+    return out

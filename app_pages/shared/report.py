@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.shared.charts import capacity_phrase, component_label, layout_text
+from app_pages.shared.memory_views import help_basis, help_rows
 from app_pages.shared.style import Units
 from app_pages.shared.text import plain, say, spreadsheet_safe
 from core.estimate import Result
@@ -67,6 +68,11 @@ def report_markdown(sc: Scenario, result: Result, units: Units, extra_sections: 
     lines.append(f"| **Total** | **{units.value(m.total):,.2f}** | | |")
     if result.advice_texts:
         lines += ["", "## What would help", ""] + [f"- {say(a, units.name)}" for a in result.advice_texts]
+    if result.help_options:
+        rows = help_rows(result.help_options, sc, units)
+        lines += ["", "Each change that makes it fit, with its time and cost:", "", "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+        lines += ["| " + " | ".join(plain(v) for v in row.values()) + " |" for row in rows]
+        lines += ["", plain(help_basis(sc, result.help_options))]
     for section in extra_sections or []:
         lines += ["", section]
     lines += ["", "## Assumptions", ""] + [f"- {say(a, units.name)}" for a in result.assumption_texts]

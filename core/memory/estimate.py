@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from core.catalog.accelerators import get_accelerator
+from core.catalog.stack_layouts import layout_problem, part_problem
 from core.catalog.wired_limit import raise_limit_advice, wired_limit_text
 from core.layout import Layout
 from core.memory.components import (
@@ -122,6 +123,7 @@ class MemoryResult(BaseModel):
     # Sentences with their quantities unformatted (core/text.py): pages render them in the reader's units;
     # the CLI's `advice` and `assumptions` are the same sentences in GiB.
     advice_texts: tuple[Text, ...] = Field(default=(), exclude=True)
+    why_texts: tuple[Text, ...] = Field(default=(), exclude=True)  # advice_texts' first lines: what is short
     assumption_texts: tuple[Text, ...] = Field(default=(), exclude=True)
     layout_note: Text | None = Field(default=None, exclude=True)  # why more devices cost more memory each, if they do
     # Training: the model states and the activations before sharding that memory_per_device_bytes was built from,
@@ -241,6 +243,7 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
         max_batch_size=max_batch(ev.total, layout, sc.seq_len, capacity),
         max_seq_len=0 if light else max_seq(ev.total, layout, sc.batch_size, capacity, seq_limit),
         advice_texts=() if fits or light else tuple(advise(sc, ev, capacity, needed)),
+        why_texts=() if fits or light else tuple(why_it_does_not_fit(sc, ev, capacity)),
         assumption_texts=() if light else tuple(_assumptions(sc, arch)),
         layout_note=_layout_note(sc, ev, comps),
         allocated_peak_bytes=round(float(comps.allocated)),
@@ -326,12 +329,19 @@ def _tp_sizes(sc: Scenario, arch: Architecture) -> list[int]:
 
 
 def devices_needed(sc: Scenario, ev: Evaluator, capacity: float) -> LayoutResult | None:
-    """Smallest layout that fits, counting any whole number of devices:
+    """Smallest layout that fits, counting any whole number of devices, among layout_options.
+    Ties go to the scenario's own layout, then to fewer pipeline stages; with llama.cpp to fewer tensor-parallel
+    ranks instead (its default --split-mode layer is a pipeline over the cards; row split is opt-in)."""
+    options = layout_options(sc, ev, capacity)
+    return min(options, key=lambda o: (o[0].devices, o[1]))[0] if options else None
+
+
+def layout_options(sc: Scenario, ev: Evaluator, capacity: float, tensor: bool = True, pipeline: bool = True) -> list[tuple[LayoutResult, int]]:
+    """The smallest fitting layout of each kind, with its preference (lower first on a tie of devices):
     - model parallel: for each tensor-parallel size, the fewest pipeline stages (at most one per layer);
     - in training, more data-parallel ranks under the scenario's ZeRO stage (>= 1), or under ZeRO-3;
     - the scenario's own layout, when it fits.
-    Ties go to the scenario's own layout, then to fewer pipeline stages; with llama.cpp to fewer tensor-parallel
-    ranks instead (its default --split-mode layer is a pipeline over the cards; row split is opt-in)."""
+    `tensor`, `pipeline` False: only the scenario's own tensor-parallel size, one pipeline stage (a stack without)."""
     arch = ev.arch
     b, s = sc.batch_size, sc.seq_len
     options: list[tuple[int, int, Layout, int]] = []  # (devices, preference, layout, zero stage)
@@ -339,12 +349,12 @@ def devices_needed(sc: Scenario, ev: Evaluator, capacity: float) -> LayoutResult
     if ev.total(own, b, s) <= capacity:
         options.append((own.devices, 0, own, sc.zero_stage))
     layer_split = sc.mode == "inference" and sc.serving_engine == "llama.cpp"
-    for tp in _tp_sizes(sc, arch):
+    for tp in _tp_sizes(sc, arch) if tensor else [sc.tensor_parallel]:
 
         def stages_fit(p: int, t: int = tp) -> bool:
             return ev.total(Layout(1, t, p), b, s) <= capacity
 
-        pp = smallest_count(stages_fit, min(arch.num_layers, MAX_DEVICES // tp))
+        pp = smallest_count(stages_fit, min(arch.num_layers, MAX_DEVICES // tp) if pipeline else 1)
         if pp:
             options.append((tp * pp, 1 + (tp if layer_split else pp), Layout(1, tp, pp), sc.zero_stage))
     if sc.mode == "training":
@@ -358,16 +368,19 @@ def devices_needed(sc: Scenario, ev: Evaluator, capacity: float) -> LayoutResult
             dp = smallest_count(ranks_fit, MAX_DEVICES // group)
             if dp:
                 options.append((dp * group, 1 if zero == sc.zero_stage else 2, Layout(dp, sc.tensor_parallel, sc.pipeline_parallel), zero))
-    if not options:
-        return None
-    devices, _, layout, zero = min(options, key=lambda o: (o[0], o[1]))
-    return LayoutResult.model_construct(
-        data_parallel=layout.data_parallel,
-        tensor_parallel=layout.tensor_parallel,
-        pipeline_parallel=layout.pipeline_parallel,
-        zero_stage=zero if sc.mode == "training" else 0,
-        devices=devices,
-    )
+    return [
+        (
+            LayoutResult.model_construct(
+                data_parallel=layout.data_parallel,
+                tensor_parallel=layout.tensor_parallel,
+                pipeline_parallel=layout.pipeline_parallel,
+                zero_stage=zero if sc.mode == "training" else 0,
+                devices=devices,
+            ),
+            preference,
+        )
+        for devices, preference, layout, zero in options
+    ]
 
 
 def _layout_note(sc: Scenario, ev: Evaluator, comps: Components) -> Text | None:
@@ -393,10 +406,30 @@ def _layout_note(sc: Scenario, ev: Evaluator, comps: Components) -> Text | None:
 # ------------------------------------------------------------------------------------------------------------ advice
 
 
+class Fix(BaseModel):
+    """A change that makes a scenario fit: the changes in words, the scenario fields they set (a layout's included),
+    and what it then needs per device, on the accelerators and in system RAM."""
+
+    model_config = _OUT
+    changes: tuple[str, ...]
+    update: dict[str, Any]
+    memory_per_device_bytes: int
+    host_memory_bytes: int  # system RAM per device: offloaded states, llama.cpp's layers off the accelerators
+    devices: int
+
+    @property
+    def label(self) -> str:
+        text = " + ".join(self.changes)
+        return text[0].upper() + text[1:]
+
+
 def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tuple[str, dict[str, Any]]]:
     alts: list[tuple[str, dict[str, Any]]]
     if sc.mode == "inference":
-        alts = [(f"weights in {FORMATS[f].label}", {"weights_format": f}) for f in ("fp8", "int8", "awq-4bit", "gguf-q4_k_m") if f != sc.weights_format]
+        # llama.cpp runs GGUF files only (its README: "llama.cpp requires the model to be stored in the GGUF file format")
+        formats = ("gguf-q8_0", "gguf-q4_k_m") if sc.serving_engine == "llama.cpp" else ("fp8", "int8", "awq-4bit", "gguf-q4_k_m")
+        runs = [f for f in formats if not FORMATS[f].engines or sc.serving_engine in FORMATS[f].engines]
+        alts = [(f"weights in {FORMATS[f].label}", {"weights_format": f}) for f in runs if f != sc.weights_format]
         if sc.serving_engine == "llama.cpp" and sc.gpu_layers is not None:  # -ngl: fewer to fit the device, more to fit RAM
             fewest, most = _fewest_layers_for_host(sc, arch), _most_layers(sc, arch, own_layout(sc), capacity)
             for n in sorted({fewest, most} - {None, sc.gpu_layers}):  # type: ignore[type-var]
@@ -411,34 +444,143 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
         alts += [("LoRA instead of full fine-tuning", {"method": "lora"}), ("QLoRA (4-bit base + LoRA)", {"method": "qlora"})]
     elif sc.method == "lora":
         alts.append(("QLoRA (4-bit base + LoRA)", {"method": "qlora"}))
+    if sc.batch_size > 1:  # the same sequences per optimizer step, one at a time (gradient accumulation)
+        steps = sc.batch_size * sc.gradient_accumulation_steps
+        alts.append((f"micro-batch 1 with {steps} accumulation steps", {"batch_size": 1, "gradient_accumulation_steps": steps}))
     if not sc.gradient_checkpointing:
         alts.append(("gradient checkpointing", {"gradient_checkpointing": True}))
     if not sc.flash_attention:
         alts.append(("FlashAttention", {"flash_attention": True}))
     if sc.optimizer == "adamw":
         alts.append(("8-bit AdamW", {"optimizer": "adamw-8bit"}))
-    if sc.offload == "none" and sc.zero_stage >= 1:
-        alts.append(("optimizer state and gradients offloaded to CPU (ZeRO-Offload)", {"offload": "optimizer"}))
-    if sc.zero_stage == 3 and sc.offload != "optimizer+params":
-        alts.append(("optimizer state, gradients and parameters offloaded to CPU", {"offload": "optimizer+params"}))
+    # ZeRO-Offload (Ren et al. 2021, arXiv 2101.06840) moves the gradients and the optimizer states to CPU memory, on
+    # one GPU too (ZeRO stage 2 there); ZeRO-Infinity (arXiv 2104.07857) the parameters as well, under ZeRO-3.
+    if sc.offload == "none":
+        offload = {"offload": "optimizer"} | ({} if sc.zero_stage >= 1 else {"zero_stage": 2})
+        alts.append(("ZeRO-Offload (optimizer state and gradients in CPU RAM)", offload))
+    if sc.offload != "optimizer+params":
+        alts.append(("ZeRO-Infinity (parameters, gradients and optimizer state in CPU RAM)", {"zero_stage": 3, "offload": "optimizer+params"}))
     if sc.zero_stage < 3 and sc.data_parallel > 1:
         alts.append(("ZeRO stage 3 / FSDP full sharding", {"zero_stage": 3}))
     return alts
 
 
-def _fits_with(sc: Scenario, ev: Evaluator, update: dict[str, Any], capacity: float) -> float | None:
+def _problem(sc: Scenario) -> str | None:
+    """Why the scenario's training stack or part cannot run it (data/stack_layouts.csv), or None."""
+    if sc.mode != "training":
+        return None
+    stack = sc.training_stack
+    return layout_problem(stack, sc.method, sc.zero_stage, sc.tensor_parallel, sc.pipeline_parallel, sc.data_parallel) or part_problem(
+        get_accelerator(sc.accelerator), sc.method, stack
+    )
+
+
+def _fix(sc: Scenario, changes: tuple[str, ...], update: dict[str, Any], capacity: float, own_problem: str | None) -> Fix | None:
+    """The fix, when the changed scenario is valid, runnable by its stack and part (or no less than the scenario was),
+    and fits on its layout."""
     try:
-        alt = Scenario(**(dict(sc) | update))
+        alt = sc.replace(**update)
     except ValueError:
         return None
-    total = Evaluator(alt, ev.arch).total(own_layout(alt), alt.batch_size, alt.seq_len)
-    return total if total <= capacity else None
+    if (problem := _problem(alt)) is not None and problem != own_problem:
+        return None
+    ev = Evaluator(alt, alt.architecture)
+    layout = own_layout(alt)
+    comps, host = ev.components(layout, alt.batch_size, alt.seq_len)
+    if not (float(comps.total) <= capacity and float(host) <= ev.host_limit_bytes):
+        return None
+    return Fix.model_construct(
+        changes=changes, update=update, memory_per_device_bytes=MemoryBreakdown.of(comps).total, host_memory_bytes=round(float(host)), devices=layout.devices
+    )
 
 
-def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | None) -> list[Text]:
-    """Why it does not fit, which changes make it fit on the same devices (one
-    change if any does, else the smallest combination of two or three), and
-    how many devices it needs as it is."""
+# A context cut to less than a quarter of the one asked for is another workload, not a fix (a policy, not a source).
+MIN_CONTEXT_FRACTION = 0.25
+
+
+def _smaller_runs(sc: Scenario, ev: Evaluator, capacity: float) -> list[tuple[str, dict[str, Any]]]:
+    """What fits with less at once on the same devices: the longest context that fits (in whole 128-token blocks when
+    it is that long, and at least MIN_CONTEXT_FRACTION of the one asked for); in serving, the largest batch that fits."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    layout = own_layout(sc)
+    n = max_seq(ev.total, layout, sc.batch_size, capacity, sc.seq_len - 1) if sc.seq_len > 1 else 0
+    n = n // 128 * 128 if n >= 128 else n
+    if n >= max(1, MIN_CONTEXT_FRACTION * sc.seq_len) and (sc.output_tokens is None or sc.output_tokens < n):
+        out.append((f"a context of {n:,} tokens", {"seq_len": n}))
+    b = max_batch(ev.total, layout, sc.seq_len, capacity) if sc.batch_size > 1 and sc.mode == "inference" else 0
+    if 1 <= b < sc.batch_size:  # (training: micro-batch 1 with more accumulation steps is among _alternatives)
+        out.append((f"{b} concurrent sequence{'s' if b > 1 else ''}", {"batch_size": b}))
+    return out
+
+
+def same_device_fixes(sc: Scenario, ev: Evaluator, capacity: float) -> list[Fix]:
+    """The changes that make the scenario fit on its own devices: every combination of one, two or three that fits
+    and holds no smaller one that does (a cheaper fix may take two changes where one alone fits); and the longest
+    context that fits as it is. None the stack or part cannot run."""
+    alts = _alternatives(sc, ev.arch, capacity)
+    own_problem = _problem(sc)
+    found: list[Fix] = []
+    fitting: list[set[str]] = []
+    for size in (1, 2, 3):
+        for combo in combinations(alts, size):
+            labels = {label for label, _ in combo}
+            if any(smaller <= labels for smaller in fitting):
+                continue  # a part of it already fits
+            update: dict[str, Any] = {}
+            for _, u in combo:
+                update |= u
+            if len(update) < sum(len(u) for _, u in combo):
+                continue  # two choices for the same setting
+            if (fix := _fix(sc, tuple(label for label, _ in combo), update, capacity, own_problem)) is not None:
+                found.append(fix)
+                fitting.append(labels)
+    singles = _smaller_runs(sc, ev, capacity)
+    host = float(ev.components(own_layout(sc), sc.batch_size, sc.seq_len)[1])
+    if host > ev.host_limit_bytes:  # llama.cpp: the layers kept off the devices need more system RAM than is set
+        gib = math.ceil(host / BYTES_PER_GIB)
+        singles.append((f"{gib:,} GiB of system RAM", {"host_memory_gib": float(gib)}))
+    for label, update in singles:
+        if (fix := _fix(sc, (label,), update, capacity, own_problem)) is not None:
+            found.append(fix)
+    return found
+
+
+def more_device_fixes(sc: Scenario, ev: Evaluator, capacity: float) -> list[Fix]:
+    """More devices, as the scenario is or with one change: the smallest layout of each kind that fits
+    (layout_options) that the stack runs."""
+    own_problem = _problem(sc)
+    stack = sc.training_stack
+    # the searches a training stack cannot use are not made (data/stack_layouts.csv): no TP or PP layouts it cannot run
+    tensor = sc.mode != "training" or layout_problem(stack, "full", 0, 2, 1) is None
+    pipeline = sc.mode != "training" or layout_problem(stack, "full", 0, 1, 2) is None
+    out: list[Fix] = []
+    for changes, change in [((), {})] + [((label,), u) for label, u in _alternatives(sc, ev.arch, capacity)]:
+        try:
+            base = sc.replace(**change) if change else sc
+        except ValueError:
+            continue
+        base_ev = ev if not change else Evaluator(base, base.architecture)
+        if base_ev.total(own_layout(base), base.batch_size, base.seq_len) <= capacity:
+            continue  # fits on its own devices: a same-device fix
+        for lay, _ in layout_options(base, base_ev, capacity, tensor, pipeline):
+            words = f"{lay.devices:,} devices"
+            split = [f"tensor parallel {lay.tensor_parallel}"] if lay.tensor_parallel > 1 else []
+            split += [f"{lay.pipeline_parallel} pipeline stages"] if lay.pipeline_parallel > 1 else []
+            if split:
+                words += f" ({' x '.join(split)})"
+            if lay.data_parallel > 1 and sc.mode == "training":
+                words += f" ({lay.data_parallel} data-parallel ranks, ZeRO stage {lay.zero_stage})"
+            layout_update = {"data_parallel": lay.data_parallel, "tensor_parallel": lay.tensor_parallel, "pipeline_parallel": lay.pipeline_parallel}
+            if sc.mode == "training":
+                layout_update["zero_stage"] = lay.zero_stage
+            if (fix := _fix(sc, (*changes, words), change | layout_update, capacity, own_problem)) is not None:
+                out.append(fix)
+    return out
+
+
+def why_it_does_not_fit(sc: Scenario, ev: Evaluator, capacity: float) -> list[Text]:
+    """What is short (the device's memory or, with llama.cpp, the system RAM) and its largest part; on Apple silicon,
+    the wired-memory limit to raise when that is what is short."""
     comps, host = ev.components(own_layout(sc), sc.batch_size, sc.seq_len)
     value, name = max(zip(comps, COMPONENT_NAMES, strict=True))
     host_short = float(host) > ev.host_limit_bytes  # llama.cpp: what stays off the devices does not fit in RAM
@@ -464,22 +606,22 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
     out = [first]
     if not host_short and (wired := raise_limit_advice(get_accelerator(sc.accelerator), float(comps.total))) is not None:
         out.append(wired)  # Apple silicon: the default wired-memory limit, not the memory, is what is short
-    alts = _alternatives(sc, ev.arch, capacity)
-    for size in (1, 2, 3):
-        found = []
-        for combo in combinations(alts, size):
-            update: dict[str, Any] = {}
-            for _, u in combo:
-                update |= u
-            if len(update) < sum(len(u) for _, u in combo):
-                continue  # two choices for the same setting
-            total = _fits_with(sc, ev, update, capacity)
-            if total is not None:
-                found.append((total, " + ".join(label for label, _ in combo)))
-        if found:
-            for total, label in sorted(found)[: 4 if size == 1 else 2]:
-                out.append(Text.of("{label}: {total} per device fits.", label=label[0].upper() + label[1:], total=Bytes(total)))
-            break
+    return out
+
+
+def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | None) -> list[Text]:
+    """Why it does not fit, which changes make it fit on the same devices (same_device_fixes, the least memory first),
+    and how many devices it needs as it is."""
+    out = why_it_does_not_fit(sc, ev, capacity)
+    host = float(ev.components(own_layout(sc), sc.batch_size, sc.seq_len)[1])
+    host_short = host > ev.host_limit_bytes  # llama.cpp: what stays off the devices does not fit in RAM
+    fixes = same_device_fixes(sc, ev, capacity)
+    fewest = min((len(f.changes) for f in fixes), default=1)  # the fewest changes that fit; the priced search weighs the rest
+    fixes = [f for f in fixes if len(f.changes) == fewest]
+    for fix in sorted(fixes, key=lambda f: (f.memory_per_device_bytes, f.label))[: 4 if fewest == 1 else 2]:
+        needs_ram = fix.host_memory_bytes > 0 and (sc.mode == "training" or sc.serving_engine == "llama.cpp")
+        template = "{label}: {total} per device fits" + (", with {host} of system RAM per device." if needs_ram else ".")
+        out.append(Text.of(template, label=fix.label, total=Bytes(fix.memory_per_device_bytes), host=Bytes(fix.host_memory_bytes)))
     if needed:
         parts = [f"{needed.devices} devices"]
         if needed.tensor_parallel > 1 or needed.pipeline_parallel > 1:
@@ -488,7 +630,7 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
             parts.append(f"{needed.data_parallel} data-parallel ranks with ZeRO stage {needed.zero_stage}")
         out.append(Text.of("More devices: fits on {parts}.", parts=", ".join(parts)))
     elif host_short:
-        out.append(Text.of("More devices do not help: the layers kept off them stay in system RAM. {host} of RAM would hold them.", host=Bytes(host)))
+        out.append(Text.of("More devices alone do not help: the layers kept off them stay in system RAM. {host} of RAM would hold them.", host=Bytes(host)))
     else:
         out.append(Text.of("No layout of up to {n:,} devices fits this setup on this accelerator.", n=MAX_DEVICES))
     return out

@@ -197,5 +197,47 @@ def test_a_fit_inside_the_estimates_measured_error_reads_borderline():
     at = open_link("memory", link)
     shown = {m.label: (m.value, m.proto.help.replace("\\", "")) for m in at.metric}
     assert shown["Fits one device?"][0] == "Yes, barely" and "48 measured H100 and H200 peaks" in shown["Fits one device?"][1]
+    assert any("Borderline" in c.value and "48 measured H100 and H200 peaks" in c.value.replace("\\", "") for c in at.caption)  # in view too
     at = open_link("memory", link | {"params": f"{lo / 2:.3f}"})
     assert {m.label: m.value for m in at.metric}["Fits one device?"] == "Yes"
+
+
+def test_what_would_help_shows_each_fix_with_time_and_cost():
+    """Issue 26, item 6: 70B full fine-tuning of 50M tokens on one H100 does not fit; the page lists the fixes that
+    fit, cheapest first, each with its time and its bill as `estimate` computes them (help_options)."""
+    params = {"mode": "training", "method": "full", "model": "llama-3.1-70b", "acc": "h100-sxm", "seq": "4096", "tokens": "0.05"}
+    at = run_app(params=params)
+    no_exception(at)
+    assert metric(at, "Fits one device?").startswith("No")
+    table = next(t.value for t in at.table if "What to change" in t.value.columns)
+    expected = estimate(Scenario(model="llama-3.1-70b", mode="training", method="full", accelerator="h100-sxm", seq_len=4096, train_tokens=50e6)).help_options
+    assert list(table["What to change"]) == [o.change for o in expected[: len(table)]]
+    first = table.iloc[0]
+    assert first["Cost"] == f"${expected[0].usd:,.2f}" and first["Time"].endswith("\u00a0h")  # 2.1 h, kept on one line
+    assert any("Cheapest first" in c.value for c in at.caption)
+
+
+def test_the_report_lists_what_would_help_with_time_and_cost():
+    from markdown_it import MarkdownIt
+
+    from app_pages.shared.report import report_markdown
+
+    sc = Scenario(model="llama-3.1-70b", mode="training", method="full", accelerator="h100-sxm", seq_len=4096, train_tokens=50e6)
+    result = estimate(sc)
+    md = report_markdown(sc, result, Units("GiB"))
+    html = MarkdownIt("gfm-like").render(md.split("## Scenario", 1)[0])
+    best = result.help_options[0]
+    assert "<th>What to change</th>" in html and "<th>Time</th>" in html and "<th>Cost</th>" in html
+    assert f"<td>{best.change}</td>" in html and f"<td>${best.usd:,.2f}</td>" in html
+    table = html.split("<th>What to change</th>", 1)[1].split("</table>", 1)[0]
+    assert len(result.help_options) == table.count("<tr>")  # every option, not only the page's first rows
+
+
+def test_llama_cpp_short_of_system_ram_offers_the_ram_with_its_speed_and_cost():
+    at = open_link("memory", {"model": "llama-3.1-70b", "engine": "llama.cpp", "ngl": "0", "acc": "rtx-4090", "ram": "64"})
+    no_exception(at)
+    table = next(t.value for t in at.table if "What to change" in t.value.columns)
+    assert "System RAM per device" in table.columns and "133 GiB of system RAM" in list(table["What to change"])
+    assert all(v.endswith("output tokens/s") for v in table["Speed"]) and all("per M output tokens" in v for v in table["Cost"])
+    advice = " ".join(m.value.replace("\\", "") for m in at.markdown)
+    assert "System RAM is what is short" in advice
