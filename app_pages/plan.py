@@ -130,7 +130,8 @@ with st.container(border=True):
         limit = f"the {hours_text(goal.deadline_hours)} deadline" if goal.deadline_hours else f"{HORIZON_HOURS / 24:.0f} days (no deadline set)"
         st.caption(
             md(
-                "Waiting longer would save {save}: {plan} It runs past {limit}, within {factor} times it; set a deadline of {hours} to plan on it.",
+                "Waiting longer would save {save}: {plan} It runs past {limit} (the planner offers waits of up to {factor} "
+                "times that); set a deadline of {hours} to plan on it.",
                 save=f"${result.cheapest.cost - longer.usd:,.0f}",
                 plan=headline(longer, goal.pricing),
                 limit=limit,
