@@ -20,7 +20,7 @@ from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.catalog.quality import caveats
 from core.cli import describe_validation_error
-from core.money.picks import LONGER_RUN_FACTOR
+from core.money.picks import FAST_ENOUGH, LONGER_RUN_FACTOR
 from core.plan import Goal, PlanResult, plan
 from core.plan.train import HORIZON_HOURS
 from core.scenario import Scenario
@@ -102,7 +102,8 @@ with chart_slot:
     picked = show(_frontier(KEY, *PRICES), key="chart_frontier", clicks=True)
     st.caption(
         f"Click a point to load that plan into the sidebar and every page (hover for its accelerator and instance). Colour is the "
-        f"{'weights format' if serving else 'method'}; outlined points are on the frontier. {result.considered:,} priced plans weighed; "
+        f"{'weights format' if serving else 'method'}; outlined points are on the frontier. 'fastest' is the planner's: the "
+        f"cheapest plan within {FAST_ENOUGH - 1:.0%} of the shortest time. {result.considered:,} priced plans weighed; "
         f"{len(result.plans)} shown (the frontier, the cheapest per accelerator and method)."
     )
     st.caption(

@@ -143,7 +143,7 @@ def frontier_figure(
             line={"color": "#444", "dash": "dot"},
             hoverinfo="skip",
         )
-    marks = [(p, label, at) for p, label, at in ((cheapest, "cheapest", "bottom center"), (fastest, "fastest", "top center")) if p is not None and x_of(p) and y_of(p)]
+    marks = [(p, label, at) for p, label, at in ((cheapest, "cheapest", "bottom center"), (fastest, "fastest", "middle left")) if p is not None and x_of(p) and y_of(p)]
     if len(marks) == 2 and marks[1][0] == marks[0][0]:
         marks = [(marks[0][0], "cheapest and fastest", "bottom center")]
     if marks:
