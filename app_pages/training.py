@@ -117,7 +117,8 @@ with left:
                     "size (64 devices unless it publishes more) a run needs a reservation.{reserved}",
                     n=f"{min(unpriced):,}",
                     acc=acc.name,
-                    reserved=f" Up to {max(reserved):,} devices the curve prices it as one (data/reservations.csv: whole terms billed, at least the minimum)."
+                    reserved=f" The curve prices runs of up to {max(reserved):,} devices as one (data/reservations.csv: "
+                    "whole terms billed, at least the minimum term, so the cost jumps)."
                     if reserved
                     else "",
                 )

@@ -290,4 +290,4 @@ def test_training_curve_says_why_it_has_no_price_beyond_one_host():
     # reservation, data/reservations.csv), and the page says so.
     at = run_app("training", {"model": "llama-3.1-8b", "mode": "training", "acc": "h100-sxm", "tokens": "10"})
     notes = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("No on-demand price from")]
-    assert len(notes) == 1 and "from 128 devices" in notes[0] and "prices it as one (data/reservations.csv" in notes[0], notes
+    assert len(notes) == 1 and "from 128 devices" in notes[0] and "runs of up to" in notes[0] and "as one (data/reservations.csv" in notes[0], notes
