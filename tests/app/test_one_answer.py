@@ -150,6 +150,7 @@ def test_a_reserved_plan_costs_the_same_on_every_page_and_both_verbs():
     est = _cli("estimate", cli["scenario"])["training"]
     assert est["instances"] == cli["instances"] and est["run_hours"] == pytest.approx(cli["hours"], rel=1e-9)
     assert est["run_usd"] == pytest.approx(cli["usd"], rel=1e-9)
+    assert est["run_reservation"] == cli["reservation"] and est["run_paid_hours"] == cli["paid_hours"]
     at = open_link("plan", {"model": "llama-3.1-70b", "goal": "pretrain", "ptok": "2000000"})
     no_exception(at)
     usd = f"${cli['usd']:,.0f}"
