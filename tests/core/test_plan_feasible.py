@@ -308,3 +308,19 @@ def test_large_runs_are_rented_on_demand_or_as_a_reservation_billed_its_term(mod
     for p in (r.cheapest, r.fastest, r.cheaper_if_longer):
         if p is not None:
             assert rentable(p, rows[(p.provider, p.instance)]) == [], (p.provider, p.instances, p.reservation, p.usd)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    model=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b"]),
+    requests_per_day=st.sampled_from([1e3, 1e5, 1e6, 5e6]),
+    pricing=st.sampled_from(["on-demand", "spot"]),
+)
+def test_serving_picks_rent_within_an_on_demand_order(model, requests_per_day, pricing):
+    """A serving fleet is rented on demand (no reserved product prices a fleet here): every cheapest and fastest fleet
+    holds no more devices than its provider's on-demand order."""
+    r = plan(Goal.model_validate({"goal": "serve", "model": model, "requests_per_day": requests_per_day, "pricing": pricing}))
+    rows = {(row.provider, row.instance_type): row for row in load_prices()}
+    for p in (r.cheapest, r.fastest):
+        if p is not None:
+            assert p.reservation is None and rentable(p, rows[(p.provider, p.instance)]) == [], (p.provider, p.instances)
