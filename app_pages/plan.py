@@ -20,6 +20,7 @@ from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.catalog.quality import caveats
 from core.cli import describe_validation_error
+from core.money.picks import FAST_ENOUGH, LONGER_RUN_FACTOR
 from core.plan import Goal, PlanResult, plan
 from core.plan.train import HORIZON_HOURS
 from core.scenario import Scenario
@@ -74,7 +75,8 @@ def _plan(key: str, price_key: str = "", _rows=None) -> PlanResult:
 @shared_cache(max_entries=64)
 def _frontier(key: str, price_key: str = "", _rows=None):
     g = Goal.model_validate_json(key)
-    return frozen(frontier_figure(_plan(key, price_key, _rows).plans, g.goal == "serve", g.deadline_hours, g.budget_usd))
+    r = _plan(key, price_key, _rows)
+    return frozen(frontier_figure(r.plans, g.goal == "serve", g.deadline_hours, g.budget_usd, r.cheapest, r.fastest))
 
 
 result = _plan(KEY, *PRICES)
@@ -100,7 +102,8 @@ with chart_slot:
     picked = show(_frontier(KEY, *PRICES), key="chart_frontier", clicks=True)
     st.caption(
         f"Click a point to load that plan into the sidebar and every page (hover for its accelerator and instance). Colour is the "
-        f"{'weights format' if serving else 'method'}; outlined points are on the frontier. {result.considered:,} priced plans weighed; "
+        f"{'weights format' if serving else 'method'}; outlined points are on the frontier. 'fastest' is the planner's: the "
+        f"cheapest plan within {FAST_ENOUGH - 1:.0%} of the shortest time. {result.considered:,} priced plans weighed; "
         f"{len(result.plans)} shown (the frontier, the cheapest per accelerator and method)."
     )
     st.caption(
@@ -128,10 +131,13 @@ with st.container(border=True):
         limit = f"the {hours_text(goal.deadline_hours)} deadline" if goal.deadline_hours else f"{HORIZON_HOURS / 24:.0f} days (no deadline set)"
         st.caption(
             md(
-                "Accepting a longer run would save {save}: {plan} It runs past {limit}; set a deadline beyond it to plan on it.",
+                "Waiting longer would save {save}: {plan} It runs past {limit} (the planner offers waits of up to {factor} "
+                "times that); set a deadline of {hours} to plan on it.",
                 save=f"${result.cheapest.cost - longer.usd:,.0f}",
                 plan=headline(longer, goal.pricing),
                 limit=limit,
+                factor=f"{LONGER_RUN_FACTOR:g}",
+                hours=hours_text(longer.hours),
             )
         )
     fastest = faster_for_users(result.plans, result.cheapest) if serving else result.fastest

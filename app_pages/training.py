@@ -108,14 +108,19 @@ with left:
     if cf is not None:
         show(cf, key="chart_curve")
         unpriced = [p.devices for p in training_curve_of(KEY, *PRICES) if p.on_demand_usd is None]
+        reserved = [p.devices for p in training_curve_of(KEY, *PRICES) if p.on_demand_usd is None and p.run_usd is not None]
         if unpriced:
             st.caption(
                 md(
-                    "No price from {n} devices: no provider in the price list rents that many {acc} on demand, as one "
-                    "instance or as whole nodes on one cluster network (Method page); beyond a provider's on-demand size "
-                    "(64 devices unless it publishes more) a run needs a reservation.",
+                    "No on-demand price from {n} devices: no provider in the price list rents that many {acc} on demand, "
+                    "as one instance or as whole nodes on one cluster network (Method page); beyond a provider's on-demand "
+                    "size (64 devices unless it publishes more) a run needs a reservation.{reserved}",
                     n=f"{min(unpriced):,}",
                     acc=acc.name,
+                    reserved=f" The curve prices runs of up to {max(reserved):,} devices as one (data/reservations.csv: "
+                    "whole terms billed, at least the minimum term, so the cost jumps)."
+                    if reserved
+                    else "",
                 )
             )
     else:

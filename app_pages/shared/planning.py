@@ -58,7 +58,15 @@ def where(p: Plan) -> str:
     inst = f"{p.provider} {p.instance}" + (f" x {p.instances}" if p.instances > 1 else "")
     rate = f", {p.usd_per_device_hour:,.2f} USD per device-hour as of {p.price_as_of}" if p.usd_per_device_hour is not None else ""
     below = "; far below its market" if p.price_note else ""
-    return f"{p.devices} x {p.accelerator_name} ({inst}{rate}{below})"
+    return f"{p.devices} x {p.accelerator_name} ({inst}{rate}{below}{reserved(p)})"
+
+
+def reserved(p: Plan) -> str:
+    """'; needs a reservation: 1-Click Cluster, minimum 7 days' for a plan on a provider's reserved cluster, else ''."""
+    if p.reservation is None:
+        return ""
+    term = f", minimum {p.reservation_min_term_hours / 24:g} days" if p.reservation_min_term_hours else ""
+    return f"; needs a reservation: {p.reservation}{term}"
 
 
 def headline(p: Plan, pricing: str, short: bool = False) -> str:
@@ -66,7 +74,7 @@ def headline(p: Plan, pricing: str, short: bool = False) -> str:
     hardware without its instance and rate, and a serving plan without its batch and load (one line above the Plan
     page's chart; the full sentence is below it)."""
     idle = f"; {p.idle_devices} rented device{'s' * (p.idle_devices > 1)} idle" if p.idle_devices else ""
-    price = "spot" if pricing == "spot" else "on demand"
+    price = "spot" if pricing == "spot" else "reserved" if p.reservation else "on demand"
     on = f"{p.devices} x {p.accelerator_name}" if short else where(p)
     if p.usd is not None and p.hours is not None:
         what = METHOD_WORDS.get(p.method, p.method) + (" with gradient checkpointing" if p.gradient_checkpointing else "")
@@ -94,10 +102,13 @@ def _group(p: Plan, serving: bool) -> str:
     return FORMAT_WORDS.get(p.weights_format, p.weights_format) + " weights" if serving else METHOD_WORDS.get(p.method, p.method)
 
 
-def frontier_figure(plans: tuple[Plan, ...], serving: bool, deadline: float | None, budget: float | None) -> go.Figure:
+def frontier_figure(
+    plans: tuple[Plan, ...], serving: bool, deadline: float | None, budget: float | None, cheapest: Plan | None = None, fastest: Plan | None = None
+) -> go.Figure:
     """Each shown plan a point (time or speed vs cost) coloured by method (format when serving), the frontier joined,
-    the cheapest and the fastest labelled, bounds shaded; customdata[0] = plan index. Groups come in the order of
-    their first plan, and plans come cheapest first, so the first point of the first trace is the cheapest plan."""
+    the planner's picks labelled (`cheapest` and `fastest`: PlanResult's, from core/money/picks.py, so the chart
+    names the plans the sentences name), bounds shaded; customdata[0] = plan index. Groups come in the order of their
+    first plan, and plans come cheapest first, so the first point of the first trace is the cheapest plan."""
     fig = go.Figure()
     x_of = (lambda p: p.tokens_per_s_per_user) if serving else (lambda p: p.hours)
     y_of = (lambda p: p.usd_per_month) if serving else (lambda p: p.usd)
@@ -133,11 +144,10 @@ def frontier_figure(plans: tuple[Plan, ...], serving: bool, deadline: float | No
             line={"color": "#444", "dash": "dot"},
             hoverinfo="skip",
         )
-    priced = [p for p in plans if x_of(p) and y_of(p)]
-    if priced:
-        cheapest = min(priced, key=lambda p: y_of(p) or 0)
-        fastest = (max if serving else min)(priced, key=lambda p: x_of(p) or 0)
-        marks = [(cheapest, "cheapest", "bottom center")] + ([(fastest, "fastest", "top center")] if fastest is not cheapest else [])
+    marks = [(p, label, at) for p, label, at in ((cheapest, "cheapest", "bottom center"), (fastest, "fastest", "middle left")) if p is not None and x_of(p) and y_of(p)]
+    if len(marks) == 2 and marks[1][0] == marks[0][0]:
+        marks = [(marks[0][0], "cheapest and fastest", "bottom center")]
+    if marks:
         fig.add_scatter(
             x=[x_of(p) for p, _, _ in marks],
             y=[y_of(p) for p, _, _ in marks],
@@ -246,6 +256,7 @@ def plan_table(plans: tuple[Plan, ...], serving: bool) -> list[dict[str, Any]]:
                 "Hours": round(p.hours or 0, 2),
                 "USD": round(p.usd or 0, 2),
                 "Scaling efficiency": f"{100 * p.scaling_efficiency:.0f}%",
+                "Rented": reserved(p).removeprefix("; needs a reservation: ") or "on demand",
             }
         row["Within bounds"] = "yes" if p.within_bounds else "no"
         row["Price as of"] = p.price_as_of + (" (estimate)" if p.price_is_estimate else "")

@@ -4,9 +4,12 @@ sandbox service rents machines with ordinary networking between them, and a cata
 planner runs it one instance at a time. Each row dated and sourced.
 
 How many devices one on-demand order may hold (`max_devices`, issue 26 "rentable and sane"): a provider's published
-self-serve cluster size where it has one (Lambda's 1-Click Clusters, 16-512 GPUs; Modal's multi-node clusters, up to
-64 GPUs), else DEFAULT_MAX_DEVICES. Beyond it a run or a fleet needs a reservation or a quota increase, which no
-on-demand price row prices: the bill leaves it out (core/money/run_bill.py, core/money/serving.py's fleet)."""
+self-serve on-demand size where it has one (Modal's multi-node clusters, up to 64 GPUs), else DEFAULT_MAX_DEVICES.
+Beyond it a run or a fleet needs a reservation or a quota increase: where the provider publishes a reserved cluster
+product (data/reservations.csv: Lambda's 1-Click Clusters, 16-512 GPUs reserved by the week) a training run is priced
+as that reservation, its minimum term billed (core/money/run_bill.py); elsewhere it is left out (the bill and
+core/money/serving.py's fleet). A provider whose cluster network comes only with its reservation (Lambda: its
+on-demand instances are single VMs) rents a training job one on-demand instance at a time (`on_demand_cluster`)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from core.catalog.accelerators import DATA_DIR, PartialDate, read_catalog_rows
 
 PROVIDERS_CSV = DATA_DIR / "providers.csv"
+RESERVATIONS_CSV = DATA_DIR / "reservations.csv"
 
 
 class Provider(BaseModel):
@@ -30,6 +34,9 @@ class Provider(BaseModel):
     serves: bool = True  # may host a serving endpoint (Colab's terms allow interactive notebooks only)
     max_devices: int | None = Field(default=None, ge=1, le=100_000)  # one on-demand order's devices at most (None: the default)
     max_devices_source: str = ""  # where max_devices comes from (required with it)
+    # whether a training job may span its on-demand instances (False: the cluster network comes only with a reserved
+    # product of data/reservations.csv, as Lambda's InfiniBand comes with a 1-Click Cluster)
+    on_demand_cluster: bool = True
 
     @model_validator(mode="after")
     def _sourced(self) -> Provider:
@@ -68,6 +75,13 @@ def can_serve(provider: str) -> bool:
     return True if known is None else known.serves
 
 
+def on_demand_cluster(provider: str, instance_type: str = "") -> bool:
+    """Whether a training job may span several on-demand instances of this provider (of this type): spans_nodes, less
+    a provider whose cluster network comes only with a reservation (data/providers.csv on_demand_cluster)."""
+    known = load_providers().get(provider.lower())
+    return spans_nodes(provider, instance_type) and (known is None or known.on_demand_cluster)
+
+
 def max_devices(provider: str) -> int | None:
     """The most devices one on-demand order of this provider may hold (None: no bound, for a provider the catalog
     does not list: a row of the person's own price CSV, whose capacity they know)."""
@@ -80,3 +94,47 @@ def max_devices(provider: str) -> int | None:
 def within_on_demand(provider: str, devices: int) -> bool:
     bound = max_devices(provider)
     return bound is None or devices <= bound
+
+
+class Reservation(BaseModel):
+    """A provider's reserved cluster product (data/reservations.csv): a cluster of min_devices-max_devices devices of
+    the listed accelerators on one network, rented for at least min_term_hours and billed in whole term increments."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    provider: str = Field(min_length=1, max_length=64)
+    product: str = Field(min_length=1, max_length=64)
+    accelerator_ids: str = Field(min_length=1)  # ";"-separated accelerator ids the product rents
+    min_devices: int = Field(ge=1, le=100_000)
+    max_devices: int = Field(ge=1, le=100_000)
+    min_term_hours: float = Field(gt=0, le=100_000)
+    term_increment_hours: float = Field(gt=0, le=100_000)
+    usd_per_device_hour: float | None = Field(default=None, gt=0, le=1_000)  # None: not published in our sources
+    as_of: PartialDate
+    source: str = Field(min_length=3)
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _range(self) -> Reservation:
+        if self.min_devices > self.max_devices:
+            raise ValueError(f"{self.provider} {self.product}: min_devices above max_devices")
+        if self.term_increment_hours > self.min_term_hours:
+            raise ValueError(f"{self.provider} {self.product}: a term increment longer than the minimum term")
+        return self
+
+    @property
+    def accelerators(self) -> frozenset[str]:
+        return frozenset(a.strip() for a in self.accelerator_ids.split(";") if a.strip())
+
+    @property
+    def min_term_days(self) -> float:
+        return self.min_term_hours / 24.0
+
+
+@functools.lru_cache(maxsize=1)
+def load_reservations() -> tuple[Reservation, ...]:
+    return read_catalog_rows(RESERVATIONS_CSV, Reservation)
+
+
+def reservation_for(provider: str, accelerator_id: str) -> Reservation | None:
+    """The reserved cluster product of this provider that rents this accelerator (None: none published)."""
+    return next((r for r in load_reservations() if r.provider == provider.lower() and accelerator_id in r.accelerators), None)

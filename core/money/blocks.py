@@ -46,6 +46,9 @@ class TrainingEstimate(BaseModel):
     run_usd: float | None = None  # on-demand: whole instances x price per hour x run_hours
     run_spot_usd: float | None = None  # the same at the cheapest spot row (None: no spot price)
     instances: int | None = None  # whole instances rented for the on-demand bill
+    # Added (issue 26, rentable by product): when run_usd is a provider's reserved cluster's bill (data/reservations.csv)
+    run_reservation: str | None = None  # the reserved product ("1-Click Cluster"); None: rented on demand
+    run_paid_hours: float | None = None  # hours the bill pays for: run_hours on demand, the reservation's whole terms
 
 
 class InferenceEstimate(BaseModel):
@@ -137,6 +140,12 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
             f"cost: cheapest on-demand price in the {where} for {layout.devices} devices as whole instances, {label(row)}; "
             f"the run is billed {SETUP_HOURS:g} h of setup plus the time with communication (run_hours, run_usd)"
         )
+    if on_demand is not None and on_demand.reservation is not None:
+        res = on_demand.reservation
+        notes.append(
+            f"{layout.devices} devices are more than an on-demand order: run_usd is {res.provider}'s {res.product} "
+            f"(data/reservations.csv), {on_demand.paid_hours:,.0f} h paid (whole terms, at least {res.min_term_hours:,.0f} h)"
+        )
     return TrainingEstimate.model_construct(
         tokens=t.tokens,
         flops=t.flops,
@@ -159,6 +168,8 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
         run_usd=None if on_demand is None else on_demand.usd,
         run_spot_usd=None if spot is None else spot.usd,
         instances=None if on_demand is None else on_demand.instances,
+        run_reservation=None if on_demand is None or on_demand.reservation is None else on_demand.reservation.product,
+        run_paid_hours=None if on_demand is None else on_demand.paid_hours,
     )
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from core.catalog.accelerators import get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
-from core.catalog.providers import can_serve, max_devices, spans_nodes, within_on_demand
+from core.catalog.providers import Reservation, can_serve, max_devices, on_demand_cluster, reservation_for, within_on_demand
 from core.speed.comm import DEVICES_PER_NODE
 from core.units import SECONDS_PER_HOUR
 
@@ -38,11 +38,30 @@ def instances_for(row: PriceRow, devices: int) -> int:
     return math.ceil(devices / row.accelerators_per_instance)
 
 
+def whole_node(row: PriceRow, kind: str) -> bool:
+    """Whether an instance of this row is a whole node (8 GPUs, 16 Trainium chips, a TPU pod's 256 chips)."""
+    return row.accelerators_per_instance >= DEVICES_PER_NODE[kind]
+
+
 def forms_cluster(row: PriceRow, kind: str) -> bool:
-    """Whether several instances of this row can run one training job: whole nodes (8 GPUs, 16 Trainium chips, a TPU
-    pod's 256 chips) of a provider that rents them on a cluster network (data/providers.csv). The data-parallel ranks
-    exchange gradients every step, which smaller instances and a marketplace's single hosts have no fabric for."""
-    return row.accelerators_per_instance >= DEVICES_PER_NODE[kind] and spans_nodes(row.provider, row.instance_type)
+    """Whether several on-demand instances of this row can run one training job: whole nodes of a provider that rents
+    them on a cluster network on demand (data/providers.csv). The data-parallel ranks exchange gradients every step,
+    which smaller instances, a marketplace's single hosts and a provider's on-demand VMs without its cluster fabric
+    (Lambda's: the fabric comes with a reserved 1-Click Cluster, reserved_cluster) have no network for."""
+    return whole_node(row, kind) and on_demand_cluster(row.provider, row.instance_type)
+
+
+def reserved_cluster(row: PriceRow, kind: str) -> Reservation | None:
+    """The provider's reserved cluster product that rents this row's accelerator on whole nodes (data/reservations.csv),
+    None where there is none."""
+    if not whole_node(row, kind):
+        return None
+    return reservation_for(row.provider, row.accelerator_id)
+
+
+def reservation_holds(res: Reservation, row: PriceRow, instances: int) -> bool:
+    """Whether `instances` instances of this row are a cluster the reservation rents (its size range)."""
+    return res.min_devices <= instances * row.accelerators_per_instance <= res.max_devices
 
 
 def on_demand_ok(row: PriceRow, instances: int) -> bool:
@@ -67,14 +86,26 @@ def wider_orders(priced: Iterable[tuple[float, PriceRow]]) -> list[tuple[float, 
 
 
 def training_rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None, tensor_parallel: int, devices: int) -> tuple[PriceRow, ...]:
-    """rows_for, less the rows a training run of `devices` devices cannot rent: one instance, or several that form a
-    cluster (forms_cluster), within the provider's on-demand size (on_demand_ok)."""
+    """rows_for, less the rows a training run of `devices` devices cannot rent on demand: one instance, or several that
+    form a cluster (forms_cluster), within the provider's on-demand size (on_demand_ok)."""
     kind = get_accelerator(accelerator_id).kind
     return tuple(
         r
         for r in rows_for(accelerator_id, rows, tensor_parallel)
         if (devices <= r.accelerators_per_instance or forms_cluster(r, kind)) and on_demand_ok(r, instances_for(r, devices))
     )
+
+
+def reserved_rows_for(accelerator_id: str, rows: tuple[PriceRow, ...] | None, tensor_parallel: int, devices: int) -> tuple[tuple[PriceRow, Reservation], ...]:
+    """The rows a training run of `devices` devices can rent as a provider's reserved cluster (data/reservations.csv),
+    each with its reservation."""
+    kind = get_accelerator(accelerator_id).kind
+    out = []
+    for r in rows_for(accelerator_id, rows, tensor_parallel):
+        res = reserved_cluster(r, kind)
+        if res is not None and reservation_holds(res, r, instances_for(r, devices)):
+            out.append((r, res))
+    return tuple(out)
 
 
 def run_usd_per_hour(row: PriceRow, devices: int, spot: bool = False) -> float | None:

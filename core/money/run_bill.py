@@ -4,16 +4,22 @@ estimate`, Training vs inference, Compare) all time and price a run here, so the
 
 Billed time = setup (start-up, loading the model and data, the last checkpoint) + the computation with its
 communication: core/speed/timing.py's ideal time x (1 + core/speed/comm.py's overhead). Cost = whole instances x the
-instance's price per hour x billed time (a rented instance is paid for by the hour whether its devices work or not)."""
+instance's price per hour x billed time (a rented instance is paid for by the hour whether its devices work or not).
+
+A run on a provider's reserved cluster (data/reservations.csv: Lambda's 1-Click Clusters) pays the reservation's
+terms: at least its minimum term, in whole term increments (Lambda bills a 1CC by the week), at the reservation's
+price per device-hour, or the row's on-demand price where that is not published."""
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from core.catalog.accelerators import Accelerator
 from core.catalog.prices import PriceRow
+from core.catalog.providers import Reservation
 from core.layout import Layout
-from core.money.pricing import instance_usd_per_hour, instances_for, on_demand_ok, training_rows_for
+from core.money.pricing import instance_usd_per_hour, instances_for, on_demand_ok, reservation_holds, reserved_rows_for, training_rows_for
 from core.scenario import Scenario
 from core.speed.comm import training_comm
 from core.speed.timing import TrainingTime, training_time
@@ -62,24 +68,53 @@ def run_usd(instances: int, usd_per_instance_hour: float, hours: float) -> float
     return instances * usd_per_instance_hour * hours
 
 
+def reserved_hours(hours: float, res: Reservation) -> float:
+    """Hours a reservation bills for a run of `hours`: whole term increments, at least the minimum term."""
+    return max(res.min_term_hours, math.ceil(hours / res.term_increment_hours - 1e-9) * res.term_increment_hours)
+
+
+def reserved_usd_per_instance_hour(row: PriceRow, res: Reservation) -> float | None:
+    """The reservation's price of one instance of this row per hour: its published rate per device-hour, else the
+    row's on-demand price (data/reservations.csv says which)."""
+    if res.usd_per_device_hour is not None:
+        return res.usd_per_device_hour * row.accelerators_per_instance
+    return row.on_demand_usd_per_hour
+
+
 class RunBill(NamedTuple):
     row: PriceRow
     instances: int
     usd_per_hour: float  # all the instances together
-    hours: float  # billed: setup + computation with communication
+    hours: float  # the run: setup + computation with communication
     usd: float
+    reservation: Reservation | None = None  # rented as this reserved cluster (None: on demand)
+    paid_hours: float | None = None  # hours paid for: the run's, or the reservation's term (reserved_hours)
+
+    @property
+    def idle_reserved_hours(self) -> float:
+        """Reserved hours paid for past the run's end (0 on demand)."""
+        return 0.0 if self.paid_hours is None else max(0.0, self.paid_hours - self.hours)
 
 
-def bill(row: PriceRow, devices: int, compute_hours: float, *, spot: bool = False, setup_hours: float = SETUP_HOURS) -> RunBill | None:
+def bill(
+    row: PriceRow, devices: int, compute_hours: float, *, spot: bool = False, setup_hours: float = SETUP_HOURS, reservation: Reservation | None = None
+) -> RunBill | None:
     """`devices` devices of this row for a run of `compute_hours` (with communication), as whole instances; None
     when the row has no price of that kind, or the instances are more than one on-demand order of its provider holds
-    (data/providers.csv's max_devices)."""
-    price = instance_usd_per_hour(row, spot)
+    (data/providers.csv's max_devices). With a `reservation`: the reserved cluster's bill (its size range, its term:
+    reserved_hours), None for spot (a reservation is not a spot price) or a size it does not rent."""
     instances = instances_for(row, devices)
+    hours = billed_hours(compute_hours, setup_hours)
+    if reservation is not None:
+        price = None if spot else reserved_usd_per_instance_hour(row, reservation)
+        if price is None or not reservation_holds(reservation, row, instances):
+            return None
+        paid = reserved_hours(hours, reservation)
+        return RunBill(row, instances, instances * price, hours, run_usd(instances, price, paid), reservation, paid)
+    price = instance_usd_per_hour(row, spot)
     if price is None or not on_demand_ok(row, instances):
         return None
-    hours = billed_hours(compute_hours, setup_hours)
-    return RunBill(row, instances, instances * price, hours, run_usd(instances, price, hours))
+    return RunBill(row, instances, instances * price, hours, run_usd(instances, price, hours), None, hours)
 
 
 def cheapest_bill(
@@ -93,7 +128,13 @@ def cheapest_bill(
     setup_hours: float = SETUP_HOURS,
 ) -> RunBill | None:
     """The cheapest bill for `devices` devices among the rows a training run can rent (one instance holding the
-    tensor-parallel group, or several whole nodes on a cluster network: pricing.training_rows_for); ties broken by
-    provider and instance name, as the planner breaks them."""
+    tensor-parallel group, or several whole nodes on a cluster network: pricing.training_rows_for; or a provider's
+    reserved cluster, its term billed: pricing.reserved_rows_for); ties broken by provider and instance name, as the
+    planner breaks them."""
     bills = [b for r in training_rows_for(accelerator_id, rows, tensor_parallel, devices) if (b := bill(r, devices, compute_hours, spot=spot, setup_hours=setup_hours))]
+    bills += [
+        b
+        for r, res in reserved_rows_for(accelerator_id, rows, tensor_parallel, devices)
+        if (b := bill(r, devices, compute_hours, spot=spot, setup_hours=setup_hours, reservation=res))
+    ]
     return min(bills, key=lambda b: (b.usd, b.row.provider, b.row.instance_type)) if bills else None

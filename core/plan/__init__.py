@@ -31,7 +31,9 @@ def plan(goal: Goal, rows: tuple[PriceRow, ...] | None = None) -> PlanResult:
     else:
         t_options, skipped, considered = plan_training(goal, rows)
         options, build = list(t_options), training_plan
-    bounded = [o for o in options if o.within_bounds]
+    # A reservation the run would leave idle most of its minimum term is priced (and picked only when nothing else
+    # exists) but kept off the frontier and the shown plans: no one rents a cluster for a week to run 16 minutes.
+    bounded = [o for o in options if o.within_bounds and not _idle_term(o)]
     for i in fr.frontier(bounded):
         bounded[i].pareto = True
     cheapest, fastest = fr.cheapest(options), fr.fastest(options)
@@ -57,13 +59,20 @@ def plan(goal: Goal, rows: tuple[PriceRow, ...] | None = None) -> PlanResult:
 
 
 def _cheaper_if_longer(goal: Goal, options: list[Any], cheapest: Any) -> Any:
-    """Training: the cheapest plan over the budget-respecting ones that only the time limit ruled out, when it costs
-    less than the cheapest plan within it."""
-    if not goal.training or cheapest is None or not cheapest.within_bounds:
+    """Training: the cheapest plan that only the time limit (the deadline, or the 30-day horizon) ruled out and that
+    finishes within twice it (core/money/picks.cheaper_if_longer), when it costs less than the cheapest plan within it."""
+    if not goal.training:
         return None
-    longer = [o for o in options if not o.within_bounds and (goal.budget_usd is None or o.cost <= goal.budget_usd)]
-    best = min(longer, key=lambda o: (o.cost, o.duration), default=None)
-    return best if best is not None and best.cost < cheapest.cost else None
+    return fr.cheaper_if_longer(options, cheapest, time_limit_hours(goal), goal.budget_usd)
+
+
+def time_limit_hours(goal: Goal) -> float:
+    """The run time a training plan must keep to: the goal's deadline, or without one the 30-day horizon."""
+    return goal.deadline_hours if goal.deadline_hours is not None else HORIZON_HOURS
+
+
+def _idle_term(o: Any) -> bool:
+    return bool(getattr(o, "pays_idle_term", False))
 
 
 def _key(o: Any) -> tuple[Any, ...]:
@@ -89,7 +98,7 @@ def _shown(options: list[Any], cheapest: Any, fastest: Any, longer: Any = None) 
     best: dict[tuple[str, str], Any] = {}
     for o in options:
         k = (o.accelerator.id, _variant(o).split("/")[0])
-        if o.within_bounds and (k not in best or (o.cost, o.duration) < (best[k].cost, best[k].duration)):
+        if o.within_bounds and not _idle_term(o) and (k not in best or (o.cost, o.duration) < (best[k].cost, best[k].duration)):
             best[k] = o
     for o in sorted(best.values(), key=lambda o: o.cost):
         if len(keep) >= PLANS_SHOWN:
@@ -153,9 +162,14 @@ def assumptions(goal: Goal) -> list[str]:
             "plan carries 4 micro-batches per stage in each step, the bubble its time assumes. A part the stack does not "
             "run on trains under one that does: TPUs under Hugging Face on PyTorch/XLA (SPMD FSDPv2 or one chip).",
             "A run is billed setup (0.25 h unless the goal says otherwise) plus its computation with communication, on "
-            "whole instances (core/money/run_bill.py, the bill of every page); no run rents more devices than one "
-            "on-demand order of its provider holds (data/providers.csv: a published cluster size, else 64).",
-            f"Without a deadline, a run longer than {HORIZON_HOURS / 24:.0f} days is not called cheapest (it is shown, with what it would save).",
+            "whole instances (core/money/run_bill.py, the bill of every page); no run rents more devices on demand than "
+            "one order of its provider holds (data/providers.csv: a published size, else a stated default of 64). Past it, "
+            "a provider's published reserved cluster (data/reservations.csv: Lambda's 1-Click Clusters, 16-512 H100 or "
+            "B200, by the week) prices the run with its minimum term billed, and the plan says it needs a reservation; "
+            "elsewhere the run is left out. A reservation that would sit idle past the run is never called cheapest or "
+            "fastest while another plan exists.",
+            f"Without a deadline, a run longer than {HORIZON_HOURS / 24:.0f} days is not called cheapest; a cheaper run of up to "
+            f"{fr.LONGER_RUN_FACTOR:g} x the deadline (or the {HORIZON_HOURS / 24:.0f} days) is shown with what it would save.",
             "Catalog rows flagged as placeholders or floors, and stale rows, are left out (data/price_flags.csv); a price "
             "far below its accelerator's market is labelled.",
         ]

@@ -1,5 +1,5 @@
-"""The planner's picks: core/money/picks.py holds the one definition (the Training page uses it too)."""
+"""The planner's choosing rules: one definition, in core/money/picks.py (the Training page's runs use it too)."""
 
-from core.money.picks import FAST_ENOUGH, MIN_SCALING_EFFICIENCY, cheapest, eligible, fastest, frontier
+from core.money.picks import FAST_ENOUGH, LONGER_RUN_FACTOR, MIN_SCALING_EFFICIENCY, cheaper_if_longer, cheapest, eligible, fastest, frontier
 
-__all__ = ["FAST_ENOUGH", "MIN_SCALING_EFFICIENCY", "cheapest", "eligible", "fastest", "frontier"]
+__all__ = ["FAST_ENOUGH", "LONGER_RUN_FACTOR", "MIN_SCALING_EFFICIENCY", "cheaper_if_longer", "cheapest", "eligible", "fastest", "frontier"]

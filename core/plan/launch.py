@@ -69,6 +69,8 @@ class _Facts:
         self.devices = int(plan.devices) if plan is not None else self.data_parallel * tp * pp
         self.instances = int(plan.instances) if plan is not None else 1
         self.where = "" if plan is None else f"{plan.instances} x {plan.instance} ({plan.provider}, {plan.region})"
+        if plan is not None and getattr(plan, "reservation", None):
+            self.where += f", a reserved {plan.reservation}"
         self.accelerator_name, self.vendor, self.per_instance = self._accelerator(plan)
         self.model, self.model_note = _model_id(sc.get("model"))
 

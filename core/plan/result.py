@@ -63,6 +63,10 @@ class Plan(BaseModel):
     # and tokens_per_s_per_user above are the median user's (p50); the targets are checked on these p90 figures
     time_to_first_token_p90_s: float | None = None
     tokens_per_s_per_user_p90: float | None = None  # 90% of users get at least this
+    # training goals on a provider's reserved cluster (data/reservations.csv); None on demand
+    reservation: str | None = None  # the reserved product ("1-Click Cluster")
+    reservation_min_term_hours: float | None = None  # its minimum term, billed even when the run is shorter
+    paid_hours: float | None = None  # training: hours paid for (the reservation's whole terms; on demand = hours)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -16,14 +16,15 @@ import numpy as np
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
+from core.catalog.providers import Reservation
 from core.catalog.stack_layouts import layout_problem, part_problem, spans_nodes_ok, stack_for
 from core.layout import Layout
 from core.memory.components import qlora_upcast
 from core.memory.estimate import Evaluator
 from core.memory.fit import MAX_DEVICES
 from core.memory.stacks import STACKS
-from core.money.pricing import forms_cluster, on_demand_ok, wider_orders
-from core.money.run_bill import HORIZON_HOURS, bill, cheapest_bill, run_time
+from core.money.pricing import forms_cluster, on_demand_ok, reservation_holds, reserved_cluster, wider_orders
+from core.money.run_bill import HORIZON_HOURS, bill, cheapest_bill, reserved_usd_per_instance_hour, run_time
 from core.plan.goal import Goal
 from core.plan.result import Plan, rental_fields
 from core.scenario import Scenario
@@ -206,12 +207,20 @@ def cheapest_rows(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -
 @dataclass(frozen=True)
 class Rental:
     """A price row the training planner rents from: `first` instances at least, several only when `spans_nodes`
-    (core/money/pricing.forms_cluster)."""
+    (core/money/pricing.forms_cluster); on demand, or as the provider's reserved cluster (`reservation`,
+    data/reservations.csv), whose size range bounds the instances."""
 
     row: PriceRow
     price: float
     spans_nodes: bool
     first: int = 1
+    reservation: Reservation | None = None
+
+    def holds(self, instances: int) -> bool:
+        """Whether this rental rents `instances` instances: one on-demand order, or the reservation's size range."""
+        if self.reservation is not None:
+            return reservation_holds(self.reservation, self.row, instances)
+        return on_demand_ok(self.row, instances)
 
 
 def training_rows(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -> list[Rental]:
@@ -225,7 +234,28 @@ def training_rows(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -
         out.append(Rental(row, price, forms_cluster(row, kind)))
         if not out[-1].spans_nodes and row.accelerators_per_instance in clustered:
             out.append(Rental(*clustered[row.accelerators_per_instance], True, first=2))
-    return out + larger_orders(rows, accelerator_id, spot)
+    return out + larger_orders(rows, accelerator_id, spot) + ([] if spot else reserved_clusters(rows, accelerator_id))
+
+
+def reserved_clusters(rows: tuple[PriceRow, ...], accelerator_id: str) -> list[Rental]:
+    """For each instance size, the cheapest row of each provider that rents this accelerator as a reserved cluster
+    (data/reservations.csv: Lambda's 1-Click Clusters), from the power of two of instances that holds its smallest
+    cluster: a run past the on-demand orders is priced as that reservation, its minimum term billed. Not for spot
+    goals: a reservation is not a spot price."""
+    kind = get_accelerator(accelerator_id).kind
+    best: dict[tuple[str, int], tuple[float, PriceRow, Reservation]] = {}
+    for r in rows:
+        if r.accelerator_id != accelerator_id or (res := reserved_cluster(r, kind)) is None:
+            continue
+        price = reserved_usd_per_instance_hour(r, res)
+        key = (r.provider, r.accelerators_per_instance)
+        if price is not None and (key not in best or (price, r.instance_type) < (best[key][0], best[key][1].instance_type)):
+            best[key] = (price, r, res)
+    out = []
+    for (_, size), (price, r, res) in sorted(best.items()):
+        first = max(1, math.ceil(res.min_devices / size))
+        out.append(Rental(r, price, True, first=1 << math.ceil(math.log2(first)), reservation=res))
+    return out
 
 
 def larger_orders(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -> list[Rental]:
@@ -264,10 +294,18 @@ class TrainingOption:
     within_bounds: bool
     stack: str = "hf"  # the training stack it runs under (a TPU's: PyTorch/XLA, stack_for)
     pareto: bool = False
+    reservation: Reservation | None = None  # rented as this reserved cluster (None: on demand)
+    paid_hours: float | None = None  # hours paid for (a reservation's whole terms; the run's hours on demand)
 
     @property
     def duration(self) -> float:
         return self.hours
+
+    @property
+    def pays_idle_term(self) -> bool:
+        """A reservation whose minimum term outlasts the run: most of what it pays for sits idle (core/money/picks.py
+        calls such a plan neither cheapest nor fastest while another exists)."""
+        return self.reservation is not None and self.hours < self.reservation.min_term_hours
 
 
 def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[list[TrainingOption], list[str], int]:
@@ -312,8 +350,8 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
                 s, dp, b = cand.shape, cand.data_parallel, cand.micro_batch
                 used = dp * s.tensor_parallel * s.pipeline_parallel
                 accumulation = max(1, math.ceil(global_seqs / (dp * b)), MICROBATCHES_PER_STAGE * s.pipeline_parallel if s.pipeline_parallel > 1 else 1)
-                if not on_demand_ok(row, math.ceil(used / row.accelerators_per_instance)):
-                    continue  # beyond one on-demand order of the provider (data/providers.csv): the bill would refuse it
+                if not rental.holds(math.ceil(used / row.accelerators_per_instance)):
+                    continue  # beyond one on-demand order of the provider, or the reservation's sizes: the bill would refuse it
                 key = (aid, s.method, s.gradient_checkpointing, s.zero_stage, s.tensor_parallel, s.pipeline_parallel, dp, b)
                 if key not in timed:
                     skey = (stack, s.method, s.gradient_checkpointing, b, s.zero_stage)
@@ -323,15 +361,42 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
                     timed[key] = (rt.compute_hours, rt.scaling_efficiency)
                 compute_hours, efficiency = timed[key]
                 # The one bill (core/money/run_bill.py): setup + computation, the instances the used devices need.
-                billed = bill(row, used, compute_hours, spot=spot, setup_hours=goal.setup_hours)
+                billed = bill(row, used, compute_hours, spot=spot, setup_hours=goal.setup_hours, reservation=rental.reservation)
                 if billed is None or billed.instances < rental.first:
                     continue
                 within = billed.hours <= horizon and (goal.budget_usd is None or billed.usd <= goal.budget_usd)
-                options.append(TrainingOption(acc, row, price, billed.instances, cand, used, accumulation, billed.hours, efficiency, billed.usd, within, stack))
+                options.append(
+                    TrainingOption(
+                        acc,
+                        row,
+                        price,
+                        billed.instances,
+                        cand,
+                        used,
+                        accumulation,
+                        billed.hours,
+                        efficiency,
+                        billed.usd,
+                        within,
+                        stack,
+                        reservation=rental.reservation,
+                        paid_hours=billed.paid_hours,
+                    )
+                )
                 found = True
         if not found:
             skipped.append(f"{aid}: no layout of up to {MAX_DEVICES:,} devices fits, or no price for it")
     return options, skipped, len(options)
+
+
+def reservation_note(res: Reservation, hours: float, paid_hours: float) -> str:
+    """What a plan on a reserved cluster says: the product, its minimum term, what is paid, the rate's basis."""
+    rate = "" if res.usd_per_device_hour is not None else "; priced at the on-demand rate (the reservation's rate is not in our sources)"
+    weeks = res.term_increment_hours == 168
+    paid = f"{paid_hours / 168:.0f} week{'s' * (paid_hours > 168)}" if weeks else f"{paid_hours:,.0f} h"
+    return (
+        f"needs a reservation: {res.product}, minimum {res.min_term_days:g} days ({res.provider}, data/reservations.csv); {paid} paid for a run of {hours:,.1f} h{rate}"
+    )
 
 
 def training_plan(goal: Goal, o: TrainingOption) -> Plan:
@@ -343,6 +408,8 @@ def training_plan(goal: Goal, o: TrainingOption) -> Plan:
         notes.append(f"{idle} of the {o.instances * k} rented devices stay idle: the global batch of {dp * b * o.accumulation} sequences has no work for them")
     if o.scaling_efficiency < 0.5:
         notes.append(f"only {o.scaling_efficiency:.0%} of the time is computation: communication dominates at this scale")
+    if o.reservation is not None:
+        notes.append(reservation_note(o.reservation, o.hours, o.paid_hours or o.hours))
     if goal.pricing == "spot":
         notes.append("spot capacity can be reclaimed: checkpoint often")
     if o.stack != goal.training_stack:
@@ -394,6 +461,9 @@ def training_plan(goal: Goal, o: TrainingOption) -> Plan:
         within_bounds=o.within_bounds,
         notes=tuple(notes),
         scenario=scenario,
+        reservation=None if o.reservation is None else o.reservation.product,
+        reservation_min_term_hours=None if o.reservation is None else o.reservation.min_term_hours,
+        paid_hours=o.paid_hours,
     )
 
 

@@ -21,7 +21,7 @@ def fine_tune_plans():
 
 def test_frontier_is_coloured_by_method_and_names_the_cheapest_and_fastest(fine_tune_plans):
     plans = fine_tune_plans.plans
-    fig = frontier_figure(plans, serving=False, deadline=None, budget=None)
+    fig = frontier_figure(plans, serving=False, deadline=None, budget=None, cheapest=fine_tune_plans.cheapest, fastest=fine_tune_plans.fastest)
     legend = [t.name for t in fig.data if t.showlegend is not False]
     assert set(legend) - {"Frontier (nothing is both cheaper and faster)"} <= set(METHOD_WORDS.values())
     assert len(legend) <= len(METHOD_WORDS) + 1, "one entry per method, not per accelerator"
@@ -31,8 +31,24 @@ def test_frontier_is_coloured_by_method_and_names_the_cheapest_and_fastest(fine_
     assert shown == len(plans)
     marks = next(t for t in fig.data if t.mode == "markers+text")
     named = dict(zip(marks.text, zip(marks.x, marks.y, strict=True), strict=True))
-    assert named["cheapest"][1] == min(p.usd for p in plans if p.usd)
-    assert named["fastest"][0] == min(p.hours for p in plans if p.hours)
+    assert named == {"cheapest": (fine_tune_plans.cheapest.hours, fine_tune_plans.cheapest.usd), "fastest": (fine_tune_plans.fastest.hours, fine_tune_plans.fastest.usd)}
+
+
+@pytest.mark.parametrize("goal", [{"goal": "fine-tune", "model": "llama-3.3-70b", "tokens": 5e7}, {"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 10_000}])
+def test_the_chart_marks_the_planners_picks(goal):
+    """Issue 26: the chart named its own "fastest" (the fewest hours shown: 512 x B200 in 16.4 min) while the sentence
+    named the planner's (256 x B200). The marked points are now PlanResult.cheapest and .fastest (core/money/picks.py:
+    within 5% of the shortest, the cheapest), which for the 70B fine-tune is not the fewest-hours point."""
+    result = plan(Goal.model_validate(goal))
+    serving = goal["goal"] == "serve"
+    fig = frontier_figure(result.plans, serving, None, None, result.cheapest, result.fastest)
+    marks = next(t for t in fig.data if t.mode == "markers+text")
+    at = {(x, y) for x, y in zip(marks.x, marks.y, strict=True)}
+    x_of = (lambda p: p.tokens_per_s_per_user) if serving else (lambda p: p.hours)
+    assert at == {(x_of(p), p.cost) for p in (result.cheapest, result.fastest)}
+    if not serving:
+        quickest = min(result.plans, key=lambda p: p.hours)
+        assert quickest != result.fastest and (quickest.hours, quickest.usd) not in at, "the chart's own rule would mark another point"
 
 
 def test_time_axis_marks_cover_the_range_in_words():
@@ -56,7 +72,7 @@ def test_gpu_vs_tpu_names_sit_over_the_bubbles_and_thin_out_on_a_phone():
 
 def test_serving_frontier_marks_speeds_in_full_numbers():
     result = plan(Goal(goal="serve", model="llama-3.1-8b", requests_per_day=10_000))
-    fig = frontier_figure(result.plans, serving=True, deadline=None, budget=None)
+    fig = frontier_figure(result.plans, serving=True, deadline=None, budget=None, cheapest=result.cheapest, fastest=result.fastest)
     speeds = [p.tokens_per_s_per_user for p in result.plans if p.tokens_per_s_per_user]
     ticks = fig.layout.xaxis.tickvals
     assert len(ticks) >= 2 and min(speeds) / 1.3 <= ticks[0] and ticks[-1] <= max(speeds) * 1.3

@@ -137,3 +137,29 @@ def test_a_training_plan_costs_the_same_on_plan_training_and_the_cli(pick):
     no_exception(at)
     table = next(d.value for d in at.dataframe if "Training run (USD)" in d.value.columns)
     assert table["Training run (USD)"].iloc[0] == round(cli["usd"]) and table["Training hours"].iloc[0] == round(cli["hours"], 2)
+
+
+def test_a_reserved_plan_costs_the_same_on_every_page_and_both_verbs():
+    """Pretraining 70B on 2T tokens needs more B200s than any on-demand order: the plan is a Lambda 1-Click Cluster,
+    billed whole weeks (data/reservations.csv). `plan` names the reservation and the hours paid (fields added beside
+    `hours` and `usd`); `estimate` on the plan's scenario, the Plan page, Training and Training vs inference bill the
+    same dollars for the same run."""
+    cli = _cli("plan", {"goal": "pretrain", "model": "llama-3.1-70b", "tokens": 2e12})["cheapest"]
+    assert cli["reservation"] == "1-Click Cluster" and cli["reservation_min_term_hours"] == 168
+    assert cli["paid_hours"] >= max(168, cli["hours"]) and cli["paid_hours"] % 168 == 0
+    est = _cli("estimate", cli["scenario"])["training"]
+    assert est["instances"] == cli["instances"] and est["run_hours"] == pytest.approx(cli["hours"], rel=1e-9)
+    assert est["run_usd"] == pytest.approx(cli["usd"], rel=1e-9)
+    assert est["run_reservation"] == cli["reservation"] and est["run_paid_hours"] == cli["paid_hours"]
+    at = open_link("plan", {"model": "llama-3.1-70b", "goal": "pretrain", "ptok": "2000000"})
+    no_exception(at)
+    usd = f"${cli['usd']:,.0f}"
+    lines = [m.value.replace("\\", "") for m in at.markdown]
+    assert any(f"{usd} reserved" in line and "needs a reservation: 1-Click Cluster, minimum 7 days" in line for line in lines), lines
+    next(b for b in at.button if b.label == "Load the cheapest plan").click().run()
+    at.switch_page(str(ROOT / "app_pages" / "training.py")).run()
+    no_exception(at)
+    assert f"{usd}" in _text(at)
+    at.switch_page(str(ROOT / "app_pages" / "train_vs_serve.py")).run()
+    no_exception(at)
+    assert metric(at, "Training run (one-off)") == usd

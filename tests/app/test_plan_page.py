@@ -81,3 +81,24 @@ def test_require_bf16_on_the_page_is_the_goals_and_travels_in_the_link():
     strict = plan(Goal(goal="fine-tune", model="llama-3.3-70b", tokens=50e6, require_bf16=True)).cheapest
     assert get_accelerator(strict.accelerator).supports_bf16 and strict.accelerator != loose.accelerator
     assert headline(strict, "on-demand") in _markdown(at)
+
+
+def test_the_longer_run_offer_reads_as_a_wait_within_twice_the_horizon():
+    """The 70B pretraining's offer was 8 x MI300X for 5.6 years. The page now offers the cheapest run within twice
+    the 30 days (core/money/picks.LONGER_RUN_FACTOR), with what it saves and the deadline that would plan on it; and
+    the chart marks the planner's own picks."""
+    from app_pages.shared.text import hours_text
+
+    at = open_link("plan", {"model": "llama-3.1-70b", "goal": "pretrain", "ptok": "2000000"})
+    no_exception(at)
+    r = plan(Goal(goal="pretrain", model="llama-3.1-70b", tokens=2e12))
+    longer = r.cheaper_if_longer
+    assert longer is not None and longer.hours <= 2 * 720
+    text = " ".join(c.value for c in at.caption).replace("\\", "")
+    want = (
+        f"Waiting longer would save ${r.cheapest.usd - longer.usd:,.0f}: {headline(longer, 'on-demand')} It runs past 30 days (no deadline set) "
+        f"(the planner offers waits of up to 2 times that); set a deadline of {hours_text(longer.hours)} to plan on it."
+    )
+    assert want in text, text
+    marks = next(t for t in charts(at)[0]["data"] if t.get("mode") == "markers+text")
+    assert list(marks["text"]) == ["cheapest and fastest"] and (marks["x"][0], marks["y"][0]) == (r.cheapest.hours, r.cheapest.usd)

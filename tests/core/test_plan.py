@@ -248,7 +248,9 @@ def test_a_marketplace_listing_is_never_scaled_to_a_cluster():
     several = [p for p in r.plans if p.instances > 1]
     assert several and r.fastest is not None and r.fastest.instances > 1
     assert all(spans_nodes(p.provider, p.instance) for p in several), {(p.provider, p.instance, p.instances) for p in several}
-    assert any(p.instances == 1 and not spans_nodes(p.provider, p.instance) for p in r.plans)  # one host still competes
+    # One host still competes where the goal gives it time (no single host finishes 1T tokens within 30 days).
+    years = plan(PRETRAIN_8B.model_copy(update={"deadline_hours": 24 * 365 * 10.0}))
+    assert any(p.instances == 1 and not spans_nodes(p.provider, p.instance) for p in years.plans)
 
 
 def _eight_h100(provider: str, usd_per_hour: float):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from core.catalog.accelerators import get_accelerator
 from core.catalog.price_trust import billable_prices, flag_of, market_bands, market_note
 from core.catalog.prices import PriceRow, load_prices
-from core.catalog.providers import spans_nodes
+from core.catalog.providers import on_demand_cluster, reservation_for, spans_nodes, within_on_demand
 from core.catalog.stack_layouts import layout_problem, load_stack_layouts, part_problem
 from core.plan import Goal, Plan, plan
 from core.plan.train import HORIZON_HOURS
@@ -48,6 +48,7 @@ def signable(goal: Goal, p: Plan) -> list[str]:
         why.append(f"priced from a flagged row: {flag}")
     if p.instances > 1 and not spans_nodes(p.provider, p.instance):
         why.append(f"{p.instances} copies of a single host ({p.provider} {p.instance})")
+    why += rentable(p, row)
     if p.pipeline_parallel > 1 and p.gradient_accumulation_steps < MICROBATCHES_PER_STAGE * p.pipeline_parallel:
         why.append(f"{p.pipeline_parallel} pipeline stages with {p.gradient_accumulation_steps} micro-batches a step")
     per_round = p.data_parallel * p.micro_batch  # sequences one micro-batch round takes; a step rounds up to whole rounds
@@ -59,6 +60,29 @@ def signable(goal: Goal, p: Plan) -> list[str]:
     if not acc.supports_bf16 and "bf16" in (p.precision + p.weights_format):
         why.append(f"bf16 on {acc.name}")
     return why
+
+
+def rentable(p: Plan, row: PriceRow) -> list[str]:
+    """Why the count a plan names cannot be rented as it is priced (empty: it can): on demand, within the provider's
+    order and, across instances, on its on-demand cluster network; else as its reserved cluster, within its sizes and
+    billed at least its minimum term (data/reservations.csv)."""
+    devices = p.instances * row.accelerators_per_instance
+    if p.reservation is None:
+        why = [] if within_on_demand(p.provider, devices) else [f"{devices} devices on demand at {p.provider}"]
+        if p.instances > 1 and p.method != "serve" and not on_demand_cluster(p.provider, p.instance):
+            why.append(f"a job across {p.instances} on-demand {p.provider} instances with no cluster network between them")
+        return why
+    res = reservation_for(p.provider, p.accelerator)
+    if res is None or res.product != p.reservation or not res.min_devices <= devices <= res.max_devices:
+        return [f"{devices} devices as {p.reservation} at {p.provider}"]
+    price = res.usd_per_device_hour * row.accelerators_per_instance if res.usd_per_device_hour else row.on_demand_usd_per_hour
+    weeks_paid = math.ceil(p.hours / res.term_increment_hours - 1e-9)
+    paid = max(res.min_term_hours, weeks_paid * res.term_increment_hours)
+    if p.usd != pytest.approx(p.instances * price * paid, rel=1e-9) or p.usd < p.instances * price * res.min_term_hours * (1 - 1e-9):
+        return [f"${p.usd:,.0f} for a reservation whose terms bill ${p.instances * price * paid:,.0f}"]
+    if not any("needs a reservation" in n for n in p.notes):
+        return ["a reservation the plan does not name"]
+    return []
 
 
 @pytest.mark.parametrize("name", sorted(GOALS))
@@ -201,15 +225,102 @@ def test_tpu_plans_run_under_a_tpu_stack():
         assert any("PyTorch/XLA" in n for n in p.notes) and "XLA_USE_SPMD=1" in p.launch and "accelerate_config" not in p.launch
 
 
-def test_a_run_past_the_cheapest_providers_order_is_priced_on_a_provider_that_rents_more():
+def test_a_run_past_the_on_demand_orders_is_priced_as_a_reservation():
     """Pretraining 70B on 2T tokens: no run of 64 devices or fewer (the stated default order size) ends within the
-    30-day horizon, so the planner named 8 x MI300X running 5.6 years "cheapest". Lambda publishes 1-Click Clusters of
-    up to 512 GPUs (data/providers.csv): a run of more devices than the cheapest B200 row's provider rents is priced
-    on it. Every plan stays within its provider's order (core/catalog/providers.max_devices)."""
-    from core.catalog.providers import max_devices, within_on_demand
-
+    30-day horizon. It was planned on 512 Lambda B200s at the on-demand rate, bounded by the 1-Click Clusters' 512:
+    a reserved product (16-512 GPUs, reserved and billed by the week, data/reservations.csv). Now it is priced as that
+    reservation and says so: 64 instances x $53.52 (the 8 x B200 row's on-demand rate; the 1CC rate is not in our
+    sources) x whole weeks: a run of 373 h pays 3 weeks, 504 h: $1,726,341."""
     r = plan(Goal(goal="pretrain", model="llama-3.1-70b", tokens=2e12))
     c = r.cheapest
-    assert c.devices > 64 and c.hours <= 720, (c.accelerator, c.devices, c.provider, c.hours)
-    assert (max_devices(c.provider) or 0) >= c.devices
-    assert all(within_on_demand(p.provider, p.devices) for p in r.plans)
+    assert c.devices > 64 and c.hours <= 720 and c.reservation == "1-Click Cluster", (c.accelerator, c.devices, c.provider, c.hours)
+    assert c.provider == "lambda" and c.accelerator == "b200" and c.usd_per_hour == pytest.approx(c.instances * 53.52)
+    weeks = math.ceil(c.hours / 168)
+    assert c.paid_hours == 168 * weeks and c.usd == pytest.approx(c.instances * 53.52 * 168 * weeks)
+    assert any(n.startswith("needs a reservation: 1-Click Cluster, minimum 7 days") for n in c.notes)
+    per_instance = {(row.provider, row.instance_type): row for row in load_prices()}
+    assert all(rentable(p, per_instance[(p.provider, p.instance)]) == [] for p in r.plans)
+
+
+def test_a_short_run_is_not_rented_as_a_week_long_reservation():
+    """The 70B fine-tune on 50M tokens: the fastest plan was 256 x B200 on Lambda for 17 minutes, on-demand rows
+    bounded by the 1-Click Clusters' size. A 1CC is reserved for a week at least; a 17-minute run on one would pay
+    for a week of 32 idle nodes. The fastest plan is now an on-demand one, within its provider's order, and no plan
+    shown pays for an idle reservation."""
+    goal = Goal.model_validate(GOALS["fine-tune 70B on 50M tokens"])
+    r = plan(goal)
+    for pick in (r.cheapest, r.fastest):
+        assert pick.reservation is None and pick.devices <= 64 and pick.hours < 24, (pick.devices, pick.provider, pick.hours)
+    assert all(p.reservation is None or p.hours >= p.reservation_min_term_hours for p in r.plans)
+
+
+def test_the_cheaper_longer_run_is_one_a_manager_can_weigh():
+    """Without a deadline the 70B pretraining's offer was 8 x MI300X for 5.6 years. The offer is now the cheapest plan
+    that only the time limit ruled out and that finishes within twice it (core/money/picks.LONGER_RUN_FACTOR): here
+    fewer reserved B200s for about a month, cheaper than the cheapest plan within 30 days."""
+    from core.money.picks import LONGER_RUN_FACTOR
+
+    r = plan(Goal(goal="pretrain", model="llama-3.1-70b", tokens=2e12))
+    longer = r.cheaper_if_longer
+    assert longer is not None and HORIZON_HOURS < longer.hours <= LONGER_RUN_FACTOR * HORIZON_HOURS
+    assert longer.usd < r.cheapest.usd and longer in r.plans
+    past = [p for p in r.plans if not p.within_bounds and p.hours <= LONGER_RUN_FACTOR * HORIZON_HOURS]
+    assert longer.usd == min(p.usd for p in past)
+    # A deadline the offer meets makes it (or a cheaper plan within that deadline) the cheapest.
+    with_deadline = plan(Goal(goal="pretrain", model="llama-3.1-70b", tokens=2e12, deadline_hours=longer.hours * 1.01))
+    assert with_deadline.cheapest.usd <= longer.usd
+
+
+def test_cheaper_if_longer_by_hand():
+    """Three plans, a 10-hour limit: A within it at $100; B 15 h at $80; C 25 h at $50. C runs past twice the limit
+    (20 h): the offer is B, saving $20. With a $70 budget, B is over it: no offer."""
+    from types import SimpleNamespace
+
+    from core.money.picks import cheaper_if_longer
+
+    def p(usd: float, hours: float, within: bool) -> SimpleNamespace:
+        return SimpleNamespace(cost=usd, duration=hours, within_bounds=within, scaling_efficiency=1.0)
+
+    a, b, c = p(100, 10, True), p(80, 15, False), p(50, 25, False)
+    assert cheaper_if_longer([a, b, c], a, 10.0) is b
+    assert cheaper_if_longer([a, b, c], a, 10.0, budget_usd=70) is None
+    assert cheaper_if_longer([a, b, c], a, 13.0) is c  # 25 h is within 26
+    assert cheaper_if_longer([a, b], b, 10.0) is None  # the cheapest is past the limit itself: nothing to offer
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    model=st.sampled_from(["llama-3.1-8b", "qwen3-32b", "llama-3.1-70b"]),
+    tokens=st.sampled_from([3e10, 2e11, 1e12, 2e12]),
+    deadline_days=st.sampled_from([None, 3.0, 10.0, 60.0]),
+    accelerators=st.sampled_from([None, ("b200",), ("h100-sxm", "b200")]),
+)
+def test_large_runs_are_rented_on_demand_or_as_a_reservation_billed_its_term(model, tokens, deadline_days, accelerators):
+    """Goals big enough to need more than the on-demand orders (pretraining up to 70B on up to 2T tokens, some held to
+    the parts Lambda reserves as 1-Click Clusters): every cheapest and fastest plan, and the cheaper longer run, is
+    within its provider's on-demand order or is a reservation within its sizes, billed at least its minimum term and
+    named as such (rentable)."""
+    goal = Goal.model_validate(
+        {"goal": "pretrain", "model": model, "tokens": tokens, "accelerators": accelerators, "deadline_hours": None if deadline_days is None else 24 * deadline_days}
+    )
+    r = plan(goal)
+    rows = {(row.provider, row.instance_type): row for row in load_prices()}
+    for p in (r.cheapest, r.fastest, r.cheaper_if_longer):
+        if p is not None:
+            assert rentable(p, rows[(p.provider, p.instance)]) == [], (p.provider, p.instances, p.reservation, p.usd)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    model=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b"]),
+    requests_per_day=st.sampled_from([1e3, 1e5, 1e6, 5e6]),
+    pricing=st.sampled_from(["on-demand", "spot"]),
+)
+def test_serving_picks_rent_within_an_on_demand_order(model, requests_per_day, pricing):
+    """A serving fleet is rented on demand (no reserved product prices a fleet here): every cheapest and fastest fleet
+    holds no more devices than its provider's on-demand order."""
+    r = plan(Goal.model_validate({"goal": "serve", "model": model, "requests_per_day": requests_per_day, "pricing": pricing}))
+    rows = {(row.provider, row.instance_type): row for row in load_prices()}
+    for p in (r.cheapest, r.fastest):
+        if p is not None:
+            assert p.reservation is None and rentable(p, rows[(p.provider, p.instance)]) == [], (p.provider, p.instances)

@@ -43,11 +43,45 @@ def test_a_run_is_billed_whole_instances_for_setup_and_computation():
 def test_the_cheapest_bill_rents_only_what_a_training_run_can():
     """16 devices cannot run on two single hosts of a marketplace (no cluster network between them): the bill comes
     from a provider that rents nodes on one, though the marketplace's hour is cheaper."""
-    rows = (_row("vast", 8, 8.0), _row("lambda", 8, 20.0))
+    rows = (_row("vast", 8, 8.0), _row("aws", 8, 20.0))
     one = cheapest_bill("h100-sxm", 8, 1, 1.0, rows)
     assert one.row.provider == "vast" and one.usd == pytest.approx(8.0 * 1.25)
     two = cheapest_bill("h100-sxm", 16, 1, 1.0, rows)
-    assert two.row.provider == "lambda" and two.usd == pytest.approx(2 * 20.0 * 1.25)
+    assert two.row.provider == "aws" and two.usd == pytest.approx(2 * 20.0 * 1.25)
+
+
+def test_a_run_past_lambdas_on_demand_instance_is_billed_its_reservations_minimum_term():
+    """Lambda's on-demand instances are single VMs: its InfiniBand comes with a 1-Click Cluster of 16-512 H100 or B200,
+    reserved and billed by the week (data/reservations.csv). 16 H100s for a 1-hour run on Lambda alone: two 8-GPU
+    instances reserved for the minimum term, one week, at the on-demand $20 an instance-hour (the 1CC rate is not in
+    our sources): 2 x $20 x 168 h = $6,720, for a run of 0.25 h + 1 h = 1.25 h."""
+    two = cheapest_bill("h100-sxm", 16, 1, 1.0, (_row("vast", 8, 8.0), _row("lambda", 8, 20.0)))
+    assert two.row.provider == "lambda" and two.reservation is not None and two.reservation.product == "1-Click Cluster"
+    assert (two.instances, two.hours, two.paid_hours, two.usd) == (2, 1.25, 168.0, pytest.approx(6_720.0))
+    assert two.idle_reserved_hours == pytest.approx(168.0 - 1.25)
+    # With an on-demand cluster of another provider at $40 an instance-hour, 2 x $40 x 1.25 h = $100 wins.
+    assert cheapest_bill("h100-sxm", 16, 1, 1.0, (_row("lambda", 8, 20.0), _row("aws", 8, 40.0))).usd == pytest.approx(100.0)
+
+
+def test_a_reservation_bills_whole_weeks_within_its_sizes():
+    """By hand, an 8-GPU H100 row at $24 an instance-hour on Lambda's 1-Click Cluster (16-512 GPUs, one week minimum,
+    billed by the week)."""
+    from core.catalog.providers import reservation_for
+    from core.money.run_bill import reserved_hours
+
+    res = reservation_for("lambda", "h100-sxm")
+    assert res is not None and (res.min_devices, res.max_devices, res.min_term_hours, res.term_increment_hours) == (16, 512, 168.0, 168.0)
+    assert reservation_for("lambda", "a100-sxm-80gb") is None and reservation_for("aws", "h100-sxm") is None
+    row = _row("lambda", 8, 24.0)
+    # 512 GPUs, 1 h of computation: 64 instances x $24 x 168 h (the minimum term) = $258,048
+    assert bill(row, 512, 1.0, reservation=res).usd == pytest.approx(64 * 24.0 * 168)
+    # 16 GPUs, 200 h of computation + 0.25 h setup = 200.25 h: two weeks (336 h) x 2 instances x $24 = $16,128
+    b = bill(row, 16, 200.0, reservation=res)
+    assert (b.hours, b.paid_hours, b.usd) == (200.25, 336.0, pytest.approx(2 * 24.0 * 336))
+    assert reserved_hours(167.9, res) == 168.0 and reserved_hours(168.0, res) == 168.0 and reserved_hours(168.5, res) == 336.0
+    assert bill(row, 8, 1.0, reservation=res) is None  # one instance: smaller than a 1CC (rent it on demand)
+    assert bill(row, 520, 1.0, reservation=res) is None  # 65 instances: larger than a 1CC
+    assert bill(row, 16, 1.0, reservation=res, spot=True) is None  # a reservation is not a spot price
 
 
 def test_estimate_bills_the_run_the_planner_plans():
@@ -79,16 +113,29 @@ def test_training_options_bill_each_run_and_pick_within_the_horizon():
 
 
 def test_a_provider_rents_on_demand_only_as_many_devices_as_it_publishes():
-    """data/providers.csv's max_devices (issue 26: "the fastest LoRA rents 128 MI355X for 17 min"): Lambda publishes
-    1-Click Clusters of up to 512 GPUs; AWS publishes no self-serve size, so the stated default of 64 holds."""
-    from core.catalog.providers import DEFAULT_MAX_DEVICES, max_devices
+    """data/providers.csv's max_devices (issue 26: "the fastest LoRA rents 128 MI355X for 17 min"): Modal publishes
+    multi-node clusters of up to 64 GPUs; AWS and Lambda publish no on-demand size, so the stated default of 64 holds
+    (Lambda's 512 is its 1-Click Clusters', a reservation: data/reservations.csv, not an on-demand order)."""
+    from core.catalog.providers import DEFAULT_MAX_DEVICES, max_devices, on_demand_cluster
 
-    assert (max_devices("lambda"), max_devices("modal"), max_devices("aws"), max_devices("ownlab")) == (512, 64, DEFAULT_MAX_DEVICES, None)
+    assert (max_devices("lambda"), max_devices("modal"), max_devices("aws"), max_devices("ownlab")) == (DEFAULT_MAX_DEVICES, 64, DEFAULT_MAX_DEVICES, None)
+    assert not on_demand_cluster("lambda") and on_demand_cluster("aws") and on_demand_cluster("ownlab")
     assert bill(_row("aws", 8, 98.0), 64, 1.0).instances == 8
     assert bill(_row("aws", 8, 98.0), 72, 1.0) is None  # nine 8-GPU instances: a reservation, not an on-demand order
-    assert bill(_row("lambda", 8, 24.0), 512, 1.0).usd == pytest.approx(64 * 24.0 * 1.25)
-    assert bill(_row("lambda", 8, 24.0), 520, 1.0) is None
+    assert bill(_row("lambda", 8, 24.0), 512, 1.0) is None  # on demand: past the order
     assert bill(_row("ownlab", 8, 24.0), 4096, 1.0) is not None  # one's own price list: one's own cluster
+
+
+def test_a_reservation_row_is_checked_on_load():
+    from core.catalog.providers import Reservation
+
+    row = {"provider": "x", "product": "c", "accelerator_ids": "h100-sxm", "min_devices": 16, "max_devices": 64, "min_term_hours": 168,
+           "term_increment_hours": 24, "as_of": "2026-11", "source": "a test"}  # fmt: skip
+    assert Reservation.model_validate(row).min_term_days == 7
+    with pytest.raises(ValueError, match="min_devices"):
+        Reservation.model_validate(row | {"min_devices": 128})
+    with pytest.raises(ValueError, match="increment"):
+        Reservation.model_validate(row | {"term_increment_hours": 336})
 
 
 def test_a_max_devices_needs_its_source():
@@ -115,14 +162,15 @@ def test_no_plan_rents_more_than_one_on_demand_order(goal):
     """Every plan shown, training or serving (a fleet: core/money/serving.fleet), holds no more devices than its
     provider's on-demand order: the serve planner no longer rents a 5,888-chip TPU v5p slice for small batches."""
     from core.catalog.price_trust import billable_prices
-    from core.catalog.providers import max_devices
+    from core.catalog.providers import max_devices, reservation_for
 
     per_instance = {(r.provider, r.instance_type): r.accelerators_per_instance for r in billable_prices(None)}
     result = plan(Goal.model_validate(goal))
     assert result.cheapest is not None
     for p in result.plans:
         rented = p.instances * per_instance[(p.provider, p.instance)]
-        assert rented <= max_devices(p.provider), (p.provider, p.instance, p.instances)
+        res = reservation_for(p.provider, p.accelerator) if p.reservation else None
+        assert rented <= max_devices(p.provider) or (res is not None and rented <= res.max_devices), (p.provider, p.instance, p.instances)
 
 
 def test_a_goal_can_require_bf16():
