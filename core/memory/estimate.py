@@ -333,7 +333,13 @@ def devices_needed(sc: Scenario, ev: Evaluator, capacity: float) -> LayoutResult
     Ties go to the scenario's own layout, then to fewer pipeline stages; with llama.cpp to fewer tensor-parallel
     ranks instead (its default --split-mode layer is a pipeline over the cards; row split is opt-in)."""
     options = layout_options(sc, ev, capacity)
+    if sc.mode == "training":  # only layouts the training stack runs (data/stack_layouts.csv), as the planner plans
+        options = [o for o in options if _runnable(sc, o[0])]
     return min(options, key=lambda o: (o[0].devices, o[1]))[0] if options else None
+
+
+def _runnable(sc: Scenario, r: LayoutResult) -> bool:
+    return layout_problem(sc.training_stack, sc.method, r.zero_stage, r.tensor_parallel, r.pipeline_parallel, r.data_parallel) is None
 
 
 def layout_options(sc: Scenario, ev: Evaluator, capacity: float, tensor: bool = True, pipeline: bool = True) -> list[tuple[LayoutResult, int]]:
