@@ -345,7 +345,8 @@ def _runnable(sc: Scenario, r: LayoutResult) -> bool:
 def layout_options(sc: Scenario, ev: Evaluator, capacity: float, tensor: bool = True, pipeline: bool = True) -> list[tuple[LayoutResult, int]]:
     """The smallest fitting layout of each kind, with its preference (lower first on a tie of devices):
     - model parallel: for each tensor-parallel size, the fewest pipeline stages (at most one per layer);
-    - in training, more data-parallel ranks under the scenario's ZeRO stage (>= 1), or under ZeRO-3;
+    - in training, more data-parallel ranks under the scenario's ZeRO stage (>= 1), or under ZeRO-3, with the
+      scenario's tensor-parallel size or another (tensor parallel x ZeRO data parallel);
     - the scenario's own layout, when it fits.
     `tensor`, `pipeline` False: only the scenario's own tensor-parallel size, one pipeline stage (a stack without)."""
     arch = ev.arch
@@ -364,16 +365,20 @@ def layout_options(sc: Scenario, ev: Evaluator, capacity: float, tensor: bool = 
         if pp:
             options.append((tp * pp, 1 + (tp if layer_split else pp), Layout(1, tp, pp), sc.zero_stage))
     if sc.mode == "training":
-        group = sc.tensor_parallel * sc.pipeline_parallel
         stages = {sc.zero_stage, 3} if sc.zero_stage >= 1 else {3}
-        for zero in sorted(stages):
+        # data-parallel ranks under the scenario's tensor-parallel size, and (2-D: tensor parallel within a node, ZeRO /
+        # FSDP across, as Accelerate's ParallelismConfig and Megatron run) under each other tensor-parallel size
+        for tp in sorted({sc.tensor_parallel} | (set(_tp_sizes(sc, arch)) if tensor else set())):
+            group = tp * sc.pipeline_parallel
+            for zero in sorted(stages):
 
-            def ranks_fit(d: int, z: int = zero) -> bool:
-                return float(ev.components(Layout(d, sc.tensor_parallel, sc.pipeline_parallel), b, s, zero_stage=z)[0].total) <= capacity
+                def ranks_fit(d: int, z: int = zero, t: int = tp) -> bool:
+                    return float(ev.components(Layout(d, t, sc.pipeline_parallel), b, s, zero_stage=z)[0].total) <= capacity
 
-            dp = smallest_count(ranks_fit, MAX_DEVICES // group)
-            if dp:
-                options.append((dp * group, 1 if zero == sc.zero_stage else 2, Layout(dp, sc.tensor_parallel, sc.pipeline_parallel), zero))
+                dp = smallest_count(ranks_fit, MAX_DEVICES // group)
+                if dp:
+                    preference = (1 if zero == sc.zero_stage else 2) + (0 if tp == sc.tensor_parallel else 2)
+                    options.append((dp * group, preference, Layout(dp, tp, sc.pipeline_parallel), zero))
     return [
         (
             LayoutResult.model_construct(

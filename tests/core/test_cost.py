@@ -155,9 +155,10 @@ def test_a_run_spans_instances_only_on_a_cluster_network(options):
         assert spans_nodes(o.provider, o.instance_type) and row.accelerators_per_instance >= 8, (o.provider, o.instance_type, o.instances)
     assert any(o.instances == 1 and not spans_nodes(o.provider, o.instance_type) for o in options.options), "one host still competes"
     # No provider in data/providers.csv rents RTX 4090s on a cluster network: the curve is priced while one host of
-    # 8 holds the run (8B full fine-tuning needs 7 of them) and unpriced from there on, not priced on copies of vast.ai
-    # listings (Hugging Face has no pipeline parallelism: 7 ZeRO-3 ranks). The curve itself goes on (time is still shown), so an empty or cut-short curve fails here too.
+    # 8 holds the run (8B full fine-tuning needs 6 of them) and unpriced from there on, not priced on copies of vast.ai
+    # listings (Hugging Face has no pipeline parallelism: tensor parallel 2 x 3 ZeRO-3 ranks). The curve itself goes on
+    # (time is still shown), so an empty or cut-short curve fails here too.
     curve = training_curve(SC.model_copy(update={"accelerator": "rtx-4090"}))
-    assert [p.devices for p in curve] == [7, 14, 28, 56, 112, 224, 448]
+    assert [p.devices for p in curve] == [6, 12, 24, 48, 96, 192, 384]
     assert curve[0].price_instance is not None and curve[0].on_demand_usd is not None and curve[0].on_demand_usd > 0
     assert all(p.price_instance is None and p.on_demand_usd is None and p.spot_usd is None for p in curve[1:])
