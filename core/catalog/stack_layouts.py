@@ -35,11 +35,14 @@ class StackLayouts(BaseModel):
     qlora_sharded: bool  # QLoRA under ZeRO-3 / FSDP (FSDP + QLoRA)
     as_of: str
     source: str = Field(min_length=10)
+    pipeline_zero_stages: tuple[int, ...] | None = None  # the ZeRO stages it runs with pipeline parallelism (None: all)
     hardware: tuple[str, ...] = ("gpu", "npu")  # accelerator kinds it runs on (npu: Optimum Neuron / Habana; apple: PyTorch MPS or MLX; unified: DGX Spark, Strix Halo)
 
-    @field_validator("zero_stages", mode="before")
+    @field_validator("zero_stages", "pipeline_zero_stages", mode="before")
     @classmethod
     def _stages(cls, value: object) -> object:
+        if value == "":
+            return None
         return tuple(int(s) for s in value.split(";")) if isinstance(value, str) else value
 
     @field_validator("hardware", mode="before")
@@ -71,6 +74,8 @@ def layout_problem(stack: str, method: str, zero_stage: int, tensor_parallel: in
         return f"{stack} has no tensor parallelism"
     if pipeline_parallel > 1 and not s.pipeline_parallel:
         return f"{stack} has no pipeline parallelism"
+    if pipeline_parallel > 1 and s.pipeline_zero_stages is not None and zero_stage not in s.pipeline_zero_stages:
+        return f"{stack} runs pipeline parallelism only with ZeRO stage {' or '.join(map(str, s.pipeline_zero_stages))}"
     if method == "lora" and not s.lora:
         return f"{stack} has no LoRA"
     if method == "qlora" and not s.qlora:

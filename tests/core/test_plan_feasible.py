@@ -324,3 +324,18 @@ def test_serving_picks_rent_within_an_on_demand_order(model, requests_per_day, p
     for p in (r.cheapest, r.fastest):
         if p is not None:
             assert p.reservation is None and rentable(p, rows[(p.provider, p.instance)]) == [], (p.provider, p.instances)
+
+
+def test_deepspeed_pipeline_runs_only_with_zero_0_or_1():
+    """DeepSpeed's PipelineEngine asserts ZeRO stage < 2 ('ZeRO-2 and ZeRO-3 are incompatible with pipeline
+    parallelism', deepspeed/runtime/pipe/engine.py): the table says so, and neither the planner nor the Memory page's
+    fewest devices proposes pipeline stages under ZeRO-2/3 on DeepSpeed."""
+    from core.catalog.stack_layouts import layout_problem
+    from core.estimate import estimate
+    from core.scenario import Scenario
+
+    assert layout_problem("deepspeed", "full", 3, 8, 2) is not None and layout_problem("deepspeed", "full", 2, 1, 2) is not None
+    assert layout_problem("deepspeed", "full", 1, 8, 2) is None and layout_problem("deepspeed", "full", 3, 8, 1) is None
+    sc = Scenario(model="llama-3.1-70b", mode="training", zero_stage=3, data_parallel=8, accelerator="h100-sxm", training_stack="deepspeed")
+    needed = estimate(sc).layout_needed
+    assert needed is not None and not (needed.pipeline_parallel > 1 and needed.zero_stage >= 2)
