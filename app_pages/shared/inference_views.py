@@ -12,8 +12,9 @@ from app_pages.shared.cache import shared_cache
 from app_pages.shared.plot import show
 from app_pages.shared.results import Rows, cached_estimate, cached_serving, scenario_of
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, FrozenFigure, Units, frozen, layout, vmarker
-from app_pages.shared.text import spreadsheet_safe
+from app_pages.shared.text import plain, spreadsheet_safe
 from app_pages.shared.ticks import number_ticks
+from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.estimate import Result
 from core.layout import Layout
@@ -21,7 +22,7 @@ from core.memory.sweep import sweep
 from core.money.blocks import InferenceEstimate
 from core.money.serving import ServingPlan
 from core.scenario import Scenario
-from core.speed.load import default_scheduler, load_curve
+from core.speed.load import load_curve, scenario_scheduler
 from core.speed.roofline import decode_curve
 
 
@@ -61,21 +62,24 @@ def decode_figure(key: str) -> FrozenFigure:
 @shared_cache(max_entries=64)
 def load_figures(key: str) -> tuple[FrozenFigure, FrozenFigure]:
     """Time to first token and each user's tokens/s against the number of users sharing one replica, p50 and p90
-    (core/speed/load.py: a continuous-batching engine with the sidebar engine's default scheduler), with the memory's
-    limit on running requests; past it users wait for a slot."""
+    (core/speed/load.py: a continuous-batching engine with the sidebar engine's scheduler, the page's settings where it
+    sets them, and the page's arrival pattern), with the memory's limit on running requests; past it users wait for a
+    slot."""
     inf = cached_estimate(key).inference
     sc = replica_scenario(scenario_of(key), inf)
     room = max(1, inf.max_concurrent_sequences)
     top = max(8, min(2048, room * 2))
     users = np.unique(np.geomspace(1, top, 40).round())
     acc = get_accelerator(sc.accelerator)
-    sched = default_scheduler(sc.serving_engine, inf.prompt_tokens, acc)
-    out = load_curve(sc, acc, Layout(1, sc.tensor_parallel, sc.pipeline_parallel), users, inf.prompt_tokens, inf.output_tokens, scheduler=sched, max_running=room)
+    sched = scenario_scheduler(sc, inf.prompt_tokens, acc)
+    lay = Layout(1, sc.tensor_parallel, sc.pipeline_parallel)
+    out = load_curve(sc, acc, lay, users, inf.prompt_tokens, inf.output_tokens, scheduler=sched, max_running=room, arrivals=sc.arrivals)
     what = f"{inf.prompt_tokens:,} prompt + {inf.output_tokens:,} output tokens each"
+    how = "users arriving independently" if sc.arrivals == "steady" else "a benchmark's users starting together"
     figs = []
     for metric, unit, title in (
-        ("time_to_first_token", "s", "Time to first token by number of users"),
-        ("tokens_per_s_per_user", "", "Tokens/s per user by number of users"),
+        ("time_to_first_token", "s", f"Time to first token by number of users ({how})"),
+        ("tokens_per_s_per_user", "", f"Tokens/s per user by number of users ({how})"),
     ):
         fig = go.Figure()
         for q, dash in (("p50", "solid"), ("p90", "dash")):
@@ -95,8 +99,26 @@ def load_figures(key: str) -> tuple[FrozenFigure, FrozenFigure]:
     return figs[0], figs[1]
 
 
+SCHEDULER_KEYS = ("mns", "mnbt", "pcache", "arrive")  # the engine scheduler's inputs (app_pages/shared/fields.py)
+
+
+def scheduler_text(sc: Scenario, prompt_tokens: int) -> str:
+    """The scheduler the curves assume, in words: the engine's defaults with the page's settings."""
+    s = scenario_scheduler(sc, prompt_tokens, get_accelerator(sc.accelerator))
+    chunks = "prompts chunked to fit" if s.chunked_prefill else "whole prompts, no chunking"
+    cache = f", {s.prefix_cache_hit_fraction:.0%} of each prompt from the prefix cache" if s.prefix_cache_hit_fraction else ""
+    return f"The curves assume at most {s.max_num_seqs:,} running requests and {s.max_num_batched_tokens:,} tokens per engine step ({chunks}){cache}."
+
+
 def load_section(key: str) -> None:
-    """The two under-load charts side by side (stacked on a phone)."""
+    """The engine scheduler's inputs (folded away), then the two under-load charts side by side (stacked on a
+    phone)."""
+    with st.expander("Engine scheduler and how users arrive (what the curves below assume)"):
+        cols = st.columns(len(SCHEDULER_KEYS))
+        for k, col in zip(SCHEDULER_KEYS, cols, strict=True):
+            page_widget(k, col)
+        sc = scenario_of(key)
+        st.caption(plain(scheduler_text(sc, cached_estimate(key).inference.prompt_tokens)))
     ttft, speed = load_figures(key)
     left, right = st.columns(2)
     with left:

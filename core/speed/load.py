@@ -49,14 +49,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Literal, NamedTuple
+from typing import NamedTuple, get_args
 
 import numpy as np
 
 from core.catalog.accelerators import Accelerator
 from core.layout import Layout
 from core.memory.engines import ENGINES
-from core.scenario import Scenario
+from core.scenario import Arrivals, Scenario
 from core.speed.roofline import _Roof, roofline
 
 # Standard normal quantiles of the percentiles reported.
@@ -72,12 +72,14 @@ PASSES = 2
 FIRST_TOKEN_STEPS = 1.0
 
 
-Arrivals = Literal["steady", "synchronised"]
-ARRIVALS: tuple[Arrivals, ...] = ("steady", "synchronised")
+ARRIVALS: tuple[Arrivals, ...] = get_args(Arrivals)
 # Cycles the synchronised closed loop is simulated for: the first (every user starting at once) is the start-up wave,
 # the figures are over the rest. The loop repeats from the second cycle on: a third and fourth move NIM's rows' means
 # by under 1% on average (tests/core/test_load.py).
 CYCLES = 3
+# Steps closed_loop simulates at most. Identical users move in cohorts, so a run takes about as many steps as its waves'
+# prefill and its cohorts' completions: a few hundred (NIM's rows: under 2,000).
+STEP_BOUND = 20_000
 
 
 class Scheduler(NamedTuple):
@@ -122,6 +124,17 @@ def default_scheduler(engine: str, prompt_tokens: int = 0, accelerator: Accelera
     return Scheduler(seqs, budget, chunked, 0.0, source)
 
 
+def scenario_scheduler(sc: Scenario, prompt_tokens: int = 0, accelerator: Accelerator | None = None) -> Scheduler:
+    """The engine's documented scheduler with the scenario's own settings (max_num_seqs, max_num_batched_tokens,
+    prefix-cache hits) where it sets them."""
+    s = default_scheduler(sc.serving_engine, prompt_tokens, accelerator)
+    return s._replace(
+        max_num_seqs=sc.max_num_seqs or s.max_num_seqs,
+        max_num_batched_tokens=sc.max_num_batched_tokens or s.max_num_batched_tokens,
+        prefix_cache_hit_fraction=sc.prefix_cache_hit_fraction,
+    )
+
+
 def _positive(x: np.ndarray, floor: float = 1e-12) -> np.ndarray:
     return np.maximum(x, floor)
 
@@ -154,7 +167,7 @@ def load_curve(
     token, tokens/s per user), the answer stops at the last concurrency (of an ascending `concurrency`) whose p90
     figures meet both: the planner's search reads no further. `arrivals` picks steady (independent) arrivals or a
     benchmark's synchronised closed loop (module docstring)."""
-    s = scheduler or default_scheduler(sc.serving_engine, prompt_tokens, acc)
+    s = scheduler or scenario_scheduler(sc, prompt_tokens, acc)
     roof = roof or roofline(sc, acc, layout)
     users = np.asarray(concurrency, dtype=np.float64)
     users = np.minimum(np.where(users >= 1.0, users, 1.0), 1e9)  # NaN and below one: one user
@@ -272,12 +285,13 @@ class _Cohort:
         return other
 
 
-def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int, s: Scheduler, cap: int) -> dict[str, float]:
+def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int, s: Scheduler, cap: int) -> dict[str, float] | None:
     """The synchronised closed loop (module docstring): `users` identical users start at once; each step carries every
     running decode and, first come first served, the prompts that fit the step's token budget (chunks of them with
     chunked prefill, whole prompts without); at most `cap` requests run. Returns the time to first token and the
     inter-token latency (mean, p50, p90 over the requests after the start-up wave), requests/s and the share of time
-    spent in steps that carry a prompt."""
+    spent in steps that carry a prompt; None when no request after the start-up wave finishes within STEP_BOUND steps
+    (a token budget far below the prompt)."""
     hit = min(max(float(s.prefix_cache_hit_fraction), 0.0), 0.999)
     prompt = max(1.0, prompt_tokens * (1.0 - hit))
     out = max(int(output_tokens), 1)
@@ -295,7 +309,7 @@ def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int,
     t = 0.0
     seen: list[tuple[float, float, int]] = []  # (ttft, itl, users) of the requests after the start-up wave
     busy, window_start = 0.0, -1.0
-    for _ in range(200_000):  # a bound on steps; identical users move in cohorts, so a run takes a few hundred
+    for _ in range(STEP_BOUND):
         if all(c.cycle >= CYCLES for c in queue):
             break
         running = sum(c.users for c in queue if c.admitted)
@@ -365,8 +379,8 @@ def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int,
                 queue[-1].users += nxt.users  # the same state: one cohort
             else:
                 queue.append(nxt)
-    if not seen:  # no request finished after the start-up wave (the step bound): its figures are all there are
-        seen = [(0.0, 0.0, 1)]
+    if not seen:
+        return None
     ttft, itl, n = (np.array(v, dtype=np.float64) for v in zip(*seen, strict=True))
     figures = {"time_to_first_token": ttft, "inter_token_latency": itl}
     res: dict[str, float] = {}
@@ -382,7 +396,7 @@ def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int,
     return res
 
 
-_LOOPS: dict[tuple, dict[str, float]] = {}  # closed_loop's answers: the same scenario's curve is asked for again
+_LOOPS: dict[tuple, dict[str, float] | None] = {}  # closed_loop's answers: the same scenario's curve is asked for again
 _LOOPS_MAX = 4096
 
 
@@ -391,7 +405,7 @@ def _synchronised(
 ) -> dict[str, np.ndarray]:
     """closed_loop at each number of running users, as load_curve's figures (each user's tokens/s from its inter-token
     latency)."""
-    rows = []
+    rows: list[dict[str, float] | None] = []
     for n in running.astype(int):
         key = (sc, acc, layout, int(n), int(prompt_tokens), int(output_tokens), s, cap)
         if key not in _LOOPS:
@@ -399,7 +413,12 @@ def _synchronised(
                 _LOOPS.clear()
             _LOOPS[key] = closed_loop(roof, int(n), prompt_tokens, output_tokens, s, cap)
         rows.append(_LOOPS[key])
-    out = {k: np.array([r[k] for r in rows], dtype=np.float64) for k in rows[0]} if rows else {k: np.zeros(0) for k in _LOOP_KEYS}
+    missing = [i for i, r in enumerate(rows) if r is None]
+    if missing:  # past the step bound: the steady figures stand in (a lower bound of the loop's)
+        steady = load_curve(sc, acc, layout, running[missing], prompt_tokens, output_tokens, scheduler=s, max_running=cap, keys=_LOOP_KEYS, roof=roof)
+        for j, i in enumerate(missing):
+            rows[i] = {k: float(v[j]) for k, v in steady.items()}
+    out = {k: np.array([r[k] for r in rows if r is not None], dtype=np.float64) for k in _LOOP_KEYS}
     for q in ("mean", "p50", "p90"):
         out[f"tokens_per_s_per_user_{q}"] = 1.0 / _positive(out[f"inter_token_latency_{q}_s"])
     return out
