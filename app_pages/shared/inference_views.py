@@ -75,20 +75,23 @@ def load_figures(key: str) -> tuple[FrozenFigure, FrozenFigure]:
     lay = Layout(1, sc.tensor_parallel, sc.pipeline_parallel)
     out = load_curve(sc, acc, lay, users, inf.prompt_tokens, inf.output_tokens, scheduler=sched, max_running=room, arrivals=sc.arrivals)
     what = f"{inf.prompt_tokens:,} prompt + {inf.output_tokens:,} output tokens each"
-    how = "users arriving independently" if sc.arrivals == "steady" else "a benchmark's users starting together"
+    steady = sc.arrivals == "steady"  # a benchmark's users all start at once instead (core/speed/load.py)
+    cap = min(room, sched.max_num_seqs)
+    mark = f"memory holds {room:,}" if room <= sched.max_num_seqs else f"max_num_seqs {cap:,}"
     figs = []
     for metric, unit, title in (
-        ("time_to_first_token", "s", f"Time to first token by number of users ({how})"),
-        ("tokens_per_s_per_user", "", f"Tokens/s per user by number of users ({how})"),
+        ("time_to_first_token", "s", "Time to first token by number of users" if steady else "Time to first token, benchmark users"),
+        ("tokens_per_s_per_user", "", "Tokens/s per user by number of users" if steady else "Tokens/s per user, benchmark users"),
     ):
         fig = go.Figure()
         for q, dash in (("p50", "solid"), ("p90", "dash")):
             name = f"{metric}_{q}_s" if unit else f"{metric}_{q}"
             label = {"p50": "median user (p50)", "p90": "slowest 10% (p90)"}[q]
             fig.add_scatter(x=users, y=out[name], name=label, mode="lines", line={"dash": dash})
-        if room < top:
-            vmarker(fig, room, f"memory holds {room:,}", log_x=True, color="#E45756", dash="solid", side="left")
-        fig.update_xaxes(type="log", **number_ticks(list(users)), title=f"Concurrent users ({what}; log scale)")
+        if cap < top:  # past it users wait for a slot: the memory's room or the scheduler's max_num_seqs
+            vmarker(fig, cap, mark, log_x=True, color="#E45756", dash="solid", side="left")
+        who = "Concurrent users" if steady else "Users starting together, identical requests"
+        fig.update_xaxes(type="log", **number_ticks(list(users)), title=f"{who} ({what}; log scale)")
         if unit:  # seconds on a log axis: from a prefill's tenths of a second to a queue's minutes
             values = [float(v) for q in ("p50", "p90") for v in out[f"{metric}_{q}_s"]]
             fig.update_yaxes(type="log", **number_ticks(values), title="Time to first token (seconds, log scale)")
@@ -114,7 +117,7 @@ def load_section(key: str) -> None:
     """The engine scheduler's inputs (folded away), then the two under-load charts side by side (stacked on a
     phone)."""
     with st.expander("Engine scheduler and how users arrive (what the curves below assume)"):
-        cols = st.columns(len(SCHEDULER_KEYS))
+        cols = [*st.columns(2), *st.columns(2)]  # two a row: the labels name the engine's flags, and need the room
         for k, col in zip(SCHEDULER_KEYS, cols, strict=True):
             page_widget(k, col)
         sc = scenario_of(key)

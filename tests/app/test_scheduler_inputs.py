@@ -19,7 +19,7 @@ KEYS = ("mns", "mnbt", "pcache", "arrive")
 
 def ttft_curve(at) -> tuple[list, list]:
     """The p50 line of the page's time-to-first-token chart: (users, seconds)."""
-    fig = next(f for f in charts(at) if f["layout"]["title"]["text"].startswith("Time to first token by number of users"))
+    fig = next(f for f in charts(at) if f["layout"]["title"]["text"].startswith("Time to first token"))
     line = fig["data"][0]
     return array_of(line["x"]), array_of(line["y"])
 
