@@ -41,14 +41,23 @@ def predicted(row: dict, arrivals: str | None = None) -> dict[str, float]:
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
 def test_published_rows(row):
-    got = predicted(row)
-    ttft = got["time_to_first_token_mean_s"] / (float(row["ttft_ms"]) / 1e3) - 1
-    speed = (1.0 / got["inter_token_latency_mean_s"]) / (1e3 / float(row["itl_ms"])) - 1
+    """Each row against our figure of the statistic it publishes (the mean over requests, or the median)."""
+    got, stat = predicted(row), row["statistic"]
+    ttft = got[f"time_to_first_token_{stat}_s"] / (float(row["ttft_ms"]) / 1e3) - 1
+    speed = (1.0 / got[f"inter_token_latency_{stat}_s"]) / (1e3 / float(row["itl_ms"])) - 1
     for what, err, expect in (("ttft", ttft, row["expect_ttft"]), ("speed", speed, row["expect_speed"])):
         if expect == "within":
             assert abs(err) <= TOLERANCE, (what, f"{err:+.0%}", row["source"])
         else:  # a known miss stays a miss: change the row's flag when the model improves
             assert abs(err) > TOLERANCE, (what, f"{err:+.0%}", row["note"])
+
+
+def test_the_table_has_vllm_rows_under_both_arrival_patterns():
+    """Issue #27 item 1: rows of another engine than NIM's TensorRT-LLM, one run of identical requests started together
+    and one whose requests end at EOS (so they fall out of step), each with its source and date."""
+    vllm = [r for r in ROWS if r["engine"] == "vllm"]
+    assert {r["arrivals"] for r in vllm} == {"steady", "synchronised"}
+    assert all(r["source"] and r["as_of"] and r["role"] == "check" for r in vllm)
 
 
 def test_the_table_checks_more_than_it_calibrates():
@@ -59,7 +68,7 @@ def test_the_table_checks_more_than_it_calibrates():
     for c in ("1", "25", "50"):
         speed = [r for r in checks if r["concurrency"] == c and r["expect_speed"] == "within"]
         ttft = [r for r in checks if r["concurrency"] == c and r["expect_ttft"] == "within"]
-        assert {r["model"] for r in speed} == {"llama-3.3-70b", "llama-3.1-8b"}, c
+        assert {r["model"] for r in speed} >= {"llama-3.3-70b", "llama-3.1-8b"}, c
         assert ttft, c
 
 
@@ -162,10 +171,10 @@ def test_a_wave_over_several_steps_queues_more_than_steady_arrivals():
 
 
 def test_benchmark_rows_lie_between_the_two_arrival_patterns():
-    """NIM's runs are partly synchronised: on most rows the measured time to first token lies between the steady
+    """NIM's runs are partly synchronised: on most of its rows the measured time to first token lies between the steady
     (independent arrivals) and the synchronised figure, within the 25% tolerance. The rows where it does not are the
     8B's long-prompt runs whose figure is above both (tests/data/load_latency.csv notes)."""
-    loaded = [r for r in ROWS if r["concurrency"] != "1"]
+    loaded = [r for r in ROWS if r["concurrency"] != "1" and r["id"].startswith("nim")]
     between = []
     for r in loaded:
         lo, hi = sorted(predicted(r, a)["time_to_first_token_mean_s"] for a in ARRIVALS)
