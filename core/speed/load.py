@@ -406,8 +406,9 @@ def _synchronised(
     """closed_loop at each number of running users, as load_curve's figures (each user's tokens/s from its inter-token
     latency)."""
     rows: list[dict[str, float] | None] = []
+    what = (sc.model_dump_json(), acc.model_dump_json(), tuple(layout), int(prompt_tokens), int(output_tokens), s, cap)  # a config.json's dict is unhashable
     for n in running.astype(int):
-        key = (sc, acc, layout, int(n), int(prompt_tokens), int(output_tokens), s, cap)
+        key = (*what, int(n))
         if key not in _LOOPS:
             if len(_LOOPS) >= _LOOPS_MAX:
                 _LOOPS.clear()

@@ -182,6 +182,23 @@ def test_benchmark_rows_lie_between_the_two_arrival_patterns():
     assert sum(between) >= 0.75 * len(loaded), f"{sum(between)} of {len(loaded)}"
 
 
+def test_synchronised_arrivals_for_a_pasted_config():
+    """A scenario of a pasted config.json (a dict inside: not hashable) is simulated like a preset's (the page's
+    link with a config and benchmark arrivals raised a TypeError in the simulation's cache)."""
+    cfg = {
+        "model_type": "llama",
+        "hidden_size": 2048,
+        "intermediate_size": 5632,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 32000,
+    }
+    sc = Scenario(model={"hf_config": cfg}, seq_len=2048)
+    out = load_curve(sc, ACC, LAY, np.array([1.0, 8.0]), 1500, 500, arrivals="synchronised")
+    assert np.all(np.isfinite(out["time_to_first_token_p90_s"])) and out["time_to_first_token_mean_s"][1] > out["time_to_first_token_mean_s"][0]
+
+
 @pytest.mark.parametrize("arrivals", ARRIVALS)
 @pytest.mark.parametrize(
     ("users", "prompt", "output", "sched"),
