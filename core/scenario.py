@@ -109,6 +109,9 @@ Precision = Literal["bf16", "fp16", "fp32", "bf16-true", "fp16-true"]
 LoraTargets = Literal["attention", "all-linear"]
 Offload = Literal["none", "optimizer", "optimizer+params"]
 KvFormat = Literal["bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"]  # q8_0/q4_0: llama.cpp cache types
+# How users' requests reach a serving engine (core/speed/load.py): independently (production traffic) or all at once
+# with identical requests (a benchmark's closed loop, e.g. genai-perf's concurrency mode).
+Arrivals = Literal["steady", "synchronised"]
 
 
 class Scenario(BaseModel):
@@ -141,6 +144,22 @@ class Scenario(BaseModel):
     )
     gpu_layers: int | None = Field(
         default=None, ge=0, le=1024, description="llama.cpp n_gpu_layers: layers on the accelerators, the rest in system RAM (0 = CPU only); default: all"
+    )
+    max_num_seqs: int | None = Field(
+        default=None, ge=1, le=65_536, description="the serving engine's most running requests (vLLM --max-num-seqs, TensorRT-LLM max_batch_size); default: the engine's"
+    )
+    max_num_batched_tokens: int | None = Field(
+        default=None,
+        ge=16,
+        le=2_097_152,
+        description="tokens one engine step carries at most (vLLM --max-num-batched-tokens: the chunk of a prompt prefilled per step); default: the engine's",
+    )
+    prefix_cache_hit_fraction: float = Field(
+        default=0.0, ge=0, le=0.99, description="share of each prompt the engine finds in its prefix cache and does not prefill again (0: caching off or no hits)"
+    )
+    arrivals: Arrivals = Field(
+        default="steady",
+        description="how requests arrive for the latency-under-load figures: 'steady' (independent users) or 'synchronised' (a benchmark's users all at once)",
     )
     host_memory_gib: float = Field(default=64.0, gt=0, le=65536, description="system RAM in GiB (holds the layers llama.cpp keeps off the accelerators)")
     host_memory_bandwidth_gbps: float = Field(default=76.8, gt=0, le=100_000, description="system RAM bandwidth in GB/s (dual-channel DDR5-4800: 76.8; DDR4-3200: 51.2)")

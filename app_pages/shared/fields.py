@@ -548,6 +548,61 @@ def fields() -> dict[str, Field]:
         # util: a link key from before the busiest hour (peak) sized every fleet; a link with util and no peak opens
         # with peak = 100 / util, the same replicas (app_pages/shared/state.py, load_link_once)
         Field("util", "Highest utilisation to plan for (%)", "float", 70.0, lo=1.0, hi=100.0, widget="number"),
+        # the Inference page's engine scheduler (core/speed/load.py): 0 = the engine's own default, so a link from
+        # before these inputs shows what it showed
+        Field(
+            "mns",
+            "Most running requests (max_num_seqs, 0 = the engine's default)",
+            "int",
+            0,
+            lo=0,
+            hi=65_536,
+            widget="number",
+            scenario="max_num_seqs",
+            zero_is_unset=True,
+            applies=inference,
+            help="vLLM --max-num-seqs, TensorRT-LLM max_batch_size: users beyond it wait for a slot",
+        ),
+        Field(
+            "mnbt",
+            "Tokens per engine step (max_num_batched_tokens, 0 = the engine's default)",
+            "int",
+            0,
+            lo=0,
+            hi=2_097_152,
+            widget="number",
+            scenario="max_num_batched_tokens",
+            zero_is_unset=True,
+            applies=inference,
+            help="vLLM --max-num-batched-tokens: each step's decodes plus the chunk of prompts prefilled in it (16 at least). "
+            "Smaller: steadier tokens for those decoding, a slower first token",
+        ),
+        Field(
+            "pcache",
+            "Prompt found in the prefix cache (%, 0 = caching off)",
+            "float",
+            0.0,
+            lo=0.0,
+            hi=99.0,
+            widget="number",
+            scenario="prefix_cache_hit_fraction",
+            scale=0.01,
+            applies=inference,
+            help="the share of each prompt the engine has cached from earlier requests (a shared system prompt, a chat's history) and does not prefill again",
+        ),
+        Field(
+            "arrive",
+            "How users arrive",
+            "choice",
+            "steady",
+            ("steady", "synchronised"),
+            widget="segmented",
+            labels={"steady": "Independently (production)", "synchronised": "All at once (a benchmark)"},
+            scenario="arrivals",
+            applies=inference,
+            help="Independently: users come and go at random, as in production (what the serving plan assumes). All at once: a "
+            "benchmark's users start together with identical requests and their prompts queue in waves (NIM's, genai-perf's runs)",
+        ),
         # the Inference page's box of different cards (core/speed/mixed.py)
         Field("box1", "Cards of the sidebar's type", "int", 1, lo=1, hi=8, widget="number"),
         Field(

@@ -12,8 +12,9 @@ from app_pages.shared.cache import shared_cache
 from app_pages.shared.plot import show
 from app_pages.shared.results import Rows, cached_estimate, cached_serving, scenario_of
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, FrozenFigure, Units, frozen, layout, vmarker
-from app_pages.shared.text import spreadsheet_safe
+from app_pages.shared.text import plain, spreadsheet_safe
 from app_pages.shared.ticks import number_ticks
+from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.estimate import Result
 from core.layout import Layout
@@ -21,7 +22,7 @@ from core.memory.sweep import sweep
 from core.money.blocks import InferenceEstimate
 from core.money.serving import ServingPlan
 from core.scenario import Scenario
-from core.speed.load import default_scheduler, load_curve
+from core.speed.load import load_curve, scenario_scheduler
 from core.speed.roofline import decode_curve
 
 
@@ -61,30 +62,36 @@ def decode_figure(key: str) -> FrozenFigure:
 @shared_cache(max_entries=64)
 def load_figures(key: str) -> tuple[FrozenFigure, FrozenFigure]:
     """Time to first token and each user's tokens/s against the number of users sharing one replica, p50 and p90
-    (core/speed/load.py: a continuous-batching engine with the sidebar engine's default scheduler), with the memory's
-    limit on running requests; past it users wait for a slot."""
+    (core/speed/load.py: a continuous-batching engine with the sidebar engine's scheduler, the page's settings where it
+    sets them, and the page's arrival pattern), with the memory's limit on running requests; past it users wait for a
+    slot."""
     inf = cached_estimate(key).inference
     sc = replica_scenario(scenario_of(key), inf)
     room = max(1, inf.max_concurrent_sequences)
     top = max(8, min(2048, room * 2))
     users = np.unique(np.geomspace(1, top, 40).round())
     acc = get_accelerator(sc.accelerator)
-    sched = default_scheduler(sc.serving_engine, inf.prompt_tokens, acc)
-    out = load_curve(sc, acc, Layout(1, sc.tensor_parallel, sc.pipeline_parallel), users, inf.prompt_tokens, inf.output_tokens, scheduler=sched, max_running=room)
+    sched = scenario_scheduler(sc, inf.prompt_tokens, acc)
+    lay = Layout(1, sc.tensor_parallel, sc.pipeline_parallel)
+    out = load_curve(sc, acc, lay, users, inf.prompt_tokens, inf.output_tokens, scheduler=sched, max_running=room, arrivals=sc.arrivals)
     what = f"{inf.prompt_tokens:,} prompt + {inf.output_tokens:,} output tokens each"
+    steady = sc.arrivals == "steady"  # a benchmark's users all start at once instead (core/speed/load.py)
+    cap = min(room, sched.max_num_seqs)
+    mark = f"memory holds {room:,}" if room <= sched.max_num_seqs else f"max_num_seqs {cap:,}"
     figs = []
     for metric, unit, title in (
-        ("time_to_first_token", "s", "Time to first token by number of users"),
-        ("tokens_per_s_per_user", "", "Tokens/s per user by number of users"),
+        ("time_to_first_token", "s", "Time to first token by number of users" if steady else "Time to first token, benchmark users"),
+        ("tokens_per_s_per_user", "", "Tokens/s per user by number of users" if steady else "Tokens/s per user, benchmark users"),
     ):
         fig = go.Figure()
         for q, dash in (("p50", "solid"), ("p90", "dash")):
             name = f"{metric}_{q}_s" if unit else f"{metric}_{q}"
             label = {"p50": "median user (p50)", "p90": "slowest 10% (p90)"}[q]
             fig.add_scatter(x=users, y=out[name], name=label, mode="lines", line={"dash": dash})
-        if room < top:
-            vmarker(fig, room, f"memory holds {room:,}", log_x=True, color="#E45756", dash="solid", side="left")
-        fig.update_xaxes(type="log", **number_ticks(list(users)), title=f"Concurrent users ({what}; log scale)")
+        if cap < top:  # past it users wait for a slot: the memory's room or the scheduler's max_num_seqs
+            vmarker(fig, cap, mark, log_x=True, color="#E45756", dash="solid", side="left")
+        who = "Concurrent users" if steady else "Users starting together, identical requests"
+        fig.update_xaxes(type="log", **number_ticks(list(users)), title=f"{who} ({what}; log scale)")
         if unit:  # seconds on a log axis: from a prefill's tenths of a second to a queue's minutes
             values = [float(v) for q in ("p50", "p90") for v in out[f"{metric}_{q}_s"]]
             fig.update_yaxes(type="log", **number_ticks(values), title="Time to first token (seconds, log scale)")
@@ -95,8 +102,26 @@ def load_figures(key: str) -> tuple[FrozenFigure, FrozenFigure]:
     return figs[0], figs[1]
 
 
+SCHEDULER_KEYS = ("mns", "mnbt", "pcache", "arrive")  # the engine scheduler's inputs (app_pages/shared/fields.py)
+
+
+def scheduler_text(sc: Scenario, prompt_tokens: int) -> str:
+    """The scheduler the curves assume, in words: the engine's defaults with the page's settings."""
+    s = scenario_scheduler(sc, prompt_tokens, get_accelerator(sc.accelerator))
+    chunks = "prompts chunked to fit" if s.chunked_prefill else "whole prompts, no chunking"
+    cache = f", {s.prefix_cache_hit_fraction:.0%} of each prompt from the prefix cache" if s.prefix_cache_hit_fraction else ""
+    return f"The curves assume at most {s.max_num_seqs:,} running requests and {s.max_num_batched_tokens:,} tokens per engine step ({chunks}){cache}."
+
+
 def load_section(key: str) -> None:
-    """The two under-load charts side by side (stacked on a phone)."""
+    """The engine scheduler's inputs (folded away), then the two under-load charts side by side (stacked on a
+    phone)."""
+    with st.expander("Engine scheduler and how users arrive (what the curves below assume)"):
+        cols = [*st.columns(2), *st.columns(2)]  # two a row: the labels name the engine's flags, and need the room
+        for k, col in zip(SCHEDULER_KEYS, cols, strict=True):
+            page_widget(k, col)
+        sc = scenario_of(key)
+        st.caption(plain(scheduler_text(sc, cached_estimate(key).inference.prompt_tokens)))
     ttft, speed = load_figures(key)
     left, right = st.columns(2)
     with left:

@@ -115,11 +115,15 @@ tokens is the decode step plus the share of steps that carry someone else's prom
 prefill-decode interference of DistServe, arXiv 2401.09670); the time to first token is the step under way, the wait
 behind other prompts (an M/D/1 queue), the prompt's own steps and the step that hands its token over; past
 max_num_seqs or the memory's room users wait for a slot. p50 and p90 come from the queue's wait and the number of
-interrupted steps. Checked on 45 NVIDIA NIM 1.8.0 measurements (Llama 3.3 70B fp8 on two H100s, Llama 3.1 8B fp8 on
-one, 1-100 users; two more calibrate): tokens/s per user within 25% on 40 of them (26 of the 27 at 1, 25 and 50 users);
-time to first token within 25% on all 8 at one user but on 4 of 37 under load: NIM's benchmark starts every user at once
-with identical requests, which then arrive in waves, where we take independent arrivals, so there we are 25-95% low
-(tests/data/load_latency.csv).
+interrupted steps. Arrivals are an input: steady (independent users, what production sees and what the planner plans)
+or synchronised (a benchmark's closed loop: every user starts at once with identical requests, simulated step by step,
+so prompts queue in waves under the step's token budget). Checked on 45 NVIDIA NIM 1.8.0 measurements (Llama 3.3 70B
+fp8 on two H100s, Llama 3.1 8B fp8 on one, 1-100 users, synchronised; two more calibrate): tokens/s per user within 25%
+on 38 of them (24 of the 27 at 1, 25 and 50 users); time to first token within 25% on all 8 at one user but on 7 of 37
+under load (4 with steady arrivals). Most measured runs lie between the steady and the synchronised figure: they
+drift out of lockstep, which neither model has. On 11 vLLM runs (Qwen2.5 0.5B on an L4, Mistral 7B on an RTX 4090)
+tokens/s per user is within 25% on 10, time to first token on 2: the L4's one-user TTFT carries about 18 ms of
+server time per request that the model leaves out (tests/data/load_latency.csv).
 
 **Apple and other unified-memory machines** decode from their memory bandwidth like a GPU (llama.cpp Metal results on
 M1 Max, M2 Ultra and M3 Max pinned in tests; the M1 Max's quantized kernels run about a third slower than this predicts).

@@ -26,6 +26,21 @@ The step costs are the roofline's (core/speed/roofline.py `_Roof.mixed_step`); t
   output tokens; p50 / p90 from the normal approximation.
 - Prefix caching: a `prefix_cache_hit_fraction` of each prompt is found in the cache and not prefilled again.
 
+Arrivals (`arrivals`), an input like the scheduler's settings:
+- "steady": users' requests arrive independently of one another (production traffic from many people; the model
+  above). The planner plans this.
+- "synchronised": a benchmark's closed loop (NIM's / genai-perf's and AIPerf's concurrency mode, vLLM's
+  `--max-concurrency`): N users start together with identical prompts and output lengths, and each sends its next
+  request the moment its last token arrives ("As soon as each user's request receives a complete response, another
+  request is sent", docs.nvidia.com/nim/benchmarking/llm/latest/parameters.html, Load Control, read 2026-11-26;
+  AIPerf without ramping "jumps to full load immediately", docs.nvidia.com/aiperf tutorials "Gradual Ramping"). Their
+  prompts then queue in waves under the per-step token budget: the i-th prompt of a wave gets its first token after
+  the steps that prefill the prompts ahead of it. `closed_loop` simulates this step by step (a discrete-event
+  simulation, as Vidur does, over the same roofline step costs): identical users move in cohorts, so a run costs
+  about as many steps as the waves take, whatever the number of users. Figures are over the requests after the
+  start-up wave (the loop's own repeating pattern), p50 / p90 over those requests. Measured benchmark runs lie
+  between the two (tests/core/test_load.py: NIM's rows).
+
 Engine scheduler defaults (`ENGINE_SCHEDULERS`) are the engines' documented ones; the budget is the engine table's
 prefill chunk (core/memory/engines.py).
 """
@@ -34,14 +49,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, get_args
 
 import numpy as np
 
 from core.catalog.accelerators import Accelerator
 from core.layout import Layout
 from core.memory.engines import ENGINES
-from core.scenario import Scenario
+from core.scenario import Arrivals, Scenario
 from core.speed.roofline import _Roof, roofline
 
 # Standard normal quantiles of the percentiles reported.
@@ -55,6 +70,17 @@ PASSES = 2
 # calibrated on NIM's Llama 3.3 70B fp8 TP2 200/200 row at one user (TTFT 31.2 ms = prefill 16 ms + one 15-18 ms
 # step); checked on the other rows of tests/data/load_latency.csv.
 FIRST_TOKEN_STEPS = 1.0
+
+
+ARRIVALS: tuple[Arrivals, ...] = get_args(Arrivals)
+# Cycles the synchronised closed loop is simulated for: the first (every user starting at once) is the start-up wave,
+# the figures are over the rest. The loop repeats from the second cycle on: five cycles instead of three move the mean
+# time to first token of tests/data/load_latency.csv's rows by 0.07% on average, 1.6% at most (measured 2026-11-26).
+CYCLES = 3
+# Steps closed_loop simulates at most. Identical users move in cohorts, so a run takes about as many steps as its waves'
+# prefill and its cohorts' completions: every row of tests/data/load_latency.csv takes under 2,000. Beyond it the steady
+# figures stand in; the bound keeps a page's curve of a tiny step budget to seconds.
+STEP_BOUND = 5_000
 
 
 class Scheduler(NamedTuple):
@@ -99,6 +125,17 @@ def default_scheduler(engine: str, prompt_tokens: int = 0, accelerator: Accelera
     return Scheduler(seqs, budget, chunked, 0.0, source)
 
 
+def scenario_scheduler(sc: Scenario, prompt_tokens: int = 0, accelerator: Accelerator | None = None) -> Scheduler:
+    """The engine's documented scheduler with the scenario's own settings (max_num_seqs, max_num_batched_tokens,
+    prefix-cache hits) where it sets them."""
+    s = default_scheduler(sc.serving_engine, prompt_tokens, accelerator)
+    return s._replace(
+        max_num_seqs=sc.max_num_seqs or s.max_num_seqs,
+        max_num_batched_tokens=sc.max_num_batched_tokens or s.max_num_batched_tokens,
+        prefix_cache_hit_fraction=sc.prefix_cache_hit_fraction,
+    )
+
+
 def _positive(x: np.ndarray, floor: float = 1e-12) -> np.ndarray:
     return np.maximum(x, floor)
 
@@ -122,18 +159,24 @@ def load_curve(
     keys: Iterable[str] | None = None,
     roof: _Roof | None = None,
     within: tuple[float, float] | None = None,
+    arrivals: Arrivals = "steady",
 ) -> dict[str, np.ndarray]:
     """Time to first token, inter-token latency and each user's tokens/s (mean, p50, p90) and one replica's output
     tokens/s, at each number of concurrent users in `concurrency`. `max_running` caps the running requests (the
     memory's room); users beyond it and beyond the scheduler's max_num_seqs wait for a slot. `keys` limits the
     answer to those figures (the planner's search asks for the few it checks). With `within` = (seconds to the first
     token, tokens/s per user), the answer stops at the last concurrency (of an ascending `concurrency`) whose p90
-    figures meet both: the planner's search reads no further."""
-    s = scheduler or default_scheduler(sc.serving_engine, prompt_tokens, acc)
+    figures meet both: the planner's search reads no further. `arrivals` picks steady (independent) arrivals or a
+    benchmark's synchronised closed loop (module docstring)."""
+    s = scheduler or scenario_scheduler(sc, prompt_tokens, acc)
     roof = roof or roofline(sc, acc, layout)
     users = np.asarray(concurrency, dtype=np.float64)
     users = np.minimum(np.where(users >= 1.0, users, 1.0), 1e9)  # NaN and below one: one user
     cap = float(max(1, s.max_num_seqs if max_running is None else min(s.max_num_seqs, max_running)))
+    wanted = set(ALL_KEYS if keys is None else keys) | ({"time_to_first_token_p90_s", "tokens_per_s_per_user_p90"} if within else set())
+    if arrivals == "synchronised":
+        n = np.minimum(np.round(users), cap)
+        return _finish(_synchronised(sc, acc, layout, roof, n, prompt_tokens, output_tokens, s, int(cap)), users, n, output_tokens, wanted, within, keys)
     hit = min(max(float(s.prefix_cache_hit_fraction), 0.0), 0.999)
     prompt = max(1.0, prompt_tokens * (1.0 - hit))
     steps_out = max(float(output_tokens) - 1.0, 1e-9)  # decode steps after the prefill's token
@@ -188,7 +231,6 @@ def load_curve(
             users = users[: int(np.searchsorted(users, running[int(np.argmax(miss))], side="right"))]
     # users -> the steady state: running users below the cap, the cap's state (and a wait for a slot) above it
     n = np.minimum(users, cap)
-    wanted = set(ALL_KEYS if keys is None else keys) | ({"time_to_first_token_p90_s", "tokens_per_s_per_user_p90"} if within else set())
     out: dict[str, np.ndarray] = {}
     for k, v in grid.items():
         speed = k.replace("inter_token_latency", "tokens_per_s_per_user").removesuffix("_s") if k.startswith("inter_token") else ""
@@ -196,9 +238,18 @@ def load_curve(
             out[k] = np.interp(n, running, v)
             if speed in wanted:
                 out[speed] = 1.0 / _positive(out[k])
-    if n is not users and (users > n).any():
-        rate = out["requests_per_s"] if "requests_per_s" in out else np.interp(n, running, grid["requests_per_s"])
-        slot_wait = (users - n) / _positive(rate)  # Little's law for the users waiting for a slot
+    if (users > n).any() and "requests_per_s" not in out:
+        out["requests_per_s"] = np.interp(n, running, grid["requests_per_s"])
+    return _finish(out, users, n, output_tokens, wanted, within, keys)
+
+
+def _finish(
+    out: dict[str, np.ndarray], users: np.ndarray, n: np.ndarray, output_tokens: int, wanted: set[str], within: tuple[float, float] | None, keys: Iterable[str] | None
+) -> dict[str, np.ndarray]:
+    """What both arrival patterns add to their running users' figures: the wait for a slot of the users beyond the
+    running cap, the replica's output tokens/s, and the `within` and `keys` cuts (load_curve)."""
+    if (users > n).any():
+        slot_wait = (users - n) / _positive(out["requests_per_s"])  # Little's law for the users waiting for a slot
         for k in [k for k in out if k.startswith("time_to_first_token")]:
             out[k] = out[k] + slot_wait
     if "output_tokens_per_s" in wanted:
@@ -215,3 +266,164 @@ ALL_KEYS = tuple(
     + [f"tokens_per_s_per_user_{q}" for q in ("mean", "p50", "p90")]
     + ["output_tokens_per_s", "requests_per_s", "prefill_busy_fraction"]
 )
+
+
+class _Cohort:
+    """Users in the same state of the synchronised closed loop (they started together and stay together until a
+    step's budget splits them)."""
+
+    __slots__ = ("admitted", "arrived_s", "cycle", "decode_left", "first_s", "prefill_left", "users")
+
+    def __init__(self, users: int, arrived_s: float, prefill_left: float, cycle: int) -> None:
+        self.users, self.arrived_s, self.prefill_left, self.cycle = users, arrived_s, prefill_left, cycle
+        self.decode_left, self.first_s, self.admitted = 0, 0.0, False
+
+    def split(self, users: int) -> _Cohort:
+        """Take `users` of this cohort out as a cohort of their own (the rest stay here)."""
+        other = _Cohort(users, self.arrived_s, self.prefill_left, self.cycle)
+        other.decode_left, other.first_s, other.admitted = self.decode_left, self.first_s, self.admitted
+        self.users -= users
+        return other
+
+
+def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int, s: Scheduler, cap: int) -> dict[str, float] | None:
+    """The synchronised closed loop (module docstring): `users` identical users start at once; each step carries every
+    running decode and, first come first served, the prompts that fit the step's token budget (chunks of them with
+    chunked prefill, whole prompts without); at most `cap` requests run. Returns the time to first token and the
+    inter-token latency (mean, p50, p90 over the requests after the start-up wave), requests/s and the share of time
+    spent in steps that carry a prompt; None when no request after the start-up wave finishes within STEP_BOUND steps
+    (a token budget far below the prompt)."""
+    hit = min(max(float(s.prefix_cache_hit_fraction), 0.0), 0.999)
+    prompt = max(1.0, prompt_tokens * (1.0 - hit))
+    out = max(int(output_tokens), 1)
+    context = prompt_tokens + output_tokens / 2.0
+    budget = float(max(1, s.max_num_batched_tokens))
+    steps: dict[tuple[int, int], float] = {}
+
+    def step_s(decodes: int, tokens: float) -> float:
+        key = (decodes, round(tokens))
+        if key not in steps:
+            steps[key] = max(float(roof.mixed_step(float(decodes), context, float(key[1]), prompt_tokens)[0]), 1e-12)
+        return steps[key]
+
+    queue = [_Cohort(users, 0.0, prompt, 0)]  # first come first served
+    t = 0.0
+    seen: list[tuple[float, float, int]] = []  # (ttft, itl, users) of the requests after the start-up wave
+    busy, window_start = 0.0, -1.0
+    for _ in range(STEP_BOUND):
+        if all(c.cycle >= CYCLES for c in queue):
+            break
+        running = sum(c.users for c in queue if c.admitted)
+        for c in list(queue):  # admit waiting requests up to the cap
+            if not c.admitted and c.arrived_s <= t and running < cap:
+                if c.users > cap - running:
+                    queue.insert(queue.index(c) + 1, c.split(c.users - (cap - running)))
+                c.admitted, running = True, running + c.users
+        decoding = [c for c in queue if c.admitted and c.prefill_left <= 0]
+        d = sum(c.users for c in decoding)
+        room = max(budget - d, 1.0)  # the step's token budget counts the decodes (vLLM and TensorRT-LLM alike)
+        taken: list[tuple[_Cohort, float]] = []
+        tokens = 0.0
+        for c in [c for c in queue if c.admitted and c.prefill_left > 0]:
+            whole = int(room // c.prefill_left)
+            if whole == 0 and not taken and not s.chunked_prefill and c.prefill_left > budget:
+                whole = 1  # a prompt over an unchunked budget runs alone
+            if whole >= c.users:
+                taken.append((c, c.prefill_left))
+                room -= c.users * c.prefill_left
+                tokens += c.users * c.prefill_left
+                continue
+            if whole > 0:
+                part = c.split(whole)
+                queue.insert(queue.index(c), part)
+                taken.append((part, part.prefill_left))
+                room -= whole * part.prefill_left
+                tokens += whole * part.prefill_left
+            if s.chunked_prefill and room >= 1.0:  # the next user's prompt is chunked into what is left
+                one = c.split(1) if c.users > 1 else c
+                if one is not c:
+                    queue.insert(queue.index(c), one)
+                taken.append((one, room))
+                tokens += room
+            break
+        later = [c.arrived_s for c in queue if c.arrived_s > t]
+        if not taken and d == 0:  # nothing runs: on to the next arrival
+            if not later:
+                break
+            t = min(later)
+            continue
+        if taken:
+            dt, k = step_s(d, tokens), 1
+            busy += dt if window_start >= 0.0 else 0.0
+        else:  # decode-only steps until a request completes or another arrives
+            dt, k = step_s(d, 0.0), min(c.decode_left for c in decoding)
+            if later:
+                k = min(k, int(np.ceil((min(later) - t) / dt)))
+            k = max(k, 1) if any(c.decode_left > 0 for c in decoding) else 0
+        t += k * dt
+        for c in decoding:
+            c.decode_left -= k
+        handover = FIRST_TOKEN_STEPS * step_s(d, 0.0)  # a step's tokens reach the user a step later (see above)
+        for c, chunk in taken:
+            c.prefill_left -= chunk
+            if c.prefill_left <= 1e-9:
+                c.prefill_left, c.decode_left, c.first_s = 0.0, out - 1, t + handover
+        for c in [c for c in decoding if c.decode_left <= 0]:
+            last = max(t + handover, c.first_s)  # its last token reaches the user, who sends the next request
+            if c.cycle >= 1:
+                seen.append((c.first_s - c.arrived_s, (last - c.first_s) / max(out - 1, 1), c.users))
+            elif window_start < 0.0:
+                window_start = t
+            queue.remove(c)
+            nxt = _Cohort(c.users, last, prompt, c.cycle + 1)
+            if queue and queue[-1].cycle == nxt.cycle and queue[-1].arrived_s == last and not queue[-1].admitted:
+                queue[-1].users += nxt.users  # the same state: one cohort
+            else:
+                queue.append(nxt)
+    if not seen:
+        return None
+    ttft, itl, n = (np.array(v, dtype=np.float64) for v in zip(*seen, strict=True))
+    figures = {"time_to_first_token": ttft, "inter_token_latency": itl}
+    res: dict[str, float] = {}
+    for name, v in figures.items():
+        order = np.argsort(v)
+        cum = np.cumsum(n[order]) / n.sum()
+        res[f"{name}_mean_s"] = float(np.average(v, weights=n))
+        for q in Z:
+            res[f"{name}_p{q}_s"] = float(v[order][min(int(np.searchsorted(cum, q / 100.0)), len(v) - 1)])
+    cycle_s = res["time_to_first_token_mean_s"] + (out - 1) * res["inter_token_latency_mean_s"]
+    res["requests_per_s"] = min(users, cap) / max(cycle_s, 1e-12)  # Little's law over the running requests
+    res["prefill_busy_fraction"] = min(busy / max(t - window_start, 1e-12), 1.0) if window_start >= 0.0 else 0.0
+    return res
+
+
+_LOOPS: dict[tuple, dict[str, float] | None] = {}  # closed_loop's answers: the same scenario's curve is asked for again
+_LOOPS_MAX = 4096
+
+
+def _synchronised(
+    sc: Scenario, acc: Accelerator, layout: Layout, roof: _Roof, running: np.ndarray, prompt_tokens: int, output_tokens: int, s: Scheduler, cap: int
+) -> dict[str, np.ndarray]:
+    """closed_loop at each number of running users, as load_curve's figures (each user's tokens/s from its inter-token
+    latency)."""
+    rows: list[dict[str, float] | None] = []
+    what = (sc.model_dump_json(), acc.model_dump_json(), tuple(layout), int(prompt_tokens), int(output_tokens), s, cap)  # a config.json's dict is unhashable
+    for n in running.astype(int):
+        key = (*what, int(n))
+        if key not in _LOOPS:
+            if len(_LOOPS) >= _LOOPS_MAX:
+                _LOOPS.clear()
+            _LOOPS[key] = closed_loop(roof, int(n), prompt_tokens, output_tokens, s, cap)
+        rows.append(_LOOPS[key])
+    missing = [i for i, r in enumerate(rows) if r is None]
+    if missing:  # past the step bound: the steady figures stand in (a lower bound of the loop's)
+        steady = load_curve(sc, acc, layout, running[missing], prompt_tokens, output_tokens, scheduler=s, max_running=cap, keys=_LOOP_KEYS, roof=roof)
+        for j, i in enumerate(missing):
+            rows[i] = {k: float(v[j]) for k, v in steady.items()}
+    out = {k: np.array([r[k] for r in rows if r is not None], dtype=np.float64) for k in _LOOP_KEYS}
+    for q in ("mean", "p50", "p90"):
+        out[f"tokens_per_s_per_user_{q}"] = 1.0 / _positive(out[f"inter_token_latency_{q}_s"])
+    return out
+
+
+_LOOP_KEYS = tuple([f"{m}_{q}_s" for m in ("time_to_first_token", "inter_token_latency") for q in ("mean", "p50", "p90")] + ["requests_per_s", "prefill_busy_fraction"])

@@ -14,7 +14,7 @@ from core.layout import Layout
 from core.memory.estimate import fit_capacity
 from core.money.serving import Traffic, memory_by_batch, replica_capacity, request_scenario
 from core.scenario import Scenario
-from core.speed.load import ALL_KEYS, Scheduler, default_scheduler, load_curve
+from core.speed.load import ALL_KEYS, ARRIVALS, Scheduler, closed_loop, default_scheduler, load_curve
 from core.speed.roofline import inference_speed, roofline
 from tests.core.test_roofline import row_scenario
 
@@ -26,27 +26,38 @@ def _scenario(row: dict) -> Scenario:
     return row_scenario(row, mode="inference", batch_size=1)
 
 
-def predicted(row: dict) -> dict[str, float]:
+def predicted(row: dict, arrivals: str | None = None) -> dict[str, float]:
     """Our mean time to first token and inter-token latency for a published closed-loop run, with the running
-    requests capped by what fits in memory (as the planner caps them)."""
+    requests capped by what fits in memory (as the planner caps them), under the row's arrival pattern (NIM's
+    benchmark: every user starts at once with identical requests, "synchronised")."""
     sc = _scenario(row)
     acc, lay = get_accelerator(row["accelerator"]), Layout(1, int(row["tensor_parallel"]), 1)
     fits = memory_by_batch(sc, lay) <= fit_capacity(sc, float(acc.usable_memory_bytes))
     room = int(np.flatnonzero(fits).max()) + 1
-    out = load_curve(sc, acc, lay, np.array([float(row["concurrency"])]), int(row["prompt_tokens"]), int(row["output_tokens"]), max_running=room)
+    users = np.array([float(row["concurrency"])])
+    out = load_curve(sc, acc, lay, users, int(row["prompt_tokens"]), int(row["output_tokens"]), max_running=room, arrivals=arrivals or row["arrivals"])
     return {k: float(v[0]) for k, v in out.items()}
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
 def test_published_rows(row):
-    got = predicted(row)
-    ttft = got["time_to_first_token_mean_s"] / (float(row["ttft_ms"]) / 1e3) - 1
-    speed = (1.0 / got["inter_token_latency_mean_s"]) / (1e3 / float(row["itl_ms"])) - 1
+    """Each row against our figure of the statistic it publishes (the mean over requests, or the median)."""
+    got, stat = predicted(row), row["statistic"]
+    ttft = got[f"time_to_first_token_{stat}_s"] / (float(row["ttft_ms"]) / 1e3) - 1
+    speed = (1.0 / got[f"inter_token_latency_{stat}_s"]) / (1e3 / float(row["itl_ms"])) - 1
     for what, err, expect in (("ttft", ttft, row["expect_ttft"]), ("speed", speed, row["expect_speed"])):
         if expect == "within":
             assert abs(err) <= TOLERANCE, (what, f"{err:+.0%}", row["source"])
         else:  # a known miss stays a miss: change the row's flag when the model improves
             assert abs(err) > TOLERANCE, (what, f"{err:+.0%}", row["note"])
+
+
+def test_the_table_has_vllm_rows_under_both_arrival_patterns():
+    """Issue #27 item 1: rows of another engine than NIM's TensorRT-LLM, one run of identical requests started together
+    and one whose requests end at EOS (so they fall out of step), each with its source and date."""
+    vllm = [r for r in ROWS if r["engine"] == "vllm"]
+    assert {r["arrivals"] for r in vllm} == {"steady", "synchronised"}
+    assert all(r["source"] and r["as_of"] and r["role"] == "check" for r in vllm)
 
 
 def test_the_table_checks_more_than_it_calibrates():
@@ -57,7 +68,7 @@ def test_the_table_checks_more_than_it_calibrates():
     for c in ("1", "25", "50"):
         speed = [r for r in checks if r["concurrency"] == c and r["expect_speed"] == "within"]
         ttft = [r for r in checks if r["concurrency"] == c and r["expect_ttft"] == "within"]
-        assert {r["model"] for r in speed} == {"llama-3.3-70b", "llama-3.1-8b"}, c
+        assert {r["model"] for r in speed} >= {"llama-3.3-70b", "llama-3.1-8b"}, c
         assert ttft, c
 
 
@@ -128,6 +139,67 @@ def test_prefix_caching_and_max_num_seqs():
     assert c["inter_token_latency_mean_s"][1] == pytest.approx(c["inter_token_latency_mean_s"][0], rel=1e-12)
 
 
+def test_synchronised_one_user_is_the_steady_one_user():
+    """One user has nobody to be synchronised with: both arrival patterns give the unloaded figures."""
+    a = load_curve(SC, ACC, LAY, np.array([1.0]), 2500, 500)
+    b = load_curve(SC, ACC, LAY, np.array([1.0]), 2500, 500, arrivals="synchronised")
+    for k in ("time_to_first_token_mean_s", "inter_token_latency_mean_s"):
+        assert b[k][0] == pytest.approx(a[k][0], rel=0.02), k
+
+
+def test_a_wave_that_fits_one_step_stays_in_lockstep():
+    """Ten users with 200-token prompts under an 8,192-token budget: the whole wave is prefilled in one step, so
+    every user gets its first token after that step (and the step that hands it over), finishes in the same step and
+    sends the next request with the others: the wave repeats. By hand from the roofline's step costs."""
+    roof = roofline(SC, ACC, LAY)
+    got = closed_loop(roof, 10, 200, 100, Scheduler(1024, 8192, True), 1024)
+    step = float(roof.mixed_step(0.0, 250.0, 2000.0, 200)[0]) + float(roof.mixed_step(0.0, 250.0, 0.0, 200)[0])
+    assert got["time_to_first_token_p50_s"] == pytest.approx(step, rel=1e-9)
+    assert got["time_to_first_token_p90_s"] == pytest.approx(step, rel=1e-9)
+
+
+def test_a_wave_over_several_steps_queues_more_than_steady_arrivals():
+    """Forty users with 1,000-token prompts and whole prompts (no chunking) under a 4,096-token budget: four prompts
+    a step, so the start-up wave takes ten steps. After it the groups of four stay staggered by a prefill step and
+    each group's requests arrive while the previous group's prefill runs: every request waits for one, where
+    independent arrivals of the same load mostly find the engine decoding."""
+    sched = Scheduler(1024, 4096, False)
+    sync = load_curve(SC, ACC, LAY, np.array([40.0]), 1000, 50, scheduler=sched, arrivals="synchronised")
+    steady = load_curve(SC, ACC, LAY, np.array([40.0]), 1000, 50, scheduler=sched)
+    assert sync["time_to_first_token_p90_s"][0] >= sync["time_to_first_token_p50_s"][0]
+    assert sync["time_to_first_token_mean_s"][0] > 1.5 * steady["time_to_first_token_mean_s"][0]
+
+
+def test_benchmark_rows_lie_between_the_two_arrival_patterns():
+    """NIM's runs are partly synchronised: on most of its rows the measured time to first token lies between the steady
+    (independent arrivals) and the synchronised figure, within the 25% tolerance. The rows where it does not are the
+    8B's long-prompt runs whose figure is above both (tests/data/load_latency.csv notes)."""
+    loaded = [r for r in ROWS if r["concurrency"] != "1" and r["id"].startswith("nim")]
+    between = []
+    for r in loaded:
+        lo, hi = sorted(predicted(r, a)["time_to_first_token_mean_s"] for a in ARRIVALS)
+        between.append((1 - TOLERANCE) * lo <= float(r["ttft_ms"]) / 1e3 <= (1 + TOLERANCE) * hi)
+    assert sum(between) >= 0.75 * len(loaded), f"{sum(between)} of {len(loaded)}"
+
+
+def test_synchronised_arrivals_for_a_pasted_config():
+    """A scenario of a pasted config.json (a dict inside: not hashable) is simulated like a preset's (the page's
+    link with a config and benchmark arrivals raised a TypeError in the simulation's cache)."""
+    cfg = {
+        "model_type": "llama",
+        "hidden_size": 2048,
+        "intermediate_size": 5632,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 32000,
+    }
+    sc = Scenario(model={"hf_config": cfg}, seq_len=2048)
+    out = load_curve(sc, ACC, LAY, np.array([1.0, 8.0]), 1500, 500, arrivals="synchronised")
+    assert np.all(np.isfinite(out["time_to_first_token_p90_s"])) and out["time_to_first_token_mean_s"][1] > out["time_to_first_token_mean_s"][0]
+
+
+@pytest.mark.parametrize("arrivals", ARRIVALS)
 @pytest.mark.parametrize(
     ("users", "prompt", "output", "sched"),
     [
@@ -138,8 +210,8 @@ def test_prefix_caching_and_max_num_seqs():
         ([1.0, 50.0], 2500, 500, Scheduler(2048, 1, False, 5.0)),
     ],
 )
-def test_absurd_inputs_give_finite_figures(users, prompt, output, sched):
-    out = load_curve(SC, ACC, LAY, np.array(users), prompt, output, scheduler=sched)
+def test_absurd_inputs_give_finite_figures(users, prompt, output, sched, arrivals):
+    out = load_curve(SC, ACC, LAY, np.array(users), prompt, output, scheduler=sched, arrivals=arrivals)
     assert set(out) == set(ALL_KEYS)
     for k, v in out.items():
         assert np.all(np.isfinite(v)) and np.all(v >= 0), k

@@ -1,0 +1,79 @@
+"""The Inference page's engine-scheduler inputs (issue #27: max_num_seqs, max_num_batched_tokens, prefix-cache hits and
+how users arrive): they move the latency-under-load curves, travel in the link, default to the engine's own settings
+(a link from before them shows what it showed), and absurd values are refused with one message."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app_pages.shared.fields import fields
+from core.catalog.accelerators import get_accelerator
+from core.layout import Layout
+from core.scenario import Scenario
+from core.speed.load import default_scheduler, load_curve, scenario_scheduler
+
+from .conftest import array_of, charts, no_exception, open_link
+
+KEYS = ("mns", "mnbt", "pcache", "arrive")
+
+
+def ttft_curve(at) -> tuple[list, list]:
+    """The p50 line of the page's time-to-first-token chart: (users, seconds)."""
+    fig = next(f for f in charts(at) if f["layout"]["title"]["text"].startswith("Time to first token"))
+    line = fig["data"][0]
+    return array_of(line["x"]), array_of(line["y"])
+
+
+def test_the_defaults_are_the_engines_own():
+    """Left at their defaults the inputs set nothing: the scenario is the one a link from before them made, and the
+    scheduler is the engine's documented one."""
+    table = fields()
+    assert all(table[k].to_scenario(table[k].default) in (None, 0.0, "steady") for k in KEYS)
+    sc = Scenario(model="llama-3.1-8b")
+    acc = get_accelerator("h100-sxm")
+    assert scenario_scheduler(sc, 1000, acc) == default_scheduler("vllm", 1000, acc)
+
+
+def test_changing_max_num_seqs_changes_the_curve():
+    at = open_link("inference", {"model": "llama-3.1-8b", "seq": "4096"})
+    no_exception(at)
+    users, before = ttft_curve(at)
+    at.number_input(key="mns").set_value(16).run()
+    no_exception(at)
+    users_after, after = ttft_curve(at)
+    assert users_after == users
+    x, b, a = np.array(users), np.array(before), np.array(after)
+    assert np.allclose(a[x <= 16], b[x <= 16], rtol=1e-9)  # up to 16 users nobody waits for a slot
+    assert np.all(a[x > 16] > b[x > 16])  # past it users queue for one of the 16 running requests
+    assert at.query_params.get("mns") in ("16", ["16"])
+
+
+def test_arrivals_and_the_step_budget_reach_the_curve_through_the_link():
+    """A link with the benchmark's arrivals and a 1,024-token budget draws the curve core/speed/load.py gives for that
+    scenario (the page's own layout, output tokens and memory's room)."""
+    at = open_link("inference", {"model": "llama-3.1-8b", "seq": "4096", "arrive": "synchronised", "mnbt": "1024", "pcache": "50.0"})
+    no_exception(at)
+    users, shown = ttft_curve(at)
+    sc = Scenario(model="llama-3.1-8b", seq_len=4096, max_num_batched_tokens=1024, prefix_cache_hit_fraction=0.5, arrivals="synchronised")
+    from core.estimate import estimate
+
+    inf = estimate(sc).inference
+    acc = get_accelerator("h100-sxm")
+    run = (Layout(1, 1, 1), np.array(users), inf.prompt_tokens, inf.output_tokens)
+    want = load_curve(sc, acc, *run, max_running=inf.max_concurrent_sequences, arrivals="synchronised")
+    assert np.allclose(shown, want["time_to_first_token_p50_s"], rtol=1e-6)
+    steady = load_curve(sc.replace(arrivals="steady"), acc, *run, max_running=inf.max_concurrent_sequences)
+    assert not np.allclose(shown, steady["time_to_first_token_p50_s"], rtol=1e-3)
+
+
+def test_absurd_scheduler_values_are_refused_with_one_message():
+    for key, raw in (("mns", "1e12"), ("mnbt", "-5"), ("pcache", "nan"), ("arrive", "<b>all</b>"), ("mns", "2.5")):
+        at = open_link("inference", {"model": "llama-3.1-8b", key: raw})
+        no_exception(at)
+        said = [w.value for w in at.warning if f"URL parameter {key}=" in w.value]
+        assert len(said) == 1, (key, raw, [w.value for w in at.warning])
+    # a budget the field takes but the engine cannot run (under 16 tokens a step): the scenario says why, once
+    at = open_link("inference", {"model": "llama-3.1-8b", "mnbt": "4"})
+    no_exception(at)
+    text = [m.value.replace("\\_", "_") for m in [*at.error, *at.warning]]  # the Markdown source escapes underscores
+    assert sum("max_num_batched_tokens" in t for t in text) == 1, text
