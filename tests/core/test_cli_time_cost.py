@@ -41,9 +41,14 @@ def test_training_block(run_estimate):
     tr = res["training"]
     for key in ("flops", "gpu_hours", "wall_hours", "cost_usd"):
         assert key in tr
-    # Llama 2 paper Table 2: 1,720,320 A100 hours, a recorded miss of the per-token training model (-31%: it is
-    # fitted on single-node steps; cluster-scale losses are not modelled; tests/data/training_runs.csv)
+    # Llama 2 paper Table 2: 1,720,320 A100 hours, a recorded miss (tests/data/training_runs.csv, docs/CLUSTER.md).
+    # `gpu_hours` is the uninterrupted computation: -32%, the per-token model's gap (0.65 MFU modelled, about 0.44
+    # implied). With the cluster-scale losses (wall_hours_with_comm): on this layout (FSDP over 2,048 GPUs, one
+    # sequence each) the weight gathers and the gradient reduce-scatter hide under compute, and interruptions at
+    # 2,048 GPUs add 1.3% (Llama 3's rate, core/speed/comm.py): -31%. At Llama 2's stated TP 8 layout the row is -22%.
     assert tr["gpu_hours"] == pytest.approx(1_720_320 * (1 - 0.32), rel=0.05)
+    assert tr["comm_overhead_fraction"] == pytest.approx(0.0127, abs=0.001)
+    assert tr["wall_hours_with_comm"] * 2048 == pytest.approx(1_720_320 * (1 - 0.313), rel=0.01)
     assert res["inference"] is None
     # 2,048 A100s are more than any provider's on-demand order (data/providers.csv's max_devices): no on-demand price
     assert tr["cost_usd"] is None and tr["run_usd"] is None and any("on-demand" in a for a in tr["assumptions"])

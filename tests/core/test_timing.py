@@ -7,14 +7,40 @@ from pathlib import Path
 import pytest
 
 from core.catalog.accelerators import get_accelerator, load_accelerators
+from core.layout import Layout
+from core.money.run_bill import run_time
 from core.scenario import Scenario
+from core.speed.comm import interruption_overhead
 from core.speed.timing import MATMUL_EFFICIENCY, default_mfu, peak_tflops, training_attention_flops_per_token, training_flops_per_token, training_time
 
 RUNS = list(csv.DictReader((Path(__file__).resolve().parents[1] / "data" / "training_runs.csv").open(newline="")))
 
 
+# Models with no preset, by their published shape. LLaMA 65B: Touvron et al. 2023 (arXiv 2302.13971) Table 2, dimension
+# 8,192, 80 layers, 64 heads (no grouped-query attention), 2,048-token context; its feed-forward width 22,016 is
+# 2/3 x 4 x 8,192 rounded up to a multiple of 256, as the released params.json (multiple_of 256) gives.
+HF_CONFIGS = {
+    "llama-65b": {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 8192,
+        "intermediate_size": 22016,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 64,
+        "num_hidden_layers": 80,
+        "vocab_size": 32000,
+        "max_position_embeddings": 2048,
+        "tie_word_embeddings": False,
+    }
+}
+
+
 def scenario_of(run: dict, **extra) -> Scenario:
-    model = {"params": float(run["model"])} if run["model"][0].isdigit() else run["model"]
+    model: str | dict = run["model"]
+    if run["model"][0].isdigit():
+        model = {"params": float(run["model"])}
+    elif run["model"] in HF_CONFIGS:
+        model = {"hf_config": HF_CONFIGS[run["model"]]}
     return Scenario(
         model=model,
         mode="training",
@@ -27,9 +53,40 @@ def scenario_of(run: dict, **extra) -> Scenario:
     )
 
 
+def layout_of(run: dict) -> Layout | None:
+    """The row's published (or stated) layout, None where the row gives none."""
+    if not run["tensor_parallel"]:
+        return None
+    tp, pp = int(run["tensor_parallel"]), int(run["pipeline_parallel"])
+    return Layout(int(run["devices"]) // (tp * pp), tp, pp)
+
+
+def modelled_wall_hours(run: dict) -> float:
+    """Wall hours of the row's run. With a layout: the per-token model plus core/speed/comm.py at that layout, one
+    sequence per micro-batch and the row's sequences per replica and step (communication, pipeline bubble and
+    interruptions: core/money/run_bill.run_time, as every bill). Without one: the per-token model (or the stated MFU,
+    which already includes the layout's communication), plus the interruptions where the published figure covers them."""
+    acc = get_accelerator(run["accelerator"])
+    devices = int(run["devices"] or 1)
+    layout = layout_of(run)
+    if layout is not None:
+        sc = scenario_of(
+            run,
+            batch_size=1,
+            gradient_accumulation_steps=int(run["sequences_per_replica_step"]),
+            zero_stage=int(run["zero_stage"]),
+            tensor_parallel=layout.tensor_parallel,
+            pipeline_parallel=layout.pipeline_parallel,
+        )
+        hours = run_time(sc, acc, layout).compute_hours  # interruptions included, as in every bill
+        return hours if run["includes_interruptions"] == "true" else hours / (1.0 + interruption_overhead(devices))
+    t = training_time(scenario_of(run), acc, devices)
+    return t.wall_hours * (1.0 + (interruption_overhead(devices) if run["includes_interruptions"] == "true" else 0.0))
+
+
 def _error(run: dict) -> float:
-    t = training_time(scenario_of(run), get_accelerator(run["accelerator"]), int(run["devices"] or 1024))
-    got = {"gpu_hours": t.gpu_hours, "wall_days": t.wall_hours / 24, "tokens_per_s": t.tokens_per_s}[run["metric"]]
+    hours, devices = modelled_wall_hours(run), int(run["devices"] or 1)
+    got = {"gpu_hours": hours * devices, "wall_days": hours / 24, "tokens_per_s": float(run["tokens"]) / (hours * 3600)}[run["metric"]]
     return got / float(run["published"]) - 1
 
 
@@ -50,25 +107,52 @@ def test_published_runs_are_reproduced(run):
 
 
 def test_reference_errors_stay_where_documented():
-    """405B at the stated 38% MFU: 5% low (the model-card hours also cover restarts: the Herd paper reports >90%
-    effective training time), 16% low at the top of the range. Megatron's GPT-3 175B within 2%. The single-node
-    LLM Foundry runs (checks) within 25%; only cluster-scale GPU-hours are recorded misses."""
+    """405B at the stated 38% MFU: 5% high once the model card's hours pay Llama 3's own interruptions (the Herd paper
+    reports >90% effective training time), 7% low at the top of the 38-43% range. Megatron's GPT-3 175B within 2%.
+    The single-node LLM Foundry runs (checks) within 25%; the cluster misses are the Llama 2 GPU-hours, LLaMA 65B's
+    measured cluster throughput (+16%) and DeepSeek-V3."""
     errors = {run["id"]: _error(run) for run in RUNS}
-    assert errors["llama-3.1-405b-mfu38"] == pytest.approx(-0.05, abs=0.01)
+    assert errors["llama-3.1-405b-mfu38"] == pytest.approx(0.054, abs=0.01)
+    assert errors["llama-3.1-405b-mfu-mid"] == pytest.approx(-0.011, abs=0.01)
     assert abs(errors["gpt3-175b-megatron"]) < 0.02
     run_405b = next(r for r in RUNS if r["id"] == "llama-3.1-405b-mfu38")
-    top = training_time(scenario_of(run_405b).model_copy(update={"mfu": 0.43}), get_accelerator("h100-sxm"), 1)
-    assert top.gpu_hours / 30.84e6 - 1 == pytest.approx(-0.163, abs=0.01)
+    top = training_time(scenario_of(run_405b).model_copy(update={"mfu": 0.43}), get_accelerator("h100-sxm"), 16384)
+    assert top.gpu_hours * (1 + interruption_overhead(16384)) / 30.84e6 - 1 == pytest.approx(-0.070, abs=0.01)
     single_node = [r for r in RUNS if r["id"].startswith("mpt-")]
     assert len(single_node) == 7 and all(abs(errors[r["id"]]) <= 0.25 for r in single_node)
-    assert {r["id"] for r in RUNS if r["miss"]} == {"llama-2-7b", "llama-2-13b", "llama-2-70b", "deepseek-v3"}
+    assert {r["id"] for r in RUNS if r["miss"]} == {"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-65b-throughput", "deepseek-v3"}
+
+
+# Errors of the cluster rows before the cluster-scale losses (communication at the stated layout, interruptions)
+# were added (tests/data/training_runs.csv's `miss` column quotes them; docs/CLUSTER.md).
+BEFORE_CLUSTER_LOSSES = {"llama-2-7b": -0.240, "llama-2-13b": -0.314, "llama-2-70b": -0.311, "llama-3.1-405b-mfu-mid": -0.110}
+
+
+def test_cluster_losses_move_cluster_rows_toward_published_and_leave_single_node_rows():
+    """Every cluster GPU-hours row listed moves toward its published figure; rows on one node get no layout (no
+    communication) and interruptions of under 0.01%."""
+    errors = {run["id"]: _error(run) for run in RUNS}
+    for run_id, before in BEFORE_CLUSTER_LOSSES.items():
+        assert abs(errors[run_id]) < abs(before), run_id
+    for run in RUNS:
+        if int(run["devices"] or 1) <= 8:
+            assert layout_of(run) is None and interruption_overhead(int(run["devices"] or 1)) < 1e-4
+
+
+def test_cluster_rows_state_where_their_layout_comes_from():
+    """Every row says whether its figure covers interruptions and where its layout comes from; a layout fills every
+    layout column and its devices divide evenly."""
+    for run in RUNS:
+        layout = layout_of(run)
+        assert run["includes_interruptions"] in ("true", "false") and run["layout_source"], run["id"]
+        if layout is not None:
+            assert layout.devices == int(run["devices"]) and int(run["sequences_per_replica_step"]) >= 1 and run["zero_stage"], run["id"]
 
 
 def test_405b_at_its_published_layout_with_communication():
     """Llama 3 Herd of Models (arXiv 2407.21783) Table 4: 16,384 H100s, TP 8, PP 16, DP 128, 8,192-token sequences,
     400 TFLOP/s per GPU = 41% BF16 MFU. The single-device model (64%) plus core/speed/comm.py's tensor-parallel
     all-reduces and 1F1B bubble (m = 4p micro-batches) gives 46%: within 25% (a check; nothing fitted on it)."""
-    from core.layout import Layout
     from core.speed.comm import training_comm
 
     acc = get_accelerator("h100-sxm")
@@ -85,7 +169,8 @@ def test_405b_at_its_published_layout_with_communication():
     )
     t = training_time(sc, acc, 16384)
     comm = training_comm(sc, sc.architecture, acc, Layout(128, 8, 16), t.flops_per_token, t.peak_tflops_per_device * t.mfu)
-    effective = t.mfu / (1 + comm.overhead_fraction)
+    # MFU while running: the step with its communication, not the interruptions (which overhead_fraction also pays)
+    effective = t.mfu * comm.compute_s_per_step / comm.step_s
     assert effective == pytest.approx(0.41, rel=0.25)
     assert effective == pytest.approx(0.46, abs=0.01)  # as recorded
 
