@@ -120,7 +120,7 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
         t.mfu_source,
         f"peak {t.peak_tflops_per_device:g} TFLOP/s per device: {t.peak_basis}",
         f"time on {layout.devices} devices (DP {layout.data_parallel} x TP {layout.tensor_parallel} x PP {layout.pipeline_parallel})",
-        f"with communication: +{rt.comm_overhead:.0%} (TP all-reduces, pipeline bubble, exposed gradient all-reduce); "
+        f"with communication: +{rt.comm_overhead:.0%} (TP all-reduces, pipeline bubble, exposed gradient all-reduce, interruptions at cluster scale); "
         "pessimistic, as the MFU defaults already include some",
     ]
     if sc.mode == "training" and not info.fits:
