@@ -39,6 +39,7 @@ from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.scenario import Scenario
 from core.speed.attention import attention_flops_per_token
+from core.speed.offload import offload_time
 from core.units import SECONDS_PER_HOUR
 
 _OUT = ConfigDict(frozen=True)
@@ -200,6 +201,7 @@ class TrainingTime(BaseModel):
     wall_hours: float
     gpu_hours: float
     dequant_fraction: float = 0.0  # share of the time QLoRA spends dequantizing weights
+    offload_fraction: float = 0.0  # share of the time the GPU waits for ZeRO-Offload's copies and CPU step (core/speed/offload.py)
 
 
 def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | None = None) -> TrainingTime:
@@ -226,7 +228,13 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
         work_s = tokens / devices * per_device_token_s
         mfu = flops / (devices * peak_flops * work_s)
     dequant_s = tokens / devices * dequant_seconds_per_token(sc, arch, acc)
-    seconds = work_s + dequant_s
+    # --- ZeRO-Offload / ZeRO-Infinity (core/speed/offload.py): host-link copies and the CPU optimizer step the GPU
+    # waits for; the MFU reported is over the GPU's whole time, waits included.
+    offload_s = offload_time(sc, arch, acc, devices, tokens, work_s + dequant_s, per_token, flash_attention(acc)).seconds
+    if offload_s > 0 and sc.mfu is None:
+        mfu = mfu * work_s / (work_s + offload_s)
+    # --- end of the offload term
+    seconds = work_s + dequant_s + offload_s
     return TrainingTime.model_construct(
         tokens=tokens,
         flops_per_token=per_token,
@@ -240,4 +248,5 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
         wall_hours=seconds / SECONDS_PER_HOUR,
         gpu_hours=devices * seconds / SECONDS_PER_HOUR,
         dequant_fraction=dequant_s / seconds,
+        offload_fraction=offload_s / seconds,
     )
