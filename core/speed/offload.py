@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from core.catalog.accelerators import Accelerator
+from core.layout import Layout
 from core.memory.components import checkpointing, lora_params, training_states
 from core.model.architecture import Architecture
 from core.scenario import Scenario
@@ -119,17 +120,26 @@ def backward_share(sc: Scenario, arch: Architecture, flops_per_token: float, fla
 
 
 def offload_time(
-    sc: Scenario, arch: Architecture, acc: Accelerator, devices: int, tokens: float, compute_s: float, flops_per_token: float, flash: bool = True
+    sc: Scenario,
+    arch: Architecture,
+    acc: Accelerator,
+    devices: int,
+    tokens: float,
+    compute_s: float,
+    flops_per_token: float,
+    flash: bool = True,
+    layout: Layout | None = None,
 ) -> OffloadTime:
-    """The offload's time over a run of `tokens` whose GPU work takes `compute_s` on `devices` devices (the
-    scenario's micro-batch, accumulation, tensor and pipeline split; data parallel = the rest)."""
+    """The offload's time over a run of `tokens` whose GPU work takes `compute_s` on `devices` devices: the
+    scenario's micro-batch and accumulation, on `layout` (default: the scenario's tensor and pipeline split, data
+    parallel the rest)."""
     if sc.mode != "training" or sc.offload == "none":
         return NO_OFFLOAD
     link_gbps, basis = host_link(acc)
     link = link_gbps * 1e9 * PCIE_EFFICIENCY
     per_host = max(1, min(devices, DEVICES_PER_NODE.get(acc.kind, 8)))
     host_bw = sc.host_memory_bandwidth_gbps * 1e9 / per_host * CPU_ADAM_BANDWIDTH_EFFICIENCY
-    dp = max(1, devices // (sc.tensor_parallel * sc.pipeline_parallel))
+    dp = layout.data_parallel if layout is not None else max(1, devices // (sc.tensor_parallel * sc.pipeline_parallel))
     accumulation = sc.gradient_accumulation_steps
     steps = tokens / (sc.batch_size * sc.seq_len * accumulation * dp)
     micro_s = compute_s / (steps * accumulation)  # one micro-batch's GPU work on a device

@@ -34,6 +34,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator
+from core.layout import Layout
 from core.memory.components import lora_params
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
@@ -204,7 +205,7 @@ class TrainingTime(BaseModel):
     offload_fraction: float = 0.0  # share of the time the GPU waits for ZeRO-Offload's copies and CPU step (core/speed/offload.py)
 
 
-def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | None = None) -> TrainingTime:
+def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | None = None, *, layout: Layout | None = None) -> TrainingTime:
     """Training time on `devices` devices (communication not included: core/speed/comm.py). With the scenario's
     `mfu`: FLOPs / (devices x peak x MFU); otherwise per token, the matmuls at MATMUL_EFFICIENCY of the peak plus
     the bandwidth-bound and FP32 work (overhead_seconds_per_token); QLoRA's dequantization on top of either."""
@@ -230,7 +231,7 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
     dequant_s = tokens / devices * dequant_seconds_per_token(sc, arch, acc)
     # --- ZeRO-Offload / ZeRO-Infinity (core/speed/offload.py): host-link copies and the CPU optimizer step the GPU
     # waits for; the MFU reported is over the GPU's whole time, waits included.
-    offload_s = offload_time(sc, arch, acc, devices, tokens, work_s + dequant_s, per_token, flash_attention(acc)).seconds
+    offload_s = offload_time(sc, arch, acc, devices, tokens, work_s + dequant_s, per_token, flash_attention(acc), layout).seconds
     if offload_s > 0 and sc.mfu is None:
         mfu = mfu * work_s / (work_s + offload_s)
     # --- end of the offload term

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.catalog.accelerators import get_accelerator
+from core.layout import Layout
 from core.scenario import Scenario
 from core.speed.comm import DEVICES_PER_NODE
 from core.speed.offload import CPU_ADAM_BANDWIDTH_EFFICIENCY, PCIE_EFFICIENCY, cpu_step_bytes_per_device, host_link, offload_time
@@ -165,3 +166,13 @@ def test_host_links():
     assert host_link(get_accelerator("a100-sxm-80gb"))[0] == 31.5  # Gen4 x16
     assert host_link(get_accelerator("h100-sxm"))[0] == 63.0  # Gen5 x16
     assert host_link(get_accelerator("gh200"))[0] == 450.0  # NVLink-C2C
+
+
+def test_the_layout_sets_the_optimizer_steps():
+    """The run bill times a scenario on layouts of its own (core/money/run_bill.run_time passes it): the data-parallel
+    ranks set the sequences per optimizer step, so the offload's steps follow the layout, not the scenario's fields."""
+    acc = get_accelerator("h100-sxm")
+    sc = TRAINING.replace(accelerator="h100-sxm", offload="optimizer", batch_size=2)
+    on_layout = training_time(sc, acc, 8, layout=Layout(2, 4, 1)).wall_hours
+    assert on_layout == pytest.approx(training_time(sc.replace(data_parallel=2, tensor_parallel=4), acc, 8).wall_hours, rel=1e-12)
+    assert on_layout > training_time(sc, acc, 8).wall_hours  # 2 ranks, not 8: 4x the steps for the same tokens
