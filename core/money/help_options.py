@@ -26,10 +26,9 @@ _OUT = ConfigDict(frozen=True)
 # Without a dataset (train_tokens unset) a training option is timed on a million tokens: its throughput and its price
 # per million trained tokens do not depend on the count (setup is left out of that rate).
 RATE_TOKENS = 1e6
-# What the speed core leaves out (core/speed/timing.py times the GPU work alone): ZeRO-Offload's copies of every
-# gradient and parameter over PCIe and its CPU Adam step (Ren et al. 2021, arXiv 2101.06840, Sec. 4-5), and
-# ZeRO-Infinity's parameter streaming (arXiv 2104.07857). An offload option's time is therefore a lower bound.
-OFFLOAD_NOT_TIMED = "the time leaves out the PCIe copies and the CPU optimizer step of the offload (not modelled): at least this long"
+# An offload option's time includes ZeRO-Offload's gradient and parameter copies over PCIe and its CPU Adam step, and
+# ZeRO-Infinity's parameter streaming (core/speed/offload.py through core/speed/timing.py): it is modelled.
+OFFLOAD_TIMED = "the time includes the PCIe copies and the CPU optimizer step, at the scenario's system RAM bandwidth (core/speed/offload.py)"
 
 
 class HelpOption(BaseModel):
@@ -121,7 +120,7 @@ def _option(
     offload = sc.mode == "training" and alt.offload != "none"
     notes = []
     if offload:
-        notes.append(OFFLOAD_NOT_TIMED)
+        notes.append(OFFLOAD_TIMED)
     if fix.host_memory_bytes > 0 and (offload or sc.mode == "inference"):
         notes.append(f"needs {fix.host_memory_bytes / BYTES_PER_GIB:,.0f} GiB of system RAM per device")
     if priced.get("price_instance") is None:
@@ -134,7 +133,7 @@ def _option(
         memory_per_device_gib=fix.memory_per_device_bytes / BYTES_PER_GIB,
         host_memory_gib=fix.host_memory_bytes / BYTES_PER_GIB,
         borderline=borderline(fix.memory_per_device_bytes, capacity),
-        time_modelled=not offload,
+        time_modelled=True,  # offload included: core/speed/offload.py
         notes=notes,
         **priced,
     )

@@ -53,7 +53,7 @@ class RunTime(NamedTuple):
 def run_time(sc: Scenario, acc: Accelerator, layout: Layout, *, batch: int | None = None, accumulation: int | None = None, tokens: float | None = None) -> RunTime:
     """The scenario's run on `layout` (its ZeRO stage is the scenario's): ideal time and communication overhead, each
     step `accumulation` micro-batches of `batch` sequences per rank (default: the scenario's)."""
-    t = training_time(sc, acc, layout.devices, tokens)
+    t = training_time(sc, acc, layout.devices, tokens, layout=layout)  # the layout: the offload's steps (core/speed/offload.py)
     comm = training_comm(sc, sc.architecture, acc, layout, t.flops_per_token, t.peak_tflops_per_device * t.mfu, batch=batch, accumulation=accumulation)
     return RunTime(t, comm.overhead_fraction)
 

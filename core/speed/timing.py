@@ -34,11 +34,13 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator
+from core.layout import Layout
 from core.memory.components import lora_params
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.scenario import Scenario
 from core.speed.attention import attention_flops_per_token
+from core.speed.offload import offload_time
 from core.units import SECONDS_PER_HOUR
 
 _OUT = ConfigDict(frozen=True)
@@ -200,9 +202,10 @@ class TrainingTime(BaseModel):
     wall_hours: float
     gpu_hours: float
     dequant_fraction: float = 0.0  # share of the time QLoRA spends dequantizing weights
+    offload_fraction: float = 0.0  # share of the time the GPU waits for ZeRO-Offload's copies and CPU step (core/speed/offload.py)
 
 
-def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | None = None) -> TrainingTime:
+def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | None = None, *, layout: Layout | None = None) -> TrainingTime:
     """Training time on `devices` devices (communication not included: core/speed/comm.py). With the scenario's
     `mfu`: FLOPs / (devices x peak x MFU); otherwise per token, the matmuls at MATMUL_EFFICIENCY of the peak plus
     the bandwidth-bound and FP32 work (overhead_seconds_per_token); QLoRA's dequantization on top of either."""
@@ -226,7 +229,13 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
         work_s = tokens / devices * per_device_token_s
         mfu = flops / (devices * peak_flops * work_s)
     dequant_s = tokens / devices * dequant_seconds_per_token(sc, arch, acc)
-    seconds = work_s + dequant_s
+    # --- ZeRO-Offload / ZeRO-Infinity (core/speed/offload.py): host-link copies and the CPU optimizer step the GPU
+    # waits for; the MFU reported is over the GPU's whole time, waits included.
+    offload_s = offload_time(sc, arch, acc, devices, tokens, work_s + dequant_s, per_token, flash_attention(acc), layout).seconds
+    if offload_s > 0 and sc.mfu is None:
+        mfu = mfu * work_s / (work_s + offload_s)
+    # --- end of the offload term
+    seconds = work_s + dequant_s + offload_s
     return TrainingTime.model_construct(
         tokens=tokens,
         flops_per_token=per_token,
@@ -240,4 +249,5 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
         wall_hours=seconds / SECONDS_PER_HOUR,
         gpu_hours=devices * seconds / SECONDS_PER_HOUR,
         dequant_fraction=dequant_s / seconds,
+        offload_fraction=offload_s / seconds,
     )
