@@ -89,5 +89,5 @@ def help_basis(sc: Scenario, options: list[HelpOption]) -> str:
     if any(o.borderline for o in options):
         out += f" Borderline: within the estimate's measured error of the capacity ({BORDERLINE_BASIS})."
     if not all(o.time_modelled for o in options):
-        out += " ≥: the speed core leaves out an offload's PCIe copies and CPU optimizer step; those options come last."
+        out += " ≥: the speed core leaves part of that option's time out (its notes say what); those options come last."
     return out
