@@ -67,6 +67,7 @@ class Plan(BaseModel):
     reservation: str | None = None  # the reserved product ("1-Click Cluster")
     reservation_min_term_hours: float | None = None  # its minimum term, billed even when the run is shorter
     paid_hours: float | None = None  # training: hours paid for (the reservation's whole terms; on demand = hours)
+    goal: str | None = None  # the goal planned for: fine-tune | pretrain | serve (None: a plan made before it was added)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
