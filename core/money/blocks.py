@@ -143,7 +143,7 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
     if on_demand is not None and on_demand.reservation is not None:
         res = on_demand.reservation
         notes.append(
-            f"{layout.devices} devices are more than an on-demand order: run_usd is {res.provider}'s {res.product} "
+            f"{layout.devices} devices are billed cheapest as a reservation (past an on-demand order, or cheaper than one): run_usd is {res.provider}'s {res.product} "
             f"(data/reservations.csv), {on_demand.paid_hours:,.0f} h paid (whole terms, at least {res.min_term_hours:,.0f} h)"
         )
     return TrainingEstimate.model_construct(
