@@ -177,9 +177,9 @@ def offers_table(key: str, use_spot: bool, price_key: str = "", _rows: Rows = No
             {
                 "Provider": o.provider,
                 "Instance": o.instance_type,
+                "Rented": rented(o),
                 "Accelerator": get_accelerator(o.accelerator_id).name,
                 "Devices": o.devices,
-                "Rented": rented(o),
                 "Hours": round(o.run_hours, 2),
                 "On demand or reserved (USD)": round(o.run_usd, 2),
                 "Spot (USD)": None if o.run_spot_usd is None else round(o.run_spot_usd, 2),
