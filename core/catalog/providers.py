@@ -6,8 +6,9 @@ planner runs it one instance at a time. Each row dated and sourced.
 How many devices one on-demand order may hold (`max_devices`, issue 26 "rentable and sane"): a provider's published
 self-serve on-demand size where it has one (Modal's multi-node clusters, up to 64 GPUs), else DEFAULT_MAX_DEVICES.
 Beyond it a run or a fleet needs a reservation or a quota increase: where the provider publishes a reserved cluster
-product (data/reservations.csv: Lambda's 1-Click Clusters, 16-512 GPUs reserved by the week) a training run is priced
-as that reservation, its minimum term billed (core/money/run_bill.py); elsewhere it is left out (the bill and
+product (data/reservations.csv: Lambda's 1-Click Clusters, 16-512 GPUs reserved by the week; AWS EC2 Capacity Blocks,
+1-64 instances of one type by the day, then by the week up to 182 days, at their published rate) a training run is
+priced as that reservation, its whole terms billed (core/money/run_bill.py); elsewhere it is left out (the bill and
 core/money/serving.py's fleet). A provider whose cluster network comes only with its reservation (Lambda: its
 on-demand instances are single VMs) rents a training job one on-demand instance at a time (`on_demand_cluster`)."""
 

@@ -47,7 +47,7 @@ class TrainingEstimate(BaseModel):
     run_spot_usd: float | None = None  # the same at the cheapest spot row (None: no spot price)
     instances: int | None = None  # whole instances rented for the on-demand bill
     # Added (issue 26, rentable by product): when run_usd is a provider's reserved cluster's bill (data/reservations.csv)
-    run_reservation: str | None = None  # the reserved product ("1-Click Cluster"); None: rented on demand
+    run_reservation: str | None = None  # the reserved product ("1-Click Cluster", "EC2 Capacity Block"); None: rented on demand
     run_paid_hours: float | None = None  # hours the bill pays for: run_hours on demand, the reservation's whole terms
 
 

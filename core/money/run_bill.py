@@ -6,8 +6,8 @@ Billed time = setup (start-up, loading the model and data, the last checkpoint) 
 communication: core/speed/timing.py's ideal time x (1 + core/speed/comm.py's overhead). Cost = whole instances x the
 instance's price per hour x billed time (a rented instance is paid for by the hour whether its devices work or not).
 
-A run on a provider's reserved cluster (data/reservations.csv: Lambda's 1-Click Clusters) pays the reservation's
-terms: at least its minimum term, in whole term increments (Lambda bills a 1CC by the week; an AWS Capacity Block is
+A run on a provider's reserved cluster (data/reservations.csv: Lambda's 1-Click Clusters, AWS EC2 Capacity Blocks)
+pays the reservation's terms: at least its minimum term, in whole term increments (Lambda bills a 1CC by the week; an AWS Capacity Block is
 1-14 days by the day, then whole weeks up to 182 days), at the reservation's published price per device-hour (AWS's
 Capacity Block rate), or the row's on-demand price where that is not published (Lambda's 1CC)."""
 

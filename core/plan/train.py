@@ -239,7 +239,8 @@ def training_rows(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -
 
 def reserved_clusters(rows: tuple[PriceRow, ...], accelerator_id: str) -> list[Rental]:
     """For each instance size, the cheapest row of each provider that rents this accelerator as a reserved cluster
-    (data/reservations.csv: Lambda's 1-Click Clusters), from the power of two of instances that holds its smallest
+    (data/reservations.csv: Lambda's 1-Click Clusters, AWS EC2 Capacity Blocks), from the power of two of instances
+    that holds its smallest
     cluster: a run past the on-demand orders is priced as that reservation, its minimum term billed. Not for spot
     goals: a reservation is not a spot price."""
     kind = get_accelerator(accelerator_id).kind
