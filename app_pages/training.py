@@ -129,6 +129,12 @@ with right:
     table = offers_table(KEY, spot, *PRICES)
     st.markdown("**Per provider and instance: the cheapest way to run it**")
     show_table(table, hide_index=True, width="stretch", height=400, column_config={"Provider": st.column_config.TextColumn(pinned=True)})
+    if len(table) and (table["Rented"] != "on demand").any():
+        st.caption(
+            "*Rented*: a reservation is the provider's reserved cluster (data/reservations.csv: Lambda's 1-Click "
+            "Clusters by the week, AWS EC2 Capacity Blocks by the day up to 14 days): its cost pays whole terms, at "
+            "least the minimum, as the curve and the Plan page bill it."
+        )
 
 with st.expander("How this is computed"):
     t = (mine or [cheapest])[0]

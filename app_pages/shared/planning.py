@@ -14,9 +14,10 @@ from app_pages.shared.ticks import number_ticks, time_ticks
 from core.memory.estimate import estimate_memory
 from core.memory.sweep import COMPONENTS
 from core.plan import Plan
+from core.plan.train import days_words
 from core.scenario import Scenario
 
-METHOD_WORDS = {"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA"}
+METHOD_WORDS = {"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA", "pretrain": "Pretrain"}
 FORMAT_WORDS = {
     "bf16": "16-bit",
     "fp16": "16-bit",
@@ -52,6 +53,14 @@ def _money(usd: float) -> str:
     return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
 
 
+def method_words(p: Plan) -> str:
+    """What a training plan does: 'Pretrain' for a pretraining goal (all weights trained from scratch), else its
+    method ('Full fine-tune', 'LoRA', 'QLoRA')."""
+    if p.goal == "pretrain" and p.method == "full":
+        return METHOD_WORDS["pretrain"]
+    return METHOD_WORDS.get(p.method, p.method)
+
+
 def where(p: Plan) -> str:
     """The hardware and who rents it at what: '8 x NVIDIA H100 (lambda 8x H100 SXM, 2.99 USD per GPU-hour as of
     2026-09-20)'; a price far below its market says so."""
@@ -65,7 +74,7 @@ def reserved(p: Plan) -> str:
     """'; needs a reservation: 1-Click Cluster, minimum 7 days' for a plan on a provider's reserved cluster, else ''."""
     if p.reservation is None:
         return ""
-    term = f", minimum {p.reservation_min_term_hours / 24:g} days" if p.reservation_min_term_hours else ""
+    term = f", minimum {days_words(p.reservation_min_term_hours)}" if p.reservation_min_term_hours else ""
     return f"; needs a reservation: {p.reservation}{term}"
 
 
@@ -77,7 +86,7 @@ def headline(p: Plan, pricing: str, short: bool = False) -> str:
     price = "spot" if pricing == "spot" else "reserved" if p.reservation else "on demand"
     on = f"{p.devices} x {p.accelerator_name}" if short else where(p)
     if p.usd is not None and p.hours is not None:
-        what = METHOD_WORDS.get(p.method, p.method) + (" with gradient checkpointing" if p.gradient_checkpointing else "")
+        what = method_words(p) + (" with gradient checkpointing" if p.gradient_checkpointing else "")
         shard = f", ZeRO-3 over {p.data_parallel}" if p.zero_stage == 3 else ""
         mp = f", tensor parallel {p.tensor_parallel}" if p.tensor_parallel > 1 else ""
         mp += f", {p.pipeline_parallel} pipeline stages" if p.pipeline_parallel > 1 else ""
@@ -99,7 +108,7 @@ GROUP_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#B279A2", "#E45756", "#72B7B2"
 def _group(p: Plan, serving: bool) -> str:
     """What a point's colour says: the training method, or the weights' format when serving (the accelerator is on
     hover and in the table: one colour per accelerator was 30 legend entries with repeating colours)."""
-    return FORMAT_WORDS.get(p.weights_format, p.weights_format) + " weights" if serving else METHOD_WORDS.get(p.method, p.method)
+    return FORMAT_WORDS.get(p.weights_format, p.weights_format) + " weights" if serving else method_words(p)
 
 
 def frontier_figure(
@@ -127,7 +136,7 @@ def frontier_figure(
                 "opacity": 0.85,
                 "line": {"width": [2 if plans[i].pareto else 0 for i in idx], "color": "#333"},
             },
-            customdata=[[i, chart_text(where(plans[i])), chart_text(METHOD_WORDS.get(plans[i].method, plans[i].weights_format))] for i in idx],
+            customdata=[[i, chart_text(where(plans[i])), chart_text(plans[i].weights_format if serving else method_words(plans[i]))] for i in idx],
             hovertemplate=(
                 "%{customdata[1]}<br>%{customdata[2]}<br>"
                 + ("%{x:,.0f} tokens/s per user, $%{y:,.0f} a month" if serving else "%{x:,.1f} h, $%{y:,.2f}")
@@ -250,7 +259,7 @@ def plan_table(plans: tuple[Plan, ...], serving: bool) -> list[dict[str, Any]]:
             }
         else:
             row |= {
-                "Method": METHOD_WORDS.get(p.method, p.method) + (" + GC" if p.gradient_checkpointing else ""),
+                "Method": method_words(p) + (" + GC" if p.gradient_checkpointing else ""),
                 "Layout": f"DP {p.data_parallel} x TP {p.tensor_parallel} x PP {p.pipeline_parallel}" + (", ZeRO-3" if p.zero_stage == 3 else ""),
                 "Micro-batch x accumulation": f"{p.micro_batch} x {p.gradient_accumulation_steps}",
                 "Hours": round(p.hours or 0, 2),

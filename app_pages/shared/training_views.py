@@ -17,6 +17,7 @@ from app_pages.shared.ticks import number_ticks, time_ticks
 from core.catalog.accelerators import get_accelerator
 from core.money.cost import CurvePoint, TrainingOption, TrainingOptions, pick, training_curve, training_options
 from core.money.picks import frontier
+from core.plan.train import term_words
 
 
 @shared_cache(max_entries=64)
@@ -41,6 +42,14 @@ def on_frontier(hours: pd.Series, usd: pd.Series) -> pd.Series:
     (core.plan.frontier) over these runs."""
     kept = frontier([SimpleNamespace(cost=u, duration=h) for h, u in zip(hours, usd, strict=True)])
     return pd.Series([i in kept for i in range(len(hours))], index=hours.index)
+
+
+def rented(o: TrainingOption) -> str:
+    """How a run is rented: 'on demand', or 'reservation, 1 week min' / 'reservation, 1 day min' for a provider's
+    reserved cluster (data/reservations.csv), whose whole terms its cost pays."""
+    if o.reservation is None or o.reservation_min_term_hours is None:
+        return "on demand"
+    return f"reservation, {term_words(o.reservation_min_term_hours)} min"
 
 
 def run_cost(o: TrainingOption, use_spot: bool) -> float | None:
@@ -72,6 +81,7 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows 
                 "hours": o.run_hours,
                 "usd": cost(o),
                 "layout": f"DP {o.data_parallel} x TP {o.tensor_parallel} x PP {o.pipeline_parallel}" + (f", ZeRO-{o.zero_stage}" if o.zero_stage else ""),
+                "rented": chart_text(rented(o) if o.reservation is None else f"{o.reservation}: {rented(o)}"),
             }
             for o in priced
         ]
@@ -100,8 +110,8 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows 
             mode="markers",
             name=f"{name} (yours)" if name == own else name,
             marker={"size": 11 if name == own else 9, "opacity": 0.85, "color": color, "symbol": symbol, **({"line": {"width": 2}} if color == OTHER_COLOR else {})},
-            customdata=g[["name", "provider", "instance", "devices", "layout", "offers"]].values,
-            hovertemplate="%{customdata[0]}: %{customdata[1]} %{customdata[2]}<br>%{customdata[3]} devices (%{customdata[4]})<br>"
+            customdata=g[["name", "provider", "instance", "devices", "layout", "offers", "rented"]].values,
+            hovertemplate="%{customdata[0]}: %{customdata[1]} %{customdata[2]}, %{customdata[6]}<br>%{customdata[3]} devices (%{customdata[4]})<br>"
             "%{x:,.1f} h, $%{y:,.0f} (cheapest of %{customdata[5]} offers)<extra></extra>",
         )
     marks = [(cheapest, "cheapest and fastest" if cheapest is fastest else "cheapest", "#54A24B")]
@@ -148,16 +158,18 @@ def curve_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows = No
 
 @shared_cache(max_entries=64)
 def offers_table(key: str, use_spot: bool, price_key: str = "", _rows: Rows = None) -> pd.DataFrame:
-    """One row per provider and instance at its cheapest device count for the price kind, cheapest first."""
+    """One row per provider, instance and way of renting it (on demand, or the provider's reservation: its whole
+    terms in the cost, as the curve, Plan and `estimate` bill it) at its cheapest device count for the price kind,
+    cheapest first."""
 
     def cost(o):
         return run_cost(o, use_spot)
 
-    best: dict[tuple[str, str], TrainingOption] = {}
+    best: dict[tuple[str, str, str | None], TrainingOption] = {}
     for o in training_options_of(key, price_key, _rows).options:
         if cost(o) is None:
             continue
-        k = (o.provider, o.instance_type)
+        k = (o.provider, o.instance_type, o.reservation)
         if k not in best or cost(o) < cost(best[k]):
             best[k] = o
     return pd.DataFrame(
@@ -165,10 +177,11 @@ def offers_table(key: str, use_spot: bool, price_key: str = "", _rows: Rows = No
             {
                 "Provider": o.provider,
                 "Instance": o.instance_type,
+                "Rented": rented(o),
                 "Accelerator": get_accelerator(o.accelerator_id).name,
                 "Devices": o.devices,
                 "Hours": round(o.run_hours, 2),
-                "On-demand (USD)": round(o.run_usd, 2),
+                "On demand or reserved (USD)": round(o.run_usd, 2),
                 "Spot (USD)": None if o.run_spot_usd is None else round(o.run_spot_usd, 2),
                 "Price is an estimate": "yes" if o.price_is_estimate else "",
             }

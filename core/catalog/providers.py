@@ -6,14 +6,16 @@ planner runs it one instance at a time. Each row dated and sourced.
 How many devices one on-demand order may hold (`max_devices`, issue 26 "rentable and sane"): a provider's published
 self-serve on-demand size where it has one (Modal's multi-node clusters, up to 64 GPUs), else DEFAULT_MAX_DEVICES.
 Beyond it a run or a fleet needs a reservation or a quota increase: where the provider publishes a reserved cluster
-product (data/reservations.csv: Lambda's 1-Click Clusters, 16-512 GPUs reserved by the week) a training run is priced
-as that reservation, its minimum term billed (core/money/run_bill.py); elsewhere it is left out (the bill and
+product (data/reservations.csv: Lambda's 1-Click Clusters, 16-512 GPUs reserved by the week; AWS EC2 Capacity Blocks,
+1-64 instances of one type by the day, then by the week up to 182 days, at their published rate) a training run is
+priced as that reservation, its whole terms billed (core/money/run_bill.py); elsewhere it is left out (the bill and
 core/money/serving.py's fleet). A provider whose cluster network comes only with its reservation (Lambda: its
 on-demand instances are single VMs) rents a training job one on-demand instance at a time (`on_demand_cluster`)."""
 
 from __future__ import annotations
 
 import functools
+import math
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -98,7 +100,11 @@ def within_on_demand(provider: str, devices: int) -> bool:
 
 class Reservation(BaseModel):
     """A provider's reserved cluster product (data/reservations.csv): a cluster of min_devices-max_devices devices of
-    the listed accelerators on one network, rented for at least min_term_hours and billed in whole term increments."""
+    the listed accelerators (on the listed instance types, where the product names them) on one network, rented for
+    at least min_term_hours and billed in whole term increments; past long_term_from_hours, in whole
+    long_term_increment_hours (AWS Capacity Blocks: 1-14 days by the day, then whole weeks), up to max_term_hours.
+    usd_per_device_hour is the product's published rate; empty, the row's on-demand rate prices it (and the plan says
+    so)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     provider: str = Field(min_length=1, max_length=64)
@@ -112,6 +118,12 @@ class Reservation(BaseModel):
     as_of: PartialDate
     source: str = Field(min_length=3)
     notes: str = ""
+    # Added fields (never renamed): the instance types the product rents (";"-separated; empty: any whole-node row of
+    # its accelerators at the provider), the longer step past a term and the longest term (empty: none).
+    instance_types: str = ""
+    long_term_from_hours: float | None = Field(default=None, gt=0, le=100_000)
+    long_term_increment_hours: float | None = Field(default=None, gt=0, le=100_000)
+    max_term_hours: float | None = Field(default=None, gt=0, le=100_000)
 
     @model_validator(mode="after")
     def _range(self) -> Reservation:
@@ -119,7 +131,34 @@ class Reservation(BaseModel):
             raise ValueError(f"{self.provider} {self.product}: min_devices above max_devices")
         if self.term_increment_hours > self.min_term_hours:
             raise ValueError(f"{self.provider} {self.product}: a term increment longer than the minimum term")
+        if (self.long_term_from_hours is None) != (self.long_term_increment_hours is None):
+            raise ValueError(f"{self.provider} {self.product}: long_term_from_hours and long_term_increment_hours go together")
+        if self.long_term_from_hours is not None and self.long_term_increment_hours is not None:
+            if self.long_term_from_hours % self.long_term_increment_hours or self.long_term_from_hours % self.term_increment_hours:
+                raise ValueError(f"{self.provider} {self.product}: the longer step must start on a whole number of both steps")
+        if self.max_term_hours is not None and self.max_term_hours < self.min_term_hours:
+            raise ValueError(f"{self.provider} {self.product}: max_term_hours below the minimum term")
         return self
+
+    @property
+    def instances(self) -> frozenset[str]:
+        """The instance types the product rents (empty: any whole-node row of its accelerators)."""
+        return frozenset(t.strip() for t in self.instance_types.split(";") if t.strip())
+
+    def rents(self, accelerator_id: str, instance_type: str | None = None) -> bool:
+        """Whether the product rents this accelerator (on this instance type; None: on any of its instances)."""
+        if accelerator_id not in self.accelerators:
+            return False
+        return instance_type is None or not self.instances or instance_type in self.instances
+
+    def term_hours(self, hours: float) -> float | None:
+        """Hours the product bills for a run of `hours`: whole term increments, at least the minimum term (the longer
+        step past long_term_from_hours); None past its longest term (max_term_hours)."""
+        step = self.term_increment_hours
+        if self.long_term_from_hours is not None and self.long_term_increment_hours is not None and hours > self.long_term_from_hours + 1e-9:
+            step = self.long_term_increment_hours
+        paid = max(self.min_term_hours, math.ceil(hours / step - 1e-9) * step)
+        return None if self.max_term_hours is not None and paid > self.max_term_hours + 1e-9 else paid
 
     @property
     def accelerators(self) -> frozenset[str]:
@@ -135,6 +174,7 @@ def load_reservations() -> tuple[Reservation, ...]:
     return read_catalog_rows(RESERVATIONS_CSV, Reservation)
 
 
-def reservation_for(provider: str, accelerator_id: str) -> Reservation | None:
-    """The reserved cluster product of this provider that rents this accelerator (None: none published)."""
-    return next((r for r in load_reservations() if r.provider == provider.lower() and accelerator_id in r.accelerators), None)
+def reservation_for(provider: str, accelerator_id: str, instance_type: str | None = None) -> Reservation | None:
+    """The reserved cluster product of this provider that rents this accelerator, on this instance type where one is
+    given (AWS prices a Capacity Block per instance type); None: none published."""
+    return next((r for r in load_reservations() if r.provider == provider.lower() and r.rents(accelerator_id, instance_type)), None)

@@ -47,7 +47,7 @@ class TrainingEstimate(BaseModel):
     run_spot_usd: float | None = None  # the same at the cheapest spot row (None: no spot price)
     instances: int | None = None  # whole instances rented for the on-demand bill
     # Added (issue 26, rentable by product): when run_usd is a provider's reserved cluster's bill (data/reservations.csv)
-    run_reservation: str | None = None  # the reserved product ("1-Click Cluster"); None: rented on demand
+    run_reservation: str | None = None  # the reserved product ("1-Click Cluster", "EC2 Capacity Block"); None: rented on demand
     run_paid_hours: float | None = None  # hours the bill pays for: run_hours on demand, the reservation's whole terms
 
 
@@ -143,7 +143,7 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
     if on_demand is not None and on_demand.reservation is not None:
         res = on_demand.reservation
         notes.append(
-            f"{layout.devices} devices are more than an on-demand order: run_usd is {res.provider}'s {res.product} "
+            f"{layout.devices} devices are billed cheapest as a reservation (past an on-demand order, or cheaper than one): run_usd is {res.provider}'s {res.product} "
             f"(data/reservations.csv), {on_demand.paid_hours:,.0f} h paid (whole terms, at least {res.min_term_hours:,.0f} h)"
         )
     return TrainingEstimate.model_construct(

@@ -3,7 +3,9 @@ cheapest and the fastest option, and the time/cost curve as devices grow.
 
 Each run is billed by the one training bill (core/money/run_bill.py), as the
 planner bills it: whole instances x instance price per hour x (setup + the
-computation with its communication). The ideal, MFU-only time and its cost stay
+computation with its communication); a run on a provider's reserved cluster
+(data/reservations.csv) pays the reservation's whole terms, and is listed beside
+the on-demand runs, as the curve, `estimate` and the planner price it. The ideal, MFU-only time and its cost stay
 beside it (`wall_hours`, `on_demand_usd`) for the curve's shape; the cheapest and
 fastest picks are core/money/picks.py's, within the 30-day horizon.
 """
@@ -18,11 +20,12 @@ from pydantic import BaseModel, ConfigDict
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
+from core.catalog.providers import Reservation
 from core.layout import Layout
 from core.memory.estimate import Evaluator, devices_needed, fit_capacity
 from core.memory.fit import MAX_DEVICES
 from core.money import picks
-from core.money.pricing import instances_for, label, rows_for, run_usd_per_hour, training_rows_for
+from core.money.pricing import instances_for, label, reserved_rows_for, rows_for, run_usd_per_hour, training_rows_for
 from core.money.run_bill import HORIZON_HOURS, SETUP_HOURS, RunTime, bill, cheapest_bill, run_time
 from core.scenario import Scenario
 
@@ -58,6 +61,17 @@ class TrainingOption(BaseModel):
     run_spot_usd: float | None = None  # the same on spot (None: no spot price)
     scaling_efficiency: float = 1.0  # ideal time / time with communication
     within_bounds: bool = True  # run_hours within the 30-day horizon (run_bill.HORIZON_HOURS)
+    # Added (issue 26, one answer with the curve, `estimate` and Plan): a run billed as a provider's reserved cluster
+    # (data/reservations.csv), its whole terms paid (run_usd); None: rented on demand
+    reservation: str | None = None  # the reserved product ("1-Click Cluster", "EC2 Capacity Block")
+    reservation_min_term_hours: float | None = None  # its minimum term, billed even when the run is shorter
+    paid_hours: float | None = None  # hours paid for: run_hours on demand, the reservation's whole terms
+
+    @property
+    def pays_idle_term(self) -> bool:
+        """A reservation whose minimum term outlasts the run (core/money/picks.py calls it neither cheapest nor fastest
+        while another run exists, as the planner does)."""
+        return self.reservation_min_term_hours is not None and self.run_hours < self.reservation_min_term_hours
 
     @property
     def cost(self) -> float:
@@ -88,7 +102,7 @@ def pick(options: Iterable[TrainingOption], spot: bool = False) -> tuple[Trainin
 
 class TrainingOptions(BaseModel):
     model_config = _OUT
-    options: tuple[TrainingOption, ...]  # cheapest billed on-demand run first
+    options: tuple[TrainingOption, ...]  # cheapest billed run first (on demand, or reserved: TrainingOption.reservation)
     cheapest: TrainingOption | None  # core/money/picks.py on the billed runs (within the horizon when any is)
     cheapest_spot: TrainingOption | None
     fastest: TrainingOption | None  # shortest billed time (within 5%: the cheapest of those)
@@ -128,13 +142,17 @@ def _timings(sc: Scenario, acc: Accelerator, device_counts: Iterable[int] | None
     return out, None if out else f"{acc.id}: none of the requested device counts fits"
 
 
-def _option(row: PriceRow, timed: _Timed) -> TrainingOption:
+def _option(row: PriceRow, timed: _Timed, reservation: Reservation | None = None) -> TrainingOption:
+    """The run on `row`, on demand; with a `reservation`, as that reserved cluster (its whole terms billed, no spot)."""
     layout, zero, rt = timed
     t, overhead = rt
-    hourly = run_usd_per_hour(row, layout.devices) or 0.0
-    spot_hourly = run_usd_per_hour(row, layout.devices, spot=True)
-    on_demand = bill(row, layout.devices, rt.compute_hours)
-    spot = bill(row, layout.devices, rt.compute_hours, spot=True)
+    on_demand = bill(row, layout.devices, rt.compute_hours, reservation=reservation)
+    if reservation is None:
+        hourly = run_usd_per_hour(row, layout.devices) or 0.0
+        spot_hourly = run_usd_per_hour(row, layout.devices, spot=True)
+        spot = bill(row, layout.devices, rt.compute_hours, spot=True)
+    else:
+        hourly, spot_hourly, spot = (0.0 if on_demand is None else on_demand.usd_per_hour), None, None
     hours = rt.compute_hours + SETUP_HOURS if on_demand is None else on_demand.hours
     return TrainingOption.model_construct(
         accelerator_id=row.accelerator_id,
@@ -162,6 +180,9 @@ def _option(row: PriceRow, timed: _Timed) -> TrainingOption:
         run_spot_usd=None if spot is None else spot.usd,
         scaling_efficiency=rt.scaling_efficiency,
         within_bounds=hours <= HORIZON_HOURS,
+        reservation=None if reservation is None else reservation.product,
+        reservation_min_term_hours=None if reservation is None else reservation.min_term_hours,
+        paid_hours=None if on_demand is None else on_demand.paid_hours,
     )
 
 
@@ -195,6 +216,14 @@ def training_options(
                 if r.provider not in best or (hourly, r.instance_type) < (best[r.provider][0], best[r.provider][1].instance_type):
                     best[r.provider] = (hourly, r)
             options += [_option(r, t) for _, r in best.values()]
+            # and each provider's reserved cluster of this size (data/reservations.csv), as the planner, the curve and
+            # `estimate` bill a run past the on-demand orders or cheaper reserved: its whole terms paid
+            reserved: dict[str, tuple[float, PriceRow, Reservation]] = {}
+            for r, res in reserved_rows_for(aid, pool, t.layout.tensor_parallel, t.layout.devices):
+                b = bill(r, t.layout.devices, t.run.compute_hours, reservation=res)
+                if b is not None and (r.provider not in reserved or (b.usd, r.instance_type) < (reserved[r.provider][0], reserved[r.provider][1].instance_type)):
+                    reserved[r.provider] = (b.usd, r, res)
+            options += [_option(r, t, res) for _, r, res in reserved.values()]
         if timed and len(options) == before:
             skipped.append(f"{aid}: no instance holds the tensor-parallel group of {timed[0].layout.tensor_parallel}, or rents several on a cluster network")
     options.sort(key=lambda o: (round(o.run_usd, 6), o.run_hours, o.provider, o.instance_type))

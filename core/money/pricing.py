@@ -52,11 +52,11 @@ def forms_cluster(row: PriceRow, kind: str) -> bool:
 
 
 def reserved_cluster(row: PriceRow, kind: str) -> Reservation | None:
-    """The provider's reserved cluster product that rents this row's accelerator on whole nodes (data/reservations.csv),
-    None where there is none."""
+    """The provider's reserved cluster product that rents this row's accelerator on whole nodes of its instance type
+    (data/reservations.csv), None where there is none."""
     if not whole_node(row, kind):
         return None
-    return reservation_for(row.provider, row.accelerator_id)
+    return reservation_for(row.provider, row.accelerator_id, row.instance_type)
 
 
 def reservation_holds(res: Reservation, row: PriceRow, instances: int) -> bool:

@@ -6,13 +6,13 @@ Billed time = setup (start-up, loading the model and data, the last checkpoint) 
 communication: core/speed/timing.py's ideal time x (1 + core/speed/comm.py's overhead). Cost = whole instances x the
 instance's price per hour x billed time (a rented instance is paid for by the hour whether its devices work or not).
 
-A run on a provider's reserved cluster (data/reservations.csv: Lambda's 1-Click Clusters) pays the reservation's
-terms: at least its minimum term, in whole term increments (Lambda bills a 1CC by the week), at the reservation's
-price per device-hour, or the row's on-demand price where that is not published."""
+A run on a provider's reserved cluster (data/reservations.csv: Lambda's 1-Click Clusters, AWS EC2 Capacity Blocks)
+pays the reservation's terms: at least its minimum term, in whole term increments (Lambda bills a 1CC by the week; an AWS Capacity Block is
+1-14 days by the day, then whole weeks up to 182 days), at the reservation's published price per device-hour (AWS's
+Capacity Block rate), or the row's on-demand price where that is not published (Lambda's 1CC)."""
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 from core.catalog.accelerators import Accelerator
@@ -68,9 +68,11 @@ def run_usd(instances: int, usd_per_instance_hour: float, hours: float) -> float
     return instances * usd_per_instance_hour * hours
 
 
-def reserved_hours(hours: float, res: Reservation) -> float:
-    """Hours a reservation bills for a run of `hours`: whole term increments, at least the minimum term."""
-    return max(res.min_term_hours, math.ceil(hours / res.term_increment_hours - 1e-9) * res.term_increment_hours)
+def reserved_hours(hours: float, res: Reservation) -> float | None:
+    """Hours a reservation bills for a run of `hours`: whole term increments (the longer step past its
+    long_term_from_hours: an AWS Capacity Block runs 1-14 days by the day, then whole weeks), at least the minimum
+    term; None past its longest term (Reservation.term_hours)."""
+    return res.term_hours(hours)
 
 
 def reserved_usd_per_instance_hour(row: PriceRow, res: Reservation) -> float | None:
@@ -110,6 +112,8 @@ def bill(
         if price is None or not reservation_holds(reservation, row, instances):
             return None
         paid = reserved_hours(hours, reservation)
+        if paid is None:
+            return None  # longer than the product reserves (an AWS Capacity Block: 182 days)
         return RunBill(row, instances, instances * price, hours, run_usd(instances, price, paid), reservation, paid)
     price = instance_usd_per_hour(row, spot)
     if price is None or not on_demand_ok(row, instances):

@@ -165,9 +165,11 @@ def assumptions(goal: Goal) -> list[str]:
             "whole instances (core/money/run_bill.py, the bill of every page); no run rents more devices on demand than "
             "one order of its provider holds (data/providers.csv: a published size, else a stated default of 64). Past it, "
             "a provider's published reserved cluster (data/reservations.csv: Lambda's 1-Click Clusters, 16-512 H100 or "
-            "B200, by the week) prices the run with its minimum term billed, and the plan says it needs a reservation; "
-            "elsewhere the run is left out. A reservation that would sit idle past the run is never called cheapest or "
-            "fastest while another plan exists.",
+            "B200, by the week; AWS EC2 Capacity Blocks, 1-64 instances, by the day up to 14 days then by the week, at "
+            "their published rate) prices the run with its whole terms billed, and the plan says it needs a reservation; "
+            "elsewhere the run is left out. A Capacity Block also competes within the on-demand order when its rate makes "
+            "it cheaper. A reservation that would sit idle past the run is never called cheapest or fastest while "
+            "another plan exists.",
             f"Without a deadline, a run longer than {HORIZON_HOURS / 24:.0f} days is not called cheapest; a cheaper run of up to "
             f"{fr.LONGER_RUN_FACTOR:g} x the deadline (or the {HORIZON_HOURS / 24:.0f} days) is shown with what it would save.",
             "Catalog rows flagged as placeholders or floors, and stale rows, are left out (data/price_flags.csv); a price "

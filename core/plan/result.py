@@ -64,9 +64,10 @@ class Plan(BaseModel):
     time_to_first_token_p90_s: float | None = None
     tokens_per_s_per_user_p90: float | None = None  # 90% of users get at least this
     # training goals on a provider's reserved cluster (data/reservations.csv); None on demand
-    reservation: str | None = None  # the reserved product ("1-Click Cluster")
+    reservation: str | None = None  # the reserved product ("1-Click Cluster", "EC2 Capacity Block")
     reservation_min_term_hours: float | None = None  # its minimum term, billed even when the run is shorter
     paid_hours: float | None = None  # training: hours paid for (the reservation's whole terms; on demand = hours)
+    goal: str | None = None  # the goal planned for: fine-tune | pretrain | serve (None: a plan made before it was added)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -239,7 +239,8 @@ def training_rows(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -
 
 def reserved_clusters(rows: tuple[PriceRow, ...], accelerator_id: str) -> list[Rental]:
     """For each instance size, the cheapest row of each provider that rents this accelerator as a reserved cluster
-    (data/reservations.csv: Lambda's 1-Click Clusters), from the power of two of instances that holds its smallest
+    (data/reservations.csv: Lambda's 1-Click Clusters, AWS EC2 Capacity Blocks), from the power of two of instances
+    that holds its smallest
     cluster: a run past the on-demand orders is priced as that reservation, its minimum term billed. Not for spot
     goals: a reservation is not a spot price."""
     kind = get_accelerator(accelerator_id).kind
@@ -389,13 +390,30 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
     return options, skipped, len(options)
 
 
+def term_words(hours: float) -> str:
+    """A reserved term in the unit it is sold in: '3 weeks', '2 days', '30 h'."""
+    for unit, name in ((168.0, "week"), (24.0, "day")):
+        if hours >= unit and abs(hours / unit - round(hours / unit)) < 1e-9:
+            n = round(hours / unit)
+            return f"{n} {name}{'s' * (n != 1)}"
+    return f"{hours:,.0f} h"
+
+
+def days_words(hours: float) -> str:
+    """A minimum term in days: '7 days', '1 day'."""
+    days = hours / 24.0
+    return f"{days:g} day{'s' * (days != 1)}"
+
+
 def reservation_note(res: Reservation, hours: float, paid_hours: float) -> str:
     """What a plan on a reserved cluster says: the product, its minimum term, what is paid, the rate's basis."""
-    rate = "" if res.usd_per_device_hour is not None else "; priced at the on-demand rate (the reservation's rate is not in our sources)"
-    weeks = res.term_increment_hours == 168
-    paid = f"{paid_hours / 168:.0f} week{'s' * (paid_hours > 168)}" if weeks else f"{paid_hours:,.0f} h"
+    if res.usd_per_device_hour is not None:
+        rate = f"; at its published ${res.usd_per_device_hour:,.3f} per device-hour (as of {res.as_of})"
+    else:
+        rate = "; priced at the on-demand rate (the reservation's rate is not in our sources)"
     return (
-        f"needs a reservation: {res.product}, minimum {res.min_term_days:g} days ({res.provider}, data/reservations.csv); {paid} paid for a run of {hours:,.1f} h{rate}"
+        f"needs a reservation: {res.product}, minimum {days_words(res.min_term_hours)} ({res.provider}, data/reservations.csv); "
+        f"{term_words(paid_hours)} paid for a run of {hours:,.1f} h{rate}"
     )
 
 
@@ -464,6 +482,7 @@ def training_plan(goal: Goal, o: TrainingOption) -> Plan:
         reservation=None if o.reservation is None else o.reservation.product,
         reservation_min_term_hours=None if o.reservation is None else o.reservation.min_term_hours,
         paid_hours=o.paid_hours,
+        goal=goal.goal,
     )
 
 

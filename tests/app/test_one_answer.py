@@ -160,6 +160,14 @@ def test_a_reserved_plan_costs_the_same_on_every_page_and_both_verbs():
     at.switch_page(str(ROOT / "app_pages" / "training.py")).run()
     no_exception(at)
     assert f"{usd}" in _text(at)
+    # The page's options are billed as the curve and the plan bill them: its cheapest run is the plan's reserved one,
+    # and its table lists the reservation-billed runs beside the on-demand ones, marked as such (on 381285b the
+    # options were on-demand only: the cheapest read a 6-year run on 6 MI300X while the curve priced the 1CC).
+    assert metric(at, "Cheapest run") == usd
+    table = next(d.value for d in at.dataframe if "Rented" in d.value.columns)
+    reserved = table[table["Rented"] == "reservation, 1 week min"]
+    assert len(reserved) and set(reserved["Provider"]) >= {"lambda"}, table[["Provider", "Instance", "Rented"]]
+    assert {"on demand", "reservation, 1 day min"} <= set(table["Rented"]), set(table["Rented"])  # AWS Capacity Blocks: by the day
     at.switch_page(str(ROOT / "app_pages" / "train_vs_serve.py")).run()
     no_exception(at)
     assert metric(at, "Training run (one-off)") == usd

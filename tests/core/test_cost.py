@@ -48,16 +48,23 @@ def test_tensor_parallel_group_stays_inside_an_instance():
 def test_cost_is_hours_times_price(options):
     assert len(options.options) > 100
     rows = {(r.provider, r.instance_type, r.region, r.accelerator_id): r for r in load_prices()}
+    from core.catalog.providers import reservation_for
+
     for o in options.options:
         row = rows[(o.provider, o.instance_type, o.region, o.accelerator_id)]
         assert o.instances == math.ceil(o.devices / row.accelerators_per_instance)
-        assert o.usd_per_hour == pytest.approx(o.instances * row.on_demand_usd_per_hour)
+        res = None if o.reservation is None else reservation_for(o.provider, o.accelerator_id, o.instance_type)
+        # on demand: the row's price; reserved: the product's published rate per device (else the row's on-demand)
+        per_instance = row.on_demand_usd_per_hour if res is None or res.usd_per_device_hour is None else res.usd_per_device_hour * row.accelerators_per_instance
+        assert o.usd_per_hour == pytest.approx(o.instances * per_instance)
+        assert o.run_usd == pytest.approx(o.usd_per_hour * (o.paid_hours or 0.0)) and (o.paid_hours or 0.0) >= o.run_hours
         assert o.on_demand_usd == pytest.approx(o.wall_hours * o.usd_per_hour)
         assert o.gpu_hours == pytest.approx(o.devices * o.wall_hours)
         assert o.wall_hours_with_comm >= o.wall_hours
         assert o.devices == o.data_parallel * o.tensor_parallel * o.pipeline_parallel
         assert o.tensor_parallel <= row.accelerators_per_instance or row.accelerator_id.startswith("tpu")
-        assert (o.spot_usd is None) == (row.spot_usd_per_hour is None)  # a spot price exactly where the row has one
+        # a spot price exactly where the row has one, and never for a reservation (it is not a spot price)
+        assert (o.spot_usd is None) == (row.spot_usd_per_hour is None or res is not None)
         assert o.spot_usd is None or o.spot_usd <= o.on_demand_usd  # spot is never dearer than on-demand
     assert sum(o.spot_usd is not None for o in options.options) >= 10  # the spot check above ran on real rows
 
@@ -68,8 +75,10 @@ def test_cheapest_and_fastest(options):
     # The one "fastest" (core/money/picks.py): within FAST_ENOUGH of the shortest run, the cheapest of those.
     from core.money.picks import FAST_ENOUGH
 
-    shortest = min(o.run_hours for o in options.options if o.within_bounds)
-    near = [o for o in options.options if o.within_bounds and o.run_hours <= shortest * FAST_ENOUGH]
+    # a reservation shorter than its minimum term (a 1-Click Cluster week, a Capacity Block day) pays mostly for an
+    # idle cluster: never called fastest while another run exists (as in the planner)
+    shortest = min(o.run_hours for o in options.options if o.within_bounds and not o.pays_idle_term)
+    near = [o for o in options.options if o.within_bounds and not o.pays_idle_term and o.run_hours <= shortest * FAST_ENOUGH]
     assert options.fastest.run_hours <= shortest * FAST_ENOUGH and options.fastest.run_usd == min(o.run_usd for o in near)
     assert options.cheapest_spot.spot_usd == min(o.spot_usd for o in options.options if o.spot_usd is not None)
     assert any("tensor-parallel group" in s for s in options.skipped)  # e.g. 8B full training on one T4 needs TP 8
@@ -111,14 +120,20 @@ def test_curve_on_own_accelerator():
             assert b.on_demand_usd / (math.ceil(b.devices / 8) * b.wall_hours) == pytest.approx(per_a)
         if b.run_usd is not None:
             assert b.run_hours < a.run_hours  # the bill's time: setup + the computation with communication
-    # Past 64 GPUs (the stated default on-demand order) no provider rents H100s on demand: the run is billed as
-    # Lambda's 1-Click Cluster (16-512 H100 or B200, data/reservations.csv), whole weeks at the 8 x H100 row's $31.92
-    # an instance-hour; past 512, nothing rents them and the point has no price.
+    # Past 64 GPUs (the stated default on-demand order) no provider rents H100s on demand: the run is billed as the
+    # cheaper of the reserved clusters that rent them (data/reservations.csv): Lambda's 1-Click Cluster, whole weeks at
+    # the 8 x H100 row's $31.92 an instance-hour, or an AWS EC2 Capacity Block of p5.48xlarge, whole days (1-14) at the
+    # published $41.528 an instance-hour; past 512, nothing rents them and the point has no price.
     assert all(p.price_instance is None for p in points if p.devices > 64)
     for p in points:
         if 64 < p.devices <= 512:
-            weeks = math.ceil(p.run_hours / 168)
-            assert p.run_usd == pytest.approx(math.ceil(p.devices / 8) * 31.92 * 168 * weeks), p.devices
+            n, weeks, days = math.ceil(p.devices / 8), math.ceil(p.run_hours / 168), math.ceil(p.run_hours / 24)
+            assert p.run_hours <= 14 * 24  # these runs are within the daily steps of a Capacity Block
+            assert p.run_usd == pytest.approx(min(n * 31.92 * 168 * weeks, n * 41.528 * 24 * days)), p.devices
+    # e.g. 128 H100s for a run of under a day: 16 x $41.528 x 24 h = $15,946.75 for a Capacity Block day, against
+    # 16 x $31.92 x 168 h = $85,800.96 for a 1-Click Cluster week
+    p128 = next(p for p in points if p.devices == 128)
+    assert p128.run_hours <= 24 and p128.run_usd == pytest.approx(15946.752)
     assert all(p.run_usd is None for p in points if p.devices > 512)
     assert sum(a.price_instance == b.price_instance for a, b in itertools.pairwise(points)) >= 2
     assert points[-1].devices == 64 * points[0].devices
@@ -147,9 +162,10 @@ def test_a_run_spans_instances_only_on_a_cluster_network(options):
     from core.catalog.providers import spans_nodes
 
     by_instance = {(r.provider, r.instance_type): r for r in load_prices()}
-    several = [o for o in options.options if o.instances > 1]
+    several = [o for o in options.options if o.instances > 1 and o.reservation is None]
     assert several and "aws" in {o.provider for o in several}
     assert "lambda" not in {o.provider for o in several}, "Lambda's on-demand VMs have no cluster network (its 1CC does)"
+    assert "lambda" in {o.provider for o in options.options if o.instances > 1 and o.reservation == "1-Click Cluster"}
     for o in several:
         row = by_instance[(o.provider, o.instance_type)]
         assert spans_nodes(o.provider, o.instance_type) and row.accelerators_per_instance >= 8, (o.provider, o.instance_type, o.instances)

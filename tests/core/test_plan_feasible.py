@@ -72,12 +72,17 @@ def rentable(p: Plan, row: PriceRow) -> list[str]:
         if p.instances > 1 and p.method != "serve" and not on_demand_cluster(p.provider, p.instance):
             why.append(f"a job across {p.instances} on-demand {p.provider} instances with no cluster network between them")
         return why
-    res = reservation_for(p.provider, p.accelerator)
+    res = reservation_for(p.provider, p.accelerator, p.instance)
     if res is None or res.product != p.reservation or not res.min_devices <= devices <= res.max_devices:
         return [f"{devices} devices as {p.reservation} at {p.provider}"]
     price = res.usd_per_device_hour * row.accelerators_per_instance if res.usd_per_device_hour else row.on_demand_usd_per_hour
-    weeks_paid = math.ceil(p.hours / res.term_increment_hours - 1e-9)
-    paid = max(res.min_term_hours, weeks_paid * res.term_increment_hours)
+    # the term by hand: whole steps of the product's increment (past long_term_from_hours, of its longer step: AWS
+    # bills 1-14 days by the day, then whole weeks), at least its minimum, at most its longest
+    long = res.long_term_from_hours is not None and p.hours > res.long_term_from_hours
+    step = res.long_term_increment_hours if long and res.long_term_increment_hours else res.term_increment_hours
+    paid = max(res.min_term_hours, math.ceil(p.hours / step - 1e-9) * step)
+    if res.max_term_hours is not None and paid > res.max_term_hours:
+        return [f"a {paid:,.0f}-hour term; {res.product} reserves at most {res.max_term_hours:,.0f} h"]
     if p.usd != pytest.approx(p.instances * price * paid, rel=1e-9) or p.usd < p.instances * price * res.min_term_hours * (1 - 1e-9):
         return [f"${p.usd:,.0f} for a reservation whose terms bill ${p.instances * price * paid:,.0f}"]
     if not any("needs a reservation" in n for n in p.notes):
@@ -242,6 +247,20 @@ def test_a_run_past_the_on_demand_orders_is_priced_as_a_reservation():
     assert all(rentable(p, per_instance[(p.provider, p.instance)]) == [] for p in r.plans)
 
 
+def test_a_run_on_h100s_within_three_days_rents_an_aws_capacity_block():
+    """Pretraining 8B on 200B tokens on H100s within 3 days: no on-demand order of 64 GPUs finishes in time, and AWS
+    reserves p5.48xlarge as EC2 Capacity Blocks of 1-64 instances by the day at a published $41.528 an instance-hour
+    (data/reservations.csv). The cheapest plan is such a block, billed whole days: instances x $41.528 x days x 24."""
+    r = plan(Goal(goal="pretrain", model="llama-3.1-8b", tokens=2e11, accelerators=("h100-sxm",), deadline_hours=72))
+    c = r.cheapest
+    assert c.reservation == "EC2 Capacity Block" and (c.provider, c.instance) == ("aws", "p5.48xlarge") and c.devices > 64, (c.provider, c.devices)
+    days = math.ceil(c.hours / 24)
+    assert c.hours <= 72 and c.paid_hours == 24 * days and c.usd == pytest.approx(c.instances * 41.528 * 24 * days)
+    assert any(n.startswith("needs a reservation: EC2 Capacity Block, minimum 1 day (aws") and "$5.191 per device-hour" in n for n in c.notes), c.notes
+    per_instance = {(row.provider, row.instance_type): row for row in load_prices()}
+    assert all(rentable(p, per_instance[(p.provider, p.instance)]) == [] for p in r.plans)
+
+
 def test_a_short_run_is_not_rented_as_a_week_long_reservation():
     """The 70B fine-tune on 50M tokens: the fastest plan was 256 x B200 on Lambda for 17 minutes, on-demand rows
     bounded by the 1-Click Clusters' size. A 1CC is reserved for a week at least; a 17-minute run on one would pay
@@ -293,13 +312,13 @@ def test_cheaper_if_longer_by_hand():
     model=st.sampled_from(["llama-3.1-8b", "qwen3-32b", "llama-3.1-70b"]),
     tokens=st.sampled_from([3e10, 2e11, 1e12, 2e12]),
     deadline_days=st.sampled_from([None, 3.0, 10.0, 60.0]),
-    accelerators=st.sampled_from([None, ("b200",), ("h100-sxm", "b200")]),
+    accelerators=st.sampled_from([None, ("b200",), ("h100-sxm", "b200"), ("h100-sxm",), ("h200",), ("a100-sxm-80gb",), ("trainium",)]),
 )
 def test_large_runs_are_rented_on_demand_or_as_a_reservation_billed_its_term(model, tokens, deadline_days, accelerators):
     """Goals big enough to need more than the on-demand orders (pretraining up to 70B on up to 2T tokens, some held to
-    the parts Lambda reserves as 1-Click Clusters): every cheapest and fastest plan, and the cheaper longer run, is
-    within its provider's on-demand order or is a reservation within its sizes, billed at least its minimum term and
-    named as such (rentable)."""
+    the parts Lambda reserves as 1-Click Clusters or AWS as Capacity Blocks): every cheapest and fastest plan, and the
+    cheaper longer run, is within its provider's on-demand order or is a reservation within its sizes, billed at least
+    its minimum term in its whole steps and named as such (rentable)."""
     goal = Goal.model_validate(
         {"goal": "pretrain", "model": model, "tokens": tokens, "accelerators": accelerators, "deadline_hours": None if deadline_days is None else 24 * deadline_days}
     )

@@ -71,7 +71,7 @@ def test_a_reservation_bills_whole_weeks_within_its_sizes():
 
     res = reservation_for("lambda", "h100-sxm")
     assert res is not None and (res.min_devices, res.max_devices, res.min_term_hours, res.term_increment_hours) == (16, 512, 168.0, 168.0)
-    assert reservation_for("lambda", "a100-sxm-80gb") is None and reservation_for("aws", "h100-sxm") is None
+    assert reservation_for("lambda", "a100-sxm-80gb") is None and reservation_for("aws", "h100-sxm", "8x") is None
     row = _row("lambda", 8, 24.0)
     # 512 GPUs, 1 h of computation: 64 instances x $24 x 168 h (the minimum term) = $258,048
     assert bill(row, 512, 1.0, reservation=res).usd == pytest.approx(64 * 24.0 * 168)
@@ -82,6 +82,52 @@ def test_a_reservation_bills_whole_weeks_within_its_sizes():
     assert bill(row, 8, 1.0, reservation=res) is None  # one instance: smaller than a 1CC (rent it on demand)
     assert bill(row, 520, 1.0, reservation=res) is None  # 65 instances: larger than a 1CC
     assert bill(row, 16, 1.0, reservation=res, spot=True) is None  # a reservation is not a spot price
+
+
+def test_an_aws_capacity_block_is_billed_by_hand():
+    """AWS EC2 Capacity Blocks (data/reservations.csv): 1-64 instances for 1-14 days by the day, then whole weeks up
+    to 182 days, at the published effective rate: p5.48xlarge $41.528 an instance-hour in us-east-1 (aws.amazon.com
+    /ec2/capacityblocks/pricing/ as transcribed 2026-07-22), against the p5.48xlarge on-demand row's $55.04."""
+    from core.catalog.providers import reservation_for
+    from core.money.run_bill import reserved_hours
+
+    res = reservation_for("aws", "h100-sxm", "p5.48xlarge")
+    assert res is not None and res.product == "EC2 Capacity Block" and res.usd_per_device_hour == pytest.approx(41.528 / 8)
+    assert (res.min_devices, res.max_devices, res.min_term_hours, res.term_increment_hours) == (8, 512, 24.0, 24.0)
+    assert reservation_for("aws", "h100-sxm", "p5.4xlarge") is None  # one GPU: not a whole node of the block's type
+    row = PriceRow(
+        provider="aws", instance_type="p5.48xlarge", accelerator_id="h100-sxm", accelerators_per_instance=8, on_demand_usd_per_hour=55.04,
+        spot_usd_per_hour=None, region="us-east-1", estimate=False, as_of=dt.date(2026, 11, 23), source="a test row",
+    )  # fmt: skip
+    # 2 x p5.48xlarge (16 GPUs) for a run of 39.75 h + 0.25 h setup = 40 h: two days (48 h) paid,
+    # 2 x $41.528 x 48 h = $3,986.688; on demand the same run is 2 x $55.04 x 40 h = $4,403.20
+    block = bill(row, 16, 39.75, reservation=res)
+    assert (block.instances, block.hours, block.paid_hours) == (2, 40.0, 48.0)
+    assert block.usd == pytest.approx(3986.688) and block.usd_per_hour == pytest.approx(83.056)
+    assert bill(row, 16, 39.75).usd == pytest.approx(4403.2)
+    assert cheapest_bill("h100-sxm", 16, 1, 39.75, (row,)).usd == pytest.approx(3986.688)
+    # a 1-hour run: the block still bills a day, 2 x $41.528 x 24 h = $1,993.344; on demand 2 x $55.04 x 1.25 h = $137.60
+    assert bill(row, 16, 1.0, reservation=res).usd == pytest.approx(1993.344)
+    assert cheapest_bill("h100-sxm", 16, 1, 1.0, (row,)).usd == pytest.approx(137.6)
+    # 14 days is the last daily step; 14 days and an hour pays three weeks; 182 days is the longest block
+    assert (reserved_hours(14 * 24.0, res), reserved_hours(14 * 24.0 + 1, res), reserved_hours(182 * 24.0, res)) == (336.0, 504.0, 4368.0)
+    assert reserved_hours(182 * 24.0 + 1, res) is None and bill(row, 16, 182 * 24.0, reservation=res) is None
+    # 72 instances (576 GPUs) are more than one block holds (64); one instance (8 GPUs) is a block: 30.25 h pays 2 days
+    assert bill(row, 576, 1.0, reservation=res) is None and bill(row, 8, 30.0, reservation=res).usd == pytest.approx(41.528 * 48)
+
+
+def test_a_reservation_with_a_longer_step_is_checked_on_load():
+    from core.catalog.providers import Reservation
+
+    row = {"provider": "x", "product": "c", "accelerator_ids": "h100-sxm", "min_devices": 8, "max_devices": 64, "min_term_hours": 24,
+           "term_increment_hours": 24, "as_of": "2026-11", "source": "a test"}  # fmt: skip
+    assert Reservation.model_validate(row | {"long_term_from_hours": 336, "long_term_increment_hours": 168}).term_hours(337) == 504
+    with pytest.raises(ValueError, match="together"):
+        Reservation.model_validate(row | {"long_term_from_hours": 336})
+    with pytest.raises(ValueError, match="whole number"):
+        Reservation.model_validate(row | {"long_term_from_hours": 300, "long_term_increment_hours": 168})
+    with pytest.raises(ValueError, match="max_term_hours"):
+        Reservation.model_validate(row | {"max_term_hours": 12})
 
 
 def test_estimate_bills_the_run_the_planner_plans():
@@ -169,7 +215,7 @@ def test_no_plan_rents_more_than_one_on_demand_order(goal):
     assert result.cheapest is not None
     for p in result.plans:
         rented = p.instances * per_instance[(p.provider, p.instance)]
-        res = reservation_for(p.provider, p.accelerator) if p.reservation else None
+        res = reservation_for(p.provider, p.accelerator, p.instance) if p.reservation else None
         assert rented <= max_devices(p.provider) or (res is not None and rented <= res.max_devices), (p.provider, p.instance, p.instances)
 
 
