@@ -22,7 +22,7 @@ from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import Reservation
 from core.layout import Layout
-from core.memory.estimate import Evaluator, devices_needed, fit_capacity
+from core.memory.estimate import Evaluator, devices_needed, fit_capacity, own_layout
 from core.memory.fit import MAX_DEVICES
 from core.money import picks
 from core.money.pricing import instances_for, label, reserved_rows_for, rows_for, run_usd_per_hour, training_rows_for
@@ -136,9 +136,16 @@ def _timings(sc: Scenario, acc: Accelerator, device_counts: Iterable[int] | None
         return [], f"{acc.id}: no layout of up to {MAX_DEVICES:,} devices fits in memory"
     layout0, zero = base
     comm_sc = sc if zero == sc.zero_stage else sc.model_copy(update={"zero_stage": zero})
+    own = own_layout(sc)
+    # At the scenario's own device count its own layout is the run (a plan loaded from the Plan page bills exactly what
+    # the planner billed), where it fits; other counts scale the fewest-devices layout's data parallelism.
+    own_fits = ev.total(own, sc.batch_size, sc.seq_len) <= fit_capacity(sc, float(acc.usable_memory_bytes))
     out = []
     for layout in _counts(layout0, device_counts, sc.devices):
-        out.append(_Timed(layout, zero, run_time(comm_sc, acc, layout)))
+        if own_fits and layout.devices == own.devices:
+            out.append(_Timed(own, sc.zero_stage, run_time(sc, acc, own)))
+        else:
+            out.append(_Timed(layout, zero, run_time(comm_sc, acc, layout)))
     return out, None if out else f"{acc.id}: none of the requested device counts fits"
 
 

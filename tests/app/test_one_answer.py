@@ -164,6 +164,12 @@ def test_a_reserved_plan_costs_the_same_on_every_page_and_both_verbs():
     # and its table lists the reservation-billed runs beside the on-demand ones, marked as such (on 381285b the
     # options were on-demand only: the cheapest read a 6-year run on 6 MI300X while the curve priced the 1CC).
     assert metric(at, "Cheapest run") == usd
+    # ... and the same hours: the page runs the plan's own layout at the plan's device count (before, it scaled its
+    # fewest-devices layout, tensor parallel 8 x 64 ZeRO-3 ranks: 468 h where the plan said 374 h, for the same weeks paid)
+    from app_pages.shared.text import hours_text
+
+    cheapest = next(m for m in at.metric if m.label == "Cheapest run")
+    assert hours_text(cli["hours"]) in cheapest.help.replace("\\", ""), cheapest.help
     table = next(d.value for d in at.dataframe if "Rented" in d.value.columns)
     reserved = table[table["Rented"] == "reservation, 1 week min"]
     assert len(reserved) and set(reserved["Provider"]) >= {"lambda"}, table[["Provider", "Instance", "Rented"]]
