@@ -3,7 +3,11 @@
 - Ring all-reduce: each of r ranks sends and receives 2(r-1)/r of the message
   (Patarasuk & Yuan 2009, "Bandwidth optimal all-reduce algorithms for
   clusters of workstations"; NCCL's "bus bandwidth" uses the same factor),
-  plus a fixed latency per collective.
+  plus a fixed latency per collective. The bandwidth is what NCCL/RCCL
+  achieve, not the line rate: each interconnect's published bus bandwidth over
+  its line rate (data/collective_bandwidth.csv, core/catalog/
+  collective_bandwidth.py), e.g. 370 of 450 GB/s on H100 NVLink, 232 of 300
+  on A100, 96% of an InfiniBand NIC; collective_gbps below.
 - Tensor parallelism (Shoeybi et al. 2019, Megatron-LM, arXiv 1909.08053,
   Sec. 3): two all-reduces of the b x s x h activations per layer in the
   forward pass, two in the backward pass; recomputation repeats the forward
@@ -29,8 +33,8 @@ The training time it is added to (core/speed/timing.py) is fitted on single-GPU
 steps and checked on single-node FSDP runs (LLM Foundry, 8 GPUs, where ZeRO-3's
 traffic hides under compute, as here); at cluster scale this model supplies the
 rest: Llama 3.1 405B at its published layout (TP 8, PP 16, DP 128) comes out at
-46% effective MFU against the Herd paper's 41% (tests/core/test_timing.py), and its
-GPU-hours with interruptions 13% under the model card's (docs/CLUSTER.md).
+45% effective MFU against the Herd paper's 41% (tests/core/test_timing.py), and its
+GPU-hours with interruptions 11% under the model card's (docs/CLUSTER.md).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import math
 from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator
+from core.catalog.collective_bandwidth import link_fraction, network_fraction
 from core.layout import Layout
 from core.memory.components import lora_params
 from core.model.architecture import Architecture
@@ -50,7 +55,13 @@ _OUT = ConfigDict(frozen=True)
 # Latency of one small collective. Assumed order of magnitude: NCCL's own
 # tuning model predicts about 26 us for a 4-8 KB all-reduce on a multi-node
 # H100 cluster (NVIDIA/nccl issue #1453 debug log); inside one NVLink node it
-# is lower, so we take 10 us.
+# is lower, so we take 10 us. Checked when collectives moved to achievable
+# bandwidth (2026-11-26), not refitted: NCCL's ring/LL model inside an NVLink
+# node is 3.6 us + 0.47 us per step, 2(n-1) steps for an all-reduce (4.5 us
+# at 2 GPUs, 10.2 us at 8; src/graph/tuning.cc baseLat/hwLat), and serving
+# engines' own all-reduce kernels measure 7.2-7.6 us for 2-32 KB messages at
+# TP 4 (sgl-project/sglang PR #6619). No serving calibration absorbed it: the
+# engine overheads (core/memory/engines.py) are fitted on one-GPU rows.
 ALLREDUCE_LATENCY_S = 10e-6
 # Network bandwidth per device between nodes, GB/s per direction. GPUs: one
 # 200 Gb/s HDR InfiniBand port per GPU in the DGX A100 reference design (NVIDIA
@@ -103,12 +114,26 @@ def interruption_overhead(devices: int) -> float:
 
 
 def link_gbps(acc: Accelerator, group_size: int) -> float:
-    """Per-direction GB/s a ring all-reduce over `group_size` devices achieves per rank."""
+    """Per-direction line rate (GB/s) of the links a ring over `group_size` devices runs on, per rank: the in-node
+    interconnect, or across nodes the node's NICs (one ring per NIC) capped by it. What collectives achieve on it:
+    collective_gbps."""
     per_node = DEVICES_PER_NODE[acc.kind]
     if group_size <= per_node and acc.interconnect_gbps:
         return acc.interconnect_gbps
     across_nodes = per_node * INTER_NODE_GBPS[acc.kind]
     return min(across_nodes, acc.interconnect_gbps or across_nodes)
+
+
+def collective_gbps(acc: Accelerator, group_size: int) -> float:
+    """Bus bandwidth (GB/s per rank and direction) a ring collective over `group_size` devices achieves: each link's
+    line rate times the share NCCL/RCCL reach on it (data/collective_bandwidth.csv), in-node for the in-node part and
+    the NICs' for the part across nodes, whichever is slower. Never above link_gbps."""
+    per_node = DEVICES_PER_NODE[acc.kind]
+    in_node = acc.interconnect_gbps * link_fraction(acc.interconnect, min(group_size, per_node)) if acc.interconnect_gbps else None
+    if group_size <= per_node and in_node:
+        return in_node
+    across_nodes = per_node * INTER_NODE_GBPS[acc.kind] * network_fraction(group_size)
+    return min(across_nodes, in_node or across_nodes)
 
 
 def allreduce_s(message_bytes: float, ranks: int, gbps: float) -> float:
@@ -160,12 +185,12 @@ def training_comm(
     stage_compute = flops_per_token * tokens_mb / (tp * pp) / (achieved_tflops * 1e12)
     per_layer = tp_allreduces_per_layer(True, sc.gradient_checkpointing)
     tp_msg = tokens_mb * arch.hidden_size * act_bytes
-    stage_tp = arch.num_layers / pp * per_layer * allreduce_s(tp_msg, tp, link_gbps(acc, tp))
+    stage_tp = arch.num_layers / pp * per_layer * allreduce_s(tp_msg, tp, collective_gbps(acc, tp))
     bubble = (pp - 1) / m
     # Every parameter (all experts of an MoE) has a gradient; LoRA only the adapters (fp32 in PEFT).
     trainable = arch.total_params if sc.method == "full" else lora_params(arch, sc.lora_rank, sc.lora_targets)
     grad_bytes = (act_bytes if sc.method == "full" else 4) * trainable / (tp * pp)
-    link = link_gbps(acc, dp * tp * pp)
+    link = collective_gbps(acc, dp * tp * pp)
     gather_s = 0.0
     if sc.zero_stage == 3 and dp > 1:
         # ZeRO-3 / FSDP: the gradients are reduce-scattered (half an all-reduce's volume) and every 16-bit weight
@@ -201,4 +226,4 @@ def decode_tp_s(arch: Architecture, acc: Accelerator, tp: int, pp: int, tokens: 
     if tp <= 1:
         return 0.0
     msg = tokens * arch.hidden_size * 2.0
-    return math.ceil(arch.num_layers / pp) * tp_allreduces_per_layer(False, False) * allreduce_s(msg, tp, link_gbps(acc, tp))
+    return math.ceil(arch.num_layers / pp) * tp_allreduces_per_layer(False, False) * allreduce_s(msg, tp, collective_gbps(acc, tp))

@@ -82,3 +82,18 @@ def test_interruptions_grow_with_devices_from_llama_3s_counts():
     c = comm(sc, Layout(2048, 1, 1))
     # the step's communication is hidden here, so the overhead is the interruptions alone
     assert c.step_s == pytest.approx(c.compute_s_per_step) and c.overhead_fraction == pytest.approx(interruption_overhead(2048))
+
+
+def test_collectives_run_at_the_bus_bandwidth_nccl_reaches_not_the_line_rate():
+    """Tensor-parallel all-reduces of a training step over 8 H100s: 4 per layer of b x s x h bf16 activations at 370 GB/s
+    (data/collective_bandwidth.csv, nccl-tests #212), not NVLink 4's 450; decode's one-token all-reduces likewise."""
+    from core.speed.comm import collective_gbps, decode_tp_s
+
+    h100 = get_accelerator("h100-sxm")
+    assert collective_gbps(h100, 8) == pytest.approx(370) and link_gbps(h100, 8) == 450
+    sc = Scenario(model="llama-3.1-70b", mode="training", train_tokens=1e9, batch_size=1, seq_len=4096)
+    a = sc.architecture
+    c = comm(sc, Layout(1, 8, 1))
+    per_allreduce = allreduce_s(4096 * a.hidden_size * 2, 8, 370)
+    assert c.tensor_parallel_s_per_step == pytest.approx(c.microbatches_per_step * a.num_layers * 4 * per_allreduce)
+    assert decode_tp_s(a, h100, 8, 1, 1.0) == pytest.approx(a.num_layers * 2 * allreduce_s(a.hidden_size * 2, 8, 370))
