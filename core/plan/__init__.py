@@ -13,8 +13,8 @@ from core.money.pricing import DAYS_PER_MONTH
 from core.plan import frontier as fr
 from core.plan.goal import Goal
 from core.plan.result import ApiQuote, Plan, PlanResult
-from core.plan.serve import plan_serving, serving_plan
-from core.plan.train import FINE_TUNE_GLOBAL_SEQUENCES, HORIZON_HOURS, INFERENCE_ONLY, plan_training, training_plan
+from core.plan.serve import plan_serving, serving_plan_of
+from core.plan.train import FINE_TUNE_GLOBAL_SEQUENCES, HORIZON_HOURS, INFERENCE_ONLY, plan_training, training_plan_of
 
 __all__ = ["Goal", "Plan", "PlanResult", "plan"]
 
@@ -27,10 +27,10 @@ def plan(goal: Goal, rows: tuple[PriceRow, ...] | None = None) -> PlanResult:
     if goal.goal == "serve":
         s_options, skipped, considered = plan_serving(goal, rows)
         options: list[Any] = list(s_options)
-        build: Any = serving_plan
+        build: Any = serving_plan_of
     else:
         t_options, skipped, considered = plan_training(goal, rows)
-        options, build = list(t_options), training_plan
+        options, build = list(t_options), training_plan_of
     # A reservation the run would leave idle most of its minimum term is priced (and picked only when nothing else
     # exists) but kept off the frontier and the shown plans: no one rents a cluster for a week to run 16 minutes.
     bounded = [o for o in options if o.within_bounds and not _idle_term(o)]

@@ -166,7 +166,9 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
     return options, skipped, len(options)
 
 
-def serving_plan(goal: Goal, o: ServingOption) -> Plan:
+def serving_plan_of(goal: Goal, o: ServingOption) -> Plan:
+    """The Plan written out from one priced serving option (core/money/serving.serving_plan prices a scenario's fleet;
+    this only words what the planner priced)."""
     b = o.bill
     k = o.row.accelerators_per_instance
     tp = o.tensor_parallel

@@ -279,8 +279,9 @@ def larger_orders(rows: tuple[PriceRow, ...], accelerator_id: str, spot: bool) -
 
 
 @dataclass
-class TrainingOption:
-    """A priced plan before it is written out (the search makes thousands; only the ones shown become Plans)."""
+class PlannedRun:
+    """A priced plan before it is written out (the search makes thousands; only the ones shown become Plans). Not
+    core/money/cost.TrainingOption, the Training page's row per price row and device count."""
 
     accelerator: Accelerator
     row: PriceRow
@@ -309,7 +310,7 @@ class TrainingOption:
         return self.reservation is not None and self.hours < self.reservation.min_term_hours
 
 
-def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[list[TrainingOption], list[str], int]:
+def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[list[PlannedRun], list[str], int]:
     """Every priced plan that fits (priced from `prices`, the built-in catalog when None), and the accelerators left
     out with why."""
     shapes_of: dict[str, list[_Shape]] = {}  # by training stack: a TPU trains under PyTorch/XLA (stack_for)
@@ -319,7 +320,7 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
     horizon = goal.deadline_hours if goal.deadline_hours is not None else HORIZON_HOURS
     wanted = set(goal.accelerators) if goal.accelerators else None
     spot = goal.pricing == "spot"
-    options: list[TrainingOption] = []
+    options: list[PlannedRun] = []
     skipped: list[str] = []
     scenarios: dict[tuple[str, str, bool, int, int], Scenario] = {}
     timed: dict[tuple[Any, ...], tuple[float, float]] = {}
@@ -367,7 +368,7 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
                     continue
                 within = billed.hours <= horizon and (goal.budget_usd is None or billed.usd <= goal.budget_usd)
                 options.append(
-                    TrainingOption(
+                    PlannedRun(
                         acc,
                         row,
                         price,
@@ -417,7 +418,7 @@ def reservation_note(res: Reservation, hours: float, paid_hours: float) -> str:
     )
 
 
-def training_plan(goal: Goal, o: TrainingOption) -> Plan:
+def training_plan_of(goal: Goal, o: PlannedRun) -> Plan:
     s, dp, b = o.candidate.shape, o.candidate.data_parallel, o.candidate.micro_batch
     k = o.row.accelerators_per_instance
     idle = o.instances * k - o.devices
