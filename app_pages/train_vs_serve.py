@@ -61,7 +61,9 @@ def bills() -> int:
         f"${plan.usd_per_month:,.0f}",
         help=f"{plan.replicas} replica(s) of {plan.batch_size:,} concurrent requests on {plan.instances} x {plan.provider} {plan.instance_type}",
     )
-    metric(m[2], "Training = months of serving", f"{be.months_of_serving_per_one_off:,.1f}")
+    months = be.months_of_serving_per_one_off
+    # two significant figures below 1 (a $30 fine-tune against $1,883 a month is 0.016, not "0.0")
+    metric(m[2], "Training = months of serving", f"{months:,.1f}" if months >= 1 or months == 0 else f"{months:.2g}")
     metric(
         m[3],
         "Break-even vs per-token API",

@@ -299,3 +299,15 @@ def test_training_curve_says_why_it_has_no_price_beyond_one_host():
     at = run_app("training", {"model": "llama-3.1-8b", "mode": "training", "acc": "h100-sxm", "tokens": "10"})
     notes = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("No on-demand price from")]
     assert len(notes) == 1 and "from 128 devices" in notes[0] and "runs of up to" in notes[0] and "as one (data/reservations.csv" in notes[0], notes
+
+
+def test_train_vs_serve_months_of_serving_keeps_two_figures_below_one():
+    """A $30 LoRA of 70B on 50M tokens against a serving bill of about $1,900 a month is about 0.016 months of
+    serving: the metric read "0.0"; it reads the ratio of the page's own two bills to two significant figures."""
+    at = run_app("train_vs_serve", params={"model": "llama-3.3-70b", "mode": "training", "method": "lora", "tokens": "0.05"})
+    no_exception(at)
+    train = float(metric(at, "Training run (one-off)").strip("$").replace(",", ""))
+    serve = float(metric(at, "Serving (per month)").strip("$").replace(",", ""))
+    shown = metric(at, "Training = months of serving")
+    assert train / serve < 0.1 and shown != "0.0"
+    assert float(shown) == pytest.approx(train / serve, rel=0.05)  # the bills are shown rounded to whole dollars
