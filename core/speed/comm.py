@@ -63,10 +63,12 @@ _OUT = ConfigDict(frozen=True)
 # TP 4 (sgl-project/sglang PR #6619). No serving calibration absorbed it: the
 # engine overheads (core/memory/engines.py) are fitted on one-GPU rows.
 ALLREDUCE_LATENCY_S = 10e-6
-# Network bandwidth per device between nodes, GB/s per direction. GPUs: one
-# 200 Gb/s HDR InfiniBand port per GPU in the DGX A100 reference design (NVIDIA
-# DGX A100 datasheet: 8x single-port ConnectX-6 200 Gb/s; DGX H100 doubles it,
-# PCIe cloud instances share fewer NICs). TPUs: 50 Gb/s of data-center network
+# Network bandwidth per device between nodes, GB/s per direction, where the part's row in data/accelerators.csv has
+# no scale_out_gbps_per_device (a part's own reference node design wins: DGX H100/H200/B200 400 Gb/s = 50 GB/s per
+# GPU, DGX B300 800 Gb/s, MI300X platforms 400 Gb/s; see nic_gbps). GPUs: one 200 Gb/s HDR InfiniBand port per GPU
+# in the DGX A100 reference design (NVIDIA DGX A100 datasheet: 8x single-port ConnectX-6 200 Gb/s; Llama 2's
+# clusters: 200 Gbps end-points), kept for GPUs with no published node design (PCIe cloud instances share fewer
+# NICs, so this is generous for them). TPUs: 50 Gb/s of data-center network
 # per chip between slices (Google TPU v5p documentation, as noted in
 # data/accelerators.csv). Trainium: 800 Gb/s EFA per 16-chip trn1.32xlarge
 # (AWS Trn1 page). A Mac: 10 Gb Ethernet. A ring all-reduce across nodes runs
@@ -113,6 +115,12 @@ def interruption_overhead(devices: int) -> float:
     return lost / (1.0 - lost)
 
 
+def nic_gbps(acc: Accelerator) -> float:
+    """Network bandwidth (GB/s per direction) one device has to other nodes: its catalog row's
+    scale_out_gbps_per_device (the reference node design's NICs per device), else its kind's INTER_NODE_GBPS."""
+    return acc.scale_out_gbps_per_device or INTER_NODE_GBPS[acc.kind]
+
+
 def link_gbps(acc: Accelerator, group_size: int) -> float:
     """Per-direction line rate (GB/s) of the links a ring over `group_size` devices runs on, per rank: the in-node
     interconnect, or across nodes the node's NICs (one ring per NIC) capped by it. What collectives achieve on it:
@@ -120,7 +128,7 @@ def link_gbps(acc: Accelerator, group_size: int) -> float:
     per_node = DEVICES_PER_NODE[acc.kind]
     if group_size <= per_node and acc.interconnect_gbps:
         return acc.interconnect_gbps
-    across_nodes = per_node * INTER_NODE_GBPS[acc.kind]
+    across_nodes = per_node * nic_gbps(acc)
     return min(across_nodes, acc.interconnect_gbps or across_nodes)
 
 
@@ -132,7 +140,7 @@ def collective_gbps(acc: Accelerator, group_size: int) -> float:
     in_node = acc.interconnect_gbps * link_fraction(acc.interconnect, min(group_size, per_node)) if acc.interconnect_gbps else None
     if group_size <= per_node and in_node:
         return in_node
-    across_nodes = per_node * INTER_NODE_GBPS[acc.kind] * network_fraction(group_size)
+    across_nodes = per_node * nic_gbps(acc) * network_fraction(group_size)
     return min(across_nodes, in_node or across_nodes)
 
 

@@ -19,7 +19,8 @@ def test_ring_allreduce_volume():
 def test_links_inside_and_across_nodes():
     h100 = get_accelerator("h100-sxm")
     assert link_gbps(h100, 8) == 450  # NVLink inside the 8-GPU node
-    assert link_gbps(h100, 16) == 8 * 25  # one ring per 25 GB/s NIC across nodes
+    assert link_gbps(h100, 16) == 8 * 50  # one ring per NIC across nodes: DGX H100's 400 Gb/s = 50 GB/s per GPU
+    assert link_gbps(get_accelerator("a100-sxm-80gb"), 16) == 8 * 25  # DGX A100's 200 Gb/s per GPU
     assert link_gbps(get_accelerator("l4"), 16) == 32  # capped by the PCIe link
     assert link_gbps(get_accelerator("tpu-v5e"), 256) == 200  # ICI within a pod
     assert link_gbps(get_accelerator("apple-m3-max"), 2) == 1.25  # no interconnect: Ethernet
