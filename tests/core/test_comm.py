@@ -5,7 +5,7 @@ import pytest
 from core.catalog.accelerators import get_accelerator
 from core.layout import Layout
 from core.scenario import Scenario
-from core.speed.comm import ALLREDUCE_LATENCY_S, allreduce_s, link_gbps, training_comm
+from core.speed.comm import ALLREDUCE_LATENCY_S, allreduce_s, link_gbps, ring_s, training_comm
 from core.speed.timing import training_flops_per_token
 
 
@@ -95,6 +95,9 @@ def test_collectives_run_at_the_bus_bandwidth_nccl_reaches_not_the_line_rate():
     sc = Scenario(model="llama-3.1-70b", mode="training", train_tokens=1e9, batch_size=1, seq_len=4096)
     a = sc.architecture
     c = comm(sc, Layout(1, 8, 1))
-    per_allreduce = allreduce_s(4096 * a.hidden_size * 2, 8, 370)
+    # a 64 MiB all-reduce inside the node, at NCCL's Simple protocol (tests/core/test_message_size.py): 8.4 us + 14 ring
+    # steps x 3.4 us + 2 x 7/8 x 67.1 MB / 370 GB/s = 56 + 317.4 = 373.4 us (at a fixed 10 us it was 327.4 us)
+    per_allreduce = ring_s(4096 * a.hidden_size * 2, 8, 370, "nvlink")
+    assert per_allreduce == pytest.approx(56e-6 + 1.75 * 4096 * 8192 * 2 / 370e9)
     assert c.tensor_parallel_s_per_step == pytest.approx(c.microbatches_per_step * a.num_layers * 4 * per_allreduce)
     assert decode_tp_s(a, h100, 8, 1, 1.0) == pytest.approx(a.num_layers * 2 * allreduce_s(a.hidden_size * 2, 8, 370))
