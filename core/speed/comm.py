@@ -34,7 +34,7 @@ steps and checked on single-node FSDP runs (LLM Foundry, 8 GPUs, where ZeRO-3's
 traffic hides under compute, as here); at cluster scale this model supplies the
 rest: Llama 3.1 405B at its published layout (TP 8, PP 16, DP 128) comes out at
 45% effective MFU against the Herd paper's 41% (tests/core/test_timing.py), and its
-GPU-hours with interruptions 11% under the model card's (docs/CLUSTER.md).
+GPU-hours with interruptions 10.5% under the model card's (docs/CLUSTER.md).
 """
 
 from __future__ import annotations
