@@ -36,6 +36,9 @@ Kind = Literal["gpu", "tpu", "npu", "apple", "unified", "custom", "lpu", "wafer"
 SRAM_KINDS = frozenset({"lpu", "wafer"})
 
 _Positive = Field(default=None, gt=0, allow_inf_nan=False)
+# No shipping node gives a device more than 1.6 Tb/s of network (DGX B300's ConnectX-8: 800 Gb/s per GPU); a value
+# above this is almost surely Gb/s typed into the GB/s column.
+MAX_SCALE_OUT_GBPS_PER_DEVICE = 200.0
 
 
 class CatalogError(ValueError):
@@ -74,6 +77,10 @@ class Accelerator(BaseModel):
     tdp_w: float | None = _Positive
     interconnect: str = ""
     interconnect_gbps: float | None = _Positive
+    # GB/s per direction of network (scale-out: InfiniBand, RoCE, EFA) per device between nodes, from the part's
+    # reference node design (e.g. DGX H100: 8x ConnectX-7 400 Gb/s for 8 GPUs = 50 GB/s), named in the row's source
+    # and notes; blank where no reference design is published: core/speed/comm.py then uses its per-kind default.
+    scale_out_gbps_per_device: float | None = _Positive
     launch_year: int = Field(ge=2010, le=2035)
     purchase_usd: float | None = _Positive
     supports_bf16: bool
@@ -90,6 +97,8 @@ class Accelerator(BaseModel):
             raise ValueError("fp8_tflops is set but supports_fp8 is false")
         if not self.source.strip():
             raise ValueError("source must not be blank")
+        if self.scale_out_gbps_per_device is not None and self.scale_out_gbps_per_device > MAX_SCALE_OUT_GBPS_PER_DEVICE:
+            raise ValueError(f"scale_out_gbps_per_device must be <= {MAX_SCALE_OUT_GBPS_PER_DEVICE:g} GB/s (1.6 Tb/s per device); it is in GB/s per direction, not Gb/s")
         return self
 
     @property

@@ -34,7 +34,7 @@ steps and checked on single-node FSDP runs (LLM Foundry, 8 GPUs, where ZeRO-3's
 traffic hides under compute, as here); at cluster scale this model supplies the
 rest: Llama 3.1 405B at its published layout (TP 8, PP 16, DP 128) comes out at
 45% effective MFU against the Herd paper's 41% (tests/core/test_timing.py), and its
-GPU-hours with interruptions 11% under the model card's (docs/CLUSTER.md).
+GPU-hours with interruptions 10.5% under the model card's (docs/CLUSTER.md).
 """
 
 from __future__ import annotations
@@ -52,21 +52,42 @@ from core.scenario import Scenario
 
 _OUT = ConfigDict(frozen=True)
 
-# Latency of one small collective. Assumed order of magnitude: NCCL's own
-# tuning model predicts about 26 us for a 4-8 KB all-reduce on a multi-node
-# H100 cluster (NVIDIA/nccl issue #1453 debug log); inside one NVLink node it
-# is lower, so we take 10 us. Checked when collectives moved to achievable
-# bandwidth (2026-11-26), not refitted: NCCL's ring/LL model inside an NVLink
-# node is 3.6 us + 0.47 us per step, 2(n-1) steps for an all-reduce (4.5 us
-# at 2 GPUs, 10.2 us at 8; src/graph/tuning.cc baseLat/hwLat), and serving
-# engines' own all-reduce kernels measure 7.2-7.6 us for 2-32 KB messages at
-# TP 4 (sgl-project/sglang PR #6619). No serving calibration absorbed it: the
-# engine overheads (core/memory/engines.py) are fitted on one-GPU rows.
+# Latency of one small collective where NCCL's protocol model (below) is not used: serving engines' own all-reduce
+# kernels, which measure 7.2-7.6 us for 2-32 KB messages at TP 4 (sgl-project/sglang PR #6619), and collectives across
+# nodes (NCCL's own model predicts about 26 us for a 4-8 KB all-reduce on a multi-node H100 cluster, NVIDIA/nccl issue
+# #1453 debug log, so this is low there). No serving calibration absorbed it: the engine overheads
+# (core/memory/engines.py) are fitted on one-GPU rows. Inside a node NCCL's LL protocol costs 6.6 us + 0.6 us per ring
+# step (7.8 us at 2 GPUs, 15 us at 8; ring_s).
 ALLREDUCE_LATENCY_S = 10e-6
-# Network bandwidth per device between nodes, GB/s per direction. GPUs: one
-# 200 Gb/s HDR InfiniBand port per GPU in the DGX A100 reference design (NVIDIA
-# DGX A100 datasheet: 8x single-port ConnectX-6 200 Gb/s; DGX H100 doubles it,
-# PCIe cloud instances share fewer NICs). TPUs: 50 Gb/s of data-center network
+# --- Message size: NCCL's protocols -------------------------------------------------------------------------------
+# A ring collective reaches its plateau bus bandwidth only for large messages: NCCL picks, per message, the protocol
+# its cost model predicts fastest, each a latency (a base plus one per ring step: 2(n-1) steps for an all-reduce, n-1
+# for a reduce-scatter or all-gather) and a share of the bus bandwidth: LL (8-byte flag+data words) half of it, LL128
+# 120/128 (0.92), Simple all of it. The constants are NCCL's own (NVIDIA/nccl src/graph/tuning.cc @5067397,
+# ncclTunerConstantsDefaults: baseLatencies Ring 6.6/14.0/8.4 us, hwLatencies Ring NVLink 0.6/1.9/3.4 us and PCI
+# 1.0/2.5/5.7 us per step; the LL and LL128 refinements of busBw). Checked, not fitted, against a published in-node
+# sweep (nccl-tests all_reduce_perf on 8 NVLink 4 GPUs, kvcache-ai/Mooncake PR #3484: tests/core/test_message_size.py):
+# within 18% from 32 KB to 1 GB (10% from 4 MB) where a fixed 10 us + plateau was 3-51% fast (46% at 1 MB, 26% at 16 MB, 8% at
+# 128 MB). Used for NCCL collectives inside one node of NVIDIA GPUs: training's tensor-parallel all-reduces and
+# in-node data-parallel collectives (Megatron-LM, DeepSpeed and FSDP call NCCL). Not for serving: engines reduce
+# tensor-parallel activations with their own one-kernel all-reduce over NVLink peer memory (vLLM's CustomAllreduce up
+# to 8 MiB, max_size=8192 * 1024, then NCCL; TensorRT-LLM and SGLang choose their own), measured at 7.2-7.6 us for
+# 2-32 KB (sglang PR #6619); no sweep of those kernels at prefill sizes is checked here, so decode_tp_s keeps
+# ALLREDUCE_LATENCY_S + plateau. Across nodes NCCL switches to trees and its network latencies depend on the fabric;
+# no size sweep is checked there either, so a collective across nodes keeps ALLREDUCE_LATENCY_S + plateau. NCCL's cap
+# on LL's bandwidth (llMaxBws, 141 GB/s on Hopper) is left out: it matters below about 4 MB only, where the latency
+# dominates.
+NCCL_RING_BASE_LATENCY_US = {"ll": 6.6, "ll128": 14.0, "simple": 8.4}
+NCCL_RING_STEP_LATENCY_US = {"nvlink": {"ll": 0.6, "ll128": 1.9, "simple": 3.4}, "pci": {"ll": 1.0, "ll128": 2.5, "simple": 5.7}}
+NCCL_PROTOCOL_BANDWIDTH_SHARE = {"ll": 0.5, "ll128": 0.92, "simple": 1.0}
+
+
+# Network bandwidth per device between nodes, GB/s per direction, where the part's row in data/accelerators.csv has
+# no scale_out_gbps_per_device (a part's own reference node design wins: DGX H100/H200/B200 400 Gb/s = 50 GB/s per
+# GPU, DGX B300 800 Gb/s, MI300X platforms 400 Gb/s; see nic_gbps). GPUs: one 200 Gb/s HDR InfiniBand port per GPU
+# in the DGX A100 reference design (NVIDIA DGX A100 datasheet: 8x single-port ConnectX-6 200 Gb/s; Llama 2's
+# clusters: 200 Gbps end-points), kept for GPUs with no published node design (PCIe cloud instances share fewer
+# NICs, so this is generous for them). TPUs: 50 Gb/s of data-center network
 # per chip between slices (Google TPU v5p documentation, as noted in
 # data/accelerators.csv). Trainium: 800 Gb/s EFA per 16-chip trn1.32xlarge
 # (AWS Trn1 page). A Mac: 10 Gb Ethernet. A ring all-reduce across nodes runs
@@ -113,6 +134,12 @@ def interruption_overhead(devices: int) -> float:
     return lost / (1.0 - lost)
 
 
+def nic_gbps(acc: Accelerator) -> float:
+    """Network bandwidth (GB/s per direction) one device has to other nodes: its catalog row's
+    scale_out_gbps_per_device (the reference node design's NICs per device), else its kind's INTER_NODE_GBPS."""
+    return acc.scale_out_gbps_per_device or INTER_NODE_GBPS[acc.kind]
+
+
 def link_gbps(acc: Accelerator, group_size: int) -> float:
     """Per-direction line rate (GB/s) of the links a ring over `group_size` devices runs on, per rank: the in-node
     interconnect, or across nodes the node's NICs (one ring per NIC) capped by it. What collectives achieve on it:
@@ -120,7 +147,7 @@ def link_gbps(acc: Accelerator, group_size: int) -> float:
     per_node = DEVICES_PER_NODE[acc.kind]
     if group_size <= per_node and acc.interconnect_gbps:
         return acc.interconnect_gbps
-    across_nodes = per_node * INTER_NODE_GBPS[acc.kind]
+    across_nodes = per_node * nic_gbps(acc)
     return min(across_nodes, acc.interconnect_gbps or across_nodes)
 
 
@@ -132,15 +159,38 @@ def collective_gbps(acc: Accelerator, group_size: int) -> float:
     in_node = acc.interconnect_gbps * link_fraction(acc.interconnect, min(group_size, per_node)) if acc.interconnect_gbps else None
     if group_size <= per_node and in_node:
         return in_node
-    across_nodes = per_node * INTER_NODE_GBPS[acc.kind] * network_fraction(group_size)
+    across_nodes = per_node * nic_gbps(acc) * network_fraction(group_size)
     return min(across_nodes, in_node or across_nodes)
 
 
 def allreduce_s(message_bytes: float, ranks: int, gbps: float) -> float:
-    """Ring all-reduce time of one message over `ranks` ranks."""
+    """Ring all-reduce time of one message over `ranks` ranks: a fixed latency plus the plateau bandwidth (engines'
+    own kernels, and collectives across nodes)."""
     if ranks <= 1:
         return 0.0
     return ALLREDUCE_LATENCY_S + 2.0 * (ranks - 1) / ranks * message_bytes / (gbps * 1e9)
+
+
+def nccl_link(acc: Accelerator, group_size: int) -> str | None:
+    """The link NCCL's cost model times a ring over `group_size` devices on: 'nvlink' or 'pci' inside one node of
+    NVIDIA GPUs (an NVLink bridge counts as NVLink, as NCCL's topology does), None elsewhere (across nodes, or no NCCL)."""
+    if acc.kind != "gpu" or acc.vendor != "nvidia" or group_size > DEVICES_PER_NODE[acc.kind]:
+        return None
+    return "nvlink" if "NVLink" in acc.interconnect.split("(")[0] else "pci"
+
+
+def ring_s(message_bytes: float, ranks: int, gbps: float, link: str | None, *, all_reduce: bool = True) -> float:
+    """Time of one ring all-reduce (or, all_reduce=False, a reduce-scatter or all-gather: half the steps and bytes) of
+    `message_bytes` over `ranks` ranks at plateau bus bandwidth `gbps`. On a link NCCL's cost model covers: its fastest
+    protocol for the message's size (NCCL_RING_*); elsewhere ALLREDUCE_LATENCY_S + the plateau."""
+    if ranks <= 1:
+        return 0.0
+    steps = (2 if all_reduce else 1) * (ranks - 1)
+    bus_bytes = steps / ranks * message_bytes
+    if link is None:
+        return ALLREDUCE_LATENCY_S + bus_bytes / (gbps * 1e9)
+    step_us = NCCL_RING_STEP_LATENCY_US[link]
+    return min((NCCL_RING_BASE_LATENCY_US[p] + steps * step_us[p]) * 1e-6 + bus_bytes / (share * gbps * 1e9) for p, share in NCCL_PROTOCOL_BANDWIDTH_SHARE.items())
 
 
 def tp_allreduces_per_layer(training: bool, recompute: bool) -> int:
@@ -185,24 +235,25 @@ def training_comm(
     stage_compute = flops_per_token * tokens_mb / (tp * pp) / (achieved_tflops * 1e12)
     per_layer = tp_allreduces_per_layer(True, sc.gradient_checkpointing)
     tp_msg = tokens_mb * arch.hidden_size * act_bytes
-    stage_tp = arch.num_layers / pp * per_layer * allreduce_s(tp_msg, tp, collective_gbps(acc, tp))
+    stage_tp = arch.num_layers / pp * per_layer * ring_s(tp_msg, tp, collective_gbps(acc, tp), nccl_link(acc, tp))
     bubble = (pp - 1) / m
     # Every parameter (all experts of an MoE) has a gradient; LoRA only the adapters (fp32 in PEFT).
     trainable = arch.total_params if sc.method == "full" else lora_params(arch, sc.lora_rank, sc.lora_targets)
     grad_bytes = (act_bytes if sc.method == "full" else 4) * trainable / (tp * pp)
     link = collective_gbps(acc, dp * tp * pp)
+    nccl = nccl_link(acc, dp * tp * pp)
     gather_s = 0.0
     if sc.zero_stage == 3 and dp > 1:
         # ZeRO-3 / FSDP: the gradients are reduce-scattered (half an all-reduce's volume) and every 16-bit weight
         # (the frozen base of LoRA too) is all-gathered before each forward and backward pass of every micro-batch,
         # and again for a recomputed forward: with a full fine-tune, 1.5x the bytes of plain data parallelism
         # (Rajbhandari et al. 2019, Sec. 7.2.3). The gathers are prefetched under the micro-batch's compute.
-        dp_s = ALLREDUCE_LATENCY_S + (allreduce_s(grad_bytes, dp, link) - ALLREDUCE_LATENCY_S) / 2.0
+        dp_s = ring_s(grad_bytes, dp, link, nccl, all_reduce=False)
         passes = 3 if sc.gradient_checkpointing else 2
         weight_bytes_per_rank_group = act_bytes * arch.total_params / (tp * pp)
-        gather_s = passes * (ALLREDUCE_LATENCY_S + (dp - 1) / dp * weight_bytes_per_rank_group / (link * 1e9))
+        gather_s = passes * ring_s(weight_bytes_per_rank_group, dp, link, nccl, all_reduce=False)
     else:
-        dp_s = allreduce_s(grad_bytes, dp, link)
+        dp_s = ring_s(grad_bytes, dp, link, nccl)
     # Backward ~ 2/3 of a micro-batch's compute (4N of 6N) overlaps the gradient all-reduce.
     exposed = max(0.0, dp_s - 2.0 / 3.0 * stage_compute) + m * max(0.0, gather_s - stage_compute)
     ideal = m * stage_compute
@@ -226,4 +277,5 @@ def decode_tp_s(arch: Architecture, acc: Accelerator, tp: int, pp: int, tokens: 
     if tp <= 1:
         return 0.0
     msg = tokens * arch.hidden_size * 2.0
+    # the engines' own all-reduce kernels, not NCCL's protocols: see "Message size" above
     return math.ceil(arch.num_layers / pp) * tp_allreduces_per_layer(False, False) * allreduce_s(msg, tp, collective_gbps(acc, tp))

@@ -5,7 +5,7 @@ import pytest
 from core.catalog.accelerators import get_accelerator
 from core.layout import Layout
 from core.scenario import Scenario
-from core.speed.comm import ALLREDUCE_LATENCY_S, allreduce_s, link_gbps, training_comm
+from core.speed.comm import ALLREDUCE_LATENCY_S, allreduce_s, link_gbps, ring_s, training_comm
 from core.speed.timing import training_flops_per_token
 
 
@@ -19,7 +19,8 @@ def test_ring_allreduce_volume():
 def test_links_inside_and_across_nodes():
     h100 = get_accelerator("h100-sxm")
     assert link_gbps(h100, 8) == 450  # NVLink inside the 8-GPU node
-    assert link_gbps(h100, 16) == 8 * 25  # one ring per 25 GB/s NIC across nodes
+    assert link_gbps(h100, 16) == 8 * 50  # one ring per NIC across nodes: DGX H100's 400 Gb/s = 50 GB/s per GPU
+    assert link_gbps(get_accelerator("a100-sxm-80gb"), 16) == 8 * 25  # DGX A100's 200 Gb/s per GPU
     assert link_gbps(get_accelerator("l4"), 16) == 32  # capped by the PCIe link
     assert link_gbps(get_accelerator("tpu-v5e"), 256) == 200  # ICI within a pod
     assert link_gbps(get_accelerator("apple-m3-max"), 2) == 1.25  # no interconnect: Ethernet
@@ -94,6 +95,9 @@ def test_collectives_run_at_the_bus_bandwidth_nccl_reaches_not_the_line_rate():
     sc = Scenario(model="llama-3.1-70b", mode="training", train_tokens=1e9, batch_size=1, seq_len=4096)
     a = sc.architecture
     c = comm(sc, Layout(1, 8, 1))
-    per_allreduce = allreduce_s(4096 * a.hidden_size * 2, 8, 370)
+    # a 64 MiB all-reduce inside the node, at NCCL's Simple protocol (tests/core/test_message_size.py): 8.4 us + 14 ring
+    # steps x 3.4 us + 2 x 7/8 x 67.1 MB / 370 GB/s = 56 + 317.4 = 373.4 us (at a fixed 10 us it was 327.4 us)
+    per_allreduce = ring_s(4096 * a.hidden_size * 2, 8, 370, "nvlink")
+    assert per_allreduce == pytest.approx(56e-6 + 1.75 * 4096 * 8192 * 2 / 370e9)
     assert c.tensor_parallel_s_per_step == pytest.approx(c.microbatches_per_step * a.num_layers * 4 * per_allreduce)
     assert decode_tp_s(a, h100, 8, 1, 1.0) == pytest.approx(a.num_layers * 2 * allreduce_s(a.hidden_size * 2, 8, 370))

@@ -111,7 +111,7 @@ def test_reference_errors_stay_where_documented():
     reports >90% effective training time), 7% low at the top of the 38-43% range. Megatron's GPT-3 175B within 2%.
     The single-node LLM Foundry runs (checks) within 25%; the cluster misses are the Llama 2 GPU-hours and DeepSeek-V3.
     LLaMA 65B's measured cluster throughput, a +16% miss with collectives at NVLink's line rate, is +13% (within 15%)
-    at the bus bandwidth NCCL reaches (data/collective_bandwidth.csv)."""
+    at the bus bandwidth NCCL reaches (data/collective_bandwidth.csv), +10% with NCCL's latency per message size."""
     errors = {run["id"]: _error(run) for run in RUNS}
     assert errors["llama-3.1-405b-mfu38"] == pytest.approx(0.054, abs=0.01)
     assert errors["llama-3.1-405b-mfu-mid"] == pytest.approx(-0.011, abs=0.01)
@@ -122,8 +122,10 @@ def test_reference_errors_stay_where_documented():
     single_node = [r for r in RUNS if r["id"].startswith("mpt-")]
     assert len(single_node) == 7 and all(abs(errors[r["id"]]) <= 0.25 for r in single_node)
     assert {r["id"] for r in RUNS if r["miss"]} == {"llama-2-7b", "llama-2-13b", "llama-2-70b", "deepseek-v3"}
-    assert errors["llama-65b-throughput"] == pytest.approx(0.126, abs=0.01)
-    assert errors["llama-3.1-405b-layout"] == pytest.approx(-0.109, abs=0.01)
+    # +12.6% / -10.9% with every collective at a fixed 10 us + plateau; NCCL's protocol latencies inside the node
+    # (core/speed/comm.py, tests/core/test_message_size.py) slow the 64 MiB / 128 MiB tensor-parallel all-reduces
+    assert errors["llama-65b-throughput"] == pytest.approx(0.099, abs=0.01)
+    assert errors["llama-3.1-405b-layout"] == pytest.approx(-0.105, abs=0.01)
 
 
 # The cluster rows with a layout, with collectives at the interconnect's line rate (before data/collective_bandwidth.csv):
