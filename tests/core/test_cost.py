@@ -130,10 +130,11 @@ def test_curve_on_own_accelerator():
             n, weeks, days = math.ceil(p.devices / 8), math.ceil(p.run_hours / 168), math.ceil(p.run_hours / 24)
             assert p.run_hours <= 14 * 24  # these runs are within the daily steps of a Capacity Block
             assert p.run_usd == pytest.approx(min(n * 31.92 * 168 * weeks, n * 41.528 * 24 * days)), p.devices
-    # e.g. 128 H100s for a run of under a day: 16 x $41.528 x 24 h = $15,946.75 for a Capacity Block day, against
+    # e.g. 128 H100s for a run of a day and a bit (25.8 h: setup, the computation and its communication, NCCL's
+    # protocols by message size): 16 x $41.528 x 48 h = $31,893.50 for two Capacity Block days, against
     # 16 x $31.92 x 168 h = $85,800.96 for a 1-Click Cluster week
     p128 = next(p for p in points if p.devices == 128)
-    assert p128.run_hours <= 24 and p128.run_usd == pytest.approx(15946.752)
+    assert 24 < p128.run_hours <= 48 and p128.run_usd == pytest.approx(31893.504)
     assert all(p.run_usd is None for p in points if p.devices > 512)
     assert sum(a.price_instance == b.price_instance for a, b in itertools.pairwise(points)) >= 2
     assert points[-1].devices == 64 * points[0].devices
