@@ -55,6 +55,11 @@ class _Facts:
         self.pipeline_parallel = pp
         self.data_parallel = int(plan.data_parallel if plan is not None else sc.get("data_parallel", 1) or 1)
         self.micro_batch = int(plan.micro_batch if plan is not None else sc.get("batch_size", 1) or 1)
+        if self.serving and plan is not None and getattr(plan, "max_batch_meeting_targets", None):
+            # a serving replica's engine cap is the most concurrent requests that still meet the latency targets (what
+            # the planner sized the fleet against), not the average concurrency at the goal's traffic: at 2,000
+            # requests a day that is 1, and --max-num-seqs 1 would queue every burst behind one request
+            self.micro_batch = int(plan.max_batch_meeting_targets)
         self.accumulation = int(sc.get("gradient_accumulation_steps", 1) or 1)
         self.seq_len = int(sc.get("seq_len", 2048) or 2048)
         self.method = str(sc.get("method", "serve" if self.serving else "full"))
@@ -227,11 +232,26 @@ def _serving(p: _Facts) -> str:
     return "\n".join([*head, *_prequantized_note(p), *_replicas_note(p), *body(p)])
 
 
-def _weights_flag(p: _Facts) -> tuple[str, Any]:
-    """vLLM's and SGLang's shared flag for the weights: --quantization for a quantized checkpoint, else --dtype."""
+def _has_bf16(accelerator_id: str) -> bool:
+    from core.catalog.accelerators import get_accelerator
+
+    try:
+        return bool(get_accelerator(accelerator_id).supports_bf16)
+    except Exception:  # an unknown id: nothing to say about its dtypes
+        return True
+
+
+def _weights_flag(p: _Facts) -> list[tuple[str, Any]]:
+    """vLLM's and SGLang's shared flags for the weights: --quantization for a quantized checkpoint, else --dtype. A
+    quantized checkpoint still computes in 16 bits: on a part without bf16 (before Ampere) it says float16, since the
+    model's own bf16 would be refused there (vLLM: "Bfloat16 is only supported on GPUs with compute capability of at
+    least 8.0")."""
     if p.weights_format in _QUANTIZATION:
-        return ("--quantization", _QUANTIZATION[p.weights_format])
-    return ("--dtype", _VLLM_DTYPE.get(p.weights_format, "auto"))
+        out = [("--quantization", _QUANTIZATION[p.weights_format])]
+        if not _has_bf16(p.accelerator_id):
+            out.append(("--dtype", "float16"))
+        return out
+    return [("--dtype", _VLLM_DTYPE.get(p.weights_format, "auto"))]
 
 
 def _vllm(p: _Facts) -> list[str]:
@@ -242,7 +262,7 @@ def _vllm(p: _Facts) -> list[str]:
         ("--gpu-memory-utilization", GPU_MEMORY_FRACTION),
         ("--kv-cache-dtype", "fp8" if p.kv_cache_format == "fp8" else "auto"),
     ]
-    args.append(_weights_flag(p))
+    args += _weights_flag(p)
     return [_command(["vllm", "serve", _q(p.model)], args)]
 
 
@@ -255,7 +275,7 @@ def _sglang(p: _Facts) -> list[str]:
         ("--mem-fraction-static", GPU_MEMORY_FRACTION),
         ("--kv-cache-dtype", "fp8_e4m3" if p.kv_cache_format == "fp8" else "auto"),
     ]
-    args.append(_weights_flag(p))
+    args += _weights_flag(p)
     return [_command(["python", "-m", "sglang.launch_server"], args)]
 
 

@@ -146,6 +146,10 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
                 continue  # no kernels for it on this part (AWQ before Turing; neither on AMD, TPU, Neuron)
             if not rentable[tp]:
                 continue
+            if not acc.supports_bf16 and "bf16" in (fmt, kv):
+                # no bf16 before Ampere: the same bytes in fp16, as the engine runs them there (--dtype float16)
+                fmt = "fp16" if fmt == "bf16" else fmt
+                sc = sc.model_copy(update={"weights_format": fmt, "kv_cache_format": "fp16" if kv == "bf16" else kv})
             cap = replica_capacity(sc, acc, Layout(1, tp, 1), traffic, total)
             if isinstance(cap, str):
                 if not cap.startswith("a "):  # memory is the default reason; a latency miss says more

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from core.catalog.accelerators import get_accelerator
 from core.catalog.presets import preset
 from core.plan import Goal, plan
 from core.plan.launch import HEREDOC_END, PLACEHOLDER_MODEL, launch_command
@@ -174,14 +175,15 @@ def expected(field: str, p: Plan) -> str | None:
         "tensor_parallel": p.tensor_parallel,
         "pipeline_parallel": p.pipeline_parallel,
         "data_parallel": p.data_parallel,
-        "micro_batch": p.micro_batch,
+        # a serving replica's engine cap: the most concurrent requests that meet the latency targets (core/plan/launch.py)
+        "micro_batch": p.max_batch_meeting_targets if p.method == "serve" and p.max_batch_meeting_targets else p.micro_batch,
         "gradient_accumulation_steps": p.gradient_accumulation_steps,
         "global_batch": p.data_parallel * p.micro_batch * p.gradient_accumulation_steps,
         "processes": p.data_parallel * p.tensor_parallel * p.pipeline_parallel,
         "instances": p.instances,
         "devices_per_instance": per_node,
         "seq_len": seq,
-        "context_tokens": p.micro_batch * seq,
+        "context_tokens": (p.max_batch_meeting_targets if p.method == "serve" and p.max_batch_meeting_targets else p.micro_batch) * seq,
         "zero_stage": p.zero_stage,
     }
     return None if field not in values else str(values[field])
@@ -460,3 +462,19 @@ def test_running_the_text_with_stubbed_programs_runs_nothing_else(tmp_path, name
         written = [f.read_text() for f in d.iterdir() if f.suffix in (".py", ".yaml", ".json")]
         gguf = sc.get("serving_engine") == "llama.cpp"
         assert gguf or name in received or any(json.dumps(name) in a for a in received + written), text
+
+
+def test_a_quiet_serving_plan_caps_the_engine_at_the_targets_not_at_the_average_load():
+    """At 2,000 requests a day the fleet's average concurrency is 1, and the command said --max-num-seqs 1: every
+    burst would queue behind one request. The cap is the most concurrent requests that still meet the latency targets,
+    the figure the plan sizes its replicas against. On a part without bf16 (V100) a quantized checkpoint also says
+    --dtype float16 (vLLM refuses bf16 before compute capability 8.0), and the plan's 16-bit KV cache reads fp16."""
+    r = plan(Goal(goal="serve", model="llama-3.1-8b", requests_per_day=2000))
+    p = r.cheapest
+    assert p is not None and p.max_batch_meeting_targets > 1
+    found = settings(p.launch)
+    cap = found.get("--max-num-seqs") or found.get("--max-running-requests")
+    assert cap is not None and int(cap) == p.max_batch_meeting_targets
+    if not get_accelerator(p.accelerator).supports_bf16:
+        assert "bf16" not in (p.weights_format, p.kv_cache_format)
+        assert p.weights_format not in ("awq-4bit", "gptq-4bit", "fp8") or found.get("--dtype") == "float16"

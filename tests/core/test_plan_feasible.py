@@ -358,3 +358,41 @@ def test_deepspeed_pipeline_runs_only_with_zero_0_or_1():
     sc = Scenario(model="llama-3.1-70b", mode="training", zero_stage=3, data_parallel=8, accelerator="h100-sxm", training_stack="deepspeed")
     needed = estimate(sc).layout_needed
     assert needed is not None and not (needed.pipeline_parallel > 1 and needed.zero_stage >= 2)
+
+
+def serving_signable(p: Plan) -> list[str]:
+    """What an engineer would refuse to sign in a serving plan (empty: nothing): an engine that does not run on the
+    part, a format whose kernels the part lacks, a bf16 plan on a part without bf16, a flagged or stale price row, a
+    fleet past its provider's on-demand order, or targets the plan itself says it misses."""
+    from core.catalog.engine_hardware import engine_problem
+    from core.model.kernels import four_bit_format
+
+    acc = get_accelerator(p.accelerator)
+    why = []
+    engine = p.scenario["serving_engine"]
+    if (problem := engine_problem(engine, acc)) is not None:
+        why.append(problem)
+    if p.weights_format in ("awq-4bit", "gptq-4bit") and four_bit_format(acc) != p.weights_format:
+        why.append(f"{p.weights_format} on {acc.name}")
+    if not acc.supports_bf16 and "bf16" in (p.weights_format + (p.kv_cache_format or "")):
+        why.append(f"bf16 on {acc.name}")
+    row = next(r for r in load_prices() if (r.provider, r.instance_type, r.accelerator_id) == (p.provider, p.instance, p.accelerator))
+    if (flag := flag_of(row)) is not None:
+        why.append(f"priced from a flagged row: {flag}")
+    why += rentable(p, row)
+    return why
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    model=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "mixtral-8x7b"]),
+    requests_per_day=st.sampled_from([2e3, 1e5, 2e6]),
+    pricing=st.sampled_from(["on-demand", "spot"]),
+)
+def test_serving_picks_are_signable(model, requests_per_day, pricing):
+    """Issue #26's done-means for serve goals (70B, 8B and MoE): every cheapest and fastest fleet runs on its part with
+    its engine and format, is priced from a trustworthy row and is rentable as priced."""
+    r = plan(Goal.model_validate({"goal": "serve", "model": model, "requests_per_day": requests_per_day, "pricing": pricing}))
+    assert r.cheapest is not None and r.fastest is not None
+    for p in (r.cheapest, r.fastest):
+        assert serving_signable(p) == [], (model, requests_per_day, p.accelerator, p.provider, p.weights_format)
