@@ -50,6 +50,8 @@ PAGES = {
     "compare": st.Page("app_pages/compare.py", title="Compare", icon=":material/table_chart:", url_path="compare"),
     "method": st.Page("app_pages/method.py", title="Method", icon=":material/menu_book:", url_path="method"),
 }
+# each page's file by its url_path (the default page's is ""): rerun.run_page runs the file itself (Page.run() runs once a run)
+PAGE_FILES = {p.url_path: f"app_pages/{key.replace('-', '_')}.py" for key, p in PAGES.items()}
 page = st.navigation(list(PAGES.values()))
 
 
@@ -72,7 +74,7 @@ def body() -> None:
         set_context(ctx)  # hop: Scenario -> this run's PageContext, which the page reads (context.page_header)
         guard.yield_turn()
         try:
-            run_page(page)
+            run_page(page, PAGE_FILES[page.url_path], PAGE_FILES)
         except PageStopped:
             pass
         finally:
