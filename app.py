@@ -68,7 +68,7 @@ def body() -> None:
         values = current_values()  # hop: session state -> Values (each input in its widget's units)
         scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))  # hop: Values -> Scenario
         remember_scenario(scenario, problem)
-        note = write_url()
+        note = write_url(values)
         messages = [*st.session_state.get("_link_messages", []), *([problem] if problem else [])]
         ctx = PageContext(scenario, values, tuple(messages), (note,) if note else (), price_list(values))
         set_context(ctx)  # hop: Scenario -> this run's PageContext, which the page reads (context.page_header)

@@ -145,29 +145,50 @@ def computing() -> bool:
     return getattr(_computing, "depth", 0) > 0
 
 
-def _marked(func: F) -> F:
-    """func, marked as computing (computing()) while it runs; functools.wraps keeps what Streamlit hashes for the
-    cache's identity (module, qualified name, the source it reads through __wrapped__, the signature)."""
+def _marked(func: F, current: list[Callable[..., Any]]) -> F:
+    """A function that calls current[0] (the latest function object decorated with func's code: see shared_cache),
+    marked as computing (computing()) while it runs; functools.wraps keeps what Streamlit hashes for the cache's
+    identity (module, qualified name, the source it reads through __wrapped__, the signature)."""
 
     @functools.wraps(func)
     def computed(*args: Any, **kwargs: Any) -> Any:
         _computing.depth = getattr(_computing, "depth", 0) + 1
         try:
-            return func(*args, **kwargs)
+            return current[0](*args, **kwargs)
         finally:
             _computing.depth -= 1
 
     return computed  # type: ignore[return-value]
 
 
+# (code object, its file, the decorator's arguments) -> (the latest function object with that code, the wrapper)
+_decorated: dict[tuple[Any, ...], tuple[list[Callable[..., Any]], Callable[..., Any]]] = {}
+_decorated_lock = threading.Lock()
+
+
 def shared_cache(max_entries: int | None = None, *, show_spinner: bool | str = False, data: bool = False) -> Callable[[F], F]:
     """st.cache_resource(max_entries, show_spinner) (st.cache_data with data=True) whose entries also count against
     the process-wide CACHE_BUDGET_BYTES. Arguments whose names start with "_" are not part of the key (Streamlit's
-    rule) and are not weighed."""
+    rule) and are not weighed.
+
+    A page's file runs again on every rerun (rerun.exec_page), so a cached function defined in it is decorated
+    again each time; Streamlit then names the new cache by reading and tokenizing the function's source (1-2 ms each
+    time, issue #25). A function whose code was decorated before (the same code object: a page's code is compiled
+    once) gets the wrapper made then, which calls this latest function object. That is what Streamlit does with
+    the cached values already: one cache for every re-definition of the same source, whoever's run computed them,
+    so a cached function must depend on its arguments only."""
 
     def decorate(func: F) -> F:
+        code = getattr(func, "__code__", None)
+        seen_as = (code, getattr(code, "co_filename", None), func.__qualname__, max_entries, show_spinner, data)
+        with _decorated_lock:
+            known = _decorated.get(seen_as) if code is not None else None
+            if known is not None:
+                known[0][0] = func
+                return known[1]  # type: ignore[return-value]
+        current: list[Callable[..., Any]] = [func]
         store = st.cache_data if data else st.cache_resource
-        cached = store(max_entries=max_entries, show_spinner=show_spinner)(_marked(func))
+        cached = store(max_entries=max_entries, show_spinner=show_spinner)(_marked(func, current))
         name = f"{func.__module__}.{func.__qualname__}"
         signature = inspect.signature(func)
         hashed = [p for p in signature.parameters if not p.startswith("_")]
@@ -190,6 +211,9 @@ def shared_cache(max_entries: int | None = None, *, show_spinner: bool | str = F
             return value
 
         wrapper.clear = cached.clear  # type: ignore[attr-defined]
+        if code is not None:
+            with _decorated_lock:
+                _decorated.setdefault(seen_as, (current, wrapper))
         return wrapper  # type: ignore[return-value]
 
     return decorate

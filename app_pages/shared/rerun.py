@@ -105,8 +105,9 @@ def asked_page(url_paths: Collection[str]) -> str | None:
 
 
 @functools.lru_cache(maxsize=32)
-def _page_code(path: str, mtime_ns: int) -> CodeType:
-    """A page file's compiled code, kept until the file changes (its modification time is part of the key)."""
+def _page_code(path: str, version: int) -> CodeType:
+    """A page file's compiled code, kept for the process (as Streamlit keeps a script's bytecode) or, where a file
+    watcher is on (development), until the file changes: `version` is then its modification time."""
     return compile(Path(path).read_bytes(), path, "exec", dont_inherit=True)
 
 
@@ -114,11 +115,14 @@ def exec_page(path: str) -> None:
     """Run a page file (a path below the project root) as Streamlit runs a page: its code in a fresh __main__
     module. Streamlit's Page.run() would do the same, but it runs once per run of the app and marks the page spent,
     and a fragment-only run reaches the page a second time; so both kinds of run call this instead, and the page's
-    widgets get the same identity in both (the page fragment's script hash: the app's)."""
+    widgets get the same identity in both (the page fragment's script hash: the app's). The file is looked at again
+    only where Streamlit watches files (server.fileWatcherType; the shipped config has none): a stat releases the
+    interpreter lock, and a busy server's run can wait a switch interval to get it back."""
     file = str(ROOT / path)
+    watched = st.get_option("server.fileWatcherType") != "none"
     module = ModuleType("__main__")
     module.__file__ = file
-    exec(_page_code(file, os.stat(file).st_mtime_ns), module.__dict__)
+    exec(_page_code(file, os.stat(file).st_mtime_ns if watched else 0), module.__dict__)
 
 
 def run_page(page: Any, path: str, url_paths: Collection[str]) -> None:
