@@ -99,7 +99,7 @@ def lower_section() -> None:
             write_url()
 
 
-with guard.turn(), whole_run():  # only a whole run comes here: the marker tells the fragments (rerun.fragment_run)
+with guard.turn(), whole_run(page.url_path):  # only a whole run comes here: the marker tells the fragments (rerun.fragment_run)
     st.session_state.pop(lower.QUEUED, None)  # a mark for a run of fragments; this run is whole (lower.py)
     keep_across_pages()
     if link_messages := load_link_once():

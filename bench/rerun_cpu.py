@@ -41,6 +41,7 @@ def main() -> None:
     ap.add_argument("--page", choices=sorted(LINKS), default="memory")
     ap.add_argument("--moves", type=int, default=40)
     ap.add_argument("--warm", type=int, default=6)
+    ap.add_argument("--whole", action="store_true", help="whole runs (the sidebar drawn too), as a link or the agent API asks")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print cProfile's top N functions")
     args = ap.parse_args()
     root = args.root.resolve()
@@ -51,7 +52,8 @@ def main() -> None:
 
     from app_pages.shared import guard, st_private
 
-    st_private.fragment_only_run = lambda: True  # the browser's move: a run of the inputs' fragment (rerun.py)
+    if not args.whole:
+        st_private.fragment_only_run = lambda: True  # the browser's move: a run of the inputs' fragment (rerun.py)
     used: list[float] = []
     profile = cProfile.Profile(time.thread_time) if args.profile else None  # CPU, not wall: waits for the GIL left out
     timing = [False]
@@ -82,20 +84,23 @@ def main() -> None:
     slider = at.select_slider(key="seq")  # from the whole run: a page-alone run sends no sidebar (the browser keeps it)
     for i in range(args.warm + args.moves):
         timing[0] = i >= args.warm
+        if args.whole:
+            slider = at.select_slider(key="seq")  # a whole run draws it again
         slider.set_value(SEQ[i % 2])
         last = slider.run()  # the widget states of the page as the browser holds it
         assert not last.exception, [e.value for e in last.exception]
     sidebar_sent = len(last.sidebar.children)
     ms = sorted(1000 * u for u in used)
     q = statistics.quantiles(ms, n=4)
-    print(f"{args.page}: {len(ms)} page-alone reruns, script-thread CPU median {statistics.median(ms):.1f} ms", end=" ")
+    print(f"{args.page}: {len(ms)} {'whole' if args.whole else 'page-alone'} reruns, script-thread CPU median {statistics.median(ms):.1f} ms", end=" ")
     print(f"(quartiles {q[0]:.1f}-{q[2]:.1f}); sidebar elements sent by the last: {sidebar_sent}")
     if profile is not None:
         out = io.StringIO()
         stats = pstats.Stats(profile, stream=out)
         stats.sort_stats("cumulative").print_stats(args.profile)
         print(out.getvalue())
-    print(json.dumps({"page": args.page, "root": str(root), "median_ms": round(statistics.median(ms), 2), "q1_ms": round(q[0], 2), "q3_ms": round(q[2], 2)}))
+    result = {"page": args.page, "whole": args.whole, "root": str(root), "median_ms": round(statistics.median(ms), 2)}
+    print(json.dumps(result | {"q1_ms": round(q[0], 2), "q3_ms": round(q[2], 2)}))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ BODY = "body"  # the page fragment's key
 LOWER = "lower"  # the page's lower section's fragment key (lower.py)
 INPUTS = "inputs"  # the sidebar inputs' fragment key
 WHOLE = "_whole_run"  # session state: set while app.py's top level runs (whole_run)
+CHOSEN = "_chosen_page"  # session state: the url_path of the page the last whole run chose (whole_run)
 ROOT = Path(__file__).resolve().parents[2]  # the project root: app.py's folder, where page paths start
 
 
@@ -51,8 +52,10 @@ def sidebar_shape(values: Values) -> tuple:
 
 
 @contextmanager
-def whole_run() -> Iterator[None]:
-    """Around app.py's top level, which a run of fragments alone skips: marks the run whole while it lasts."""
+def whole_run(chosen: str) -> Iterator[None]:
+    """Around app.py's top level, which a run of fragments alone skips: marks the run whole while it lasts, and notes
+    the url_path of the page st.navigation chose (`chosen`) for the runs of fragments that follow (run_page)."""
+    st.session_state[CHOSEN] = chosen
     st.session_state[WHOLE] = True
     try:
         yield
@@ -95,8 +98,8 @@ def rerun_all() -> None:
 
 def asked_page(url_paths: Collection[str]) -> str | None:
     """The url_path of the page the browser asked for in this run ("" for the default page), read from st.context.url:
-    Streamlit ends that URL with the asked page's url_path (the default page's is empty). None where the browser sent
-    no URL (then nobody can say)."""
+    Streamlit ends that URL with the asked page's url_path (the default page's is empty). None where the client sent
+    no URL (run_page then goes by the last whole run's choice)."""
     url = st.context.url
     if not url:
         return None
@@ -127,9 +130,13 @@ def exec_page(path: str) -> None:
 
 def run_page(page: Any, path: str, url_paths: Collection[str]) -> None:
     """Run the page st.navigation chose (`page`, from the file `path`). A fragment-only run draws the page of the
-    last whole run; where the browser has asked for another page since (or cannot say which), the app runs whole
-    instead (tests/app/test_rerun_scope.py, tests/app/test_st_private.py). Public APIs only: st.context.url and
-    Page.url_path (issue 28)."""
-    if fragment_run() and asked_page(url_paths) != page.url_path:
-        st.rerun()
+    last whole run that drew the fragment; where the browser has asked for another page since (its URL), the app
+    runs whole instead. A client that sends no URL (the agent API of bench/load.py) is taken to ask for the page the
+    last whole run chose, which a whole run cut short before it drew the page also changes
+    (tests/app/test_rerun_scope.py, tests/app/test_st_private.py). Public APIs only: st.context.url and Page.url_path
+    (issue 28)."""
+    if fragment_run():
+        asked = asked_page(url_paths)
+        if (asked if asked is not None else st.session_state.get(CHOSEN)) != page.url_path:
+            st.rerun()
     exec_page(path)

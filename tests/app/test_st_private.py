@@ -57,17 +57,10 @@ def test_the_asked_page_is_read_from_the_browsers_url():
     assert at.markdown[0].value == "('a', 'a')"
 
 
-@pytest.mark.parametrize("gone", ["FRAGMENT_IDS", "URL"])
-def test_with_an_internal_gone_the_app_renders_and_reruns_whole(gone, monkeypatch):
-    """FRAGMENT_IDS: the internal is gone (another Streamlit). URL: the browser sent no URL, so the page it asked for
-    is unknown. Either way a move reruns the app whole, and the page still updates."""
-    if gone == "FRAGMENT_IDS":
-        monkeypatch.setattr(st_private, gone, GONE)
-    else:  # stand in for the browser's fragment run (tests/app/test_rerun_scope.py)
-        monkeypatch.setattr(st_private, "fragment_only_run", lambda: True)
+def test_with_the_internal_gone_the_app_renders_and_reruns_whole(monkeypatch):
+    """fragment_ids_this_run gone (another Streamlit): a move reruns the app whole, and the page still updates."""
+    monkeypatch.setattr(st_private, "FRAGMENT_IDS", GONE)
     at = run_app("memory", {"model": "llama-3.1-8b"})
-    if gone == "URL":
-        at.context = {}
     no_exception(at)
     before = metric(at, "Memory per device")
     at.select_slider(key="seq").set_value(32768).run()
@@ -92,20 +85,36 @@ def test_a_page_alone_run_uses_the_internal_when_it_is_there(monkeypatch):
     assert metric(at, "Memory per device") != before
 
 
-def test_a_page_alone_run_after_a_page_switch_runs_whole(monkeypatch):
-    """The fragment holds the page of the last whole run: where the browser asks for another one (its URL), the
-    fragment run is widened to a whole run, which draws the asked page."""
+@pytest.mark.parametrize("url", [True, False])
+def test_a_page_alone_run_after_a_page_switch_runs_whole(url, monkeypatch):
+    """The fragment holds the page of the last whole run that drew it: where the browser asks for another one (its
+    URL), or, from a client that sends no URL (the agent API), a whole run since chose another one (cut short before
+    it drew the page), the fragment run is widened to a whole run, which draws the asked page."""
     from app_pages.shared import rerun
 
     monkeypatch.setattr(st_private, "fragment_only_run", lambda: True)
     at = run_app("memory", {"model": "llama-3.1-8b"})
-    asked = []
-    real = rerun.asked_page
-    monkeypatch.setattr(rerun, "asked_page", lambda paths: asked.append(1) or "training")
+    if url:
+        monkeypatch.setattr(rerun, "asked_page", lambda paths: "training")
+    else:
+        at.context = {}
+        at.session_state[rerun.CHOSEN] = "training"
     at.select_slider(key="seq").set_value(32768).run()
     no_exception(at)
-    assert asked and len(at.sidebar.select_slider) == 2, "a whole run"
-    monkeypatch.setattr(rerun, "asked_page", real)
+    assert len(at.sidebar.select_slider) == 2, "a whole run"
+
+
+def test_without_a_url_a_move_reruns_the_page_of_the_last_whole_run_alone(monkeypatch):
+    """A client that sends no URL (the agent API that bench/load.py drives): the page the last whole run chose is
+    the page asked for, so its moves rerun the page alone, as a browser's do."""
+    monkeypatch.setattr(st_private, "fragment_only_run", lambda: True)
+    at = run_app("memory", {"model": "llama-3.1-8b"})
+    at.context = {}
+    before = metric(at, "Memory per device")
+    at.select_slider(key="seq").set_value(32768).run()
+    no_exception(at)
+    assert not at.sidebar.children
+    assert metric(at, "Memory per device") != before
 
 
 def test_no_streamlit_internal_is_read_outside_st_private():
