@@ -115,17 +115,21 @@ def _page_code(path: str, version: int) -> CodeType:
 
 
 def exec_page(path: str) -> None:
-    """Run a page file (a path below the project root) as Streamlit runs a page: its code in a fresh __main__
-    module. Streamlit's Page.run() would do the same, but it runs once per run of the app and marks the page spent,
-    and a fragment-only run reaches the page a second time; so both kinds of run call this instead, and the page's
-    widgets get the same identity in both (the page fragment's script hash: the app's). The file is looked at again
-    only where Streamlit watches files (server.fileWatcherType; the shipped config has none): a stat releases the
-    interpreter lock, and a busy server's run can wait a switch interval to get it back."""
-    file = str(ROOT / path)
-    watched = st.get_option("server.fileWatcherType") != "none"
+    """Run a page file (a .py file directly in app_pages/, as app.py's page table names it; any other path is
+    refused) as Streamlit runs a page: its code in a fresh __main__ module. Streamlit's Page.run() would do the
+    same, but it runs once per run of the app and marks the page spent, and a fragment-only run reaches the page a
+    second time; so both kinds of run call this instead, and the page's widgets get the same identity in both (the
+    page fragment's script hash: the app's). The file is looked at again only where Streamlit watches files
+    (server.fileWatcherType; the shipped config has none): a stat releases the interpreter lock, and a busy
+    server's run can wait a switch interval to get it back. The one exec in the app (tests/test_security.py)."""
+    resolved = (ROOT / path).resolve()
+    if resolved.parent != ROOT / "app_pages" or resolved.suffix != ".py":
+        raise ValueError(f"not a page file of the app: {path!r}")
+    file = str(resolved)
+    version = os.stat(file).st_mtime_ns if st.get_option("server.fileWatcherType") != "none" else 0
     module = ModuleType("__main__")
     module.__file__ = file
-    exec(_page_code(file, os.stat(file).st_mtime_ns if watched else 0), module.__dict__)
+    exec(_page_code(file, version), module.__dict__)
 
 
 def run_page(page: Any, path: str, url_paths: Collection[str]) -> None:

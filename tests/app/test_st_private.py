@@ -196,3 +196,12 @@ def test_with_the_session_id_gone_the_guard_still_runs_pages(monkeypatch):
     no_exception(at)
     assert metric(at, "Memory per device") != before
     assert guard._running == 0 and not guard._holders, "every turn was given back"
+
+
+@pytest.mark.parametrize("path", ["app_pages/shared/text.py", "core/cli.py", "app_pages/../app.py", "app_pages/method.txt", "/etc/passwd"])
+def test_exec_page_runs_page_files_of_the_app_only(path):
+    """The app's one exec (tests/test_security.py) runs a page file of app_pages/ and refuses any other path."""
+    from app_pages.shared.rerun import exec_page
+
+    with pytest.raises(ValueError, match="not a page file"):
+        exec_page(path)
