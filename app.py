@@ -50,6 +50,8 @@ PAGES = {
     "compare": st.Page("app_pages/compare.py", title="Compare", icon=":material/table_chart:", url_path="compare"),
     "method": st.Page("app_pages/method.py", title="Method", icon=":material/menu_book:", url_path="method"),
 }
+# each page's file by its url_path (the default page's is ""): rerun.run_page runs the file itself (Page.run() runs once a run)
+PAGE_FILES = {p.url_path: f"app_pages/{key.replace('-', '_')}.py" for key, p in PAGES.items()}
 page = st.navigation(list(PAGES.values()))
 
 
@@ -66,13 +68,13 @@ def body() -> None:
         values = current_values()  # hop: session state -> Values (each input in its widget's units)
         scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))  # hop: Values -> Scenario
         remember_scenario(scenario, problem)
-        note = write_url()
+        note = write_url(values)
         messages = [*st.session_state.get("_link_messages", []), *([problem] if problem else [])]
         ctx = PageContext(scenario, values, tuple(messages), (note,) if note else (), price_list(values))
         set_context(ctx)  # hop: Scenario -> this run's PageContext, which the page reads (context.page_header)
         guard.yield_turn()
         try:
-            run_page(page)
+            run_page(page, PAGE_FILES[page.url_path], PAGE_FILES)
         except PageStopped:
             pass
         finally:
@@ -97,7 +99,7 @@ def lower_section() -> None:
             write_url()
 
 
-with guard.turn(), whole_run():  # only a whole run comes here: the marker tells the fragments (rerun.fragment_run)
+with guard.turn(), whole_run(page.url_path):  # only a whole run comes here: the marker tells the fragments (rerun.fragment_run)
     st.session_state.pop(lower.QUEUED, None)  # a mark for a run of fragments; this run is whole (lower.py)
     keep_across_pages()
     if link_messages := load_link_once():

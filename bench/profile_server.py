@@ -30,6 +30,7 @@ def main() -> None:
     ap.add_argument("--page", choices=sorted(PAGES), default="memory")
     ap.add_argument("--reruns", type=int, default=40)
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--dump", metavar="FILE", help="also write the merged profile (pstats) to FILE, e.g. to compare callers")
     args = ap.parse_args()
     port = free_port()
 
@@ -70,6 +71,8 @@ def main() -> None:
             f"\n{args.reruns} reruns of {args.page} through the agent API: {1e3 * wall / args.reruns:.0f} ms each (profiled); "
             f"event-loop thread + {len(threads)} script threads"
         )
+        if args.dump:
+            stats.dump_stats(args.dump)
         stats.sort_stats("tottime").print_stats(args.top)
         stats.sort_stats("cumulative").print_stats(args.top)
         print("The project's own code (app.py, app_pages/, core/):")

@@ -10,9 +10,9 @@ import threading
 import time
 
 import pytest
-import streamlit as st
 
 from app_pages.shared import guard
+from app_pages.shared.cache import shared_cache
 
 COLLECT_IF_IDLE = guard.collect_if_idle
 
@@ -256,12 +256,13 @@ def test_no_turn_is_handed_over_inside_a_cached_function(monkeypatch):
     """A room on one link asks for the same cached values. Were a run to hand its turn over while computing one (the
     cache holds that value's lock), the session taking the turn could ask for the same value and wait for the lock
     while holding the turn, and the first run for the turn: both stuck until MAX_TURN_WAIT_S (50 sessions opening
-    Memory at once took 20 s each to start, bench/load.py). Two sessions, real st.cache_resource, the better one
-    already waiting when the first reaches the yield inside the cached function."""
+    Memory at once took 20 s each to start, bench/load.py). Two sessions, a real cache (shared_cache, the one every
+    cache of the app goes through, over st.cache_resource), the better one already waiting when the first reaches
+    the yield inside the cached function."""
     monkeypatch.setattr(guard, "MAX_TURN_WAIT_S", 5.0)
     calls: list[int] = []
 
-    @st.cache_resource(show_spinner=False)
+    @shared_cache()
     def shared_value(key: int) -> int:
         guard.yield_turn()  # as a figure builder or an estimate once did
         calls.append(key)

@@ -41,12 +41,18 @@ def test_the_scan_covers_the_app():
     assert {"app.py", "app_pages/memory.py", "app_pages/shared/sidebar.py", "core/cli.py", "core/scenario.py"} <= names
 
 
+# The one exception, line for line: rerun.exec_page runs the app's own page files (a path from app.py's page table,
+# checked to be a .py file directly in app_pages/), as Streamlit's Page.run() does; it cannot use Page.run(), which
+# runs once a run of the app (issue 28). tests/app/test_st_private.py checks that it refuses any other path.
+ALLOWED = {("app_pages/shared/rerun.py", r"(?<![\w.])exec\s*\("): "exec(_page_code(file, version), module.__dict__)"}
+
+
 @pytest.mark.parametrize("pattern", sorted(BANNED))
 def test_no_banned_construct(pattern):
     hits = []
     for path in SOURCES:
         for n, line in enumerate(code_without_comments(path).splitlines(), 1):
-            if re.search(pattern, line):
+            if re.search(pattern, line) and ALLOWED.get((path.relative_to(ROOT).as_posix(), pattern)) != line.strip():
                 hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not hits, f"{BANNED[pattern]}:\n" + "\n".join(hits)
 

@@ -13,6 +13,11 @@ cached function's public clear(*args). A dropped entry is computed again when it
 Streamlit dropped for its entry cap. The ledger mirrors each cache's entry cap (its oldest entries are forgotten
 past it, as Streamlit drops them), so it holds at most the sum of the caps.
 
+shared_cache() also marks its own computations (computing(): a per-thread depth, set while the wrapped function
+computes a value that Streamlit then stores, so nested cached calls count too). The fair-share guard reads it: a
+turn is never handed over while Streamlit holds a value's lock (guard.yield_turn), and every cache goes through here
+(tests/app/test_cache.py), so the mark needs nothing from Streamlit's internals (issue #28).
+
 LLMGP_CACHE_MB sets the budget (default 48: about twenty serving-options entries of the catalog, 2.2 MB each, or
 three thousand estimates of 14 kB; docs/SERVER.md has the measurements).
 """
@@ -132,14 +137,58 @@ def _touch(key: tuple[str, Hashable]) -> bool:
         return True
 
 
+_computing = threading.local()
+
+
+def computing() -> bool:
+    """Whether this thread is computing a value of a shared_cache function (at any depth)."""
+    return getattr(_computing, "depth", 0) > 0
+
+
+def _marked(func: F, current: list[Callable[..., Any]]) -> F:
+    """A function that calls current[0] (the latest function object decorated with func's code: see shared_cache),
+    marked as computing (computing()) while it runs; functools.wraps keeps what Streamlit hashes for the cache's
+    identity (module, qualified name, the source it reads through __wrapped__, the signature)."""
+
+    @functools.wraps(func)
+    def computed(*args: Any, **kwargs: Any) -> Any:
+        _computing.depth = getattr(_computing, "depth", 0) + 1
+        try:
+            return current[0](*args, **kwargs)
+        finally:
+            _computing.depth -= 1
+
+    return computed  # type: ignore[return-value]
+
+
+# (code object, its file, the decorator's arguments) -> (the latest function object with that code, the wrapper)
+_decorated: dict[tuple[Any, ...], tuple[list[Callable[..., Any]], Callable[..., Any]]] = {}
+_decorated_lock = threading.Lock()
+
+
 def shared_cache(max_entries: int | None = None, *, show_spinner: bool | str = False, data: bool = False) -> Callable[[F], F]:
     """st.cache_resource(max_entries, show_spinner) (st.cache_data with data=True) whose entries also count against
     the process-wide CACHE_BUDGET_BYTES. Arguments whose names start with "_" are not part of the key (Streamlit's
-    rule) and are not weighed."""
+    rule) and are not weighed.
+
+    A page's file runs again on every rerun (rerun.exec_page), so a cached function defined in it is decorated
+    again each time; Streamlit then names the new cache by reading and tokenizing the function's source (1-2 ms each
+    time, issue #25). A function whose code was decorated before (the same code object: a page's code is compiled
+    once) gets the wrapper made then, which calls this latest function object. That is what Streamlit does with
+    the cached values already: one cache for every re-definition of the same source, whoever's run computed them,
+    so a cached function must depend on its arguments only."""
 
     def decorate(func: F) -> F:
+        code = getattr(func, "__code__", None)
+        seen_as = (code, getattr(code, "co_filename", None), func.__qualname__, max_entries, show_spinner, data)
+        with _decorated_lock:
+            known = _decorated.get(seen_as) if code is not None else None
+            if known is not None:
+                known[0][0] = func
+                return known[1]  # type: ignore[return-value]
+        current: list[Callable[..., Any]] = [func]
         store = st.cache_data if data else st.cache_resource
-        cached = store(max_entries=max_entries, show_spinner=show_spinner)(func)
+        cached = store(max_entries=max_entries, show_spinner=show_spinner)(_marked(func, current))
         name = f"{func.__module__}.{func.__qualname__}"
         signature = inspect.signature(func)
         hashed = [p for p in signature.parameters if not p.startswith("_")]
@@ -162,6 +211,9 @@ def shared_cache(max_entries: int | None = None, *, show_spinner: bool | str = F
             return value
 
         wrapper.clear = cached.clear  # type: ignore[attr-defined]
+        if code is not None:
+            with _decorated_lock:
+                _decorated.setdefault(seen_as, (current, wrapper))
         return wrapper  # type: ignore[return-value]
 
     return decorate

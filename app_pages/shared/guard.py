@@ -7,7 +7,8 @@ waits its turn, and one client cannot open an unbounded number of sessions.
   first. A person moving a slider waits at most for the one run in progress,
   not for every run a busy client queued, and a long run hands the turn over
   at a few points (yield_turn: before drawing each chart it built, between
-  pieces of the GPU vs TPU comparison), never inside a cached function.
+  pieces of the GPU vs TPU comparison), never inside a cached function
+  (cache.computing).
 - CPU: a person moving sliders uses a few per cent of a core; a loop uses all
   it can get. Each session has an allowance of its own (START_S of CPU for
   its first page loads, refilled by PERSONAL_SHARE core-seconds per second up
@@ -67,7 +68,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from app_pages.shared import st_private
+from app_pages.shared import cache, st_private
 
 
 def _env_float(name: str, default: float) -> float:
@@ -152,12 +153,11 @@ _local = threading.local()
 
 
 def _inside_cached_function() -> bool:
-    """Whether this thread is computing a st.cache_data / st.cache_resource value. Streamlit then holds that value's
-    lock, and the session a turn would go to may ask for the same value (a room on one link asks for the same
-    ones): it would wait for the lock while holding the turn, and this run for the turn, until MAX_TURN_WAIT_S.
-    Where Streamlit cannot say (another Streamlit: st_private), the answer is yes: never hand a turn over rather
-    than risk the wait."""
-    return st_private.inside_cached_function() is not False
+    """Whether this thread is computing a cached value (every cache is a shared_cache, which marks its computations:
+    cache.computing). Streamlit then holds that value's lock, and the session a turn would go to may ask for the
+    same value (a room on one link asks for the same ones): it would wait for the lock while holding the turn, and
+    this run for the turn, until MAX_TURN_WAIT_S."""
+    return cache.computing()
 
 
 def yield_turn() -> None:

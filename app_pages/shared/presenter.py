@@ -11,7 +11,6 @@ import streamlit as st
 from app_pages.shared.context import context
 from app_pages.shared.fields import fields
 from app_pages.shared.rerun import after_sidebar_change, sidebar_shape
-from app_pages.shared.state import current_values
 from app_pages.shared.text import plain
 from app_pages.shared.widgets import long_choice, widget
 
@@ -42,7 +41,7 @@ def beside(values: dict[str, Any], page: str | None = None) -> tuple[str, ...]:
 def chart_with_controls(page: str) -> Any:
     """In the presenter view, a column for the main chart (returned) with the page's inputs drawn in one beside it;
     else the page itself."""
-    values = current_values()
+    values = context().values  # read once this run (app.py's body)
     keys = beside(values, page)
     if not keys:
         return st.container()

@@ -11,14 +11,21 @@ failed after one move ("Deferred file ... not found"; tests/browser/test_fragmen
 asks for a fragment run from the start.
 
 Public APIs where there are some: app.py's top level, which only a whole run reaches, marks the run whole in session
-state (whole_run, fragment_run). What has none (a callback's view of its run, the page's internals) is read in
-st_private.py, and where that fails the app runs whole: slower, never wrong."""
+state (whole_run, fragment_run); the page the browser asked for is read from st.context.url (asked_page); the page's
+file is run by exec_page in every run, not by Page.run(), which refuses a second call per run of the app. What has
+no public API (a callback's view of its run) is read in st_private.py, and where that fails the app runs whole:
+slower, never wrong."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+import os
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from types import CodeType, ModuleType
 from typing import Any
+from urllib.parse import urlsplit
 
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
@@ -32,6 +39,8 @@ BODY = "body"  # the page fragment's key
 LOWER = "lower"  # the page's lower section's fragment key (lower.py)
 INPUTS = "inputs"  # the sidebar inputs' fragment key
 WHOLE = "_whole_run"  # session state: set while app.py's top level runs (whole_run)
+CHOSEN = "_chosen_page"  # session state: the url_path of the page the last whole run chose (whole_run)
+ROOT = Path(__file__).resolve().parents[2]  # the project root: app.py's folder, where page paths start
 
 
 def sidebar_shape(values: Values) -> tuple:
@@ -43,8 +52,10 @@ def sidebar_shape(values: Values) -> tuple:
 
 
 @contextmanager
-def whole_run() -> Iterator[None]:
-    """Around app.py's top level, which a run of fragments alone skips: marks the run whole while it lasts."""
+def whole_run(chosen: str) -> Iterator[None]:
+    """Around app.py's top level, which a run of fragments alone skips: marks the run whole while it lasts, and notes
+    the url_path of the page st.navigation chose (`chosen`) for the runs of fragments that follow (run_page)."""
+    st.session_state[CHOSEN] = chosen
     st.session_state[WHOLE] = True
     try:
         yield
@@ -85,11 +96,51 @@ def rerun_all() -> None:
     st.rerun()
 
 
-def run_page(page: Any) -> None:
-    """Run the page st.navigation chose. Streamlit lets a page run once per run of the app and marks it spent; a
-    fragment-only run is a run of its own that reaches the page again through the fragment's closure, so the mark
-    is cleared first (st_private.rearm). A page switch since the fragment was drawn, or internals that cannot be
-    read, run the app whole instead (tests/app/test_rerun_scope.py, tests/app/test_st_private.py)."""
-    if fragment_run() and (st_private.page_switched(page) is not False or not st_private.rearm(page)):
-        st.rerun()
-    page.run()
+def asked_page(url_paths: Collection[str]) -> str | None:
+    """The url_path of the page the browser asked for in this run ("" for the default page), read from st.context.url:
+    Streamlit ends that URL with the asked page's url_path (the default page's is empty). None where the client sent
+    no URL (run_page then goes by the last whole run's choice)."""
+    url = st.context.url
+    if not url:
+        return None
+    last = urlsplit(url).path.rstrip("/").rpartition("/")[2]
+    return last if last in url_paths else ""
+
+
+@functools.lru_cache(maxsize=32)
+def _page_code(path: str, version: int) -> CodeType:
+    """A page file's compiled code, kept for the process (as Streamlit keeps a script's bytecode) or, where a file
+    watcher is on (development), until the file changes: `version` is then its modification time."""
+    return compile(Path(path).read_bytes(), path, "exec", dont_inherit=True)
+
+
+def exec_page(path: str) -> None:
+    """Run a page file (a .py file directly in app_pages/, as app.py's page table names it; any other path is
+    refused) as Streamlit runs a page: its code in a fresh __main__ module. Streamlit's Page.run() would do the
+    same, but it runs once per run of the app and marks the page spent, and a fragment-only run reaches the page a
+    second time; so both kinds of run call this instead, and the page's widgets get the same identity in both (the
+    page fragment's script hash: the app's). The file is looked at again only where Streamlit watches files
+    (server.fileWatcherType; the shipped config has none): a stat releases the interpreter lock, and a busy
+    server's run can wait a switch interval to get it back. The one exec in the app (tests/test_security.py)."""
+    resolved = (ROOT / path).resolve()
+    if resolved.parent != ROOT / "app_pages" or resolved.suffix != ".py":
+        raise ValueError(f"not a page file of the app: {path!r}")
+    file = str(resolved)
+    version = os.stat(file).st_mtime_ns if st.get_option("server.fileWatcherType") != "none" else 0
+    module = ModuleType("__main__")
+    module.__file__ = file
+    exec(_page_code(file, version), module.__dict__)
+
+
+def run_page(page: Any, path: str, url_paths: Collection[str]) -> None:
+    """Run the page st.navigation chose (`page`, from the file `path`). A fragment-only run draws the page of the
+    last whole run that drew the fragment; where the browser has asked for another page since (its URL), the app
+    runs whole instead. A client that sends no URL (the agent API of bench/load.py) is taken to ask for the page the
+    last whole run chose, which a whole run cut short before it drew the page also changes
+    (tests/app/test_rerun_scope.py, tests/app/test_st_private.py). Public APIs only: st.context.url and Page.url_path
+    (issue 28)."""
+    if fragment_run():
+        asked = asked_page(url_paths)
+        if (asked if asked is not None else st.session_state.get(CHOSEN)) != page.url_path:
+            st.rerun()
+    exec_page(path)

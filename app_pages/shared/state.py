@@ -202,11 +202,12 @@ def current_values() -> Values:
     return {key: st.session_state.get(key, f.default) for key, f in fields().items()}
 
 
-def write_url() -> str | None:
+def write_url(values: Values | None = None) -> str | None:
     """Every input that differs from its default, by its URL key, plus the blobs. Returns a note when a blob is too
-    long for a link."""
+    long for a link. `values`: current_values() read just before by the caller (each read is ~60 session-state
+    reads), else read here."""
     note = None
-    values = current_values()
+    values = current_values() if values is None else values
     wanted: dict[str, str] = {}
     for key, f in fields().items():
         if values[key] != f.default:

@@ -53,10 +53,13 @@ def chart_text(text: Any) -> str:
     return "".join(c for c in str(text) if c not in "<>&" and c.isprintable())
 
 
+FORMULA_STARTS = frozenset("=+-@\t\r")  # what a spreadsheet reads as the start of a formula (spreadsheet_safe)
+
+
 def spreadsheet_safe(value: Any) -> Any:
     """A CSV cell a spreadsheet will not run: text starting with = + - @ (a formula), a tab or a carriage return gets a
     leading apostrophe (OWASP, "CSV Injection": the characters a spreadsheet reads as the start of a formula)."""
-    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+    return "'" + value if isinstance(value, str) and value[:1] in FORMULA_STARTS else value
 
 
 def md(template: str, **values: Any) -> str:

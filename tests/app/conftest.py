@@ -20,8 +20,16 @@ def _fresh_caches():
     yield
 
 
+def browser_url(page: str) -> dict[str, str]:
+    """The URL a browser sends with every run on `page` (st.context.url; rerun.asked_page reads which page it asks
+    for). A whole run's st.context.url names the page st.navigation chose whatever this says; a fragment-only run's
+    names this page in AppTest (its page registry is made anew each run), as a browser's URL would."""
+    return {"url": f"http://localhost:8501/{page.replace('_', '-')}"}
+
+
 def run_app(page: str = "memory", params: dict | None = None, timeout: float = 60) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    at.context = browser_url(page)
     for key, value in (params or {}).items():
         at.query_params[key] = value
     at.run()  # the root: a link with parameters opens Memory, a bare one the Plan page (app_pages/home.py)
@@ -48,6 +56,7 @@ def open_link(page: str, query: dict[str, str]) -> AppTest:
     calc_hash(url_path), url_path being the file name with '-' for '_' (app.py's convention).
     test_deep_links_open_the_requested_page guards this use of a private attribute."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.context = browser_url(page)
     for key, value in query.items():
         at.query_params[key] = value
     at._page_hash = calc_hash(page.replace("_", "-"))

@@ -103,3 +103,29 @@ def test_a_serving_entry_for_a_long_price_list_weighs_what_it_holds():
     options = serving_options(Scenario(model="llama-3.1-8b"), traffic, merge_prices(rows, "replace"))
     assert 1 * 2**20 < cache.weight_bytes(options) < 20 * 2**20
     assert cache.weight_bytes(load_prices()[0]) == 1, "a catalog row, shared by every session, weighs nothing (1: the floor)"
+
+
+def test_a_page_run_again_reuses_its_cached_functions_and_calls_the_latest_definition(tmp_path):
+    """A page's file runs on every rerun (rerun.exec_page), defining its cached functions again: the same code gets
+    the same wrapper (no new Streamlit cache named from its source each time, issue #25), which calls the function
+    object of the latest run. Values computed in an earlier run are shared, as Streamlit shares them."""
+    source = "from app_pages.shared.cache import shared_cache\n\n@shared_cache(max_entries=8)\ndef twice(x: int) -> int:\n    return FACTOR * x\n"
+    page = tmp_path / "page_under_test.py"
+    page.write_text(source)
+    code = compile(source, str(page), "exec")
+    first: dict = {"FACTOR": 2}
+    exec(code, first)
+    assert first["twice"](3) == 6
+    second: dict = {"FACTOR": 10}
+    exec(code, second)
+    assert second["twice"] is first["twice"], "decorated once"
+    assert second["twice"](3) == 6, "the value computed before is kept"
+    assert second["twice"](4) == 40, "a new value is computed by the latest definition"
+    edited = tmp_path / "edited_page.py"
+    edited.write_text(source.replace("FACTOR * x", "FACTOR * x + 1"))
+    other = compile(edited.read_text(), str(edited), "exec")
+    third: dict = {"FACTOR": 2}
+    exec(other, third)
+    assert third["twice"] is not first["twice"] and third["twice"](3) == 7, "changed code: a cache of its own"
+    first["twice"].clear()
+    third["twice"].clear()
