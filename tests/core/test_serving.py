@@ -242,3 +242,15 @@ def test_the_plans_fleet_is_the_pages_bill_for_random_goals(model, rpd, tin, tou
             assert page.usd_per_month <= p.usd_per_month * (1 + 1e-12)
         if (page.provider, page.instance_type) == (p.provider, p.instance):  # the same row (another may tie on price)
             assert (page.replicas, page.instances, page.batch_size) == (p.data_parallel, p.instances, p.micro_batch)
+
+
+def test_usd_per_million_tokens_at_full_load_by_hand():
+    """The full-load basis (estimate's usd_per_million_tokens, the help table's serving fixes): a replica producing
+    1,000 tokens/s for $3.60 an hour makes 3.6 million tokens an hour, so $1.00 per million; busy half the hours it
+    is paid for, $2.00. A hand mutation of the formula (x 1e3 for x 1e6) passed every serving test before this one."""
+    from core.money.pricing import usd_per_million_tokens
+
+    assert usd_per_million_tokens(1_000.0, 3.60) == pytest.approx(1.00, rel=1e-12)
+    assert usd_per_million_tokens(1_000.0, 3.60, utilisation=0.5) == pytest.approx(2.00, rel=1e-12)
+    with pytest.raises(ValueError):
+        usd_per_million_tokens(0.0, 3.60)
