@@ -11,7 +11,7 @@ from app_pages.shared.memory_views import breakdown_chart, fits_on_chart, help_b
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls, presenting
 from app_pages.shared.report import report_downloads
-from app_pages.shared.results import cached_estimate, cached_explain
+from app_pages.shared.results import cached_estimate, cached_explain, cached_help_options
 from app_pages.shared.style import COMPONENT_LABELS
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import metric, plain, say
@@ -26,7 +26,10 @@ from core.units import BYTES_PER_GIB
 
 sc, values, units = page_header("Memory", "How much accelerator memory the scenario needs per device, and where it fits.")
 KEY = sc.model_dump_json()
+# the estimate with what would help, priced from the price list in use (the page and its report show the same)
 result = cached_estimate(KEY)
+if not result.fits:
+    result = result.model_copy(update={"help_options": cached_help_options(KEY, *priced())})
 acc = get_accelerator(sc.accelerator)
 m = result.memory_per_device_bytes
 own = f"{result.devices_in_layout} devices" if result.devices_in_layout > 1 else "one device"
@@ -160,10 +163,6 @@ def what_would_help() -> None:
     with st.container(border=True):
         st.markdown("**Why it does not fit, and what would help**")
         options = result.help_options
-        if options:
-            prices = priced()
-            if prices[0]:  # the user's own price list: the options priced from it
-                options = cached_estimate(KEY, *prices).help_options
         for line in result.why_texts if options else result.advice_texts:
             st.markdown("- " + say(line, units.name))
         if options:

@@ -22,9 +22,11 @@ class Result(MemoryResult):
     help_options: list[HelpOption] = Field(default_factory=list)  # when it does not fit: each change that fits, with time and cost, cheapest first
 
 
-def estimate(sc: Scenario, rows: tuple[PriceRow, ...] | None = None) -> Result:
-    """The scenario's memory, fit, training and serving blocks, priced from `rows` (the built-in catalog when None)."""
+def estimate(sc: Scenario, rows: tuple[PriceRow, ...] | None = None, *, with_help: bool = True) -> Result:
+    """The scenario's memory, fit, training and serving blocks, priced from `rows` (the built-in catalog when None).
+    `with_help` False leaves out the priced search of what would help (about half of a non-fitting estimate's time),
+    for callers that do not show it; the app asks for it on the Memory page alone (app_pages/shared/results.py)."""
     mem, training, inference = estimate_blocks(sc, rows=rows)  # hop: Scenario -> MemoryResult (+ priced blocks)
     fields = {name: getattr(mem, name) for name in MemoryResult.model_fields}  # hop: MemoryResult -> Result, as is
-    helps = [] if mem.fits else help_options(sc, rows)  # hop: Scenario -> the fixes that fit, timed and priced
+    helps = [] if mem.fits or not with_help else help_options(sc, rows)  # hop: Scenario -> the fixes that fit, timed and priced
     return Result.model_construct(**fields, training=training, inference=inference, help_options=helps)

@@ -13,6 +13,7 @@ from core.catalog.prices import PriceRow
 from core.estimate import Result, estimate
 from core.memory.explain import Explanation, explain
 from core.money.compare import ComparisonRow, compare_accelerators
+from core.money.help_options import HelpOption, help_options
 from core.money.serving import ServingPlan, Traffic, serving_options, serving_plan
 from core.scenario import Scenario
 
@@ -33,7 +34,17 @@ def cached_estimate(key: str, price_key: str = "", _rows: Rows = None) -> Result
 
 @shared_cache(max_entries=256)
 def _estimate(key: str, price_key: str, _rows: Rows) -> Result:
-    return estimate(scenario_of(key), _rows)  # hop: Scenario -> core's Result (memory, fit, training, serving)
+    # hop: Scenario -> core's Result (memory, fit, training, serving); what would help is the Memory page's alone
+    return estimate(scenario_of(key), _rows, with_help=False)
+
+
+@shared_cache(max_entries=128)
+def cached_help_options(key: str, price_key: str = "", _rows: Rows = None) -> list[HelpOption]:
+    """What would help a scenario that does not fit, timed and priced from the price list in use (core's
+    help_options, what `estimate` carries as `help_options`); empty when it fits."""
+    if cached_estimate(key).fits:
+        return []
+    return help_options(scenario_of(key), _rows)
 
 
 @shared_cache(max_entries=256)

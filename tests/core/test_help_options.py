@@ -178,3 +178,12 @@ def test_property_every_option_fits_runs_and_is_ordered(model, accelerator, mode
             assert layout_problem(stack, alt.method, alt.zero_stage, alt.tensor_parallel, alt.pipeline_parallel, alt.data_parallel) is None
     keys = [(not o.time_modelled, o.cost is None, o.cost or 0.0) for o in options]
     assert keys == sorted(keys)
+
+
+def test_estimate_without_help_is_the_same_answer_less_the_search():
+    """Pages that do not show what would help (Training, Inference, Compare) ask estimate(with_help=False): the same
+    Result but for help_options, which the CLI's estimate and the Memory page still carry."""
+    full = estimate(FULL_70B, ROWS)
+    bare = estimate(FULL_70B, ROWS, with_help=False)
+    assert full.help_options and bare.help_options == []
+    assert bare.model_dump(exclude={"help_options"}) == full.model_dump(exclude={"help_options"})
