@@ -31,6 +31,7 @@ run with the defence off is the "before" number:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import json
 import os
@@ -47,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from load import AgentSession, pct
 from serve import Server
+from ws_session import WsSession
 
 from app_pages.shared.fields import fields
 from app_pages.shared.prices import MAX_PRICE_CHARS
@@ -132,8 +134,66 @@ def p50_p95_ms(**latencies_s: list[float]) -> dict[str, float]:
     return {f"{name}_p{q}_ms": pct(values, q / 100) * 1e3 for name, values in latencies_s.items() for q in (50, 95)}
 
 
+async def _ws_victim(port: int, seconds: float, out: list[float]) -> None:
+    """The victim over the browser's protocol: a move of the context slider on Memory about once a second."""
+    sess = WsSession(port, client=VICTIM_ADDRESS)
+    await sess.open("memory")
+    seq = fields()["seq"]
+    values = [seq.fmt(4096), seq.fmt(8192)]
+    i, deadline = 0, time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        out.append(await sess.move("seq", values[i % 2]))
+        i += 1
+        await asyncio.sleep(random.uniform(0.5, 1.5))
+    await sess.close()
+
+
+async def _ws_attacker(port: int, stop: asyncio.Event, counter: list[int], k: int) -> None:
+    """A loop over the browser's protocol: GPU vs TPU on another model and context the moment each run ends (no
+    agent API pacing it)."""
+    sess = WsSession(port, client=ATTACKER_ADDRESS, timeout=300)
+    await sess.open("gpu-vs-tpu")
+    model, seq = fields()["model"], fields()["seq"]
+    rng = random.Random(k)
+    while not stop.is_set():
+        await sess.move("model", model.fmt(rng.choice(model.options)))
+        counter[0] += 1
+        await sess.move("seq", seq.fmt(rng.choice(seq.options)))
+        counter[0] += 1
+    await sess.close()
+
+
+async def _ws_adversarial(srv: Server, args: argparse.Namespace) -> dict:
+    quiet: list[float] = []
+    await _ws_victim(srv.port, args.seconds, quiet)
+    stop, counter = asyncio.Event(), [0]
+    attackers = [asyncio.create_task(_ws_attacker(srv.port, stop, counter, k)) for k in range(args.attackers)]
+    await asyncio.sleep(args.settle)
+    cpu0 = srv.cpu_seconds()
+    attacked: list[float] = []
+    await _ws_victim(srv.port, args.seconds, attacked)
+    cpu = srv.cpu_seconds() - cpu0
+    stop.set()
+    await asyncio.wait(attackers, timeout=60)
+    return {"quiet": quiet, "attacked": attacked, "attacker_reruns": counter[0], "server_cpu_s": cpu}
+
+
 def adversarial(args: argparse.Namespace) -> dict:
     os.environ["LLMGP_TRUST_PROXY"] = "1"  # clients told apart by X-Forwarded-For (the server inherits the environment)
+    if args.driver == "ws":
+        with Server() as srv:
+            out = asyncio.run(_ws_adversarial(srv, args))
+        return {
+            "driver": "ws",
+            "fair_share": os.environ.get("LLMGP_FAIR_SHARE", "default (0.1)"),
+            "attackers": args.attackers,
+            "settle_s": args.settle,
+            "seconds": args.seconds,
+            **p50_p95_ms(quiet=out["quiet"], attack=out["attacked"]),
+            "p95_ratio": pct(out["attacked"], 0.95) / pct(out["quiet"], 0.95),
+            "attacker_reruns": out["attacker_reruns"],
+            "server_cpu_s": out["server_cpu_s"],
+        }
     with Server("--server.enableAgentApi=true", "--server.agentMaxSessions=200") as srv:
         warm = AgentSession(srv.port, timeout=120)
         warm.interact({})
@@ -284,6 +344,7 @@ def main() -> None:
     a.add_argument("--seconds", type=float, default=45)
     a.add_argument("--attackers", type=int, default=4)
     a.add_argument("--settle", type=float, default=3, help="seconds the attackers loop before the victim's timed moves")
+    a.add_argument("--driver", choices=("agent", "ws"), default="agent", help="ws: the browser's protocol (bench/ws_session.py), loops unpaced")
     h = sub.add_parser("slowhub")
     h.add_argument("--seconds", type=float, default=20)
     h.add_argument("--hub", choices=("trickle", "slow"), default="trickle")

@@ -90,7 +90,7 @@ BURST_S = _env_float("LLMGP_BURST_S", 3.0)  # core-seconds spent at once, in eac
 RUN_SLOTS = int(_env_float("LLMGP_RUN_SLOTS", 1))  # scripts running at once (0 = no turns)
 MAX_TURN_WAIT_S = 20.0  # a run waits at most this long for its turn
 MAX_WAIT_S = 3.0  # longest wait before one run
-MAX_SESSIONS_PER_CLIENT = int(_env_float("LLMGP_MAX_SESSIONS_PER_CLIENT", 64))  # a workshop room behind one address
+MAX_SESSIONS_PER_CLIENT = int(_env_float("LLMGP_MAX_SESSIONS_PER_CLIENT", 128))  # a workshop room of 100 behind one address
 ACTIVE_WINDOW_S = 120.0
 TRUST_PROXY = os.environ.get("LLMGP_TRUST_PROXY") == "1"
 FREEZE_AFTER_FIRST_RUN = os.environ.get("LLMGP_GC_FREEZE", "1") != "0"  # 0 = leave the collector as Python has it
