@@ -126,27 +126,51 @@ def ep_decode_step(sc: Scenario, acc: Accelerator, ranks: int, batch_per_rank: i
 
 
 class EpCapacity(NamedTuple):
-    """The largest decode batch per rank that fits, and what it delivers per device (decode only: prefill runs on other
-    devices, as in the disaggregated runs this is checked on)."""
+    """The largest decode batch per rank that fits, what it delivers per device decoding only (prefill on other
+    devices, as in the disaggregated runs), and with each batch's prompts prefilled on the same devices (aggregated
+    serving, as engines' peak-throughput tables measure it)."""
 
     batch_per_rank: int
-    output_tokens_per_s_per_device: float  # no overlap (the step as modelled)
-    overlapped_output_tokens_per_s_per_device: float  # perfect two-batch overlap: the upper bound
+    output_tokens_per_s_per_device: float  # decode only, no overlap (the step as modelled)
+    overlapped_output_tokens_per_s_per_device: float  # decode only, perfect two-batch overlap: the upper bound
     step: EpStep
+    prefill_s: float  # one rank's prefill of its batch's prompts
+    served_output_tokens_per_s_per_device: float  # aggregated: b x output / (prefill + output x step)
 
 
-def ep_decode_capacity(sc: Scenario, acc: Accelerator, ranks: int, context: float, max_batch_per_rank: int = MAX_TOKENS_PER_RANK) -> EpCapacity | None:
+def ep_prefill_s(sc: Scenario, acc: Accelerator, ranks: int, sequences: int, prompt: int) -> float:
+    """One rank's prefill of `sequences` prompts of `prompt` tokens under wide EP: its tokens' FLOPs (the routed experts'
+    work spread evenly: thousands of tokens balance out) at the compute roofline, the weights it reads once, and the
+    two all-to-alls of every token per MoE layer."""
+    roof = roofline(sc, acc, Layout(1, 1, 1))
+    a = roof.arch
+    tokens = float(sequences * prompt)
+    total, embed, experts_all = roof.weight_parts
+    weights = (total - embed - experts_all * (1.0 - 1.0 / ranks)) * a.param_scale
+    flops = tokens * (2.0 * a.active_params + attention_flops_per_token(a, prompt / 2.0))
+    per_node = DEVICES_PER_NODE[acc.kind]
+    nvlink = collective_gbps(acc, min(per_node, ranks)) if ranks > 1 else 1.0
+    copies = tokens * a.experts_per_token * a.hidden_size
+    a2a = all_to_all_s(copies * DISPATCH_BYTES_PER_CHANNEL, ranks, per_node, nvlink, nic_gbps(acc)) + all_to_all_s(
+        copies * COMBINE_BYTES_PER_CHANNEL, ranks, per_node, nvlink, nic_gbps(acc)
+    )
+    return max(flops / roof.flops_per_s, weights / roof.bytes_per_s) + float(a2a) * a.moe_layers
+
+
+def ep_decode_capacity(sc: Scenario, acc: Accelerator, ranks: int, prompt: int, output: int, max_batch_per_rank: int = MAX_TOKENS_PER_RANK) -> EpCapacity | None:
     """The largest batch per rank whose weights (every non-expert weight, 1/ranks of the experts) and KV cache of
-    `sc.seq_len` tokens a sequence fit in the engine's share of `acc`'s memory, up to `max_batch_per_rank`; None when
-    not even one sequence fits."""
+    prompt + output tokens a sequence fit in the engine's share of `acc`'s memory, up to `max_batch_per_rank`, decoding
+    at the average context prompt + output / 2; None when not even one sequence fits."""
     roof = roofline(sc, acc, Layout(1, 1, 1))
     a = roof.arch
     total, _, experts_all = roof.weight_parts
     weights = (total - experts_all * (1.0 - 1.0 / ranks)) * a.param_scale
     room = fit_capacity(sc, float(acc.usable_memory_bytes)) - weights
-    per_sequence = kv_bytes_per_sequence(a, sc.kv_cache_format, sc.seq_len)
+    per_sequence = kv_bytes_per_sequence(a, sc.kv_cache_format, prompt + output)
     batch = min(max_batch_per_rank, int(room // per_sequence)) if room > 0 else 0
     if batch < 1:
         return None
-    step = ep_decode_step(sc, acc, ranks, batch, context)
-    return EpCapacity(batch, batch / step.step_s, batch / step.overlapped_step_s, step)
+    step = ep_decode_step(sc, acc, ranks, batch, prompt + output / 2.0)
+    prefill = ep_prefill_s(sc, acc, ranks, batch, prompt)
+    served = batch * output / (prefill + output * step.step_s)
+    return EpCapacity(batch, batch / step.step_s, batch / step.overlapped_step_s, step, prefill, served)

@@ -11,7 +11,9 @@ import pytest
 
 from core.catalog.accelerators import get_accelerator
 from core.catalog.expert_parallel import load_expert_parallel, supports_expert_parallel
+from core.layout import Layout
 from core.memory.engines import ENGINES
+from core.money.serving import Traffic, replica_capacity, request_scenario
 from core.scenario import Scenario
 from core.speed.expert_parallel import (
     ALL_TO_ALL_LATENCY_S,
@@ -117,11 +119,38 @@ def test_more_ranks_shrink_the_experts_per_rank():
 def test_capacity_fits_memory_and_caps_the_batch():
     acc = get_accelerator("h100-sxm")
     sc = Scenario(model="deepseek-v3", weights_format="fp8", serving_engine="sglang", accelerator="h100-sxm", seq_len=2000, output_tokens=1000)
-    assert ep_decode_capacity(sc, acc, 8, 1500.0) is None  # 671 GB of FP8 weights do not fit 8 H100s with room for a sequence
-    small, large = ep_decode_capacity(sc, acc, 16, 1500.0), ep_decode_capacity(sc, acc, 72, 1500.0)
+    assert ep_decode_capacity(sc, acc, 8, 1000, 1000) is None  # 671 GB of FP8 weights do not fit 8 H100s with room for a sequence
+    small, large = ep_decode_capacity(sc, acc, 16, 1000, 1000), ep_decode_capacity(sc, acc, 72, 1000, 1000)
     assert small is not None and large is not None
     assert small.batch_per_rank < large.batch_per_rank == MAX_TOKENS_PER_RANK
     assert large.output_tokens_per_s_per_device <= large.overlapped_output_tokens_per_s_per_device
+    # prefilling on the same devices costs time: aggregated serving delivers less than decode alone
+    assert large.served_output_tokens_per_s_per_device < large.output_tokens_per_s_per_device
+    assert large.prefill_s > large.batch_per_rank * 1000 * 2 * sc.architecture.active_params / (acc.fp8_tflops * 1e12)
+
+
+CAPACITY = list(csv.DictReader((DATA / "moe_capacity.csv").open(newline="")))
+TRAFFIC = Traffic(requests_per_day=1e6, input_tokens_per_request=1000, output_tokens_per_request=1000, peak_to_average=1.0, ttft_s=600, tokens_per_s_per_user=0.01)
+
+
+@pytest.mark.parametrize("row", CAPACITY, ids=[r["id"] for r in CAPACITY])
+def test_moe_peak_capacity_against_tensorrt_llm(row):
+    """Per-GPU output tokens/s at 1,000 in / 1,000 out with latency targets that do not bind, against TensorRT-LLM's
+    published peak-throughput table: the planner's tensor-parallel model (the serving core's replica capacity at the
+    published format and size) and the wide-EP model (ep_decode_capacity, with prefill on the same devices). Nothing
+    is calibrated on these rows; misses stay recorded with their reasons (`note`)."""
+    n, measured, tol = int(row["devices"]), float(row["measured_tokens_per_s_per_gpu"]), float(row["tolerance"])
+    acc = get_accelerator(row["accelerator"])
+    sc = Scenario(model=row["model"], weights_format=row["weights_format"], kv_cache_format="fp8", serving_engine="tensorrt-llm", accelerator=acc.id)
+    cap = replica_capacity(request_scenario(sc.replace(tensor_parallel=n), TRAFFIC), acc, Layout(1, n, 1), TRAFFIC)
+    assert not isinstance(cap, str)
+    tp = cap.output_tokens_per_s / n
+    assert (abs(tp / measured - 1.0) <= tol) == (row["expect_tp"] == "within"), (tp, row["note"])
+    if row["expect_ep"]:
+        ep = ep_decode_capacity(sc, acc, n, 1000, 1000)
+        assert ep is not None
+        got = ep.served_output_tokens_per_s_per_device
+        assert (abs(got / measured - 1.0) <= tol) == (row["expect_ep"] == "within"), (got, row["note"])
 
 
 def test_dense_models_and_bad_sizes_are_refused():
