@@ -290,8 +290,8 @@ def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int,
     """The synchronised closed loop (module docstring): `users` identical users start at once; each step carries every
     running decode and, first come first served, the prompts that fit the step's token budget (chunks of them with
     chunked prefill, whole prompts without); at most `cap` requests run. Returns the time to first token and the
-    inter-token latency (mean, p50, p90 over the requests after the start-up wave), requests/s and the share of time
-    spent in steps that carry a prompt; None when no request after the start-up wave finishes within STEP_BOUND steps
+    inter-token latency (mean, p50, p90 over the requests after the start-up wave), requests/s, the share of time
+    spent in steps that carry a prompt and the start-up wave's own mean time to first token; None when no request after the start-up wave finishes within STEP_BOUND steps
     (a token budget far below the prompt)."""
     hit = min(max(float(s.prefix_cache_hit_fraction), 0.0), 0.999)
     prompt = max(1.0, prompt_tokens * (1.0 - hit))
@@ -309,6 +309,7 @@ def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int,
     queue = [_Cohort(users, 0.0, prompt, 0)]  # first come first served
     t = 0.0
     seen: list[tuple[float, float, int]] = []  # (ttft, itl, users) of the requests after the start-up wave
+    startup: list[tuple[float, int]] = []  # (ttft, users) of the start-up wave's requests
     busy, window_start = 0.0, -1.0
     for _ in range(STEP_BOUND):
         if all(c.cycle >= CYCLES for c in queue):
@@ -372,8 +373,10 @@ def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int,
             last = max(t + handover, c.first_s)  # its last token reaches the user, who sends the next request
             if c.cycle >= 1:
                 seen.append((c.first_s - c.arrived_s, (last - c.first_s) / max(out - 1, 1), c.users))
-            elif window_start < 0.0:
-                window_start = t
+            else:
+                startup.append((c.first_s - c.arrived_s, c.users))
+                if window_start < 0.0:
+                    window_start = t
             queue.remove(c)
             nxt = _Cohort(c.users, last, prompt, c.cycle + 1)
             if queue and queue[-1].cycle == nxt.cycle and queue[-1].arrived_s == last and not queue[-1].admitted:
@@ -394,6 +397,10 @@ def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int,
     cycle_s = res["time_to_first_token_mean_s"] + (out - 1) * res["inter_token_latency_mean_s"]
     res["requests_per_s"] = min(users, cap) / max(cycle_s, 1e-12)  # Little's law over the running requests
     res["prefill_busy_fraction"] = min(busy / max(t - window_start, 1e-12), 1.0) if window_start >= 0.0 else 0.0
+    # the start-up wave's mean (every user's prompt queued at once): not among the figures above, a diagnostic of how much
+    # a benchmark's average moves when its first wave is counted (docs/VALIDATION.md, latency under load)
+    ttft0, n0 = zip(*startup, strict=True)
+    res["time_to_first_token_startup_mean_s"] = float(np.average(ttft0, weights=n0))
     return res
 
 

@@ -60,6 +60,15 @@ def test_the_table_has_vllm_rows_under_both_arrival_patterns():
     assert all(r["source"] and r["as_of"] and r["role"] == "check" for r in vllm)
 
 
+def test_the_table_has_sglang_rows():
+    """Issue #27 item 3: SGLang's own published runs at several concurrencies (its cookbook's closed-loop sweeps), for a
+    dense and a MoE model, each a check row with its source and date."""
+    sglang = [r for r in ROWS if r["engine"] == "sglang"]
+    assert {r["model"] for r in sglang} >= {"llama-3.1-70b", "qwen3-235b-a22b"}
+    assert len({r["concurrency"] for r in sglang}) >= 3
+    assert all(r["source"] and r["as_of"] and r["role"] == "check" for r in sglang)
+
+
 def test_the_table_checks_more_than_it_calibrates():
     calibration = [r for r in ROWS if r["role"] == "calibration"]
     checks = [r for r in ROWS if r["role"] == "check"]
@@ -156,6 +165,22 @@ def test_a_wave_that_fits_one_step_stays_in_lockstep():
     step = float(roof.mixed_step(0.0, 250.0, 2000.0, 200)[0]) + float(roof.mixed_step(0.0, 250.0, 0.0, 200)[0])
     assert got["time_to_first_token_p50_s"] == pytest.approx(step, rel=1e-9)
     assert got["time_to_first_token_p90_s"] == pytest.approx(step, rel=1e-9)
+
+
+def test_the_start_up_wave_by_hand():
+    """Eight users with 1,000-token prompts, whole prompts under a 4,096-token budget: the start-up wave is prefilled four
+    prompts a step. The first four get their token after the first step (no decodes) and the step that hands it over;
+    the next four after the second step, which also carries the first four's decodes, and the hand-over step of four
+    decodes. By hand from the roofline's step costs."""
+    roof = roofline(SC, ACC, LAY)
+
+    def step(decodes: float, tokens: float) -> float:
+        return float(roof.mixed_step(decodes, 1050.0, tokens, 1000)[0])
+
+    got = closed_loop(roof, 8, 1000, 100, Scheduler(1024, 4096, False), 1024)
+    first = step(0.0, 4000.0) + step(0.0, 0.0)
+    second = step(0.0, 4000.0) + step(4.0, 4000.0) + step(4.0, 0.0)
+    assert got["time_to_first_token_startup_mean_s"] == pytest.approx((first + second) / 2, rel=1e-9)
 
 
 def test_a_wave_over_several_steps_queues_more_than_steady_arrivals():
