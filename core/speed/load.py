@@ -41,9 +41,9 @@ Arrivals (`arrivals`), an input like the scheduler's settings:
   step it gathers again. `closed_loop` simulates this step by step (a discrete-event
   simulation, as Vidur does, over the same roofline step costs): identical users move in cohorts, so a run costs
   about as many steps as the waves take; an intake splits the cohorts into what each step takes in, so the cost then
-  grows with the users (2,048 users of a 0.5B model: 166 ms, 40 ms without an intake). Figures are over the requests after the
-  start-up wave (the loop's own repeating pattern), p50 / p90 over those requests. Measured benchmark runs lie
-  between the two (tests/core/test_load.py: NIM's rows).
+  grows with the users (2,048 users of a 0.5B model: 166 ms, 40 ms without an intake). Figures are over the requests
+  after the start-up wave (the loop's own repeating pattern), p50 / p90 over those requests. Measured benchmark runs
+  lie between the two (tests/core/test_load.py: NIM's rows).
 
 Engine scheduler defaults (`ENGINE_SCHEDULERS`) are the engines' documented ones; the budget is the engine table's
 prefill chunk (core/memory/engines.py).
@@ -313,8 +313,8 @@ def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int,
     running decode and, first come first served, the prompts that fit the step's token budget (chunks of them with
     chunked prefill, whole prompts without); at most `cap` requests run. Returns the time to first token and the
     inter-token latency (mean, p50, p90 over the requests after the start-up wave), requests/s, the share of time
-    spent in steps that carry a prompt and the start-up wave's own mean time to first token; None when no request after the start-up wave finishes within STEP_BOUND steps
-    (a token budget far below the prompt)."""
+    spent in steps that carry a prompt and the start-up wave's own mean time to first token; None when no request
+    after the start-up wave finishes within STEP_BOUND steps (a token budget far below the prompt)."""
     hit = min(max(float(s.prefix_cache_hit_fraction), 0.0), 0.999)
     prompt = max(1.0, prompt_tokens * (1.0 - hit))
     out = max(int(output_tokens), 1)
@@ -427,8 +427,8 @@ def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int,
     cycle_s = res["time_to_first_token_mean_s"] + (out - 1) * res["inter_token_latency_mean_s"]
     res["requests_per_s"] = min(users, cap) / max(cycle_s, 1e-12)  # Little's law over the running requests
     res["prefill_busy_fraction"] = min(busy / max(t - window_start, 1e-12), 1.0) if window_start >= 0.0 else 0.0
-    # the start-up wave's mean (every user's prompt queued at once): not among the figures above, a diagnostic of how much
-    # a benchmark's average moves when its first wave is counted (docs/VALIDATION.md, latency under load)
+    # the start-up wave's mean (every user's prompt queued at once): not among the figures above, a diagnostic of how
+    # much a benchmark's average moves when its first wave is counted (docs/VALIDATION.md, latency under load)
     ttft0, n0 = zip(*startup, strict=True)
     res["time_to_first_token_startup_mean_s"] = float(np.average(ttft0, weights=n0))
     return res
