@@ -117,13 +117,17 @@ behind other prompts (an M/D/1 queue), the prompt's own steps and the step that 
 max_num_seqs or the memory's room users wait for a slot. p50 and p90 come from the queue's wait and the number of
 interrupted steps. Arrivals are an input: steady (independent users, what production sees and what the planner plans)
 or synchronised (a benchmark's closed loop: every user starts at once with identical requests, simulated step by step,
-so prompts queue in waves under the step's token budget). Checked on 45 NVIDIA NIM 1.8.0 measurements (Llama 3.3 70B
-fp8 on two H100s, Llama 3.1 8B fp8 on one, 1-100 users, synchronised; two more calibrate): tokens/s per user within 25%
-on 38 of them (24 of the 27 at 1, 25 and 50 users); time to first token within 25% on all 8 at one user but on 7 of 37
-under load (4 with steady arrivals). Most measured runs lie between the steady and the synchronised figure: they
-drift out of lockstep, which neither model has. On 11 vLLM runs (Qwen2.5 0.5B on an L4, Mistral 7B on an RTX 4090)
+so prompts queue in waves under the step's token budget). The server takes requests in one after another before its
+scheduler sees them (2.1 ms each for NIM's TensorRT-LLM server, calibrated on one run), which spreads a wave over short
+decode steps. Checked on 44 NVIDIA NIM 1.8.0 measurements (Llama 3.3 70B fp8 on two H100s, Llama 3.1 8B fp8 on one,
+1-100 users, synchronised; three more calibrate): tokens/s per user within 25% on 38 of them (24 of the 26 at 1, 25
+and 50 users); time to first token within 25% on all 8 at one user but on 11 of 36 under load. Most measured runs lie
+between the steady and the synchronised figure: the 70B's long prefill steps keep the simulated users in lockstep
+waves that NIM's run leaves. On 11 vLLM runs (Qwen2.5 0.5B on an L4, Mistral 7B on an RTX 4090)
 tokens/s per user is within 25% on 10, time to first token on 2: the L4's one-user TTFT carries about 18 ms of
-server time per request that the model leaves out (tests/data/load_latency.csv).
+server time per request that the model leaves out. On 12 SGLang runs (its cookbook: Llama 3.1 70B on 8 A100s,
+Qwen3-235B-A22B on 8 B200s, 1-100 users) tokens/s per user is within 25% on 5, time to first token on 1: SGLang's
+first token carries tens of ms of fixed time the model leaves out (tests/data/load_latency.csv).
 
 **Apple and other unified-memory machines** decode from their memory bandwidth like a GPU (llama.cpp Metal results on
 M1 Max, M2 Ultra and M3 Max pinned in tests; the M1 Max's quantized kernels run about a third slower than this predicts).

@@ -35,11 +35,15 @@ Arrivals (`arrivals`), an input like the scheduler's settings:
   request is sent", docs.nvidia.com/nim/benchmarking/llm/latest/parameters.html, Load Control, read 2026-11-26;
   AIPerf without ramping "jumps to full load immediately", docs.nvidia.com/aiperf tutorials "Gradual Ramping"). Their
   prompts then queue in waves under the per-step token budget: the i-th prompt of a wave gets its first token after
-  the steps that prefill the prompts ahead of it. `closed_loop` simulates this step by step (a discrete-event
+  the steps that prefill the prompts ahead of it. The server takes requests in one after another before the engine's
+  scheduler sees them (`request_intake_s`: HTTP, chat template, tokenization, enqueueing), so a wave sent at once
+  reaches the scheduler spread over its intake: over several short decode steps it splits, within one long prefill
+  step it gathers again. `closed_loop` simulates this step by step (a discrete-event
   simulation, as Vidur does, over the same roofline step costs): identical users move in cohorts, so a run costs
-  about as many steps as the waves take, whatever the number of users. Figures are over the requests after the
-  start-up wave (the loop's own repeating pattern), p50 / p90 over those requests. Measured benchmark runs lie
-  between the two (tests/core/test_load.py: NIM's rows).
+  about as many steps as the waves take; an intake splits the cohorts into what each step takes in, so the cost then
+  grows with the users (2,048 users of a 0.5B model: 166 ms, 40 ms without an intake). Figures are over the requests
+  after the start-up wave (the loop's own repeating pattern), p50 / p90 over those requests. Measured benchmark runs
+  lie between the two (tests/core/test_load.py: NIM's rows).
 
 Engine scheduler defaults (`ENGINE_SCHEDULERS`) are the engines' documented ones; the budget is the engine table's
 prefill chunk (core/memory/engines.py).
@@ -91,6 +95,7 @@ class Scheduler(NamedTuple):
     chunked_prefill: bool  # prompts longer than the budget left by decodes are split over steps
     prefix_cache_hit_fraction: float = 0.0  # share of each prompt found in the prefix cache (not prefilled)
     source: str = ""
+    request_intake_s: float = 0.0  # the server's time to take in one request (parse, tokenize, enqueue), one at a time
 
 
 # Documented defaults, (max_num_seqs, chunked prefill, source); the token budget is the engine table's prefill chunk.
@@ -109,6 +114,10 @@ ENGINE_SCHEDULERS: dict[str, tuple[int, bool, str]] = {
     "hf-transformers-compiled": (2048, False, "transformers generate(): the whole batch of prompts at once"),
     "deepspeed-mii": (2048, True, "DeepSpeed-FastGen Dynamic SplitFuse: 768 tokens per forward pass"),
 }
+# The server's time to take in one request before the engine's scheduler sees it (HTTP and JSON, chat template,
+# tokenization, enqueueing), requests taken in one after another. Calibrated for NIM's TensorRT-LLM server on
+# tests/data/load_latency.csv's Llama 3.1 8B 200/200 row at 50 users (see docs/VALIDATION.md); unknown (none) elsewhere.
+REQUEST_INTAKE_S: dict[str, float] = {"tensorrt-llm": 2.1e-3}
 VLLM_SMALL_GPU = (256, 2048)  # vLLM V1's API server below 70 GiB, and on the A100
 VLLM_LARGE_GPU_BYTES = 70 * 2**30
 
@@ -122,7 +131,7 @@ def default_scheduler(engine: str, prompt_tokens: int = 0, accelerator: Accelera
     if engine == "vllm" and accelerator is not None and (accelerator.memory_bytes < VLLM_LARGE_GPU_BYTES or "a100" in accelerator.id):
         seqs, budget = VLLM_SMALL_GPU
         source = "vllm/engine/arg_utils.py get_batch_defaults: API server below 70 GiB or on an A100"
-    return Scheduler(seqs, budget, chunked, 0.0, source)
+    return Scheduler(seqs, budget, chunked, 0.0, source, REQUEST_INTAKE_S.get(engine, 0.0))
 
 
 def scenario_scheduler(sc: Scenario, prompt_tokens: int = 0, accelerator: Accelerator | None = None) -> Scheduler:
@@ -182,6 +191,7 @@ def load_curve(
     steps_out = max(float(output_tokens) - 1.0, 1e-9)  # decode steps after the prefill's token
     context = prompt_tokens + output_tokens / 2.0
     budget = float(max(1, s.max_num_batched_tokens))
+    intake = max(float(s.request_intake_s), 0.0)  # the request's own intake (independent arrivals rarely queue for it)
 
     # The steady state at each mean number d of decoding users (explicit in d, so no iteration over users):
     d = _decoding_grid(float(max(1, s.max_num_seqs)))  # the same grid whatever the memory's room
@@ -201,8 +211,9 @@ def load_curve(
         rho = np.minimum(rate * others * service, 0.999)
         # the step under way when a request arrives, and the step after the prefill's: engines hand a step's tokens
         # to the server while the next step runs (vLLM's async output processing, TensorRT-LLM's executor), so the
-        # first token reaches the user about one decode step after its prefill
-        residual = (0.5 * others + FIRST_TOKEN_STEPS) * t0
+        # first token reaches the user about one decode step after its prefill; before all that the server takes the
+        # request in (`request_intake_s`)
+        residual = (0.5 * others + FIRST_TOKEN_STEPS) * t0 + intake
         queue = others * rho * service / (2.0 * (1.0 - rho))  # M/D/1 mean wait (Pollaczek-Khinchine)
         ttft = residual + queue + service
         running = rate * ttft + d  # Little's law over a whole request
@@ -272,27 +283,38 @@ class _Cohort:
     """Users in the same state of the synchronised closed loop (they started together and stay together until a
     step's budget splits them)."""
 
-    __slots__ = ("admitted", "arrived_s", "cycle", "decode_left", "first_s", "prefill_left", "users")
+    __slots__ = ("admitted", "arrived_s", "cycle", "decode_left", "first_s", "intake_s", "prefill_left", "users")
 
-    def __init__(self, users: int, arrived_s: float, prefill_left: float, cycle: int) -> None:
+    def __init__(self, users: int, arrived_s: float, prefill_left: float, cycle: int, intake_s: float = 0.0) -> None:
         self.users, self.arrived_s, self.prefill_left, self.cycle = users, arrived_s, prefill_left, cycle
         self.decode_left, self.first_s, self.admitted = 0, 0.0, False
+        self.intake_s = intake_s  # when the server starts taking in this cohort's first request (sent at arrived_s)
 
     def split(self, users: int) -> _Cohort:
         """Take `users` of this cohort out as a cohort of their own (the rest stay here)."""
-        other = _Cohort(users, self.arrived_s, self.prefill_left, self.cycle)
+        other = _Cohort(users, self.arrived_s, self.prefill_left, self.cycle, self.intake_s)
         other.decode_left, other.first_s, other.admitted = self.decode_left, self.first_s, self.admitted
         self.users -= users
         return other
+
+    def ready(self, t: float, intake: float) -> int:
+        """How many of its requests the server has taken in by time t (one every `intake` seconds)."""
+        if intake <= 0.0:
+            return self.users if self.arrived_s <= t else 0
+        return min(self.users, max(0, int((t - self.intake_s) / intake + 1e-9)))
+
+    def next_ready_s(self, intake: float) -> float:
+        """When its next request is taken in."""
+        return self.intake_s + intake if intake > 0.0 else self.arrived_s
 
 
 def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int, s: Scheduler, cap: int) -> dict[str, float] | None:
     """The synchronised closed loop (module docstring): `users` identical users start at once; each step carries every
     running decode and, first come first served, the prompts that fit the step's token budget (chunks of them with
     chunked prefill, whole prompts without); at most `cap` requests run. Returns the time to first token and the
-    inter-token latency (mean, p50, p90 over the requests after the start-up wave), requests/s and the share of time
-    spent in steps that carry a prompt; None when no request after the start-up wave finishes within STEP_BOUND steps
-    (a token budget far below the prompt)."""
+    inter-token latency (mean, p50, p90 over the requests after the start-up wave), requests/s, the share of time
+    spent in steps that carry a prompt and the start-up wave's own mean time to first token; None when no request
+    after the start-up wave finishes within STEP_BOUND steps (a token budget far below the prompt)."""
     hit = min(max(float(s.prefix_cache_hit_fraction), 0.0), 0.999)
     prompt = max(1.0, prompt_tokens * (1.0 - hit))
     out = max(int(output_tokens), 1)
@@ -306,18 +328,25 @@ def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int,
             steps[key] = max(float(roof.mixed_step(float(decodes), context, float(key[1]), prompt_tokens)[0]), 1e-12)
         return steps[key]
 
+    intake = max(float(s.request_intake_s), 0.0)
+    # requests reach the scheduler one intake apart: a wave sent at once is spread over the steps its intake spans
     queue = [_Cohort(users, 0.0, prompt, 0)]  # first come first served
+    intake_free = users * intake  # when the server has taken in every request sent so far
     t = 0.0
     seen: list[tuple[float, float, int]] = []  # (ttft, itl, users) of the requests after the start-up wave
+    startup: list[tuple[float, int]] = []  # (ttft, users) of the start-up wave's requests
     busy, window_start = 0.0, -1.0
     for _ in range(STEP_BOUND):
         if all(c.cycle >= CYCLES for c in queue):
             break
         running = sum(c.users for c in queue if c.admitted)
-        for c in list(queue):  # admit waiting requests up to the cap
-            if not c.admitted and c.arrived_s <= t and running < cap:
-                if c.users > cap - running:
-                    queue.insert(queue.index(c) + 1, c.split(c.users - (cap - running)))
+        for c in list(queue):  # admit the requests taken in so far, up to the cap
+            take = min(c.ready(t, intake), cap - running) if not c.admitted else 0
+            if take > 0:
+                if take < c.users:
+                    rest = c.split(c.users - take)
+                    rest.intake_s = c.intake_s + take * intake
+                    queue.insert(queue.index(c) + 1, rest)
                 c.admitted, running = True, running + c.users
         decoding = [c for c in queue if c.admitted and c.prefill_left <= 0]
         d = sum(c.users for c in decoding)
@@ -346,7 +375,7 @@ def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int,
                 taken.append((one, room))
                 tokens += room
             break
-        later = [c.arrived_s for c in queue if c.arrived_s > t]
+        later = [r for r in (c.next_ready_s(intake) for c in queue if not c.admitted) if r > t]
         if not taken and d == 0:  # nothing runs: on to the next arrival
             if not later:
                 break
@@ -372,12 +401,16 @@ def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int,
             last = max(t + handover, c.first_s)  # its last token reaches the user, who sends the next request
             if c.cycle >= 1:
                 seen.append((c.first_s - c.arrived_s, (last - c.first_s) / max(out - 1, 1), c.users))
-            elif window_start < 0.0:
-                window_start = t
+            else:
+                startup.append((c.first_s - c.arrived_s, c.users))
+                if window_start < 0.0:
+                    window_start = t
             queue.remove(c)
-            nxt = _Cohort(c.users, last, prompt, c.cycle + 1)
-            if queue and queue[-1].cycle == nxt.cycle and queue[-1].arrived_s == last and not queue[-1].admitted:
-                queue[-1].users += nxt.users  # the same state: one cohort
+            nxt = _Cohort(c.users, last, prompt, c.cycle + 1, max(last, intake_free))
+            intake_free = nxt.intake_s + c.users * intake
+            same = queue and queue[-1].cycle == nxt.cycle and queue[-1].arrived_s == last and not queue[-1].admitted
+            if same and abs(queue[-1].intake_s + queue[-1].users * intake - nxt.intake_s) <= 1e-12:
+                queue[-1].users += nxt.users  # the same state, taken in right after it: one cohort
             else:
                 queue.append(nxt)
     if not seen:
@@ -394,6 +427,10 @@ def closed_loop(roof: _Roof, users: int, prompt_tokens: int, output_tokens: int,
     cycle_s = res["time_to_first_token_mean_s"] + (out - 1) * res["inter_token_latency_mean_s"]
     res["requests_per_s"] = min(users, cap) / max(cycle_s, 1e-12)  # Little's law over the running requests
     res["prefill_busy_fraction"] = min(busy / max(t - window_start, 1e-12), 1.0) if window_start >= 0.0 else 0.0
+    # the start-up wave's mean (every user's prompt queued at once): not among the figures above, a diagnostic of how
+    # much a benchmark's average moves when its first wave is counted (docs/VALIDATION.md, latency under load)
+    ttft0, n0 = zip(*startup, strict=True)
+    res["time_to_first_token_startup_mean_s"] = float(np.average(ttft0, weights=n0))
     return res
 
 

@@ -60,10 +60,19 @@ def test_the_table_has_vllm_rows_under_both_arrival_patterns():
     assert all(r["source"] and r["as_of"] and r["role"] == "check" for r in vllm)
 
 
+def test_the_table_has_sglang_rows():
+    """Issue #27 item 3: SGLang's own published runs at several concurrencies (its cookbook's closed-loop sweeps), for a
+    dense and a MoE model, each a check row with its source and date."""
+    sglang = [r for r in ROWS if r["engine"] == "sglang"]
+    assert {r["model"] for r in sglang} >= {"llama-3.1-70b", "qwen3-235b-a22b"}
+    assert len({r["concurrency"] for r in sglang}) >= 3
+    assert all(r["source"] and r["as_of"] and r["role"] == "check" for r in sglang)
+
+
 def test_the_table_checks_more_than_it_calibrates():
     calibration = [r for r in ROWS if r["role"] == "calibration"]
     checks = [r for r in ROWS if r["role"] == "check"]
-    assert len(calibration) == 2 and len(checks) >= 40
+    assert len(calibration) == 3 and len(checks) >= 40
     # issue #27's rows: 1, 25 and 50 users, on rows not calibrated on, for both models
     for c in ("1", "25", "50"):
         speed = [r for r in checks if r["concurrency"] == c and r["expect_speed"] == "within"]
@@ -139,6 +148,31 @@ def test_prefix_caching_and_max_num_seqs():
     assert c["inter_token_latency_mean_s"][1] == pytest.approx(c["inter_token_latency_mean_s"][0], rel=1e-12)
 
 
+def test_one_user_waits_for_the_servers_intake_once():
+    """The server takes a request in before the engine sees it (`request_intake_s`): one user's time to first token is
+    the intake, the prefill and the step that hands the token over, under either arrival pattern. By hand."""
+    roof = roofline(SC, ACC, LAY)
+    sched = Scheduler(1024, 8192, True, request_intake_s=0.05)
+    by_hand = 0.05 + float(roof.mixed_step(0.0, 2750.0, 2500.0, 2500)[0]) + float(roof.mixed_step(0.0, 2750.0, 0.0, 2500)[0])
+    loop = closed_loop(roof, 1, 2500, 500, sched, 1024)
+    assert loop["time_to_first_token_mean_s"] == pytest.approx(by_hand, rel=1e-9)
+    steady = load_curve(SC, ACC, LAY, np.array([1.0]), 2500, 500, scheduler=sched)
+    assert steady["time_to_first_token_p90_s"][0] == pytest.approx(by_hand, rel=0.01)
+
+
+def test_the_intake_spreads_a_wave_over_steps():
+    """Ten users with 200-token prompts whose requests are taken in 20 ms apart, decode steps of a few ms: each prompt
+    reaches the engine alone, so after the start-up wave no user waits for another's prefill, where without the intake the
+    whole wave shares one step. Every request's TTFT is then at most its own intake, the step under way, one prompt's
+    step and the hand-over step (below the lockstep wave's)."""
+    roof = roofline(SC, ACC, LAY)
+    lockstep = closed_loop(roof, 10, 200, 100, Scheduler(1024, 8192, True), 1024)
+    spread = closed_loop(roof, 10, 200, 100, Scheduler(1024, 8192, True, request_intake_s=0.02), 1024)
+    assert spread["time_to_first_token_p90_s"] < lockstep["time_to_first_token_p50_s"]
+    alone = float(roof.mixed_step(9.0, 250.0, 200.0, 200)[0])  # one prompt beside nine decodes, the most it can carry
+    assert spread["time_to_first_token_p90_s"] <= 0.02 + 2 * alone + float(roof.mixed_step(9.0, 250.0, 0.0, 200)[0]) + 1e-9
+
+
 def test_synchronised_one_user_is_the_steady_one_user():
     """One user has nobody to be synchronised with: both arrival patterns give the unloaded figures."""
     a = load_curve(SC, ACC, LAY, np.array([1.0]), 2500, 500)
@@ -156,6 +190,22 @@ def test_a_wave_that_fits_one_step_stays_in_lockstep():
     step = float(roof.mixed_step(0.0, 250.0, 2000.0, 200)[0]) + float(roof.mixed_step(0.0, 250.0, 0.0, 200)[0])
     assert got["time_to_first_token_p50_s"] == pytest.approx(step, rel=1e-9)
     assert got["time_to_first_token_p90_s"] == pytest.approx(step, rel=1e-9)
+
+
+def test_the_start_up_wave_by_hand():
+    """Eight users with 1,000-token prompts, whole prompts under a 4,096-token budget: the start-up wave is prefilled four
+    prompts a step. The first four get their token after the first step (no decodes) and the step that hands it over;
+    the next four after the second step, which also carries the first four's decodes, and the hand-over step of four
+    decodes. By hand from the roofline's step costs."""
+    roof = roofline(SC, ACC, LAY)
+
+    def step(decodes: float, tokens: float) -> float:
+        return float(roof.mixed_step(decodes, 1050.0, tokens, 1000)[0])
+
+    got = closed_loop(roof, 8, 1000, 100, Scheduler(1024, 4096, False), 1024)
+    first = step(0.0, 4000.0) + step(0.0, 0.0)
+    second = step(0.0, 4000.0) + step(4.0, 4000.0) + step(4.0, 0.0)
+    assert got["time_to_first_token_startup_mean_s"] == pytest.approx((first + second) / 2, rel=1e-9)
 
 
 def test_a_wave_over_several_steps_queues_more_than_steady_arrivals():
