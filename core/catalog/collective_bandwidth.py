@@ -28,6 +28,15 @@ NETWORK = "network"
 DEFAULT = "default"
 
 
+def regular_expression(value: str) -> str:
+    """`value` if it compiles as a regular expression (a catalog's pattern column), else a ValueError."""
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression: {exc}") from None
+    return value
+
+
 class CollectiveBandwidth(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     interconnect: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
@@ -45,11 +54,7 @@ class CollectiveBandwidth(BaseModel):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"not a regular expression: {exc}") from None
-        return value
+        return regular_expression(value)
 
     @model_validator(mode="after")
     def _physical(self) -> CollectiveBandwidth:

@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator, get_accelerator
+from core.catalog.engine_timing import engine_time_s
 from core.layout import Layout
 from core.memory.components import gpu_layer_share, inference_components, kv_bytes_per_sequence, kv_share
 from core.memory.engines import ENGINES
@@ -74,11 +75,16 @@ def bandwidth_efficiency(weights_format: str, engine: str = "vllm") -> float:
     return e.bandwidth_efficiency if weights_format in NATIVE_FORMATS else e.dequant_efficiency
 
 
+def part_layer_s(engine: str, acc: Accelerator) -> float:
+    """The engine's extra time per layer and step on this part (data/engine_timing.csv; none on most)."""
+    return engine_time_s("layer_overhead_s", engine, acc.id)
+
+
 def memory_bound_tokens_per_s(read_bytes: float, acc: Accelerator, weights_format: str, engine: str = "vllm", layers: int = 0) -> float:
     """Batch-1 decode speed when a step reads `read_bytes` (e.g. a published file size): the bandwidth time at the
     engine's efficiency plus its per-layer time."""
     e = ENGINES[engine]
-    per_layer = e.layer_overhead_s + (0.0 if weights_format in NATIVE_FORMATS else e.quant_layer_overhead_s)
+    per_layer = e.layer_overhead_s + (0.0 if weights_format in NATIVE_FORMATS else e.quant_layer_overhead_s) + part_layer_s(engine, acc)
     return 1.0 / (read_bytes / (acc.memory_bandwidth_bytes_per_s * bandwidth_efficiency(weights_format, engine)) + layers * per_layer + e.step_overhead_s)
 
 
@@ -148,6 +154,7 @@ class _Roof:
         # Kernel launches and framework time per step: per layer of this device's pipeline stage. Chips whose model
         # lives in SRAM run a program their compiler scheduled ahead of time: no launches, no framework loop.
         per_layer = self.engine.layer_overhead_s + (0.0 if sc.weights_format in NATIVE_FORMATS else self.engine.quant_layer_overhead_s)
+        per_layer += part_layer_s(sc.serving_engine, acc)
         self.step_overhead_s = per_layer * math.ceil(self.on_device * self.arch.num_layers / self.pp) + self.engine.step_overhead_s
         if acc.weights_in_sram:
             self.step_overhead_s = 0.0

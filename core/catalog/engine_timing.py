@@ -1,0 +1,54 @@
+"""Engine times the roofline does not derive, per engine and part (data/engine_timing.csv, one sourced row each).
+
+- `layer_overhead_s`: time per layer and step on top of the engine's own per-layer time (core/memory/engines.py,
+  calibrated on an H100), on the parts whose id matches the row's `accelerator_pattern`. With CUDA graphs a step's
+  kernels launch without the CPU, but each kernel still has a fixed start and drain on the GPU, and small decode
+  kernels reach less of the bandwidth; two independent A100 runs (a dense and a MoE model under vLLM, a 70B model
+  under SGLang over 8 GPUs) spend 50-65 us a layer more than the H100-fitted time. The value is measured, not derived
+  (Hopper's programmatic dependent launch, which overlaps a kernel's start with the previous one's drain, is one
+  plausible part of the difference; no per-kernel A100 profile is checked here).
+
+Each row names the published row it was calibrated on; the other rows of its table check it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from core.catalog.accelerators import DATA_DIR, read_catalog_rows
+from core.catalog.collective_bandwidth import regular_expression
+
+ENGINE_TIMING_CSV = DATA_DIR / "engine_timing.csv"
+
+
+class EngineTiming(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    engines: str = Field(pattern=r"^[a-z0-9.-]+( [a-z0-9.-]+)*$")  # engine ids (core/memory/engines.py), space-separated
+    accelerator_pattern: str = Field(min_length=1)  # regular expression on data/accelerators.csv's id
+    quantity: Literal["layer_overhead_s"]
+    value_s: float = Field(ge=0, le=1.0, allow_inf_nan=False)
+    engine_version: str = Field(min_length=1)
+    calibrated_on: str = Field(min_length=3)  # the published row (tests/data/...) the value reproduces
+    source: str = Field(min_length=10)
+    as_of: dt.date
+    note: str = ""
+
+    @field_validator("accelerator_pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        return regular_expression(value)
+
+
+@functools.cache
+def load_engine_timing() -> tuple[EngineTiming, ...]:
+    return read_catalog_rows(ENGINE_TIMING_CSV, EngineTiming)
+
+
+@functools.cache
+def engine_time_s(quantity: str, engine: str, accelerator_id: str) -> float:
+    """The sum of the rows of `quantity` for `engine` on `accelerator_id` (0 where none applies)."""
+    return sum(r.value_s for r in load_engine_timing() if r.quantity == quantity and engine in r.engines.split() and re.search(r.accelerator_pattern, accelerator_id))
