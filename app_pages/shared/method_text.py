@@ -125,9 +125,11 @@ and 50 users); time to first token within 25% on all 8 at one user but on 11 of 
 between the steady and the synchronised figure: the 70B's long prefill steps keep the simulated users in lockstep
 waves that NIM's run leaves. On 11 vLLM runs (Qwen2.5 0.5B on an L4, Mistral 7B on an RTX 4090)
 tokens/s per user is within 25% on 10, time to first token on 2: the L4's one-user TTFT carries about 18 ms of
-server time per request that the model leaves out. On 12 SGLang runs (its cookbook: Llama 3.1 70B on 8 A100s,
-Qwen3-235B-A22B on 8 B200s, 1-100 users) tokens/s per user is within 25% on 5, time to first token on 1: SGLang's
-first token carries tens of ms of fixed time the model leaves out (tests/data/load_latency.csv).
+server time per request that the model leaves out. On 11 SGLang runs (its cookbook: Llama 3.1 70B on 8 A100s,
+Qwen3-235B-A22B on 8 B200s, 1-100 users; one more calibrates) tokens/s per user is within 25% on all 11, time to first
+token on 5: SGLang 0.5.6 ran every step that carries prompt tokens without CUDA graphs (0.75 ms a layer, which also
+slows the users decoding beside it), and an A100 spends about 64 us a layer more per decode step than the H100 the
+engines' step was fitted on (tests/data/load_latency.csv, data/engine_timing.csv).
 
 **Apple and other unified-memory machines** decode from their memory bandwidth like a GPU (llama.cpp Metal results on
 M1 Max, M2 Ultra and M3 Max pinned in tests; the M1 Max's quantized kernels run about a third slower than this predicts).

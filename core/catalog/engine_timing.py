@@ -7,6 +7,11 @@
   under SGLang over 8 GPUs) spend 50-65 us a layer more than the H100-fitted time. The value is measured, not derived
   (Hopper's programmatic dependent launch, which overlaps a kernel's start with the previous one's drain, is one
   plausible part of the difference; no per-kernel A100 profile is checked here).
+- `prefill_layer_overhead_s`: time per layer of every step that carries prompt tokens, in engines that run those
+  steps without CUDA graphs, so the CPU launches every kernel (SGLang 0.5.6: CUDA graphs for decode only; its
+  piecewise graphs for prefill, "eliminating kernel launch overhead for prefill/extend", were opt-in then,
+  docs.sglang.io "Piecewise CUDA Graph"). It lengthens the first token and, under load, the decoding users' steps
+  that a prompt interrupts.
 
 Each row names the published row it was calibrated on; the other rows of its table check it."""
 
@@ -29,7 +34,7 @@ class EngineTiming(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     engines: str = Field(pattern=r"^[a-z0-9.-]+( [a-z0-9.-]+)*$")  # engine ids (core/memory/engines.py), space-separated
     accelerator_pattern: str = Field(min_length=1)  # regular expression on data/accelerators.csv's id
-    quantity: Literal["layer_overhead_s"]
+    quantity: Literal["layer_overhead_s", "prefill_layer_overhead_s"]
     value_s: float = Field(ge=0, le=1.0, allow_inf_nan=False)
     engine_version: str = Field(min_length=1)
     calibrated_on: str = Field(min_length=3)  # the published row (tests/data/...) the value reproduces

@@ -156,8 +156,11 @@ class _Roof:
         per_layer = self.engine.layer_overhead_s + (0.0 if sc.weights_format in NATIVE_FORMATS else self.engine.quant_layer_overhead_s)
         per_layer += part_layer_s(sc.serving_engine, acc)
         self.step_overhead_s = per_layer * math.ceil(self.on_device * self.arch.num_layers / self.pp) + self.engine.step_overhead_s
+        # a step that carries prompt tokens, in engines that run it without CUDA graphs: the CPU launches every kernel
+        # of every layer (data/engine_timing.csv)
+        self.prefill_step_s = engine_time_s("prefill_layer_overhead_s", sc.serving_engine, acc.id) * math.ceil(self.on_device * self.arch.num_layers / self.pp)
         if acc.weights_in_sram:
-            self.step_overhead_s = 0.0
+            self.step_overhead_s = self.prefill_step_s = 0.0
         if acc.kind == "wafer":
             # A wafer spreads each layer's matrices over many of its 900,000 cores and reduces their partial sums over
             # the on-wafer fabric: tensor parallelism inside the chip, two reductions per layer as in Megatron-LM, each
@@ -202,7 +205,7 @@ class _Roof:
         else:
             t_mem, t_cmp = read / self.bytes_per_s, flops / self.flops_per_s
             roof = np.maximum(t_mem, t_cmp)
-        stage = roof + decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + self.step_overhead_s
+        stage = roof + decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + self.step_overhead_s + np.where(np.asarray(prefill_tokens) > 0, self.prefill_step_s, 0.0)
         t_host = (1.0 - g) * (weights + kv) / self.host_bytes_per_s  # layers in system RAM, read by the CPU
         return self.pp * stage + t_host, read, t_cmp > t_mem
 
@@ -215,7 +218,7 @@ class _Roof:
         # layers in system RAM: their weights cross PCIe once per micro-batch (computed on the GPU)
         host_weights = (1.0 - self.on_device) * self.weight_parts[0]
         t_copy = np.ceil(tokens / UBATCH_TOKENS) * host_weights / HOST_TO_DEVICE_BYTES_PER_S
-        return np.maximum(t_cmp, t_mem) + self.pp * decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + t_copy
+        return np.maximum(t_cmp, t_mem) + self.pp * (decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + self.prefill_step_s) + t_copy
 
 
 def stage_seconds(sc: Scenario, acc: Accelerator, share: float, layers: int, batch: int, context: float, prompt: int) -> tuple[float, float]:

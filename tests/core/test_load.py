@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from core.catalog.accelerators import get_accelerator
+from core.catalog.engine_timing import load_engine_timing
 from core.layout import Layout
 from core.memory.estimate import fit_capacity
 from core.money.serving import Traffic, memory_by_batch, replica_capacity, request_scenario
@@ -62,17 +63,22 @@ def test_the_table_has_vllm_rows_under_both_arrival_patterns():
 
 def test_the_table_has_sglang_rows():
     """Issue #27 item 3: SGLang's own published runs at several concurrencies (its cookbook's closed-loop sweeps), for a
-    dense and a MoE model, each a check row with its source and date."""
+    dense and a MoE model, each with its source and date; one calibrates SGLang's eager prefill time per layer
+    (data/engine_timing.csv names it), the others check it."""
     sglang = [r for r in ROWS if r["engine"] == "sglang"]
     assert {r["model"] for r in sglang} >= {"llama-3.1-70b", "qwen3-235b-a22b"}
     assert len({r["concurrency"] for r in sglang}) >= 3
-    assert all(r["source"] and r["as_of"] and r["role"] == "check" for r in sglang)
+    assert all(r["source"] and r["as_of"] for r in sglang)
+    calibration = [r["id"] for r in sglang if r["role"] == "calibration"]
+    named = [t.calibrated_on.split()[-1] for t in load_engine_timing() if "sglang" in t.engines.split() and t.calibrated_on.startswith("tests/data/load_latency.csv")]
+    assert calibration == named == ["sgl056-q3-235b-bf16-b200x8-1000-1000-c1"]
+    assert sum(r["role"] == "check" for r in sglang) == len(sglang) - 1
 
 
 def test_the_table_checks_more_than_it_calibrates():
     calibration = [r for r in ROWS if r["role"] == "calibration"]
     checks = [r for r in ROWS if r["role"] == "check"]
-    assert len(calibration) == 3 and len(checks) >= 40
+    assert len(calibration) == 4 and len(checks) >= 40
     # issue #27's rows: 1, 25 and 50 users, on rows not calibrated on, for both models
     for c in ("1", "25", "50"):
         speed = [r for r in checks if r["concurrency"] == c and r["expect_speed"] == "within"]
