@@ -418,16 +418,18 @@ def fields() -> dict[str, Field]:
         ),
         Field(
             "rambw",
-            "System RAM bandwidth (GB/s)",
+            "System RAM bandwidth (GB/s, 0 = the accelerator's usual host)",
             "float",
-            76.8,
-            lo=1.0,
+            0.0,
+            lo=0.0,
             hi=100_000.0,
             widget="number",
             section="workload",
             scenario="host_memory_bandwidth_gbps",
+            zero_is_unset=True,
             applies=lambda v: llama_cpp(v) and v.get("ngl", -1) != -1,
-            help="channels x 8 bytes x MT/s: dual-channel DDR4-3200 51.2, DDR5-4800 76.8, DDR5-6000 96; 12-channel DDR5-4800 server 460.8",
+            help="channels x 8 bytes x MT/s: dual-channel DDR4-3200 51.2, DDR5-4800 76.8, DDR5-6000 96; 12-channel DDR5-4800 server 460.8. "
+            "0: a desktop's 76.8, or for a data-centre GPU its server's share (data/host_memory.csv: a DGX H100's 614.4 over its 8 GPUs)",
         ),
         Field(
             "gmu",
