@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -30,11 +31,14 @@ def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def describe_validation_error(exc: ValidationError, prefix: str = "", what: str = "scenario") -> str:
-    """One line: the field and the problem of the first error."""
+def describe_validation_error(exc: ValidationError, prefix: str = "", what: str = "scenario", names: Mapping[str, str] | None = None) -> str:
+    """One line: the field and the problem of the first error. `names`: a top-level field's name as the reader
+    knows it (a page: its input's label)."""
     err = exc.errors()[0]
     loc = [str(p) for p in err["loc"] if str(p) not in MODEL_SPEC_TAGS]
     field = _shorten(".".join(loc), 100) or what
+    if names and len(loc) == 1 and loc[0] in names:
+        field = names[loc[0]]
     if err["type"] == "string_pattern_mismatch":  # pydantic's message quotes the regex: the rule in words instead
         msg = pattern_problem((err.get("ctx") or {}).get("pattern"), err.get("input"))
     else:

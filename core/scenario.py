@@ -162,7 +162,13 @@ class Scenario(BaseModel):
         description="how requests arrive for the latency-under-load figures: 'steady' (independent users) or 'synchronised' (a benchmark's users all at once)",
     )
     host_memory_gib: float = Field(default=64.0, gt=0, le=65536, description="system RAM in GiB (holds the layers llama.cpp keeps off the accelerators)")
-    host_memory_bandwidth_gbps: float = Field(default=76.8, gt=0, le=100_000, description="system RAM bandwidth in GB/s (dual-channel DDR5-4800: 76.8; DDR4-3200: 51.2)")
+    host_memory_bandwidth_gbps: float | None = Field(
+        default=None,
+        gt=0,
+        le=100_000,
+        description="system RAM bandwidth of the host in GB/s (dual-channel DDR5-4800: 76.8; DDR4-3200: 51.2); default: the accelerator's "
+        "usual server's share (data/host_memory.csv: a DGX H100 slice 76.8 per GPU), else a desktop's 76.8",
+    )
     accelerator: str = Field(default="h100-sxm", max_length=64)
     train_tokens: float | None = Field(default=None, ge=1, le=MAX_TRAIN_TOKENS)
     mfu: float | None = Field(default=None, ge=0.001, le=1)

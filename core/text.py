@@ -63,6 +63,26 @@ class Text:
         return self.render()
 
 
+def joined(parts: list[Text | str] | tuple[Text | str, ...], sep: str = "") -> Text:
+    """One Text from Texts and strings joined with `sep` (core's own words): each string goes in as an argument (so
+    it is escaped as any str argument is), each Text's arguments are renamed so that two parts never share one."""
+    template: list[str] = []
+    args: dict[str, Any] = {}
+    for i, part in enumerate(parts):
+        if i:
+            template.append(sep.replace("{", "{{").replace("}", "}}"))
+        if isinstance(part, str):
+            template.append("{" + f"s{i}" + "}")
+            args[f"s{i}"] = part
+            continue
+        for literal, name, spec, _ in _FORMATTER.parse(part.template):
+            template.append(literal.replace("{", "{{").replace("}", "}}"))
+            if name is not None:
+                template.append("{" + f"p{i}_{name}" + (f":{spec}" if spec else "") + "}")
+                args[f"p{i}_{name}"] = part.args[name]
+    return Text("".join(template), args)
+
+
 def texts(items: list[Text] | tuple[Text, ...], units: str = "GiB", escape: Callable[[str], str] | None = None) -> list[str]:
     return [t.render(units, escape) for t in items]
 

@@ -40,6 +40,11 @@ def inference(values: Values) -> bool:
     return values.get("mode") != "training"
 
 
+def _bound(value: float | None) -> str:
+    """A range's end in a message: 2,097,152 rather than 2.09715e+06."""
+    return "" if value is None else f"{value:,.0f}" if float(value).is_integer() else f"{value:,g}"
+
+
 @dataclass(frozen=True)
 class Field:
     key: str  # widget key = URL query parameter
@@ -56,6 +61,7 @@ class Field:
     scenario: str | None = None  # the Scenario field it feeds
     scale: float = 1.0  # scenario value = widget value x scale
     zero_is_unset: bool = False  # 0 in the widget = the scenario field left out (None)
+    lo_set: float | None = None  # zero_is_unset: the least value that sets the field (0 or lo_set..hi, the scenario's bound)
     unset: Any = None  # another widget value that leaves the scenario field out (e.g. -1 = all layers)
     applies: Callable[[Values], bool] = _always  # whether it shapes the scenario (and shows) for these values
 
@@ -85,8 +91,15 @@ class Field:
                 raise ValueError("expected a whole number")
             value = int(value)
         if (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi):
-            raise ValueError(f"must be between {self.lo:g} and {self.hi:g}")
+            raise ValueError(f"must be between {_bound(self.lo)} and {_bound(self.hi)}")
         return value
+
+    def refused(self, value: Any) -> str | None:
+        """Why a value the input holds (typed, or from a link) cannot set the scenario field, or None: the input
+        keeps it and the scenario is built without it (zero_is_unset: 0, or lo_set and more, the scenario's bound)."""
+        if self.lo_set is not None and isinstance(value, int | float) and value and value < self.lo_set:
+            return f"{self.label}: {self.fmt(value)} is not used (it must be 0 or at least {_bound(self.lo_set)}); 0 is used until it is changed."
+        return None
 
     def serialize(self, value: Any) -> str:
         return str(value)
@@ -405,16 +418,18 @@ def fields() -> dict[str, Field]:
         ),
         Field(
             "rambw",
-            "System RAM bandwidth (GB/s)",
+            "System RAM bandwidth (GB/s, 0 = the accelerator's usual host)",
             "float",
-            76.8,
-            lo=1.0,
+            0.0,
+            lo=0.0,
             hi=100_000.0,
             widget="number",
             section="workload",
             scenario="host_memory_bandwidth_gbps",
+            zero_is_unset=True,
             applies=lambda v: llama_cpp(v) and v.get("ngl", -1) != -1,
-            help="channels x 8 bytes x MT/s: dual-channel DDR4-3200 51.2, DDR5-4800 76.8, DDR5-6000 96; 12-channel DDR5-4800 server 460.8",
+            help="channels x 8 bytes x MT/s: dual-channel DDR4-3200 51.2, DDR5-4800 76.8, DDR5-6000 96; 12-channel DDR5-4800 server 460.8. "
+            "0: a desktop's 76.8, or for a data-centre GPU its server's share (data/host_memory.csv: a DGX H100's 614.4 over its 8 GPUs)",
         ),
         Field(
             "gmu",
@@ -573,6 +588,7 @@ def fields() -> dict[str, Field]:
             widget="number",
             scenario="max_num_batched_tokens",
             zero_is_unset=True,
+            lo_set=16,  # the Scenario's bound (core/scenario.py max_num_batched_tokens ge=16)
             applies=inference,
             help="vLLM --max-num-batched-tokens: each step's decodes plus the chunk of prompts prefilled in it (16 at least). "
             "Smaller: steadier tokens for those decoding, a slower first token",
@@ -713,5 +729,5 @@ def url_problems(query: dict[str, Any], table: dict[str, Field] | None = None) -
         except (ValueError, OverflowError) as exc:
             text = raw if isinstance(raw, str) else str(raw)
             shown = "".join(c if c.isprintable() else "?" for c in text[:40]) + ("..." if len(text) > 40 else "")
-            problems.append(f"URL parameter {key}={shown} was ignored ({exc}); using {f.fmt(f.default)!s}.")
+            problems.append(f"URL parameter {key}={shown} was ignored — {f.label}: {exc}; using {f.fmt(f.default)!s}.")
     return problems

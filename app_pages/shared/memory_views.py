@@ -12,7 +12,6 @@ from app_pages.shared.text import hours_text
 from core.memory.fit import BORDERLINE_BASIS
 from core.money.help_options import HelpOption
 from core.scenario import Scenario
-from core.units import BYTES_PER_GIB
 
 
 @shared_cache(max_entries=32)
@@ -43,7 +42,7 @@ def help_rows(options: list[HelpOption], sc: Scenario, units: Units) -> list[dic
     """What would help, one row per option as the Memory page and the report show it (core/money/help_options.py):
     the change, the devices, memory and system RAM per device, the time and the cost. Time and cost of an option whose
     time the speed core models only in part (offload) are marked as the least they can be."""
-    show_ram = any(o.host_memory_gib > 0 for o in options)
+    show_ram = any(o.host_memory_bytes > 0 for o in options)
     rows = []
     for o in options:
         at_least = "" if o.time_modelled else "≥ "
@@ -62,14 +61,14 @@ def help_rows(options: list[HelpOption], sc: Scenario, units: Units) -> list[dic
         else:
             cost = "no price"
         row = {
-            "What to change": o.change,
+            "What to change": o.change if o.change_text is None else o.change_text.render(units.name),
             "Time" if sc.mode == "training" and sc.train_tokens else "Speed": _one_line((at_least if time != "—" else "") + time),
             "Cost": _one_line((at_least if cost != "no price" else "") + cost),
             "Devices": f"{o.devices:,}",
             "Memory per device": units(o.memory_per_device_bytes) + (" (borderline)" if o.borderline else ""),
         }
         if show_ram:
-            row["System RAM per device"] = units(o.host_memory_gib * BYTES_PER_GIB) if o.host_memory_gib > 0 else "—"
+            row["System RAM per device"] = units(o.host_memory_bytes) if o.host_memory_bytes > 0 else "—"
         row["Rented"] = "—" if o.price_instance is None else f"{o.price_instance}, {_usd(o.usd_per_hour or 0.0)}/h"
         rows.append(row)
     return rows

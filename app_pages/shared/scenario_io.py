@@ -70,10 +70,19 @@ def build_scenario(values: Values, config_text: str) -> tuple[Scenario | None, s
     model, problem = model_spec(values, config_text)
     if model is None:
         return None, problem or "Choose a model."
+    refused = {f.key: why for f in fields().values() if f.scenario and f.applies(values) and (why := f.refused(values[f.key])) is not None}
+    if refused:  # a number the input takes but the scenario does not (a step budget of 1-15 tokens): left unset, said once
+        values = {**values, **{key: 0 for key in refused}}
     try:
-        return Scenario.model_validate(scenario_dict(values, model)), None  # hop: field dict -> validated Scenario
+        sc = Scenario.model_validate(scenario_dict(values, model))  # hop: field dict -> validated Scenario
+        return sc, " ".join(refused.values()) or None
     except ValidationError as exc:
-        return None, "This combination is not valid: " + describe_validation_error(exc)
+        return None, "This combination is not valid: " + describe_validation_error(exc, names=input_labels())
+
+
+def input_labels() -> dict[str, str]:
+    """Scenario field -> the label of the input that sets it (a message names what the reader sees)."""
+    return {f.scenario: f.label for f in fields().values() if f.scenario}
 
 
 def scenario_values(sc: Scenario) -> Values:

@@ -37,7 +37,7 @@ from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.model.formats import FORMATS, weight_bytes
 from core.scenario import Scenario
-from core.text import Bytes, Text, texts
+from core.text import Bytes, Text, joined, texts
 from core.units import BYTES_PER_GIB
 
 _OUT = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -422,16 +422,22 @@ class Fix(BaseModel):
     and what it then needs per device, on the accelerators and in system RAM."""
 
     model_config = _OUT
-    changes: tuple[str, ...]
+    changes: tuple[str | Text, ...]  # a Text where a change names a memory size (rendered in the reader's units)
     update: dict[str, Any]
     memory_per_device_bytes: int
     host_memory_bytes: int  # system RAM per device: offloaded states, llama.cpp's layers off the accelerators
     devices: int
 
     @property
+    def label_text(self) -> Text:
+        """The changes in words, their memory sizes left for the reader's units."""
+        first, *rest = self.changes
+        return joined([first[0].upper() + first[1:] if isinstance(first, str) else first, *rest], " + ")
+
+    @property
     def label(self) -> str:
-        text = " + ".join(self.changes)
-        return text[0].upper() + text[1:]
+        """The changes in words, sizes in GiB (the CLI's)."""
+        return self.label_text.render()
 
 
 def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tuple[str, dict[str, Any]]]:
@@ -486,7 +492,7 @@ def _problem(sc: Scenario) -> str | None:
     )
 
 
-def _fix(sc: Scenario, changes: tuple[str, ...], update: dict[str, Any], capacity: float, own_problem: str | None) -> Fix | None:
+def _fix(sc: Scenario, changes: tuple[str | Text, ...], update: dict[str, Any], capacity: float, own_problem: str | None) -> Fix | None:
     """The fix, when the changed scenario is valid, runnable by its stack and part (or no less than the scenario was),
     and fits on its layout."""
     try:
@@ -545,11 +551,11 @@ def same_device_fixes(sc: Scenario, ev: Evaluator, capacity: float) -> list[Fix]
             if (fix := _fix(sc, tuple(label for label, _ in combo), update, capacity, own_problem)) is not None:
                 found.append(fix)
                 fitting.append(labels)
-    singles = _smaller_runs(sc, ev, capacity)
+    singles: list[tuple[str | Text, dict[str, Any]]] = list(_smaller_runs(sc, ev, capacity))
     host = float(ev.components(own_layout(sc), sc.batch_size, sc.seq_len)[1])
     if host > ev.host_limit_bytes:  # llama.cpp: the layers kept off the devices need more system RAM than is set
-        gib = math.ceil(host / BYTES_PER_GIB)
-        singles.append((f"{gib:,} GiB of system RAM", {"host_memory_gib": float(gib)}))
+        gib = math.ceil(host / BYTES_PER_GIB)  # the sidebar's System RAM is set in whole GiB (host_memory_gib)
+        singles.append((Text.of("{ram:0} of system RAM", ram=Bytes(gib * BYTES_PER_GIB)), {"host_memory_gib": float(gib)}))
     for label, update in singles:
         if (fix := _fix(sc, (label,), update, capacity, own_problem)) is not None:
             found.append(fix)
@@ -631,8 +637,8 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
     fixes = [f for f in fixes if len(f.changes) == fewest]
     for fix in sorted(fixes, key=lambda f: (f.memory_per_device_bytes, f.label))[: 4 if fewest == 1 else 2]:
         needs_ram = fix.host_memory_bytes > 0 and (sc.mode == "training" or sc.serving_engine == "llama.cpp")
-        template = "{label}: {total} per device fits" + (", with {host} of system RAM per device." if needs_ram else ".")
-        out.append(Text.of(template, label=fix.label, total=Bytes(fix.memory_per_device_bytes), host=Bytes(fix.host_memory_bytes)))
+        template = ": {total} per device fits" + (", with {host} of system RAM per device." if needs_ram else ".")
+        out.append(joined([fix.label_text, Text.of(template, total=Bytes(fix.memory_per_device_bytes), host=Bytes(fix.host_memory_bytes))]))
     if needed:
         parts = [f"{needed.devices} devices"]
         if needed.tensor_parallel > 1 or needed.pipeline_parallel > 1:

@@ -20,6 +20,7 @@ from core.money.blocks import FitInfo, inference_estimate
 from core.money.pricing import label, usd_per_million_tokens
 from core.money.run_bill import RunBill, bill, billed_hours, cheapest_bill, run_time
 from core.scenario import Scenario
+from core.text import Text
 from core.units import BYTES_PER_GIB, SECONDS_PER_HOUR
 
 _OUT = ConfigDict(frozen=True)
@@ -35,12 +36,14 @@ class HelpOption(BaseModel):
     """One way to make the scenario fit, with what it needs and what it does to time and cost."""
 
     model_config = _OUT
-    change: str  # the changes, in words
+    change: str  # the changes, in words (a memory size in them in GiB, as the CLI's sentences)
+    change_text: Text | None = Field(default=None, exclude=True)  # the same words, sizes left for the reader's units
     update: dict[str, Any]  # the scenario fields they set (python -m core estimate takes the scenario with them)
     devices: int
     memory_per_device_bytes: int
     memory_per_device_gib: float
     host_memory_gib: float  # system RAM per device it needs (offloaded states, llama.cpp's layers off the GPU)
+    host_memory_bytes: int = 0  # the same in bytes (pages show it in the reader's units)
     borderline: bool  # within the estimate's measured error of the capacity (core/memory/fit.py)
     hours: float | None = None  # training with train_tokens: billed hours, setup included (run_bill)
     usd: float | None = None  # training with train_tokens: the run's on-demand bill (run_bill)
@@ -127,11 +130,13 @@ def _option(
         notes.append(f"no billable price for {fix.devices} x {acc.name} in the price list")
     return HelpOption(
         change=fix.label,
+        change_text=fix.label_text,
         update=fix.update,
         devices=fix.devices,
         memory_per_device_bytes=fix.memory_per_device_bytes,
         memory_per_device_gib=fix.memory_per_device_bytes / BYTES_PER_GIB,
         host_memory_gib=fix.host_memory_bytes / BYTES_PER_GIB,
+        host_memory_bytes=fix.host_memory_bytes,
         borderline=borderline(fix.memory_per_device_bytes, capacity),
         time_modelled=True,  # offload included: core/speed/offload.py
         notes=notes,

@@ -15,9 +15,12 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.catalog.presets import preset, preset_ids
+
+if TYPE_CHECKING:
+    from core.catalog.accelerators import Accelerator
 
 PLACEHOLDER_MODEL = "REPLACE_WITH_YOUR_MODEL"  # a model given by config or parameter count has no repository we know
 GPU_MEMORY_FRACTION = 0.90  # vLLM's --gpu-memory-utilization default (0.9); SGLang's --mem-fraction-static likewise
@@ -41,6 +44,16 @@ def launch_command(plan_or_scenario: Any) -> str:
 
 
 # --- what a plan says, from a Plan or a bare scenario ---------------------------------------------------------------
+
+
+def _known_accelerator(accelerator_id: str) -> Accelerator | None:
+    """The accelerator an id names (the catalog's, or a custom-... id's), or None for one it does not know."""
+    from core.catalog.accelerators import UnknownAcceleratorError, get_accelerator
+
+    try:
+        return get_accelerator(accelerator_id)
+    except UnknownAcceleratorError:
+        return None
 
 
 class _Facts:
@@ -76,6 +89,7 @@ class _Facts:
         self.where = "" if plan is None else f"{plan.instances} x {plan.instance} ({plan.provider}, {plan.region})"
         if plan is not None and getattr(plan, "reservation", None):
             self.where += f", a reserved {plan.reservation}"
+        self.accelerator = _known_accelerator(self.accelerator_id)
         self.accelerator_name, self.vendor, self.per_instance = self._accelerator(plan)
         self.model, self.model_note = _model_id(sc.get("model"))
 
@@ -86,12 +100,9 @@ class _Facts:
         return cls(value.scenario, value)
 
     def _accelerator(self, plan: Any) -> tuple[str, str, int]:
-        from core.catalog.accelerators import get_accelerator
-
-        try:
-            acc = get_accelerator(self.accelerator_id)
-            name, vendor = acc.name, acc.vendor
-        except Exception:  # an unknown id: the command still comes out, without the vendor's notes
+        if self.accelerator is not None:
+            name, vendor = self.accelerator.name, self.accelerator.vendor
+        else:  # an unknown id: the command still comes out, without the vendor's notes
             name, vendor = self.accelerator_id or "the accelerator", "other"
         if plan is not None:
             name = plan.accelerator_name
@@ -232,15 +243,6 @@ def _serving(p: _Facts) -> str:
     return "\n".join([*head, *_prequantized_note(p), *_replicas_note(p), *body(p)])
 
 
-def _has_bf16(accelerator_id: str) -> bool:
-    from core.catalog.accelerators import get_accelerator
-
-    try:
-        return bool(get_accelerator(accelerator_id).supports_bf16)
-    except Exception:  # an unknown id: nothing to say about its dtypes
-        return True
-
-
 def _weights_flag(p: _Facts) -> list[tuple[str, Any]]:
     """vLLM's and SGLang's shared flags for the weights: --quantization for a quantized checkpoint, else --dtype. A
     quantized checkpoint still computes in 16 bits: on a part without bf16 (before Ampere) it says float16, since the
@@ -248,7 +250,7 @@ def _weights_flag(p: _Facts) -> list[tuple[str, Any]]:
     least 8.0")."""
     if p.weights_format in _QUANTIZATION:
         out = [("--quantization", _QUANTIZATION[p.weights_format])]
-        if not _has_bf16(p.accelerator_id):
+        if p.accelerator is not None and not p.accelerator.supports_bf16:  # an unknown id: nothing to say about its dtypes
             out.append(("--dtype", "float16"))
         return out
     return [("--dtype", _VLLM_DTYPE.get(p.weights_format, "auto"))]

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from core.catalog.accelerators import Accelerator
+from core.catalog.host_memory import host_memory_bandwidth_gbps
 from core.layout import Layout
 from core.memory.components import checkpointing, lora_params, training_states
 from core.model.architecture import Architecture
@@ -138,7 +139,7 @@ def offload_time(
     link_gbps, basis = host_link(acc)
     link = link_gbps * 1e9 * PCIE_EFFICIENCY
     per_host = max(1, min(devices, DEVICES_PER_NODE.get(acc.kind, 8)))
-    host_bw = sc.host_memory_bandwidth_gbps * 1e9 / per_host * CPU_ADAM_BANDWIDTH_EFFICIENCY
+    host_bw = host_memory_bandwidth_gbps(sc, acc, per_host) * 1e9 / per_host * CPU_ADAM_BANDWIDTH_EFFICIENCY
     dp = layout.data_parallel if layout is not None else max(1, devices // (sc.tensor_parallel * sc.pipeline_parallel))
     accumulation = sc.gradient_accumulation_steps
     steps = tokens / (sc.batch_size * sc.seq_len * accumulation * dp)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.engine_timing import engine_time_s
+from core.catalog.host_memory import host_memory_bandwidth_gbps
 from core.layout import Layout
 from core.memory.components import gpu_layer_share, inference_components, kv_bytes_per_sequence, kv_share
 from core.memory.engines import ENGINES
@@ -150,7 +151,7 @@ class _Roof:
         self.weight_parts = _weight_parts(self.arch, sc.weights_format)
         self.expert_active_params = _routed_active_params(self.arch)
         self.on_device = gpu_layer_share(sc, self.arch)  # llama.cpp gpu_layers: the rest is read from system RAM
-        self.host_bytes_per_s = sc.host_memory_bandwidth_gbps * 1e9 * HOST_BW_EFF
+        self.host_bytes_per_s = host_memory_bandwidth_gbps(sc, acc, self.tp * self.pp) * 1e9 * HOST_BW_EFF  # one replica's host share
         # Kernel launches and framework time per step: per layer of this device's pipeline stage. Chips whose model
         # lives in SRAM run a program their compiler scheduled ahead of time: no launches, no framework loop.
         per_layer = self.engine.layer_overhead_s + (0.0 if sc.weights_format in NATIVE_FORMATS else self.engine.quant_layer_overhead_s)

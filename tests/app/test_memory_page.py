@@ -241,3 +241,25 @@ def test_llama_cpp_short_of_system_ram_offers_the_ram_with_its_speed_and_cost():
     assert all(v.endswith("output tokens/s") for v in table["Speed"]) and all("per M output tokens" in v for v in table["Cost"])
     advice = " ".join(m.value.replace("\\", "") for m in at.markdown)
     assert "System RAM is what is short" in advice
+
+
+def test_what_would_help_shows_memory_in_the_pages_units():
+    """Issue 26 follow-up: the table's sizes follow the sidebar's units. llama.cpp 70B BF16 with -ngl 0 on an RTX 4090
+    and 64 GiB of RAM: the fix "133 GiB of system RAM" reads, with units GB, 133 x 2^30 B = 142,807,662,592 B -> "143 GB
+    of system RAM"; each memory and RAM cell is the GiB page's bytes over 10^9 instead of 2^30 (x 1.0737)."""
+    link = {"model": "llama-3.1-70b", "engine": "llama.cpp", "ngl": "0", "acc": "rtx-4090", "ram": "64"}
+    tables = {}
+    for units in ("GiB", "GB"):
+        at = open_link("memory", link | {"units": units})
+        no_exception(at)
+        tables[units] = next(t.value for t in at.table if "What to change" in t.value.columns)
+    gib, gb = tables["GiB"], tables["GB"]
+    assert "133 GiB of system RAM" in list(gib["What to change"]) and "143 GB of system RAM" in list(gb["What to change"])
+    assert not any("GiB" in str(v) for v in gb.to_numpy().ravel()) and not any(" GB" in str(v) for v in gib.to_numpy().ravel())
+    for column in ("Memory per device", "System RAM per device"):
+        for a, b in zip(gib[column], gb[column], strict=True):
+            if a == "—":
+                assert b == "—"
+                continue
+            in_gib, in_gb = float(a.split()[0].replace(",", "")), float(b.split()[0].replace(",", ""))
+            assert a.endswith(" GiB") and b.endswith(" GB") and in_gb == pytest.approx(in_gib * 2**30 / 1e9, abs=0.11)  # one decimal each

@@ -72,8 +72,28 @@ def test_absurd_scheduler_values_are_refused_with_one_message():
         no_exception(at)
         said = [w.value for w in at.warning if f"URL parameter {key}=" in w.value]
         assert len(said) == 1, (key, raw, [w.value for w in at.warning])
-    # a budget the field takes but the engine cannot run (under 16 tokens a step): the scenario says why, once
-    at = open_link("inference", {"model": "llama-3.1-8b", "mnbt": "4"})
+
+
+def test_a_step_budget_under_16_is_refused_by_the_input_with_its_label():
+    """A budget of 1-15 tokens a step (the engine's least is 16: core/scenario.py): the input keeps what the link or
+    the reader put in it, the page goes on with the engine's default, and one message names the input as the page
+    shows it (it named the scenario field max_num_batched_tokens, and the page stopped with the input out of sight)."""
+    label = fields()["mnbt"].label
+    said = f"{label}: 5 is not used (it must be 0 or at least 16); 0 is used until it is changed."
+    at = open_link("inference", {"model": "llama-3.1-8b", "mnbt": "5", "mns": "256"})
     no_exception(at)
-    text = [m.value.replace("\\_", "_") for m in [*at.error, *at.warning]]  # the Markdown source escapes underscores
-    assert sum("max_num_batched_tokens" in t for t in text) == 1, text
+    text = [m.value.replace("\\", "") for m in [*at.error, *at.warning]]  # the Markdown source escapes _ ( ) . :
+    assert text == [said], text
+    assert at.session_state["mnbt"] == 5 and at.session_state["mns"] == 256  # what the link said stays in the inputs
+    box = next(n for n in at.number_input if n.label == label)  # drawn: the page went on
+    assert box.value == 5 and not any("Fix the input" in i.value for i in at.info)
+    assert scheduler_caption(at) == scheduler_caption(open_link("inference", {"model": "llama-3.1-8b", "mns": "256"}))
+    # typed into the box: the same rule, the same message; 16 is taken
+    at = box.set_value(16).run()
+    assert not at.warning and "16 tokens per engine step" in scheduler_caption(at)
+    at = next(n for n in at.number_input if n.label == label).set_value(5).run()
+    assert [w.value.replace("\\", "") for w in at.warning] == [said]
+
+
+def scheduler_caption(at) -> str:
+    return next(c.value.replace("\\", "") for c in at.caption if c.value.startswith("The curves assume"))

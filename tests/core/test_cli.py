@@ -112,3 +112,27 @@ def test_binary_file_exits_2(tmp_path):
     f.write_bytes(b"\xff\xfe\x00garbage")
     code, _, err = run(["estimate", str(f)])
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_a_step_budget_under_16_exits_2_with_one_line():
+    """max_num_batched_tokens under the engine's least (16): refused by the scenario, exit 2, one line naming the field."""
+    code, out, err = run(["estimate", "-"], stdin=json.dumps({"model": "llama-3.1-8b", "max_num_batched_tokens": 5}))
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == ["error: max_num_batched_tokens: Input should be greater than or equal to 16"]
+    code, out, err = run(["estimate", "-"], stdin=json.dumps({"model": "llama-3.1-8b", "max_num_batched_tokens": 16}))
+    assert code == 0, err
+
+
+def test_validation_message_names_the_field_as_the_reader_knows_it():
+    """describe_validation_error(names=...): a page names its input (the label), the CLI the field; nested fields keep
+    their path."""
+    from pydantic import ValidationError
+
+    from core.cli import describe_validation_error
+    from core.scenario import Scenario
+
+    with pytest.raises(ValidationError) as bad:
+        Scenario(model="llama-3.1-8b", max_num_batched_tokens=5)
+    assert describe_validation_error(bad.value) == "max_num_batched_tokens: Input should be greater than or equal to 16"
+    named = describe_validation_error(bad.value, names={"max_num_batched_tokens": "Tokens per engine step"})
+    assert named == "Tokens per engine step: Input should be greater than or equal to 16"

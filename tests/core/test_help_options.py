@@ -126,6 +126,11 @@ def test_llama_cpp_without_enough_system_ram_names_the_ram():
     options = result.help_options
     ram = next(o for o in options if "system RAM" in o.change)
     assert ram.update == {"host_memory_gib": 133.0} and ram.host_memory_gib == pytest.approx(132.7, abs=0.05)
+    assert ram.host_memory_bytes == pytest.approx(132.7 * 2**30, rel=4e-4) and ram.host_memory_gib == ram.host_memory_bytes / 2**30
+    # the change names a size: the CLI's words in GiB, the page's in its units (133 x 2^30 B = 142.8 GB -> "143 GB")
+    assert ram.change == "133 GiB of system RAM" and ram.change_text is not None
+    assert ram.change_text.render("GB") == "143 GB of system RAM" and ram.change_text.render("GiB") == ram.change
+    assert "change_text" not in ram.model_dump()  # the CLI's result fields: only added ones (host_memory_bytes)
     assert any(o.update.get("weights_format") == "gguf-q4_k_m" for o in options)
     assert all(o.update.get("weights_format", "gguf").startswith("gguf") for o in options)  # llama.cpp runs GGUF files
     assert not any(set(o.update) <= {"data_parallel", "tensor_parallel", "pipeline_parallel"} for o in options)
@@ -187,3 +192,13 @@ def test_estimate_without_help_is_the_same_answer_less_the_search():
     bare = estimate(FULL_70B, ROWS, with_help=False)
     assert full.help_options and bare.help_options == []
     assert bare.model_dump(exclude={"help_options"}) == full.model_dump(exclude={"help_options"})
+
+
+def test_joined_text_keeps_each_parts_arguments_apart():
+    """core.text.joined: two parts with an argument of the same name stay two numbers; braces in a string stay text."""
+    from core.text import Bytes, Text, joined
+
+    t = joined([Text.of("{x:0} of RAM", x=Bytes(2**31)), "a {brace}", Text.of("{x} per device", x=Bytes(1e9))], " + ")
+    assert t.render("GiB") == "2 GiB of RAM + a {brace} + 0.9 GiB per device"
+    assert t.render("GB") == "2 GB of RAM + a {brace} + 1.0 GB per device"  # 2^31 B = 2.15 GB
+    assert t.render("GiB", escape=str.upper) == "2 GiB of RAM + A {BRACE} + 0.9 GiB per device"  # strings escaped as arguments
