@@ -123,6 +123,10 @@ with guard.turn(), whole_run(page.url_path):  # only a whole run comes here: the
             data=scenario_download(),  # built when clicked: the page may have rerun alone since
             file_name="scenario.json",
             mime="application/json",
+            # no run on click: a whole run clears the session's file references first, and another session's run
+            # ending before this one drew the button again dropped the callable the click asked for (issue #28;
+            # tests/app/test_scenario_download.py)
+            on_click="ignore",
             icon=":material/download:",
             width="stretch",
         )

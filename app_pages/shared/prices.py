@@ -69,7 +69,7 @@ def price_inputs() -> None:
             st.rerun()
         if err := st.session_state.get("price_error"):
             st.error(plain(err))
-        st.download_button("Template (CSV)", data=TEMPLATE, file_name="my-prices.csv", mime="text/csv", icon=":material/download:", width="stretch")
+        st.download_button("Template (CSV)", data=TEMPLATE, file_name="my-prices.csv", mime="text/csv", icon=":material/download:", width="stretch", on_click="ignore")
         page_widget("pflag")
         if not isinstance(blob, Blob):
             st.caption("Prices come from the dated catalog (Method page). A list of your own, in the same columns, prices every page.")

@@ -1,0 +1,123 @@
+"""The sidebar's "Download scenario (JSON)" gives its file however busy the server is (issue #28).
+
+The button's data is a callable (app.py: built when clicked, since the page may have rerun alone since the sidebar
+was drawn), which Streamlit 1.67 keeps in its media file manager under an id the browser holds
+(`MediaFileManager.add_deferred`). The manager drops such a callable at any session's end-of-run sweep
+(`remove_orphaned_files`, run after every script run of every session) once no session's element references it, and
+a whole run of the session clears all its references when it starts (`clear_session_refs`), before its script draws
+the button again under a new id. A click that reaches the server in between gets "Failed to generate file for
+download" and no file.
+
+What the browser does on a click is Streamlit 1.67's DownloadButton component (static/js/DownloadButton.*.js, read
+from the installed package): unless the button ignores reruns (`ignore_rerun` in its message, on_click="ignore"), it
+first asks for a rerun (setTriggerValue: a whole run, the button being outside every fragment), then asks for the
+file (requestDeferredFile). On the server the rerun starts first and clears the references; the run then waits for
+its turn (app_pages/shared/guard.py), and on a loaded server other sessions' runs end meanwhile. That is the
+reproduction below, with the real objects: AppTest gives each run a new MediaFileManager, so the test hands it one
+manager for all runs, as a server has one; "another session's run ends" is that manager's sweep, called where this
+session's run waits for its turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pytest
+from streamlit.runtime.media_file_manager import MediaFileManager
+from streamlit.runtime.media_file_storage import MediaFileStorageError
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import app_test
+
+from app_pages.shared import guard
+
+from .conftest import no_exception, run_app
+
+
+@pytest.fixture
+def manager(monkeypatch) -> MediaFileManager:
+    """One media file manager for every run, as a server has (AppTest makes one per run)."""
+    shared = MediaFileManager(MemoryMediaFileStorage("/media"))
+    monkeypatch.setattr(app_test, "MediaFileManager", lambda storage: shared)
+    return shared
+
+
+def _button(at):
+    [button] = [e for e in at.get("download_button") if e.proto.label == "Download scenario (JSON)"]
+    return button.proto
+
+
+def _file(manager: MediaFileManager, url: str) -> dict:
+    file_id = url.rsplit("/", 1)[1].split(".")[0]
+    found = manager.read_file(file_id)
+    assert found is not None, url
+    return json.loads(found.content)
+
+
+def _click(at, manager: MediaFileManager, monkeypatch, *, sweep: bool = True, rerun_first: bool | None = None) -> str | None:
+    """A click on the download button as the browser sends it; returns the file's URL, None when the server had no
+    file for it. With `sweep`, another session's run ends while a run of this session waits for its turn (the sweep
+    is all that session does here). `rerun_first` overrides what the button's message says."""
+    proto = _button(at)
+    file_id = proto.deferred_file_id
+    assert file_id, "the button's data is built when clicked"
+    got: list[str | None] = []
+
+    def ask_for_the_file() -> None:
+        try:
+            got.append(manager.execute_deferred(file_id))
+        except MediaFileStorageError:
+            got.append(None)
+
+    if not (not proto.ignore_rerun if rerun_first is None else rerun_first):
+        ask_for_the_file()  # no run starts: nothing is cleared
+        return got[0]
+    real_turn = guard.turn
+
+    @contextlib.contextmanager
+    def turn_after_a_wait():
+        if not got:  # the click's run waits for its turn; another session's run ends; the file request arrives
+            if sweep:
+                manager.remove_orphaned_files()
+            ask_for_the_file()
+        with real_turn():
+            yield
+
+    monkeypatch.setattr(guard, "turn", turn_after_a_wait)
+    at.run()  # the rerun the click asks for first
+    monkeypatch.setattr(guard, "turn", real_turn)
+    no_exception(at)
+    return got[0]
+
+
+def test_a_click_gets_its_file_while_other_sessions_runs_end(manager, monkeypatch):
+    at = run_app("memory", {"model": "mistral-7b-v0.1", "seq": "8192"})
+    url = _click(at, manager, monkeypatch)
+    assert url is not None, "the click's file was dropped by another session's sweep"
+    data = _file(manager, url)
+    assert data["scenario"]["model"] == "mistral-7b-v0.1" and data["scenario"]["seq_len"] == 8192
+
+
+def test_the_reproduction_fails_where_a_click_starts_a_run(manager, monkeypatch):
+    """The scene above is the mechanism, not a test that cannot fail: with the button asking for a rerun on click
+    (Streamlit's default, on_click="rerun"), the same click loses its file."""
+    at = run_app("memory", {"model": "mistral-7b-v0.1", "seq": "8192"})
+    assert _click(at, manager, monkeypatch, sweep=False, rerun_first=True) is not None, "no sweep in between: the file comes"
+    old = _button(at).deferred_file_id  # the click's run drew the button again under a new id
+    assert _click(at, manager, monkeypatch, rerun_first=True) is None
+    assert _button(at).deferred_file_id != old, "a second click would use the new id"
+
+
+@pytest.mark.parametrize("page", ["memory", "inference"])
+def test_no_download_button_asks_for_a_run_when_clicked(page):
+    """The family: a run that a click starts draws its page's buttons again, so any download's callable (or, after
+    two sweeps, its stored file) can be gone when the click's own request is served. A download changes nothing the
+    app shows, so none needs a run (Memory: the sidebar's, the template's and the report's; Inference: the serving
+    offers' too)."""
+    at = run_app(page, {"model": "mistral-7b-v0.1"})
+    no_exception(at)
+    buttons = {e.proto.label: e.proto.ignore_rerun for e in at.get("download_button")}
+    assert {"Download scenario (JSON)", "Template (CSV)"} <= set(buttons)
+    assert page != "memory" or {"Results (CSV)", "One-page report (Markdown)"} <= set(buttons)
+    assert page != "inference" or any(label.startswith("Every priced instance") for label in buttons)
+    assert all(buttons.values()), [label for label, ignores in buttons.items() if not ignores]
