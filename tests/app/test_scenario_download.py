@@ -30,8 +30,13 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import app_test
 
 from app_pages.shared import guard
+from app_pages.shared.cache import weight_bytes
+from app_pages.shared.scenario_io import LATEST, scenario_file
+from app_pages.shared.state import CFG_BLOB, encode_blob
+from core.catalog.presets import load_presets
+from core.scenario import Scenario
 
-from .conftest import no_exception, run_app
+from .conftest import no_exception, open_link, run_app
 
 
 @pytest.fixture
@@ -121,3 +126,44 @@ def test_no_download_button_asks_for_a_run_when_clicked(page):
     assert page != "memory" or {"Results (CSV)", "One-page report (Markdown)"} <= set(buttons)
     assert page != "inference" or any(label.startswith("Every priced instance") for label in buttons)
     assert all(buttons.values()), [label for label, ignores in buttons.items() if not ignores]
+
+
+def _served(manager: MediaFileManager, file_id: str) -> str:
+    url = manager.execute_deferred(file_id)
+    found = manager.read_file(url.rsplit("/", 1)[1].split(".")[0])
+    assert found is not None, url
+    return found.content.decode()
+
+
+def _big_config() -> dict:
+    """A real model's config.json plus 600 fields of junk: about the link's budget, as bench/abuse.py's worst link."""
+    return {**(load_presets()["deepseek-v3"].config or {}), "junk": {f"x{k}": f"{k:03d}" + "y" * 40 for k in range(600)}}
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        {"model": "qwen2.5-7b", "mode": "training", "method": "lora", "seq": "4096"},
+        {"src": "params", "params": "13", "batch": "4", "seq": "8192"},
+        {"src": "config", "cfg": encode_blob(json.dumps(_big_config())), "seq": "16384"},
+    ],
+    ids=["preset", "params", "config"],
+)
+def test_the_file_is_the_scenarios_file_and_the_session_keeps_no_parsed_config(manager, link):
+    """The session notes the drawn scenario for the download in a small form (issue #25): a pasted config.json as
+    the blob of its text the session already keeps for its link, the same object, not the parsed config."""
+    at = open_link("memory", link)
+    no_exception(at)
+    text = _served(manager, _button(at).deferred_file_id)
+    written = json.loads(text)["scenario"]
+    assert text == scenario_file(Scenario.model_validate(written)), "what scenario_file writes for that scenario"
+    assert written["seq_len"] == int(link["seq"])
+    _, model, problem = at.session_state[LATEST]["latest"]
+    assert problem is None
+    if link.get("src") == "config":
+        assert written["model"] == {"hf_config": _big_config()}
+        assert model["hf_config"] is at.session_state[CFG_BLOB], "the link's blob, not a copy"
+        assert weight_bytes(_big_config()) > 50_000, "a parsed config this size is what the session kept before"
+        assert weight_bytes(at.session_state[LATEST]) - weight_bytes(model["hf_config"]) < 2_000
+    else:
+        assert weight_bytes(at.session_state[LATEST]) < 2_000
