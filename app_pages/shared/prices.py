@@ -61,7 +61,7 @@ def price_list(values: dict) -> PriceList:
 def price_inputs() -> None:
     """The sidebar's "Your prices" expander: upload, template, mode, what was read."""
     blob = st.session_state.get(PRICE_TEXT)
-    with st.sidebar.expander("Your own prices (CSV)", icon=":material/payments:", expanded=bool(isinstance(blob, Blob) or st.session_state.get("price_error"))):
+    with st.expander("Your own prices (CSV)", icon=":material/payments:", expanded=bool(isinstance(blob, Blob) or st.session_state.get("price_error"))):
         upload = st.file_uploader("Upload a price list (CSV)", type=["csv"], key="price_upload", max_upload_size=1)
         if upload is not None and st.session_state.get("price_upload_id") != upload.file_id:
             st.session_state["price_upload_id"] = upload.file_id

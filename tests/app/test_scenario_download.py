@@ -52,11 +52,14 @@ def _button(at):
     return button.proto
 
 
-def _file(manager: MediaFileManager, url: str) -> dict:
-    file_id = url.rsplit("/", 1)[1].split(".")[0]
-    found = manager.read_file(file_id)
+def _file_text(manager: MediaFileManager, url: str) -> str:
+    found = manager.read_file(url.rsplit("/", 1)[1].split(".")[0])
     assert found is not None, url
-    return json.loads(found.content)
+    return found.content.decode()
+
+
+def _file(manager: MediaFileManager, url: str) -> dict:
+    return json.loads(_file_text(manager, url))
 
 
 def _click(at, manager: MediaFileManager, monkeypatch, *, sweep: bool = True, rerun_first: bool | None = None) -> str | None:
@@ -129,10 +132,38 @@ def test_no_download_button_asks_for_a_run_when_clicked(page):
 
 
 def _served(manager: MediaFileManager, file_id: str) -> str:
-    url = manager.execute_deferred(file_id)
-    found = manager.read_file(url.rsplit("/", 1)[1].split(".")[0])
-    assert found is not None, url
-    return found.content.decode()
+    return _file_text(manager, manager.execute_deferred(file_id))
+
+
+def test_a_click_while_a_whole_run_waits_for_its_turn_gets_its_file(manager, monkeypatch):
+    """A whole run the session started otherwise (here a page switch) clears its references at once too; the browser
+    shows the button it had until the run sends it again. The run sends it before it waits for its turn (app.py), so
+    a click during the wait, with the button the browser has by then, survives another session's sweep. Before, the
+    button came after the wait: the click carried the old id, which the sweep had dropped."""
+    at = run_app("memory", {"model": "mistral-7b-v0.1", "seq": "8192"})
+    sent: list[str] = []
+    real_add = manager.add_deferred
+    monkeypatch.setattr(manager, "add_deferred", lambda *a, **k: sent.append(real_add(*a, **k)) or sent[-1])
+    sent.append(_button(at).deferred_file_id)  # what the browser holds
+    got: list[str | None] = []
+    real_turn = guard.turn
+
+    @contextlib.contextmanager
+    def turn_after_a_wait():
+        if not got:
+            manager.remove_orphaned_files()  # another session's run ends while this one waits
+            try:
+                got.append(manager.execute_deferred(sent[-1]))  # the latest button the browser was sent
+            except MediaFileStorageError:
+                got.append(None)
+        with real_turn():
+            yield
+
+    monkeypatch.setattr(guard, "turn", turn_after_a_wait)
+    at.switch_page("app_pages/training.py").run()
+    no_exception(at)
+    assert got[0] is not None, "the click during the wait lost its file"
+    assert json.loads(_file_text(manager, got[0]))["scenario"]["model"] == "mistral-7b-v0.1"
 
 
 def _big_config() -> dict:
