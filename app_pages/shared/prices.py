@@ -59,7 +59,8 @@ def price_list(values: dict) -> PriceList:
 
 
 def price_inputs() -> None:
-    """The sidebar's "Your prices" expander: upload, template, mode, what was read."""
+    """The sidebar's "Your prices" expander, where it is called (app.py: in the sidebar's inputs part): upload,
+    template, mode, what was read."""
     blob = st.session_state.get(PRICE_TEXT)
     with st.expander("Your own prices (CSV)", icon=":material/payments:", expanded=bool(isinstance(blob, Blob) or st.session_state.get("price_error"))):
         upload = st.file_uploader("Upload a price list (CSV)", type=["csv"], key="price_upload", max_upload_size=1)
