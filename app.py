@@ -128,7 +128,8 @@ def download_button(into: DeltaGenerator) -> None:
 # A session that drew the sidebar before gets its download button again before this run waits for its turn: the
 # run began by clearing the session's file references, so until the browser has the new button a click on the one it
 # shows asks for a callable that any other session's end of run may drop (issue #28). The button needs nothing this
-# run computes. A first run draws it in its turn, so that a session refused by the guard draws no sidebar.
+# run computes. A session's first run draws it in its turn, so that a new session the guard refuses (over its
+# address's session cap) draws no sidebar.
 slots = sidebar_slots() if LATEST in st.session_state else None
 if slots:
     download_button(slots[2])
