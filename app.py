@@ -4,6 +4,8 @@ link reproduces the view."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from app_pages.shared import guard, lower
@@ -12,7 +14,7 @@ from app_pages.shared.fields import fields
 from app_pages.shared.presenter import PAGE_KEY
 from app_pages.shared.prices import price_inputs, price_list
 from app_pages.shared.rerun import BODY, LOWER, fragment_run, run_page, whole_run
-from app_pages.shared.scenario_io import build_scenario, load_scenario_json, remember_scenario, scenario_download, scenario_values
+from app_pages.shared.scenario_io import LATEST, build_scenario, load_scenario_json, remember_scenario, scenario_download, scenario_values
 from app_pages.shared.sidebar import render_sidebar
 from app_pages.shared.state import (
     CFG_TEXT,
@@ -26,6 +28,9 @@ from app_pages.shared.state import (
 from app_pages.shared.style import page_style
 from app_pages.shared.text import plain
 from app_pages.shared.workshop import load_workshop_presets
+
+if TYPE_CHECKING:
+    from streamlit.delta_generator import DeltaGenerator  # what st.sidebar.expander and st.container return
 
 
 def _link_presents() -> bool:
@@ -99,6 +104,36 @@ def lower_section() -> None:
             write_url()
 
 
+def sidebar_slots() -> tuple[DeltaGenerator, DeltaGenerator, DeltaGenerator]:
+    """The sidebar's parts in their order: the workshop presets, the inputs and prices, saving and loading."""
+    presets = st.sidebar.expander("Workshop presets", icon=":material/school:")
+    inputs = st.sidebar.container()
+    return presets, inputs, st.sidebar.expander("Save or load this scenario", icon=":material/save:")
+
+
+def download_button(into: DeltaGenerator) -> None:
+    into.download_button(
+        "Download scenario (JSON)",
+        data=scenario_download(),  # built when clicked: the page may have rerun alone since
+        file_name="scenario.json",
+        mime="application/json",
+        # no run on click: a whole run clears the session's file references first, and another session's run ending
+        # before this one drew the button again dropped the callable the click asked for (issue #28)
+        on_click="ignore",
+        icon=":material/download:",
+        width="stretch",
+    )
+
+
+# A session that drew the sidebar before gets its download button again before this run waits for its turn: the
+# run began by clearing the session's file references, so until the browser has the new button a click on the one it
+# shows asks for a callable that any other session's end of run may drop (issue #28). The button needs nothing this
+# run computes. A session's first run draws it in its turn, so that a new session the guard refuses (over its
+# address's session cap) draws no sidebar.
+slots = sidebar_slots() if LATEST in st.session_state else None
+if slots:
+    download_button(slots[2])
+
 with guard.turn(), whole_run(page.url_path):  # only a whole run comes here: the marker tells the fragments (rerun.fragment_run)
     st.session_state.pop(lower.QUEUED, None)  # a mark for a run of fragments; this run is whole (lower.py)
     keep_across_pages()
@@ -106,26 +141,22 @@ with guard.turn(), whole_run(page.url_path):  # only a whole run comes here: the
         st.session_state["_link_messages"] = link_messages
     apply_requested_values()
     st.session_state[PAGE_KEY] = page.url_path  # the presenter view's inputs are the page's (presenter.py)
+    if slots is None:
+        slots = sidebar_slots()
+        download_button(slots[2])
+    presets_box, inputs_box, save_box = slots
 
-    with st.sidebar.expander("Workshop presets", icon=":material/school:"):
+    with presets_box:
         for preset in load_workshop_presets():
             if st.button(preset.label, key=f"ws-{preset.id}", width="stretch"):
                 request_values(scenario_values(preset.scenario))
                 st.switch_page(PAGES[preset.page])
 
-    with st.sidebar:
+    with inputs_box:
         render_sidebar()
-    price_inputs()
+        price_inputs()
 
-    with st.sidebar.expander("Save or load this scenario", icon=":material/save:"):
-        st.download_button(
-            "Download scenario (JSON)",
-            data=scenario_download(),  # built when clicked: the page may have rerun alone since
-            file_name="scenario.json",
-            mime="application/json",
-            icon=":material/download:",
-            width="stretch",
-        )
+    with save_box:
         upload = st.file_uploader("Load a scenario (JSON)", type=["json"], key="scenario_upload", max_upload_size=1)
         if upload is not None and st.session_state.get("scenario_upload_id") != upload.file_id:
             st.session_state["scenario_upload_id"] = upload.file_id

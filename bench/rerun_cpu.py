@@ -9,6 +9,7 @@ is the server's script-thread CPU less the event loop's sending. Prints the medi
 
     python3 bench/rerun_cpu.py [--page memory] [--moves 40] [--profile 30]
     python3 bench/rerun_cpu.py --root /path/to/old/checkout     # the same for another version (alternate the two)
+    python3 bench/rerun_cpu.py --config    # the model from a pasted config.json at the link's budget (bench/abuse.py)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 import os
 import pstats
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -42,6 +44,7 @@ def main() -> None:
     ap.add_argument("--moves", type=int, default=40)
     ap.add_argument("--warm", type=int, default=6)
     ap.add_argument("--whole", action="store_true", help="whole runs (the sidebar drawn too), as a link or the agent API asks")
+    ap.add_argument("--config", action="store_true", help="the model from bench/abuse.py's config.json at the link budget")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print cProfile's top N functions")
     args = ap.parse_args()
     root = args.root.resolve()
@@ -78,6 +81,10 @@ def main() -> None:
     for pair in LINKS[args.page].split("&"):
         key, value = pair.split("=")
         at.query_params[key] = value
+    if args.config:  # made by this checkout's bench/abuse.py in a process of its own: --root's modules stay --root's
+        made = "import sys; sys.path.insert(0, 'bench'); from abuse import token, worst_config; print(token(worst_config(0)))"
+        here = Path(__file__).resolve().parent.parent
+        at.query_params["src"], at.query_params["cfg"] = "config", subprocess.check_output([sys.executable, "-c", made], cwd=here, text=True).strip()
     at.run()
     if args.page != "memory":
         at.switch_page(str(root / "app_pages" / f"{args.page.replace('-', '_')}.py")).run()
@@ -99,7 +106,7 @@ def main() -> None:
         stats = pstats.Stats(profile, stream=out)
         stats.sort_stats("cumulative").print_stats(args.profile)
         print(out.getvalue())
-    result = {"page": args.page, "whole": args.whole, "root": str(root), "median_ms": round(statistics.median(ms), 2)}
+    result = {"page": args.page, "config": args.config, "whole": args.whole, "root": str(root), "median_ms": round(statistics.median(ms), 2)}
     print(json.dumps(result | {"q1_ms": round(q[0], 2), "q3_ms": round(q[2], 2)}))
 
 

@@ -59,9 +59,10 @@ def price_list(values: dict) -> PriceList:
 
 
 def price_inputs() -> None:
-    """The sidebar's "Your prices" expander: upload, template, mode, what was read."""
+    """The sidebar's "Your prices" expander, where it is called (app.py: in the sidebar's inputs part): upload,
+    template, mode, what was read."""
     blob = st.session_state.get(PRICE_TEXT)
-    with st.sidebar.expander("Your own prices (CSV)", icon=":material/payments:", expanded=bool(isinstance(blob, Blob) or st.session_state.get("price_error"))):
+    with st.expander("Your own prices (CSV)", icon=":material/payments:", expanded=bool(isinstance(blob, Blob) or st.session_state.get("price_error"))):
         upload = st.file_uploader("Upload a price list (CSV)", type=["csv"], key="price_upload", max_upload_size=1)
         if upload is not None and st.session_state.get("price_upload_id") != upload.file_id:
             st.session_state["price_upload_id"] = upload.file_id
@@ -69,7 +70,7 @@ def price_inputs() -> None:
             st.rerun()
         if err := st.session_state.get("price_error"):
             st.error(plain(err))
-        st.download_button("Template (CSV)", data=TEMPLATE, file_name="my-prices.csv", mime="text/csv", icon=":material/download:", width="stretch")
+        st.download_button("Template (CSV)", data=TEMPLATE, file_name="my-prices.csv", mime="text/csv", icon=":material/download:", width="stretch", on_click="ignore")
         page_widget("pflag")
         if not isinstance(blob, Blob):
             st.caption("Prices come from the dated catalog (Method page). A list of your own, in the same columns, prices every page.")

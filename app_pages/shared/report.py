@@ -91,7 +91,13 @@ def report_markdown(sc: Scenario, result: Result, units: Units, extra_sections: 
 def report_downloads(sc: Scenario, result: Result, units: Units, extra_sections: list[str] | None = None) -> None:
     c1, c2 = st.columns(2)
     c1.download_button(
-        "Results (CSV)", data=lambda: results_csv(sc, result, units), file_name="llm-gpu-planner-results.csv", mime="text/csv", icon=":material/table:", width="stretch"
+        "Results (CSV)",
+        data=lambda: results_csv(sc, result, units),
+        file_name="llm-gpu-planner-results.csv",
+        mime="text/csv",
+        icon=":material/table:",
+        width="stretch",
+        on_click="ignore",  # a run on click would draw the button again and let a sweep drop the callable clicked (app.py, issue #28)
     )
     c2.download_button(
         "One-page report (Markdown)",
@@ -100,4 +106,5 @@ def report_downloads(sc: Scenario, result: Result, units: Units, extra_sections:
         mime="text/markdown",
         icon=":material/description:",
         width="stretch",
+        on_click="ignore",
     )

@@ -11,14 +11,15 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
+from app_pages.shared.blobs import Blob
 from app_pages.shared.cache import shared_cache
 from app_pages.shared.fields import CUSTOM_ACC, Values, custom_hardware, fields
-from app_pages.shared.state import CFG_TEXT, MAX_CONFIG_CHARS
+from app_pages.shared.state import CFG_TEXT, MAX_CONFIG_CHARS, config_blob
 from core.catalog.accelerators import custom_accelerator, custom_accelerator_id
 from core.cli import describe_validation_error
 from core.jsontext import JSONProblem, loads
 from core.model.hf_config import ConfigError, parse_hf_config
-from core.scenario import Scenario
+from core.scenario import HFConfig, Scenario
 
 
 @shared_cache(max_entries=64, data=True)
@@ -125,12 +126,26 @@ def scenario_file(sc: Scenario) -> str:
     return json.dumps({"scenario": sc.model_dump(mode="json", exclude_defaults=True)}, indent=2)
 
 
-LATEST = "_latest_scenario"  # {"scenario": Scenario | None, "problem": str | None}, kept up to date by the page
+LATEST = "_latest_scenario"  # {"latest": (fields, model, problem)}, kept up to date by the page (remember_scenario)
 
 
 def remember_scenario(sc: Scenario | None, problem: str | None) -> None:
-    """Note the scenario the page was drawn for, for the sidebar's download (scenario_download)."""
-    st.session_state.setdefault(LATEST, {}).update(scenario=sc, problem=problem)
+    """Note the scenario the page was drawn for, for the sidebar's download (scenario_download), in a small form (issue
+    #25): its fields as the file writes them, and a pasted config.json as the deflated blob of the text it was parsed
+    from (state.config_blob: the one the session keeps for its link, stored once for every session on the same text),
+    not the parsed config (about 80 kB in the session for a config.json at the link's budget; bench/session_state.py).
+    One assignment, so that a click served on another thread reads one run's note whole."""
+    if sc is None:
+        note = (None, None, problem)
+    else:
+        fields_json = sc.model_dump(mode="json", exclude_defaults=True, exclude={"model"})  # model is the first field
+        model: Any = sc.model
+        if isinstance(model, HFConfig):  # parsed from the text area (app.py's body: build_scenario)
+            model = {"hf_config": config_blob(st.session_state.get(CFG_TEXT, "")), **model.model_dump(mode="json", exclude_defaults=True, exclude={"hf_config"})}
+        elif not isinstance(model, str):
+            model = model.model_dump(mode="json", exclude_defaults=True)
+        note = (fields_json, model, problem)
+    st.session_state.setdefault(LATEST, {})["latest"] = note
 
 
 def scenario_download() -> Callable[[], str]:
@@ -140,8 +155,12 @@ def scenario_download() -> Callable[[], str]:
     holder = st.session_state.setdefault(LATEST, {})
 
     def build() -> str:
-        sc = holder.get("scenario")
-        return scenario_file(sc) if sc is not None else json.dumps({"error": holder.get("problem") or "no scenario yet"}, indent=2)
+        fields_json, model, problem = holder.get("latest", (None, None, None))
+        if fields_json is None:
+            return json.dumps({"error": problem or "no scenario yet"}, indent=2)
+        if isinstance(model, dict) and isinstance(blob := model.get("hf_config"), Blob):
+            model = {**model, "hf_config": loads(blob.text())}  # the text the page's scenario was parsed from
+        return scenario_file(Scenario.model_validate({"model": model, **fields_json}))  # valid: it was, as these fields
 
     return build
 

@@ -177,7 +177,7 @@ def set_price_text(text: str) -> None:
         st.session_state.pop(PRICE_TEXT, None)
 
 
-def _config_blob(text: str) -> Blob:
+def config_blob(text: str) -> Blob:
     """The Blob of the config.json's text, kept beside it: compressed again only when the text changed."""
     kept = st.session_state.get(CFG_BLOB)
     if isinstance(kept, Blob) and kept.digest == hashlib.sha256(text.encode("utf-8")).digest():
@@ -214,7 +214,7 @@ def write_url(values: Values | None = None) -> str | None:
             wanted[key] = f.serialize(values[key])
     text = st.session_state.get(CFG_TEXT, "")
     if values.get("src") == "config" and text.strip():
-        token = _config_blob(text).token()
+        token = config_blob(text).token()
         if len(token) <= MAX_URL_TOKEN_CHARS:
             wanted[CFG_PARAM] = token
         else:
