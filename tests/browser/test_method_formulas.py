@@ -28,5 +28,11 @@ def test_every_method_formula_renders(open_page):
     # The offload formula's words are typeset as text (a space kept in "RAM bandwidth") and its product as a times sign.
     offload = [t for t in tex if "RAM bandwidth" in t]
     assert offload and all("\\text{RAM bandwidth}" in t and "\\times" in t for t in offload)
-    rendered = [r.replace("\xa0", " ") for r in page.locator(".katex-html").all_inner_texts()]  # KaTeX keeps text spaces as no-break
-    assert any("RAM bandwidth×0.85" in r for r in rendered), [r for r in rendered if "RAM" in r]
+    # What is read is waited for: on a busy machine an expander's formula may still be laid out when it is read.
+    # KaTeX keeps text spaces as no-break spaces.
+    drawn = """() => [...document.querySelectorAll('.katex-html')].some(e => e.innerText.replace(/\\u00a0/g, ' ').includes('RAM bandwidth×0.85'))"""
+    try:
+        page.wait_for_function(drawn, timeout=60_000)
+    except Exception:
+        rendered = [r.replace("\xa0", " ") for r in page.locator(".katex-html").all_inner_texts()]
+        pytest.fail(f"the offload formula never rendered as 'RAM bandwidth×0.85': {[r for r in rendered if 'RAM' in r]}")
