@@ -26,13 +26,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.catalog.accelerators import DATA_DIR, read_catalog_rows
 from core.catalog.collective_bandwidth import regular_expression
+from core.text import described_pattern
 
 ENGINE_TIMING_CSV = DATA_DIR / "engine_timing.csv"
 
 
 class EngineTiming(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-    engines: str = Field(pattern=r"^[a-z0-9.-]+( [a-z0-9.-]+)*$")  # engine ids (core/memory/engines.py), space-separated
+    engines: str = Field(  # engine ids (core/memory/engines.py), space-separated
+        pattern=described_pattern(r"^[a-z0-9.-]+( [a-z0-9.-]+)*$", "engine ids (lower-case letters, digits, dots and dashes) separated by single spaces")
+    )
     accelerator_pattern: str = Field(min_length=1)  # regular expression on data/accelerators.csv's id
     quantity: Literal["layer_overhead_s", "prefill_layer_overhead_s"]
     value_s: float = Field(ge=0, le=1.0, allow_inf_nan=False)
