@@ -134,9 +134,9 @@ def p50_p95_ms(**latencies_s: list[float]) -> dict[str, float]:
     return {f"{name}_p{q}_ms": pct(values, q / 100) * 1e3 for name, values in latencies_s.items() for q in (50, 95)}
 
 
-async def _ws_victim(port: int, seconds: float, out: list[float]) -> None:
+async def _ws_victim(port: int, seconds: float, out: list[float], proxy: bool = False) -> str:
     """The victim over the browser's protocol: a move of the context slider on Memory about once a second."""
-    sess = WsSession(port, client=VICTIM_ADDRESS)
+    sess = WsSession(port, client=VICTIM_ADDRESS, cookie_from_proxy=proxy, source=VICTIM_SOURCE if proxy else None)
     await sess.open("memory")
     seq = fields()["seq"]
     values = [seq.fmt(4096), seq.fmt(8192)]
@@ -146,13 +146,16 @@ async def _ws_victim(port: int, seconds: float, out: list[float]) -> None:
         i += 1
         await asyncio.sleep(random.uniform(0.5, 1.5))
     await sess.close()
+    return sess.cookie  # behind the proxy: the process it was drawn to
 
 
-async def _ws_attacker(port: int, stop: asyncio.Event, counter: list[int], k: int) -> None:
+async def _ws_attacker(port: int, stop: asyncio.Event, counter: list[int], k: int, proxy: bool = False, drawn: list[str] | None = None) -> None:
     """A loop over the browser's protocol: GPU vs TPU on another model and context the moment each run ends (no
     agent API pacing it)."""
-    sess = WsSession(port, client=ATTACKER_ADDRESS, timeout=300)
+    sess = WsSession(port, client=ATTACKER_ADDRESS, timeout=300, cookie_from_proxy=proxy, source=ATTACKER_SOURCE if proxy else None)
     await sess.open("gpu-vs-tpu")
+    if drawn is not None:
+        drawn.append(sess.cookie)
     model, seq = fields()["model"], fields()["seq"]
     rng = random.Random(k)
     while not stop.is_set():
@@ -163,28 +166,63 @@ async def _ws_attacker(port: int, stop: asyncio.Event, counter: list[int], k: in
     await sess.close()
 
 
-async def _ws_adversarial(srv: Server, args: argparse.Namespace) -> dict:
+async def _ws_adversarial(port: int, servers: list[Server], args: argparse.Namespace) -> dict:
+    """`port`: the app's, or the proxy's in front of `servers` (--proxy: the shipped recipe, each session drawn to a
+    process by the proxy's cookie, clients told apart by their loopback source address)."""
     quiet: list[float] = []
-    await _ws_victim(srv.port, args.seconds, quiet)
-    stop, counter = asyncio.Event(), [0]
-    attackers = [asyncio.create_task(_ws_attacker(srv.port, stop, counter, k)) for k in range(args.attackers)]
+    await _ws_victim(port, args.seconds, quiet, args.proxy)
+    stop, counter, drawn = asyncio.Event(), [0], []
+    attackers = [asyncio.create_task(_ws_attacker(port, stop, counter, k, args.proxy, drawn)) for k in range(args.attackers)]
     await asyncio.sleep(args.settle)
-    cpu0 = srv.cpu_seconds()
+    cpu0 = sum(s.cpu_seconds() for s in servers)
     attacked: list[float] = []
-    await _ws_victim(srv.port, args.seconds, attacked)
-    cpu = srv.cpu_seconds() - cpu0
+    victim_drawn = await _ws_victim(port, args.seconds, attacked, args.proxy)
+    cpu = sum(s.cpu_seconds() for s in servers) - cpu0
     stop.set()
     await asyncio.wait(attackers, timeout=60)
-    return {"quiet": quiet, "attacked": attacked, "attacker_reruns": counter[0], "server_cpu_s": cpu}
+    return {"quiet": quiet, "attacked": attacked, "attacker_reruns": counter[0], "server_cpu_s": cpu, "attackers_drawn": drawn, "victim_drawn": victim_drawn}
+
+
+VICTIM_SOURCE, ATTACKER_SOURCE = "127.0.0.2", "127.0.0.3"  # behind the proxy: the peer address is the client
+
+
+def _through_recipe(args: argparse.Namespace) -> dict:
+    """The adversarial run through deploy/nginx.conf in front of its two app processes (bench/room.py's setup)."""
+    import tempfile
+
+    from tests.test_proxy import _nginx, _wait
+
+    servers = [Server().start() for _ in range(2)]
+    proc = None
+    try:
+        for srv in servers:
+            srv.wait_healthy()
+        tmp = Path(tempfile.mkdtemp(prefix="abuse-nginx-"))
+        (tmp / "nginx").mkdir()
+        proc, port = _nginx(tmp / "nginx", [s.port for s in servers])
+        _wait(f"http://127.0.0.1:{port}/_stcore/health")
+        return asyncio.run(_ws_adversarial(port, servers, args))
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=10)
+        for srv in servers:
+            srv.stop()
 
 
 def adversarial(args: argparse.Namespace) -> dict:
     os.environ["LLMGP_TRUST_PROXY"] = "1"  # clients told apart by X-Forwarded-For (the server inherits the environment)
     if args.driver == "ws":
-        with Server() as srv:
-            out = asyncio.run(_ws_adversarial(srv, args))
+        if args.proxy:
+            out = _through_recipe(args)
+        else:
+            with Server() as srv:
+                out = asyncio.run(_ws_adversarial(srv.port, [srv], args))
         return {
             "driver": "ws",
+            "proxy": args.proxy,
+            "attackers_drawn": out.get("attackers_drawn"),
+            "victim_drawn": out.get("victim_drawn"),
             "fair_share": os.environ.get("LLMGP_FAIR_SHARE", "default (0.1)"),
             "attackers": args.attackers,
             "settle_s": args.settle,
@@ -345,6 +383,7 @@ def main() -> None:
     a.add_argument("--attackers", type=int, default=4)
     a.add_argument("--settle", type=float, default=3, help="seconds the attackers loop before the victim's timed moves")
     a.add_argument("--driver", choices=("agent", "ws"), default="agent", help="ws: the browser's protocol (bench/ws_session.py), loops unpaced")
+    a.add_argument("--proxy", action="store_true", help="with --driver ws: through deploy/nginx.conf and its two app processes")
     h = sub.add_parser("slowhub")
     h.add_argument("--seconds", type=float, default=20)
     h.add_argument("--hub", choices=("trickle", "slow"), default="trickle")

@@ -37,8 +37,11 @@ class WsSession:
     so one machine can play several clients; `cookie_from_proxy` first loads the page over HTTP and keeps the proxy's
     cookie, as a browser does (the recipe keeps a browser on one app process by that cookie)."""
 
-    def __init__(self, port: int, *, client: str | None = None, timeout: float = 120, cookie_from_proxy: bool = False):
+    def __init__(self, port: int, *, client: str | None = None, timeout: float = 120, cookie_from_proxy: bool = False, source: str | None = None):
+        """`source`: the loopback address to connect from (127.0.0.x), so that behind the proxy, which replaces
+        X-Forwarded-For with the peer's address, one machine can still play several clients."""
         self.port, self.client, self.timeout, self.cookie_from_proxy = port, client, timeout, cookie_from_proxy
+        self.source = source
         self.headers: dict[str, str] = {"X-Forwarded-For": client} if client else {}
         self.ws: websockets.ClientConnection | None = None
         self.widget_ids: dict[str, str] = {}  # key -> element id
@@ -48,7 +51,7 @@ class WsSession:
         self.cookie = ""
 
     def _http_cookie(self, path: str) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout, source_address=(self.source, 0) if self.source else None)
         try:
             conn.request("GET", path, headers=self.headers)
             resp = conn.getresponse()
@@ -74,6 +77,7 @@ class WsSession:
             additional_headers=self.headers,
             max_size=None,
             open_timeout=self.timeout,
+            **({"local_addr": (self.source, 0)} if self.source else {}),
         )
         sock = self.ws.transport.get_extra_info("socket")
         if sock is not None:  # as a browser does: no Nagle delay on small frames
