@@ -187,27 +187,11 @@ VICTIM_SOURCE, ATTACKER_SOURCE = "127.0.0.2", "127.0.0.3"  # behind the proxy: t
 
 
 def _through_recipe(args: argparse.Namespace) -> dict:
-    """The adversarial run through deploy/nginx.conf in front of its two app processes (bench/room.py's setup)."""
-    import tempfile
+    """The adversarial run through deploy/nginx.conf in front of its two app processes."""
+    from room import behind_recipe
 
-    from tests.test_proxy import _nginx, _wait
-
-    servers = [Server().start() for _ in range(2)]
-    proc = None
-    try:
-        for srv in servers:
-            srv.wait_healthy()
-        tmp = Path(tempfile.mkdtemp(prefix="abuse-nginx-"))
-        (tmp / "nginx").mkdir()
-        proc, port = _nginx(tmp / "nginx", [s.port for s in servers])
-        _wait(f"http://127.0.0.1:{port}/_stcore/health")
+    with behind_recipe(2) as (port, servers):
         return asyncio.run(_ws_adversarial(port, servers, args))
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=10)
-        for srv in servers:
-            srv.stop()
 
 
 def adversarial(args: argparse.Namespace) -> dict:

@@ -28,6 +28,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
@@ -53,6 +55,37 @@ class CookieSession(AgentSession):
             self.headers["Cookie"] = cookie.split(";")[0]
             CookieSession.drawn.append(self.headers["Cookie"])
         return elapsed, resp, raw
+
+
+@contextmanager
+def behind_recipe(processes: int, *extra: str, without_agent_block: bool = False) -> Iterator[tuple[int, list[Server]]]:
+    """`processes` app servers (`extra`: their options) behind a real nginx running deploy/nginx.conf on loopback
+    (tests/test_proxy.py's harness): the proxy's port and the servers, all stopped on exit. `without_agent_block`: a
+    copy of the recipe less its block refusing the agent API, for the agent driver."""
+    servers = [Server(*extra).start() for _ in range(processes)]
+    tmp = Path(tempfile.mkdtemp(prefix="recipe-nginx-"))
+    proc = None
+    try:
+        for srv in servers:
+            srv.wait_healthy()
+        if without_agent_block:
+            import tests.test_proxy as recipe_test
+
+            text = recipe_test.RECIPE.read_text()
+            start = text.index("    location ^~ /_stcore/agent/")
+            end = text.index("}", start) + 2
+            recipe_test.RECIPE = tmp / "recipe.conf"
+            recipe_test.RECIPE.write_text(text[:start] + text[end:])
+        (tmp / "nginx").mkdir()
+        proc, port = _nginx(tmp / "nginx", [s.port for s in servers])
+        _wait(f"http://127.0.0.1:{port}/_stcore/health")
+        yield port, servers
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=10)
+        for srv in servers:
+            srv.stop()
 
 
 async def _ws_room(port: int, args: argparse.Namespace, stats: Stats, ramp: float) -> None:
@@ -103,24 +136,7 @@ def main() -> None:
     if args.sessions > 128:  # the app's own cap per address (guard.MAX_SESSIONS_PER_CLIENT), as the recipe's limit_conn
         os.environ["LLMGP_MAX_SESSIONS_PER_CLIENT"] = str(args.sessions)
     extra = ("--server.enableAgentApi=true", f"--server.agentMaxSessions={args.sessions + 20}") if args.driver == "agent" else ()
-    servers = [Server(*extra).start() for _ in range(args.processes)]
-    tmp = Path(tempfile.mkdtemp(prefix="room-nginx-"))
-    proc = None
-    try:
-        for srv in servers:
-            srv.wait_healthy()
-        if args.driver == "agent":
-            recipe = Path(__file__).resolve().parent.parent / "deploy" / "nginx.conf"
-            text = recipe.read_text()
-            start = text.index("    location ^~ /_stcore/agent/")
-            end = text.index("}", start) + 2
-            import tests.test_proxy as recipe_test
-
-            recipe_test.RECIPE = tmp / "recipe.conf"  # the recipe less its agent API block
-            recipe_test.RECIPE.write_text(text[:start] + text[end:])
-        (tmp / "nginx").mkdir()
-        proc, port = _nginx(tmp / "nginx", [s.port for s in servers])
-        _wait(f"http://127.0.0.1:{port}/_stcore/health")
+    with behind_recipe(args.processes, *extra, without_agent_block=args.driver == "agent") as (port, servers):
         client_cpu0 = time.process_time()
         stats = Stats()
         ramp = min(args.think, args.seconds / 4)
@@ -167,12 +183,6 @@ def main() -> None:
         print(json.dumps(result, indent=2))
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=2))
-    finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=10)
-        for srv in servers:
-            srv.stop()
 
 
 if __name__ == "__main__":
