@@ -76,17 +76,18 @@ def bandwidth_efficiency(weights_format: str, engine: str = "vllm") -> float:
     return e.bandwidth_efficiency if weights_format in NATIVE_FORMATS else e.dequant_efficiency
 
 
-def part_layer_s(engine: str, acc: Accelerator) -> float:
-    """The engine's extra time per layer and step on this part (data/engine_timing.csv; none on most)."""
-    return engine_time_s("layer_overhead_s", engine, acc.id)
+def layer_overhead_s(engine: str, weights_format: str, acc: Accelerator) -> float:
+    """Framework and launch time per layer and decode step: the engine's, its dequantising kernels' for a format it
+    does not run natively, and its extra time on this part (data/engine_timing.csv; none on most)."""
+    e = ENGINES[engine]
+    return e.layer_overhead_s + (0.0 if weights_format in NATIVE_FORMATS else e.quant_layer_overhead_s) + engine_time_s("layer_overhead_s", engine, acc.id)
 
 
 def memory_bound_tokens_per_s(read_bytes: float, acc: Accelerator, weights_format: str, engine: str = "vllm", layers: int = 0) -> float:
     """Batch-1 decode speed when a step reads `read_bytes` (e.g. a published file size): the bandwidth time at the
     engine's efficiency plus its per-layer time."""
-    e = ENGINES[engine]
-    per_layer = e.layer_overhead_s + (0.0 if weights_format in NATIVE_FORMATS else e.quant_layer_overhead_s) + part_layer_s(engine, acc)
-    return 1.0 / (read_bytes / (acc.memory_bandwidth_bytes_per_s * bandwidth_efficiency(weights_format, engine)) + layers * per_layer + e.step_overhead_s)
+    per_layer = layer_overhead_s(engine, weights_format, acc)
+    return 1.0 / (read_bytes / (acc.memory_bandwidth_bytes_per_s * bandwidth_efficiency(weights_format, engine)) + layers * per_layer + ENGINES[engine].step_overhead_s)
 
 
 def split_context(seq_len: int, prompt_tokens: int | None = None, output_tokens: int | None = None) -> tuple[int, int]:
@@ -154,8 +155,7 @@ class _Roof:
         self.host_bytes_per_s = host_memory_bandwidth_gbps(sc, acc, self.tp * self.pp) * 1e9 * HOST_BW_EFF  # one replica's host share
         # Kernel launches and framework time per step: per layer of this device's pipeline stage. Chips whose model
         # lives in SRAM run a program their compiler scheduled ahead of time: no launches, no framework loop.
-        per_layer = self.engine.layer_overhead_s + (0.0 if sc.weights_format in NATIVE_FORMATS else self.engine.quant_layer_overhead_s)
-        per_layer += part_layer_s(sc.serving_engine, acc)
+        per_layer = layer_overhead_s(sc.serving_engine, sc.weights_format, acc)
         self.step_overhead_s = per_layer * math.ceil(self.on_device * self.arch.num_layers / self.pp) + self.engine.step_overhead_s
         # a step that carries prompt tokens, in engines that run it without CUDA graphs: the CPU launches every kernel
         # of every layer (data/engine_timing.csv)
