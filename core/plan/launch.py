@@ -76,6 +76,7 @@ class _Facts:
         self.accumulation = int(sc.get("gradient_accumulation_steps", 1) or 1)
         self.seq_len = int(sc.get("seq_len", 2048) or 2048)
         self.method = str(sc.get("method", "serve" if self.serving else "full"))
+        self.goal = getattr(plan, "goal", None)  # fine-tune | pretrain | serve; None for a bare scenario
         self.precision = str(sc.get("precision", "bf16"))
         self.weights_format = str(sc.get("weights_format", "bf16"))
         self.kv_cache_format = str(sc.get("kv_cache_format", "bf16"))
@@ -409,7 +410,8 @@ _TORCHTUNE_DTYPE = {"bf16": "bf16", "bf16-true": "bf16", "fp32": "fp32"}  # torc
 
 
 def _training(p: _Facts) -> str:
-    what = {"full": "Full training", "lora": "LoRA fine-tune", "qlora": "QLoRA fine-tune"}.get(p.method, p.method)
+    full = {"pretrain": "Pretraining", "fine-tune": "Full fine-tune"}.get(p.goal or "", "Full training")
+    what = {"full": full, "lora": "LoRA fine-tune", "qlora": "QLoRA fine-tune"}.get(p.method, p.method)
     lines = _header(p, f"{what} with {p.stack}")
     lines.append(
         _comment(
@@ -427,8 +429,10 @@ def _training(p: _Facts) -> str:
             _comment(f"{p.accelerator_name}: run the stack through its port for this part (PyTorch/XLA, Optimum Neuron or Optimum Habana); the layout is the same")
         )
     lines.append(_comment("data/train.jsonl: your dataset, one example per line"))
-    if p.method == "full":
+    if p.method == "full" and p.goal == "pretrain":
         lines.append(_comment("pretraining from scratch: start from the model's config (random weights) rather than its checkpoint"))
+    elif p.method == "full" and p.goal is None:  # a bare scenario does not say which
+        lines.append(_comment("a fine-tune starts from the checkpoint below; to pretrain, start from the model's config (random weights)"))
     body = {
         "hf": _hf,
         "torchtune": _torchtune,

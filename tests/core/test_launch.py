@@ -478,3 +478,18 @@ def test_a_quiet_serving_plan_caps_the_engine_at_the_targets_not_at_the_average_
     if not get_accelerator(p.accelerator).supports_bf16:
         assert "bf16" not in (p.weights_format, p.kv_cache_format)
         assert p.weights_format not in ("awq-4bit", "gptq-4bit", "fp8") or found.get("--dtype") == "float16"
+
+
+def test_a_full_fine_tune_is_not_told_to_start_from_random_weights():
+    """The fastest plan for "fine-tune a 70B model on 50M tokens" is a full fine-tune: its launch said "pretraining from
+    scratch: start from the model's config (random weights)", which would throw the checkpoint away. Only a pretraining
+    goal says so."""
+    from core.plan import plan
+    from core.plan.goal import Goal
+
+    tune = plan(Goal.model_validate({"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 5e7, "methods": ["full"]}))
+    assert tune.cheapest is not None and tune.cheapest.method == "full"
+    assert "random weights" not in tune.cheapest.launch and "# Full fine-tune with" in tune.cheapest.launch
+    pre = plan(Goal.model_validate({"goal": "pretrain", "model": "llama-3.2-1b", "tokens": 1e9}))
+    assert pre.cheapest is not None
+    assert "pretraining from scratch" in pre.cheapest.launch and "# Pretraining with" in pre.cheapest.launch
