@@ -102,7 +102,7 @@ def ep_decode_step(sc: Scenario, acc: Accelerator, ranks: int, batch_per_rank: i
     expert_bytes = experts_all * a.param_scale * touched / ranks
     factor = float(busiest_rank_load_factor(ranks, b * k, router_cv))
     expert_flops = factor * b * 2.0 * roof.expert_active_params
-    experts_s = max(expert_bytes / roof.expert_bytes_per_s, expert_flops / roof.flops_per_s)
+    experts_s = max(expert_bytes / roof.expert_bytes_per_s, expert_flops / roof.expert_flops_per_s)  # grouped GEMMs' rate (moe.py)
     # two all-to-alls per MoE layer, the busiest rank receiving f_max times the mean
     per_node = DEVICES_PER_NODE[acc.kind]
     nvlink = collective_gbps(acc, min(per_node, ranks)) if ranks > 1 else 1.0
@@ -147,14 +147,15 @@ def ep_prefill_s(sc: Scenario, acc: Accelerator, ranks: int, sequences: int, pro
     tokens = float(sequences * prompt)
     total, embed, experts_all = roof.weight_parts
     weights = (total - embed - experts_all * (1.0 - 1.0 / ranks)) * a.param_scale
-    flops = tokens * (2.0 * a.active_params + attention_flops_per_token(a, prompt / 2.0))
+    expert_flops = tokens * 2.0 * roof.expert_active_params
+    flops = tokens * (2.0 * a.active_params + attention_flops_per_token(a, prompt / 2.0)) - expert_flops
     per_node = DEVICES_PER_NODE[acc.kind]
     nvlink = collective_gbps(acc, min(per_node, ranks)) if ranks > 1 else 1.0
     copies = tokens * a.experts_per_token * a.hidden_size
     a2a = all_to_all_s(copies * DISPATCH_BYTES_PER_CHANNEL, ranks, per_node, nvlink, nic_gbps(acc)) + all_to_all_s(
         copies * COMBINE_BYTES_PER_CHANNEL, ranks, per_node, nvlink, nic_gbps(acc)
     )
-    return max(flops / roof.flops_per_s, weights / roof.bytes_per_s) + float(a2a) * a.moe_layers
+    return max(flops / roof.flops_per_s + expert_flops / roof.expert_flops_per_s, weights / roof.bytes_per_s) + float(a2a) * a.moe_layers
 
 
 def ep_decode_capacity(sc: Scenario, acc: Accelerator, ranks: int, prompt: int, output: int, max_batch_per_rank: int = MAX_TOKENS_PER_RANK) -> EpCapacity | None:

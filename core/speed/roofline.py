@@ -10,7 +10,8 @@ bandwidth-bound until the batch is large enough to be compute-bound.
   FLOPs / (peak x eff)) + tensor-parallel all-reduces (core/speed/comm.py).
 - Mixture of experts (core/speed/moe.py): B tokens each picking k of E experts touch a fraction
   1 - (1 - k/E)^B of each MoE layer's experts (uniform routing assumed); the touched experts stream at the
-  grouped kernels' bandwidth, and each MoE layer adds the fused kernels' fixed time to a step.
+  grouped kernels' bandwidth, their FLOPs run at the grouped GEMMs' compute rate (in decode and prefill), and each
+  MoE layer adds the fused kernels' fixed time to a step.
 - Embedding tables are looked up (B rows), not read; lm_head is read.
 - Pipeline stages run one after another for a token, so pipeline parallelism
   adds memory, not batch-1 speed (llama.cpp's layer split shows the same:
@@ -37,7 +38,7 @@ from core.model.formats import FORMATS, weight_bytes
 from core.scenario import Scenario
 from core.speed.attention import attention_flops_per_token
 from core.speed.comm import ALLREDUCE_LATENCY_S, decode_tp_s, tp_allreduces_per_layer
-from core.speed.moe import MOE_LAYER_FIXED_S, experts_untouched_fraction, moe_bandwidth_efficiency
+from core.speed.moe import MOE_LAYER_FIXED_S, experts_untouched_fraction, grouped_gemm_compute_efficiency, moe_bandwidth_efficiency
 from core.speed.timing import inference_peak_tflops
 
 _OUT = ConfigDict(frozen=True)
@@ -151,6 +152,11 @@ class _Roof:
         self.kv_share = kv_share(self.arch, self.tp)
         self.weight_parts = _weight_parts(self.arch, sc.weights_format)
         self.expert_active_params = _routed_active_params(self.arch)
+        # the grouped expert GEMMs' compute rate: lower than the dense one where a device's share of an expert is small
+        self.expert_flops_per_s = self.flops_per_s
+        if self.arch.is_moe:
+            eff = grouped_gemm_compute_efficiency(self.arch.hidden_size, self.arch.moe_intermediate_size / self.tp, COMPUTE_EFF)
+            self.expert_flops_per_s = peak.tflops * 1e12 * eff
         self.on_device = gpu_layer_share(sc, self.arch)  # llama.cpp gpu_layers: the rest is read from system RAM
         self.host_bytes_per_s = host_memory_bandwidth_gbps(sc, acc, self.tp * self.pp) * 1e9 * HOST_BW_EFF  # one replica's host share
         # Kernel launches and framework time per step: per layer of this device's pipeline stage. Chips whose model
@@ -200,7 +206,7 @@ class _Roof:
             experts = g * _experts_read(a, self.weight_parts, tokens) / split
             expert_flops = g * tokens * 2.0 * self.expert_active_params / split
             dense_mem, dense_cmp = (read - experts) / self.bytes_per_s, (flops - expert_flops) / self.flops_per_s
-            expert_mem, expert_cmp = experts / self.expert_bytes_per_s, expert_flops / self.flops_per_s
+            expert_mem, expert_cmp = experts / self.expert_bytes_per_s, expert_flops / self.expert_flops_per_s
             t_mem, t_cmp = dense_mem + expert_mem, dense_cmp + expert_cmp
             roof = np.maximum(dense_mem, dense_cmp) + np.maximum(expert_mem, expert_cmp)
         else:
@@ -213,8 +219,9 @@ class _Roof:
     def prefill(self, sequences: Any, prompt: float) -> Any:
         a = self.arch
         tokens = sequences * prompt
-        flops = tokens * (2.0 * a.active_params + attention_flops_per_token(a, prompt / 2.0))
-        t_cmp = flops / self.tp / self.flops_per_s
+        expert_flops = tokens * 2.0 * self.expert_active_params
+        flops = tokens * (2.0 * a.active_params + attention_flops_per_token(a, prompt / 2.0)) - expert_flops
+        t_cmp = (flops / self.flops_per_s + expert_flops / self.expert_flops_per_s) / self.tp
         t_mem = _weights_read(a, self.weight_parts, tokens) / self.tp / self.bytes_per_s
         # layers in system RAM: their weights cross PCIe once per micro-batch (computed on the GPU)
         host_weights = (1.0 - self.on_device) * self.weight_parts[0]
@@ -232,7 +239,9 @@ def stage_seconds(sc: Scenario, acc: Accelerator, share: float, layers: int, bat
     experts = _experts_read(a, roof.weight_parts, batch)
     kv = batch * kv_bytes_per_sequence(a, sc.kv_cache_format, context)
     t_mem = share * ((weights - experts + kv * roof.kv_traffic) / roof.bytes_per_s + experts / roof.expert_bytes_per_s)
-    t_cmp = share * batch * (2.0 * a.active_params + attention_flops_per_token(a, context)) / roof.flops_per_s
+    expert_flops = batch * 2.0 * roof.expert_active_params
+    flops = batch * (2.0 * a.active_params + attention_flops_per_token(a, context)) - expert_flops
+    t_cmp = share * (flops / roof.flops_per_s + expert_flops / roof.expert_flops_per_s)
     per_layer = (roof.step_overhead_s - roof.engine.step_overhead_s) / a.num_layers
     decode = max(t_mem, t_cmp) + per_layer * layers + roof.engine.step_overhead_s
     return decode, share * float(roof.prefill(1, prompt))
