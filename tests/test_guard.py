@@ -27,7 +27,6 @@ def _fresh(monkeypatch):
     monkeypatch.setattr(guard, "_queue", [])
     monkeypatch.setattr(guard, "_holders", set())
     monkeypatch.setattr(guard, "_running", 0)
-    monkeypatch.setattr(guard, "_last_end", [0.0])
     monkeypatch.setattr(guard, "RUN_SLOTS", 1)
     # the budgets as deployed (the test suite switches the CPU budget off for the pages: tests/conftest.py)
     monkeypatch.setattr(guard, "FAIR_SHARE", 0.1)
@@ -231,8 +230,6 @@ def test_full_collections_wait_for_an_idle_moment_and_hold_the_turn(monkeypatch)
     assert COLLECT_IF_IDLE() is False and not calls
     assert COLLECT_IF_IDLE(overdue=True) is True and calls == [2], "an overdue collection runs anyway, counted as a run"
     guard._end_turn()
-    assert COLLECT_IF_IDLE() is False and len(calls) == 1, "a run that just ended is still sending its messages"
-    guard._last_end[0] -= guard.QUIET_BEFORE_GC_S
     assert COLLECT_IF_IDLE() is True and calls[-1] == 1, "idle: it runs, and no run starts meanwhile"
     assert guard._running == 0, "the turn is given back"
 

@@ -376,25 +376,22 @@ def _find_malloc_trim() -> Callable[[int], int] | None:
 
 
 _malloc_trim = _find_malloc_trim()
-# A run's end is not an idle moment yet: its messages and script_finished are still on their way out through the
-# event loop, which needs the interpreter, and a full collection holds it (1 ms on a quiet server, 40-80 ms with the
-# sessions of bench/abuse.py adversarial alive, its turn log). Not measured to change a p95: the moves that lost ~40 ms
-# after their run in those logs (about one in 40, quiet or not) overlapped no collection; that cause is not found.
-QUIET_BEFORE_GC_S = 0.25
-_last_end = [0.0]  # when the last run gave its turn up (monotonic)
+_last_end = [0.0]  # when the last run gave its turn up (monotonic; the turn log)
 TRIM_EVERY_S = 30.0  # freed memory is handed back to the system at most this often (a trim took ~30 ms at 300 MB)
 _last_trim = [0.0]
 
 
 def collect_if_idle(overdue: bool = False) -> bool:
-    """One full collection when no script runs, nobody waits and the last run ended at least QUIET_BEFORE_GC_S ago
-    (or when overdue), holding the turn meanwhile. When idle, and at most every TRIM_EVERY_S, glibc is also asked to
-    hand freed memory back to the system (malloc_trim): the objects of expired sessions are freed, but glibc keeps the
-    pages of its heap that still hold a live object here and there, so the resident memory stayed where the sessions
-    took it (issue #25)."""
+    """One full collection when no script runs and nobody waits (or when overdue), holding the turn meanwhile. When
+    idle, and at most every TRIM_EVERY_S, glibc is also asked to hand freed memory back to the system (malloc_trim):
+    the objects of expired sessions are freed, but glibc keeps the pages of its heap that still hold a live object
+    here and there, so the resident memory stayed where the sessions took it (issue #25). Waiting for a quieter
+    moment (0.25 s after the last run's end, whose messages are still going out) was tried and left out: sessions
+    opened back to back then went a minute between collections, and 240 hostile sessions peaked at 565 MB
+    (docs/SERVER.md section 7, round 5)."""
     global _running
     with _turns:
-        if not overdue and (_running or _queue or time.monotonic() - _last_end[0] < QUIET_BEFORE_GC_S):
+        if not overdue and (_running or _queue):
             return False
         _running += 1  # no run starts during the collection
     began = time.monotonic()
@@ -416,10 +413,8 @@ def _collector() -> None:
     last = time.monotonic()
     while True:
         time.sleep(FULL_GC_EVERY_S)
-        # a busy moment: try again shortly rather than a whole interval later
-        while not collect_if_idle(overdue=time.monotonic() - last > FULL_GC_MAX_INTERVAL_S):
-            time.sleep(QUIET_BEFORE_GC_S)
-        last = time.monotonic()
+        if collect_if_idle(overdue=time.monotonic() - last > FULL_GC_MAX_INTERVAL_S):
+            last = time.monotonic()
 
 
 def after_run(started_cpu: float) -> None:

@@ -158,8 +158,9 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
             decode = cap.curve["decode_tokens_per_s"]
             for row in rentable[tp]:
                 f = size_fleet(row, cap, traffic, kind=acc.kind)
-                if f is None:
-                    continue  # one host: the fleet needs more instances than the listing is
+                if f is None:  # one host: the fleet needs more instances than the listing is
+                    why = "a layout fits, but the traffic needs more instances than its listings rent"
+                    continue
                 cost = fleet_usd_per_month(row, f.instances, spot) or 0.0  # serving_rows gave rows with this price
                 within = goal.budget_usd is None or cost <= goal.budget_usd
                 price = (row.spot_usd_per_hour or 0.0) if spot else row.on_demand_usd_per_hour
