@@ -48,6 +48,7 @@ import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -334,9 +335,21 @@ def slowhub(args: argparse.Namespace) -> dict:
     }
 
 
+async def _ws_open_and_leave(port: int, page: str, query: dict[str, list[str]]) -> str:
+    """One hostile tab over the browser's protocol: open the link, wait for its run, close the tab (the server keeps
+    the session for server.disconnectedSessionTTL, as for a closed tab). Returns what went wrong, or ""."""
+    sess = WsSession(port, timeout=120)
+    try:
+        await sess.open(page, urlencode(query, doseq=True))
+        return "refused" if sess.refused else ""
+    finally:
+        await sess.close()
+
+
 def memory(args: argparse.Namespace) -> dict:
-    ttl = args.ttl
-    with Server("--server.enableAgentApi=true", f"--server.agentMaxSessions={args.sessions + 20}", f"--server.agentSessionTTL={ttl}") as srv:
+    ttl = int(args.ttl)
+    server_args = ("--server.enableAgentApi=true", f"--server.agentMaxSessions={args.sessions + 20}", f"--server.agentSessionTTL={ttl}")
+    with Server(*server_args, f"--server.disconnectedSessionTTL={ttl}") as srv:
         warm = AgentSession(srv.port, timeout=120)
         warm.interact({})
         idle = srv.rss_bytes()
@@ -357,13 +370,17 @@ def memory(args: argparse.Namespace) -> dict:
         for i in range(args.sessions):
             page = pages[i % len(pages)]
             try:
+                if args.driver == "ws":
+                    refused += asyncio.run(_ws_open_and_leave(srv.port, page, worst_link(i, prices=args.prices))) == "refused"
+                    continue
                 _, data = AgentSession(srv.port, timeout=120).interact({"page": page, "query_params": worst_link(i, prices=args.prices)})
                 if "Too many open sessions" in json.dumps(data.get("tree"))[:100_000]:
                     refused += 1
             except Exception as exc:
                 errors += 1
                 print("open:", str(exc)[:160], flush=True)
-            time.sleep(args.open_seconds / args.sessions)
+            finally:
+                time.sleep(args.open_seconds / args.sessions)
         opened_at = time.perf_counter() - t0
         peak_open = max(m for _, m in samples) if samples else srv.rss_bytes() / 2**20
         time.sleep(ttl + 60)
@@ -371,6 +388,7 @@ def memory(args: argparse.Namespace) -> dict:
         end = srv.rss_bytes()
     return {
         "sessions": args.sessions,
+        "driver": args.driver,
         "pages": pages,
         "prices": args.prices,
         "cap": os.environ.get("LLMGP_MAX_SESSIONS_PER_CLIENT", "default (64)"),
@@ -408,6 +426,7 @@ def main() -> None:
     m.add_argument("--ttl", type=float, default=30)
     m.add_argument("--pages", default="compare", help="pages the sessions open, in turn (comma-separated url paths)")
     m.add_argument("--prices", action="store_true", help="links also carry a price list at its budget, unique per session")
+    m.add_argument("--driver", choices=("agent", "ws"), default="agent", help="ws: each tab over the browser's protocol, closed after its first run")
     for p in (a, h, m):
         p.add_argument("--json", metavar="FILE")
     args = ap.parse_args()

@@ -47,7 +47,9 @@ class WsSession:
         self.widget_ids: dict[str, str] = {}  # key -> element id
         self.widget_kinds: dict[str, str] = {}  # key -> element type (selectbox, select_slider, ...)
         self.page = ""
+        self.query = ""  # the link's query string, sent with every rerun as the browser does
         self.exceptions = 0  # st.exception elements seen (an app error shown on the page)
+        self.refused = False  # the app refused the session (its address over the session cap)
         self.cookie = ""
 
     def _http_cookie(self, path: str) -> None:
@@ -64,8 +66,9 @@ class WsSession:
         finally:
             conn.close()
 
-    async def open(self, page: str) -> float:
-        self.page = page
+    async def open(self, page: str, query: str = "") -> float:
+        """Load `page` with the link's query string `query` (without the "?"), as a browser opening a shared link."""
+        self.page, self.query = page, query
         t0 = time.perf_counter()
         if self.cookie_from_proxy:
             await asyncio.get_running_loop().run_in_executor(None, self._http_cookie, f"/{page}")
@@ -96,7 +99,9 @@ class WsSession:
         msg = BackMsg()
         state = msg.rerun_script
         state.page_name = self.page
-        state.context_info.CopyFrom(ContextInfo(url=f"http://127.0.0.1:{self.port}/{self.page}", timezone="UTC", locale="en-US"))
+        state.query_string = self.query
+        url = f"http://127.0.0.1:{self.port}/{self.page}" + (f"?{self.query}" if self.query else "")
+        state.context_info.CopyFrom(ContextInfo(url=url, timezone="UTC", locale="en-US"))
         if change is not None:
             key, value = change
             if key not in self.widget_ids:
@@ -127,6 +132,9 @@ class WsSession:
         kind = element.WhichOneof("type")
         if kind == "exception":
             self.exceptions += 1
+            return
+        if kind == "alert" and "Too many open sessions" in element.alert.body:
+            self.refused = True  # the guard's session cap (app_pages/shared/guard.py)
             return
         widget = getattr(element, kind, None)
         element_id = getattr(widget, "id", "") if widget is not None else ""

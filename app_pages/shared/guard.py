@@ -386,9 +386,9 @@ def collect_if_idle(overdue: bool = False) -> bool:
     idle, and at most every TRIM_EVERY_S, glibc is also asked to hand freed memory back to the system (malloc_trim):
     the objects of expired sessions are freed, but glibc keeps the pages of its heap that still hold a live object
     here and there, so the resident memory stayed where the sessions took it (issue #25). Waiting for a quieter
-    moment (0.25 s after the last run's end, whose messages are still going out) was tried and left out: sessions
-    opened back to back then went a minute between collections, and 240 hostile sessions peaked at 565 MB
-    (docs/SERVER.md section 7, round 5)."""
+    moment (0.25 s after the last run's end, whose messages are still going out) was tried and left out: no p95 change
+    was found for it, and sessions opened back to back would go a minute between collections (docs/SERVER.md
+    section 7, round 5)."""
     global _running
     with _turns:
         if not overdue and (_running or _queue):
