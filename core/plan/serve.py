@@ -15,6 +15,7 @@ import numpy as np
 
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.engine_hardware import engine_problem
+from core.catalog.expert_parallel import supports_expert_parallel
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
@@ -79,6 +80,12 @@ def kv_formats(goal: Goal) -> tuple[str, ...]:
     return ("bf16", "fp8") if goal.serving_engine in FP8_KV_ENGINES else ("bf16",)
 
 
+def expert_parallel_searched(sc: Scenario) -> bool:
+    """Whether the planner also tries a mixture-of-experts model expert-parallel over a replica's devices: where the
+    engine has it (data/expert_parallel.csv)."""
+    return sc.architecture.is_moe and supports_expert_parallel(sc.serving_engine)
+
+
 @dataclass
 class ServingOption:
     """A priced serving plan before it is written out: the fleet on a row, its bill built only for the plans shown
@@ -124,6 +131,10 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         for kv in kv_formats(goal):
             for tp in TENSOR_PARALLEL:
                 sc = serving_scenario(goal, fmt, tp, kv_cache_format=kv)
+                if tp > 1 and expert_parallel_searched(sc):
+                    # the same devices expert-parallel, attention data-parallel (no head split: any head count)
+                    ep = sc.replace(expert_parallel=True)
+                    sized.append((fmt, kv, tp, ep, memory_by_batch(ep, Layout(1, tp, 1))))
                 if sc.architecture.num_heads % tp or (tp > 1 and goal.serving_engine in SINGLE_DEVICE_ENGINES):
                     continue
                 sized.append((fmt, kv, tp, sc, memory_by_batch(sc, Layout(1, tp, 1))))
@@ -180,6 +191,11 @@ def serving_plan_of(goal: Goal, o: ServingOption) -> Plan:
     notes = []
     if idle:
         notes.append(f"{idle} of the {b.instances * k} rented devices stay idle: the next replica needs {tp}")
+    if o.scenario.expert_parallel:
+        notes.append(
+            f"expert-parallel: each of the {tp} devices of a replica holds 1/{tp} of the experts, all other weights and the KV cache "
+            f"of its own requests (attention data-parallel); all-to-alls between them every MoE layer"
+        )
     if b.utilisation < 0.2:
         notes.append(f"the fleet is {b.utilisation:.0%} busy on average: the smallest rentable unit is larger than the traffic")
     if b.max_batch_meeting_targets < b.max_batch_that_fits:
@@ -201,6 +217,8 @@ def serving_plan_of(goal: Goal, o: ServingOption) -> Plan:
         "flash_attention": True,
         "accelerator": o.accelerator.id,
     }
+    if o.scenario.expert_parallel:
+        scenario["expert_parallel"] = True  # a key only where on: a tensor-parallel plan's scenario is as before
     traffic = traffic_of(goal)
     in_and_out = o.cost / (traffic.tokens_in_and_out_per_month / 1e6)  # at the goal's pricing (on demand or spot)
     output = o.cost / (traffic.output_tokens_per_month / 1e6)
@@ -233,6 +251,7 @@ def serving_plan_of(goal: Goal, o: ServingOption) -> Plan:
         notes=tuple(notes),
         scenario=scenario,
         kv_cache_format=o.kv_cache_format,
+        expert_parallel=o.scenario.expert_parallel,
         max_batch_that_fits=b.max_batch_that_fits,
         max_batch_meeting_targets=b.max_batch_meeting_targets,
         time_to_first_token_p90_s=b.time_to_first_token_p90_s,
