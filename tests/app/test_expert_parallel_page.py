@@ -1,0 +1,51 @@
+"""Expert parallelism on the Inference page (issue #27): the sidebar toggle (URL key `ep`, default off: a link without
+it opens exactly as before), both bounds of the EP step stated, and a dense model or an engine without EP refused
+in one line."""
+
+from app_pages.shared.fields import defaults, fields
+from app_pages.shared.scenario_io import build_scenario
+from core.estimate import estimate
+from tests.app.conftest import metric, no_exception, open_link, run_app
+
+FIELDS = fields()
+R1 = {"model": "deepseek-r1", "fmt": "fp8", "kv": "fp8", "acc": "h200", "tp": "8", "batch": "256", "engine": "sglang"}
+
+
+def _texts(at) -> str:
+    return " ".join([c.value for c in at.caption] + [m.value for m in at.markdown] + [e.value for e in at.error]).replace("\\", "")
+
+
+def test_an_old_link_opens_as_before_and_the_toggle_turns_ep_on():
+    at = run_app("inference", R1)
+    no_exception(at)
+    assert at.toggle(key="ep").value is False
+    before = metric(at, "Tokens/s, all users")
+    assert "Expert parallel over" not in _texts(at)
+    # the link's numbers are the core's with EP off (the field's default): the old link's results are unchanged
+    link = defaults() | {k: FIELDS[k].parse(v) for k, v in R1.items()}
+    assert "ep" not in R1 and link["ep"] is False
+    sc, problem = build_scenario(link, "")
+    assert problem is None and sc is not None and sc.expert_parallel is False
+    assert before == f"{estimate(sc).inference.aggregate_tokens_per_s:,.0f}"
+    at.toggle(key="ep").set_value(True).run()
+    no_exception(at)
+    assert at.query_params["ep"] in ("True", ["True"])  # bool fields write True, as flash does
+    on = estimate(sc.replace(expert_parallel=True)).inference
+    assert metric(at, "Tokens/s, all users") == f"{on.aggregate_tokens_per_s:,.0f}" != before
+    text = _texts(at)
+    assert "Expert parallel over 8 GPUs" in text and "two-batch overlap" in text
+    assert f"{on.aggregate_tokens_per_s_overlapped:,.0f}" in text
+
+
+def test_a_dense_model_with_ep_is_one_line():
+    at = open_link("inference", {"model": "llama-3.1-8b", "ep": "true", "tp": "2"})
+    no_exception(at)
+    lines = [t for t in (e.value.replace("\\", "") for e in [*at.error, *at.warning]) if "mixture-of-experts model: this one is dense" in t]
+    assert len(lines) == 1 and "\n" not in lines[0].strip(), lines
+
+
+def test_llama_cpp_with_ep_is_one_line():
+    at = open_link("inference", {"model": "qwen3-30b-a3b", "ep": "true", "tp": "2", "engine": "llama.cpp", "fmt": "gguf-q4_k_m"})
+    no_exception(at)
+    lines = [t for t in (e.value.replace("\\", "") for e in [*at.error, *at.warning]) if "llama.cpp has no expert-parallel serving" in t]
+    assert len(lines) == 1 and "\n" not in lines[0].strip(), lines
