@@ -138,3 +138,16 @@ def test_a_replica_decodes_at_most_256_sequences_a_rank():
     assert not isinstance(cap, str)
     assert cap.max_batch_that_fits == 512
     assert math.isfinite(cap.output_tokens_per_s) and cap.output_tokens_per_s > 0
+
+
+def test_explain_shows_the_ep_formula_with_its_numbers():
+    from core.memory.estimate import estimate_memory
+    from core.memory.explain import explain
+
+    sc = Scenario(**R1, tensor_parallel=8, batch_size=256, expert_parallel=True, serving_engine="sglang")
+    mem = estimate_memory(sc)
+    weights, kv = explain(sc, mem)[:2]
+    assert "1/EP of the experts" in weights.formula and "x 7/8" in str(weights.numbers)
+    assert weights.bytes == pytest.approx(expert_parallel_weight_bytes(sc.architecture, "fp8", 8))
+    assert "= 32 sequences (this rank's own)" in str(kv.numbers)
+    assert kv.bytes == pytest.approx(32 * kv_bytes_per_sequence(sc.architecture, "fp8", 2000))
