@@ -180,7 +180,10 @@ class _Roof:
         """An expert-parallel step of the replica: `decodes` sequences and `prefill_tokens` prompt tokens spread evenly
         over its ranks, the busiest rank's time (core/speed/ep_step.py)."""
         n = self.ep_ranks
-        return ep_parts(self, n, np.asarray(decodes, dtype=np.float64) / n, context, np.asarray(prefill_tokens, dtype=np.float64) / n, prompt)
+        d = np.asarray(decodes, dtype=np.float64)
+        # the busiest rank decodes at least one whole sequence (data-parallel attention: a sequence lives on one rank)
+        per_rank = np.maximum(d / n, np.minimum(d, 1.0))
+        return ep_parts(self, n, per_rank, context, np.asarray(prefill_tokens, dtype=np.float64) / n, prompt)
 
     def decode_step(self, batch: Any, context: float) -> tuple[Any, Any, Any]:
         """(step seconds, bytes read per device, compute-bound?); `batch` may be an array."""
