@@ -3,7 +3,11 @@
 adversarial  One victim session moves the context slider on Memory about once a second, first alone (its quiet
              latency), then while 4 attacker sessions of another client (X-Forwarded-For 203.0.113.7) loop, with no
              pause, the most expensive page (GPU vs TPU) on a different uncached model and context every time. Reported: the victim's p50/p95 quiet and under attack,
-             and how many reruns the attackers got.
+             and how many reruns the attackers got. The victim's first moves (--warmup, default 2) are not timed: a
+             session's first move also redraws the page's lower section and the second context is not cached yet, which
+             made the quiet p95 of 30 moves read 25 ms in one run and 55 ms in the next. --driver ws: over the
+             browser's protocol, one victim session quiet then attacked; --log PREFIX: the server's turn log and the
+             victim's moves, to see where a slow move's time went (before its run, waiting for the turn, after it).
 slowhub      One victim session moves the context slider on Memory about once a second, first alone, then while
              another session clicks "Fetch" in a loop against a loopback Hub that trickles its answer's headers one
              byte every 100 ms (`--hub trickle`) or answers after 4 s (`--hub slow`); the fetch's deadline is 5 s
@@ -21,6 +25,8 @@ run with the defence off is the "before" number:
 
     python3 bench/abuse.py adversarial --seconds 45                  # defaults (fair share on)
     python3 bench/abuse.py adversarial --seconds 30 --settle 40      # the attackers past their starting allowances
+    python3 bench/abuse.py adversarial --driver ws --seconds 30 --log /tmp/adv   # the browser's protocol, with the turn log
+    LLMGP_HEAVY_SWITCH_INTERVAL_S=0 python3 bench/abuse.py adversarial --driver ws --seconds 30   # Python's 5 ms switch
     LLMGP_FAIR_SHARE=0 python3 bench/abuse.py adversarial --seconds 45
     python3 bench/abuse.py slowhub --seconds 20 --hub trickle
     python3 bench/abuse.py memory --sessions 130
@@ -95,11 +101,17 @@ def worst_link(i: int, prices: bool = False) -> dict[str, list[str]]:
     return {**link, "prc": [token(worst_prices(i))]} if prices else link
 
 
+WARMUP = [2]  # the victim's untimed moves before its timed ones (--warmup)
+_VICTIM_VALUES = [fields()["seq"].fmt(4096), fields()["seq"].fmt(8192)]
+
+
 def victim(port: int, seconds: float, out: list[float], stop: threading.Event) -> None:
     sess = AgentSession(port, timeout=120, client=VICTIM_ADDRESS)
     sess.interact({})
     seq = fields()["seq"]
     values = [seq.fmt(4096), seq.fmt(8192)]
+    for i in range(WARMUP[0]):  # untimed: a session's first move also redraws the lower section, the second value is cold
+        sess.interact({"widget_state": {"seq": values[i % 2]}})
     i, deadline = 0, time.perf_counter() + seconds
     while time.perf_counter() < deadline and not stop.is_set():
         elapsed, _ = sess.interact({"widget_state": {"seq": values[i % 2]}})
@@ -134,19 +146,25 @@ def p50_p95_ms(**latencies_s: list[float]) -> dict[str, float]:
     return {f"{name}_p{q}_ms": pct(values, q / 100) * 1e3 for name, values in latencies_s.items() for q in (50, 95)}
 
 
-async def _ws_victim(port: int, seconds: float, out: list[float], proxy: bool = False) -> str:
-    """The victim over the browser's protocol: a move of the context slider on Memory about once a second."""
+async def _ws_victim(port: int, proxy: bool = False) -> WsSession:
+    """The victim over the browser's protocol, on Memory, past its untimed warm-up moves (as in victim())."""
     sess = WsSession(port, client=VICTIM_ADDRESS, cookie_from_proxy=proxy, source=VICTIM_SOURCE if proxy else None)
     await sess.open("memory")
-    seq = fields()["seq"]
-    values = [seq.fmt(4096), seq.fmt(8192)]
+    for i in range(WARMUP[0]):
+        await sess.move("seq", _VICTIM_VALUES[i % 2])
+        await asyncio.sleep(0.3)
+    return sess
+
+
+async def _ws_moves(sess: WsSession, seconds: float, out: list[float]) -> None:
+    """The victim's timed moves: the context slider about once a second."""
     i, deadline = 0, time.perf_counter() + seconds
     while time.perf_counter() < deadline:
-        out.append(await sess.move("seq", values[i % 2]))
+        at = time.monotonic()
+        out.append(await sess.move("seq", _VICTIM_VALUES[i % 2]))
+        MOVES.append((round(at, 4), round(out[-1], 4)))
         i += 1
         await asyncio.sleep(random.uniform(0.5, 1.5))
-    await sess.close()
-    return sess.cookie  # behind the proxy: the process it was drawn to
 
 
 async def _ws_attacker(port: int, stop: asyncio.Event, counter: list[int], k: int, proxy: bool = False, drawn: list[str] | None = None) -> None:
@@ -170,18 +188,23 @@ async def _ws_adversarial(port: int, servers: list[Server], args: argparse.Names
     """`port`: the app's, or the proxy's in front of `servers` (--proxy: the shipped recipe, each session drawn to a
     process by the proxy's cookie, clients told apart by their loopback source address)."""
     quiet: list[float] = []
-    await _ws_victim(port, args.seconds, quiet, args.proxy)
+    victim = await _ws_victim(port, args.proxy)  # one person: quiet first, then the attackers arrive
+    await _ws_moves(victim, args.seconds, quiet)
     stop, counter, drawn = asyncio.Event(), [0], []
     attackers = [asyncio.create_task(_ws_attacker(port, stop, counter, k, args.proxy, drawn)) for k in range(args.attackers)]
     await asyncio.sleep(args.settle)
     cpu0 = sum(s.cpu_seconds() for s in servers)
     attacked: list[float] = []
-    victim_drawn = await _ws_victim(port, args.seconds, attacked, args.proxy)
+    await _ws_moves(victim, args.seconds, attacked)
     cpu = sum(s.cpu_seconds() for s in servers) - cpu0
+    await victim.close()
+    victim_drawn = victim.cookie  # behind the proxy: the process it was drawn to
     stop.set()
     await asyncio.wait(attackers, timeout=60)
     return {"quiet": quiet, "attacked": attacked, "attacker_reruns": counter[0], "server_cpu_s": cpu, "attackers_drawn": drawn, "victim_drawn": victim_drawn}
 
+
+MOVES: list[tuple[float, float]] = []  # the victim's moves over the WebSocket: (monotonic start, seconds), for --log
 
 VICTIM_SOURCE, ATTACKER_SOURCE = "127.0.0.2", "127.0.0.3"  # behind the proxy: the peer address is the client
 
@@ -196,12 +219,18 @@ def _through_recipe(args: argparse.Namespace) -> dict:
 
 def adversarial(args: argparse.Namespace) -> dict:
     os.environ["LLMGP_TRUST_PROXY"] = "1"  # clients told apart by X-Forwarded-For (the server inherits the environment)
+    WARMUP[0] = args.warmup
+    if args.log:
+        Path(args.log + ".turns.jsonl").unlink(missing_ok=True)
+        os.environ["LLMGP_TURN_LOG"] = str(Path(args.log + ".turns.jsonl").resolve())
     if args.driver == "ws":
         if args.proxy:
             out = _through_recipe(args)
         else:
             with Server() as srv:
                 out = asyncio.run(_ws_adversarial(srv.port, [srv], args))
+        if args.log:
+            Path(args.log + ".moves.json").write_text(json.dumps(MOVES))
         return {
             "driver": "ws",
             "proxy": args.proxy,
@@ -368,6 +397,8 @@ def main() -> None:
     a.add_argument("--settle", type=float, default=3, help="seconds the attackers loop before the victim's timed moves")
     a.add_argument("--driver", choices=("agent", "ws"), default="agent", help="ws: the browser's protocol (bench/ws_session.py), loops unpaced")
     a.add_argument("--proxy", action="store_true", help="with --driver ws: through deploy/nginx.conf and its two app processes")
+    a.add_argument("--warmup", type=int, default=2, help="the victim's untimed moves first (its first move also redraws the lower section; the second context is cold)")
+    a.add_argument("--log", metavar="PREFIX", help="with --driver ws: PREFIX.turns.jsonl (the server's turn log, LLMGP_TURN_LOG), PREFIX.moves.json (the victim's)")
     h = sub.add_parser("slowhub")
     h.add_argument("--seconds", type=float, default=20)
     h.add_argument("--hub", choices=("trickle", "slow"), default="trickle")

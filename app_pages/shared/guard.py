@@ -37,6 +37,19 @@ waits its turn, and one client cannot open an unbounded number of sessions.
   start on their own: a background thread runs one when no script is running
   and nobody waits (or after FULL_GC_MAX_INTERVAL_S regardless), taking the
   turn like a run so none starts meanwhile.
+- The interpreter lock: CPython hands its lock from a thread that computes to
+  one that asks for it only after the switch interval (5 ms by default). A
+  move's way through the server (the event loop reading the WebSocket, the
+  run's thread starting, its messages and script_finished going out) takes
+  the lock dozens of times; behind a loop's run that holds the turn and
+  computes, each take waited up to 5 ms, so a person's 22 ms move took 70-80
+  ms at p95 (bench/abuse.py adversarial --log: the time went before and
+  after the person's run, not in the turn queue). While a heavy session's
+  run holds the turn the interval is HEAVY_SWITCH_INTERVAL_S (0.2 ms), so
+  everyone else's threads get the lock within that; while a light one's
+  does, Python's 5 ms stays: at 0.2 ms for every run, a room of 100 light
+  sessions switched so often that its p95 grew from 150-180 to 250-440 ms
+  (docs/SERVER.md section 7).
 - Waits: a run that waits on the network gives its turn up meanwhile
   (released(): the Hub fetch), so one slow far end holds up only its own
   session.
@@ -46,6 +59,9 @@ waits its turn, and one client cannot open an unbounded number of sessions.
   ACTIVE_WINDOW_S seconds; a session beyond that gets one line and no work.
 
 Settings come from the environment so that a deployment can tune them:
+LLMGP_HEAVY_SWITCH_INTERVAL_S (the interpreter's switch interval while a heavy
+run holds the turn), LLMGP_TURN_LOG (a file: one JSON line per run, what it
+waited for and where it handed the turn over; for bench/abuse.py --log),
 LLMGP_FAIR_SHARE (0 = no CPU budget), LLMGP_BURST_S, LLMGP_ROOM_SHARE, LLMGP_PERSONAL_SHARE (0 =
 no allowance of a session's own: every run draws on its client's bucket, as
 one person behind each address), LLMGP_RUN_SLOTS
@@ -59,7 +75,9 @@ import ctypes
 import gc
 import heapq
 import itertools
+import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -95,6 +113,9 @@ ACTIVE_WINDOW_S = 120.0
 TRUST_PROXY = os.environ.get("LLMGP_TRUST_PROXY") == "1"
 FREEZE_AFTER_FIRST_RUN = os.environ.get("LLMGP_GC_FREEZE", "1") != "0"  # 0 = leave the collector as Python has it
 _MAX_TRACKED = 10_000
+TURN_LOG = os.environ.get("LLMGP_TURN_LOG", "")
+SWITCH_INTERVAL_S = sys.getswitchinterval()  # Python's own (5 ms): while nobody or a light run holds the turn
+HEAVY_SWITCH_INTERVAL_S = _env_float("LLMGP_HEAVY_SWITCH_INTERVAL_S", 0.0002) or SWITCH_INTERVAL_S  # 0: Python's own
 
 
 @dataclass
@@ -129,15 +150,17 @@ _tickets = itertools.count()
 _holders: set[int] = set()  # thread ids holding a slot
 
 
-def _take_turn(priority: float) -> None:
-    """Wait until no more than RUN_SLOTS - 1 scripts run and no waiting session has a better priority."""
+def _take_turn(priority: float, heavy: bool = False) -> None:
+    """Wait until no more than RUN_SLOTS - 1 scripts run and no waiting session has a better priority. A heavy run
+    holds the turn with the short switch interval (the module's docstring)."""
     global _running
     if not RUN_SLOTS:
         return
-    _local.priority = priority
+    _local.priority, _local.heavy = priority, heavy
     ticket = next(_tickets)
     entry = (priority, ticket)
-    deadline = time.monotonic() + MAX_TURN_WAIT_S
+    asked = time.monotonic()
+    deadline = asked + MAX_TURN_WAIT_S
     with _turns:
         heapq.heappush(_queue, entry)
         while (_running >= RUN_SLOTS or _queue[0] != entry) and time.monotonic() < deadline:
@@ -146,7 +169,9 @@ def _take_turn(priority: float) -> None:
         heapq.heapify(_queue)
         _running += 1
         _holders.add(threading.get_ident())
+        sys.setswitchinterval(HEAVY_SWITCH_INTERVAL_S if heavy else SWITCH_INTERVAL_S)
         _turns.notify_all()
+    _log_event("turn", asked)
 
 
 _local = threading.local()
@@ -171,7 +196,10 @@ def yield_turn() -> None:
         waiting_better = bool(_queue) and _queue[0][0] < mine
     if waiting_better:
         _end_turn()
-        _take_turn(mine)
+        _log_event("handed", time.monotonic())
+        _take_turn(mine, getattr(_local, "heavy", False))
+    elif TURN_LOG:
+        _log_event("point", time.monotonic())
 
 
 @contextmanager
@@ -188,7 +216,34 @@ def released() -> Iterator[None]:
     try:
         yield
     finally:
-        _take_turn(mine)
+        _take_turn(mine, getattr(_local, "heavy", False))
+
+
+def _log_event(kind: str, at: float) -> None:
+    """With LLMGP_TURN_LOG: note a moment of this run (turn: asked for the turn at `at`, got it now; handed: gave it
+    over at a point; point: a hand-over point where nobody better waited)."""
+    events = getattr(_local, "events", None) if TURN_LOG else None
+    if events is not None:
+        events.append((kind, round(at, 4), round(time.monotonic(), 4)))
+
+
+def _write_log(sid: str | None, used_s: float) -> None:
+    events = getattr(_local, "events", None)
+    if not TURN_LOG or events is None:
+        return
+    rec = _sessions.get(sid or "")
+    line = {"sid": (sid or "")[:8], "client": rec.client if rec else "", "light": rec.light if rec else None}
+    line |= {"started": _local.started, "ended": round(time.monotonic(), 4), "cpu_s": round(used_s, 4), "events": events}
+    _local.events = None
+    _append_log(line)
+
+
+def _append_log(line: dict) -> None:
+    try:
+        with open(TURN_LOG, "a", encoding="utf-8") as out:
+            out.write(json.dumps(line) + "\n")
+    except OSError:
+        pass
 
 
 def _end_turn() -> None:
@@ -197,6 +252,8 @@ def _end_turn() -> None:
         if threading.get_ident() in _holders:
             _holders.discard(threading.get_ident())
             _running -= 1
+            _last_end[0] = time.monotonic()
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
             _turns.notify_all()
 
 
@@ -272,7 +329,9 @@ def before_run() -> float:
     waits while its client's shared bucket is empty, and queues behind light ones. Returns the thread CPU clock to
     hand to after_run()."""
     sid = st_private.session_id()
-    priority = 0.0
+    priority, heavy = 0.0, False
+    if TURN_LOG:
+        _local.events, _local.started = [], round(time.monotonic(), 4)
     if sid is not None:
         client = _sessions[sid].client if sid in _sessions else client_key()
         admitted = _admit(sid, client, time.monotonic())
@@ -281,9 +340,10 @@ def before_run() -> float:
             st.stop()
             return time.thread_time()  # not reached (st.stop raises); keeps the types plain
         wait, priority = admitted
+        heavy = not _sessions[sid].light
         if wait > 0:
             time.sleep(wait)
-    _take_turn(priority)
+    _take_turn(priority, heavy)
     return time.thread_time()
 
 
@@ -316,20 +376,25 @@ def _find_malloc_trim() -> Callable[[int], int] | None:
 
 
 _malloc_trim = _find_malloc_trim()
+_last_end = [0.0]  # when the last run gave its turn up (monotonic; the turn log)
 TRIM_EVERY_S = 30.0  # freed memory is handed back to the system at most this often (a trim took ~30 ms at 300 MB)
 _last_trim = [0.0]
 
 
 def collect_if_idle(overdue: bool = False) -> bool:
     """One full collection when no script runs and nobody waits (or when overdue), holding the turn meanwhile. When
-    idle, and at most every TRIM_EVERY_S, glibc is also asked to hand freed memory back to the system
-    (malloc_trim): the objects of expired sessions are freed, but glibc keeps the pages of its heap that still hold
-    a live object here and there, so the resident memory stayed where the sessions took it (issue #25)."""
+    idle, and at most every TRIM_EVERY_S, glibc is also asked to hand freed memory back to the system (malloc_trim):
+    the objects of expired sessions are freed, but glibc keeps the pages of its heap that still hold a live object
+    here and there, so the resident memory stayed where the sessions took it (issue #25). Waiting for a quieter
+    moment (0.25 s after the last run's end, whose messages are still going out) was tried and left out: sessions
+    opened back to back then went a minute between collections, and 240 hostile sessions peaked at 565 MB
+    (docs/SERVER.md section 7, round 5)."""
     global _running
     with _turns:
         if not overdue and (_running or _queue):
             return False
         _running += 1  # no run starts during the collection
+    began = time.monotonic()
     try:
         gc.collect()
         if not overdue and _malloc_trim is not None and time.monotonic() - _last_trim[0] > TRIM_EVERY_S:
@@ -339,6 +404,8 @@ def collect_if_idle(overdue: bool = False) -> bool:
         with _turns:
             _running -= 1
             _turns.notify_all()
+        if TURN_LOG:
+            _append_log({"gc": True, "started": round(began, 4), "ended": round(time.monotonic(), 4), "overdue": overdue})
     return True
 
 
@@ -357,9 +424,11 @@ def after_run(started_cpu: float) -> None:
     if not _frozen.is_set() and FREEZE_AFTER_FIRST_RUN:
         _freeze_long_lived()
     sid = st_private.session_id()
+    used_s = max(0.0, time.thread_time() - started_cpu)
+    _write_log(sid, used_s)
     if sid is None or not FAIR_SHARE:
         return
-    _charge(sid, max(0.0, time.thread_time() - started_cpu), time.monotonic())
+    _charge(sid, used_s, time.monotonic())
 
 
 @contextmanager

@@ -21,6 +21,7 @@ from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
 from core.layout import Layout
 from core.memory.engines import SINGLE_DEVICE_ENGINES
+from core.memory.estimate import fit_capacity
 from core.model.kernels import four_bit_format
 from core.money.serving import (
     FP8_KV_ENGINES,
@@ -82,7 +83,8 @@ def kv_formats(goal: Goal) -> tuple[str, ...]:
 
 def expert_parallel_searched(sc: Scenario) -> bool:
     """Whether the planner also tries a mixture-of-experts model expert-parallel over a replica's devices: where the
-    engine has it (data/expert_parallel.csv)."""
+    engine has it (data/expert_parallel.csv), and on each part only in the formats whose request does not fit one
+    device (plan_serving)."""
     return sc.architecture.is_moe and supports_expert_parallel(sc.serving_engine)
 
 
@@ -150,7 +152,12 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         found, why = False, "no layout fits"
         # the rows that can hold a tensor-parallel group of each size (a TPU row prices one chip of a slice)
         rentable = {tp: [r for r in serving_rows(rows, aid, tp, spot) if tp <= r.accelerators_per_instance or acc.kind == "tpu"] for tp in TENSOR_PARALLEL}
+        # formats whose request fits one device of this part: their replicas are single devices, with no all-to-alls
+        # to pay, and the expert-parallel layouts are not searched for them (a user may still set one)
+        one_device = {(f, k) for f, k, t, c, m in sized if t == 1 and m[0] <= fit_capacity(c, float(acc.usable_memory_bytes))}
         for fmt, kv, tp, sc, total in sized:
+            if sc.expert_parallel and (fmt, kv) in one_device:
+                continue
             if "fp8" in (fmt, kv) and not acc.supports_fp8:
                 continue  # FP8 weights and an FP8 KV cache need FP8 support (Ada, Hopper, Blackwell, MI300, Trainium)
             if fmt in FOUR_BIT and fmt != four_bit_format(acc):
@@ -169,8 +176,9 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
             decode = cap.curve["decode_tokens_per_s"]
             for row in rentable[tp]:
                 f = size_fleet(row, cap, traffic, kind=acc.kind)
-                if f is None:
-                    continue  # one host: the fleet needs more instances than the listing is
+                if f is None:  # one host: the fleet needs more instances than the listing is
+                    why = "a layout fits, but the traffic needs more instances than its listings rent"
+                    continue
                 cost = fleet_usd_per_month(row, f.instances, spot) or 0.0  # serving_rows gave rows with this price
                 within = goal.budget_usd is None or cost <= goal.budget_usd
                 price = (row.spot_usd_per_hour or 0.0) if spot else row.on_demand_usd_per_hour

@@ -92,9 +92,9 @@ def ep_parts(roof: Any, ranks: int, decodes: Any, context: float, prefill_tokens
     expert_bytes = experts_all * a.param_scale * touched / ranks
     factor = busiest_rank_load_factor(ranks, tokens * k, router_cv)
     expert_flops = factor * tokens * 2.0 * roof.expert_active_params
-    experts_s = np.maximum(expert_bytes / roof.expert_bytes_per_s, expert_flops / roof.flops_per_s)
+    experts_s = np.maximum(expert_bytes / roof.expert_bytes_per_s, expert_flops / roof.expert_flops_per_s)  # grouped GEMMs' rate (moe.py)
     # two all-to-alls per MoE layer, the busiest rank receiving f_max times the mean
     a2a_s = factor * dispatch_and_combine_s(roof, ranks, tokens) * a.moe_layers
     t_mem = (dense_bytes + kv) / roof.bytes_per_s + expert_bytes / roof.expert_bytes_per_s
-    t_cmp = dense_flops / roof.flops_per_s + expert_flops / roof.flops_per_s
+    t_cmp = dense_flops / roof.flops_per_s + expert_flops / roof.expert_flops_per_s
     return EpParts(dense_s, experts_s, a2a_s, roof.step_overhead_s, factor, dense_bytes + kv + expert_bytes, t_cmp > t_mem)

@@ -109,9 +109,10 @@ def ep_prefill_s(sc: Scenario, acc: Accelerator, ranks: int, sequences: int, pro
     tokens = float(sequences * prompt)
     total, embed, experts_all = roof.weight_parts
     weights = total - (embed + experts_all * (1.0 - 1.0 / ranks)) * a.param_scale  # total is scaled already
-    flops = tokens * (2.0 * a.active_params + attention_flops_per_token(a, prompt / 2.0))
+    expert_flops = tokens * 2.0 * roof.expert_active_params
+    flops = tokens * (2.0 * a.active_params + attention_flops_per_token(a, prompt / 2.0)) - expert_flops
     a2a = dispatch_and_combine_s(roof, ranks, tokens)
-    return max(flops / roof.flops_per_s, weights / roof.bytes_per_s) + float(a2a) * a.moe_layers
+    return max(flops / roof.flops_per_s + expert_flops / roof.expert_flops_per_s, weights / roof.bytes_per_s) + float(a2a) * a.moe_layers
 
 
 def ep_decode_capacity(sc: Scenario, acc: Accelerator, ranks: int, prompt: int, output: int, max_batch_per_rank: int = MAX_TOKENS_PER_RANK) -> EpCapacity | None:

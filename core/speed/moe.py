@@ -44,6 +44,22 @@ ROUTER_RANK_CV_NO_EPLB = math.sqrt((491.6 / 1024.0) ** 2 - (1 - 1 / 32) / _TRTLL
 - Compute. Each touched expert sees about B x k / E tokens, padded by the kernel to its block of 16-64 rows; at
   decode batches that padding is a few percent of a step's FLOPs and the step stays bandwidth-bound, so the
   FLOPs stay 2 x active parameters per token (the roofline's compute side).
+- Compute rate of the grouped GEMMs. Each output tile of a grouped GEMM walks the reduction dimension K (the hidden
+  size for gate and up, the expert's width on this device for down) and pays a fixed prologue and epilogue (pipeline
+  fill, scales, the store). With that fixed part worth K0 steps of K, a tile runs at K / (K + K0) of the rate it
+  reaches on a long K, taken as the dense compute efficiency (core/speed/roofline.py COMPUTE_EFF: a grouped GEMM does
+  not beat a dense one). Over one expert's three matrices (gate and up: 2/3 of its FLOPs at K = hidden; down: 1/3 at
+  K = width / TP) the FLOP-weighted time gives
+      efficiency = COMPUTE_EFF / (2/3 x (1 + K0 / hidden) + 1/3 x (1 + K0 / width per device)).
+  Small experts split over many devices pay most: Qwen3-30B-A3B at TP 4 (down K = 192) runs its experts at a third
+  of the dense rate, gpt-oss (K = 2,880) at three quarters. K0 is the one constant, fitted on one published kernel
+  time in the compute-bound range: vLLM's benchmark_moe.py for Mixtral 8x7B bf16 at TP 2 on one H100 (vllm-project/
+  vllm PR #24700, 2025-09-11, tuned config, batch 1,536: 1,122.9 us, 384 tokens an expert), K0 = 938. Checked on
+  the same kernel at batches 256-1,024 and on another part and shape: Gemma 4's experts (E = 128, top-8, 2,816 x
+  704) in bf16 on an H200, batches 8-4,096 (vllm-project/vllm PR #44818, 2026-06-08, tuned column), within 25%
+  (tests/data/moe_kernels.csv). vLLM's Triton FP8 W8A8 path is slower than this at large batches (Qwen3-30B-A3B on
+  an H100 from batch 512 on, recorded misses in the same table: 144-188 TFLOP/s at batches 1,024-4,096, under 10% of
+  the FP8 peak and below the bf16 rate of a similar shape); it is not modelled.
 """
 
 from __future__ import annotations
@@ -59,6 +75,9 @@ from core.model.architecture import Architecture
 # bytes: fitted together on vLLM's published fused-MoE kernel times (module docstring: 11 batches, two unknowns).
 MOE_LAYER_FIXED_S = 32.3e-6
 MOE_BANDWIDTH_EFFICIENCY = 0.76
+# Fixed work of a grouped-GEMM output tile in steps of the reduction dimension (module docstring: fitted on vLLM's
+# Mixtral 8x7B bf16 TP 2 fused-MoE time at batch 1,536 on an H100, vllm-project/vllm PR #24700).
+MOE_GEMM_TILE_OVERHEAD_K = 938.0
 
 # Spread of the routed tokens over expert-parallel ranks that a real router adds to uniform routing (relative standard
 # deviation between ranks), from TensorRT-LLM's published per-rank counts (module docstring: Table 1 of its tech blog 4,
@@ -83,6 +102,14 @@ def moe_bandwidth_efficiency(dense_efficiency: float) -> float:
     """Share of datasheet bandwidth the grouped expert GEMMs reach: the kernel's, or the engine's dense figure where
     that is lower (weights dequantized inside the kernel)."""
     return min(dense_efficiency, MOE_BANDWIDTH_EFFICIENCY)
+
+
+def grouped_gemm_compute_efficiency(hidden: int, expert_width_per_device: float, dense_efficiency: float) -> float:
+    """Share of peak the grouped expert GEMMs reach when compute-bound: `dense_efficiency` scaled by each matrix's
+    K / (K + K0), FLOP-weighted over gate and up (K = hidden) and down (K = the expert's width on this device)
+    (module docstring)."""
+    k0 = MOE_GEMM_TILE_OVERHEAD_K
+    return dense_efficiency / (2.0 / 3.0 * (1.0 + k0 / hidden) + 1.0 / 3.0 * (1.0 + k0 / expert_width_per_device))
 
 
 def expected_max_normal(n: int) -> float:

@@ -10,7 +10,8 @@ bandwidth-bound until the batch is large enough to be compute-bound.
   FLOPs / (peak x eff)) + tensor-parallel all-reduces (core/speed/comm.py).
 - Mixture of experts (core/speed/moe.py): B tokens each picking k of E experts touch a fraction
   1 - (1 - k/E)^B of each MoE layer's experts (uniform routing assumed); the touched experts stream at the
-  grouped kernels' bandwidth, and each MoE layer adds the fused kernels' fixed time to a step.
+  grouped kernels' bandwidth, their FLOPs run at the grouped GEMMs' compute rate (in decode and prefill), and each
+  MoE layer adds the fused kernels' fixed time to a step.
 - Embedding tables are looked up (B rows), not read; lm_head is read.
 - Pipeline stages run one after another for a token, so pipeline parallelism
   adds memory, not batch-1 speed (llama.cpp's layer split shows the same:
@@ -38,7 +39,7 @@ from core.scenario import Scenario
 from core.speed.attention import attention_flops_per_token
 from core.speed.comm import ALLREDUCE_LATENCY_S, decode_tp_s, tp_allreduces_per_layer
 from core.speed.ep_step import EpParts, ep_parts
-from core.speed.moe import MOE_LAYER_FIXED_S, experts_untouched_fraction, moe_bandwidth_efficiency
+from core.speed.moe import MOE_LAYER_FIXED_S, experts_untouched_fraction, grouped_gemm_compute_efficiency, moe_bandwidth_efficiency
 from core.speed.timing import inference_peak_tflops
 
 _OUT = ConfigDict(frozen=True)
@@ -147,6 +148,15 @@ class _Roof:
         self.kv_share = kv_share(self.arch, self.tp)
         self.weight_parts = _weight_parts(self.arch, sc.weights_format)
         self.expert_active_params = _routed_active_params(self.arch)
+        # the grouped expert GEMMs' compute rate: lower than the dense one where a device's share of an expert is small
+        self.expert_flops_per_s = self.flops_per_s
+        # expert-parallel serving (sc.expert_parallel): the replica's tp devices are EP ranks with data-parallel
+        # attention, each step the busiest rank's (core/speed/ep_step.py); the replica's batch is spread over them
+        self.ep_ranks = expert_parallel_ranks(sc, layout) if self.arch.is_moe else 1
+        if self.arch.is_moe:
+            width = self.arch.moe_intermediate_size / (1 if self.ep_ranks > 1 else self.tp)  # EP: whole experts a rank
+            eff = grouped_gemm_compute_efficiency(self.arch.hidden_size, width, COMPUTE_EFF)
+            self.expert_flops_per_s = peak.tflops * 1e12 * eff
         self.on_device = gpu_layer_share(sc, self.arch)  # llama.cpp gpu_layers: the rest is read from system RAM
         self.host_bytes_per_s = host_memory_bandwidth_gbps(sc, acc, self.tp * self.pp) * 1e9 * HOST_BW_EFF  # one replica's host share
         # Kernel launches and framework time per step: per layer of this device's pipeline stage. Chips whose model
@@ -172,9 +182,6 @@ class _Roof:
         # expanded copy written and read again.
         groups = 1 if self.arch.is_mla else self.arch.num_heads / self.arch.num_kv_heads
         self.kv_traffic = 1.0 + 2.0 * groups if self.engine.kv_expanded and groups > 1 else 1.0
-        # expert-parallel serving (sc.expert_parallel): the replica's tp devices are EP ranks with data-parallel
-        # attention, each step the busiest rank's (core/speed/ep_step.py); the replica's batch is spread over them
-        self.ep_ranks = expert_parallel_ranks(sc, layout) if self.arch.is_moe else 1
 
     def ep_step(self, decodes: Any, context: float, prefill_tokens: Any = 0.0, prompt: float = 0.0) -> EpParts:
         """An expert-parallel step of the replica: `decodes` sequences and `prefill_tokens` prompt tokens spread evenly
@@ -212,7 +219,7 @@ class _Roof:
             experts = g * _experts_read(a, self.weight_parts, tokens) / split
             expert_flops = g * tokens * 2.0 * self.expert_active_params / split
             dense_mem, dense_cmp = (read - experts) / self.bytes_per_s, (flops - expert_flops) / self.flops_per_s
-            expert_mem, expert_cmp = experts / self.expert_bytes_per_s, expert_flops / self.flops_per_s
+            expert_mem, expert_cmp = experts / self.expert_bytes_per_s, expert_flops / self.expert_flops_per_s
             t_mem, t_cmp = dense_mem + expert_mem, dense_cmp + expert_cmp
             roof = np.maximum(dense_mem, dense_cmp) + np.maximum(expert_mem, expert_cmp)
         else:
@@ -229,8 +236,9 @@ class _Roof:
             return ep_parts(self, self.ep_ranks, 0.0, prompt, own * prompt, prompt).step_s + self.prefill_step_s
         a = self.arch
         tokens = sequences * prompt
-        flops = tokens * (2.0 * a.active_params + attention_flops_per_token(a, prompt / 2.0))
-        t_cmp = flops / self.tp / self.flops_per_s
+        expert_flops = tokens * 2.0 * self.expert_active_params
+        flops = tokens * (2.0 * a.active_params + attention_flops_per_token(a, prompt / 2.0)) - expert_flops
+        t_cmp = (flops / self.flops_per_s + expert_flops / self.expert_flops_per_s) / self.tp
         t_mem = _weights_read(a, self.weight_parts, tokens) / self.tp / self.bytes_per_s
         # layers in system RAM: their weights cross PCIe once per micro-batch (computed on the GPU)
         host_weights = (1.0 - self.on_device) * self.weight_parts[0]
@@ -248,7 +256,9 @@ def stage_seconds(sc: Scenario, acc: Accelerator, share: float, layers: int, bat
     experts = _experts_read(a, roof.weight_parts, batch)
     kv = batch * kv_bytes_per_sequence(a, sc.kv_cache_format, context)
     t_mem = share * ((weights - experts + kv * roof.kv_traffic) / roof.bytes_per_s + experts / roof.expert_bytes_per_s)
-    t_cmp = share * batch * (2.0 * a.active_params + attention_flops_per_token(a, context)) / roof.flops_per_s
+    expert_flops = batch * 2.0 * roof.expert_active_params
+    flops = batch * (2.0 * a.active_params + attention_flops_per_token(a, context)) - expert_flops
+    t_cmp = share * (flops / roof.flops_per_s + expert_flops / roof.expert_flops_per_s)
     per_layer = (roof.step_overhead_s - roof.engine.step_overhead_s) / a.num_layers
     decode = max(t_mem, t_cmp) + per_layer * layers + roof.engine.step_overhead_s
     return decode, share * float(roof.prefill(1, prompt))

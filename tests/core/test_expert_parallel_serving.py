@@ -103,13 +103,13 @@ SERVE_R1 = {"goal": "serve", "model": "deepseek-r1", "requests_per_day": 2_000_0
 
 def test_the_planner_picks_an_expert_parallel_plan_where_it_wins_and_says_so():
     """DeepSeek-R1 at 2M requests a day (1,000 in / 1,000 out, 20 tokens/s per user): before EP was searched the
-    cheapest plan was 3 x 8 B200, AWQ, TP 4 at $59,480 a month (2026-11-26); with it, 4 x 8 H100 expert-parallel,
-    AWQ at $56,064. The plan's scenario, notes and field say EP."""
+    cheapest plan was B300s, AWQ, TP 4 at $61,232 a month (main at 12d523c, 2026-11-26); with it, 4 x 8 H100
+    expert-parallel, AWQ at $56,064. The plan's scenario, notes and field say EP."""
     r = plan(Goal.model_validate(SERVE_R1))
     c = r.cheapest
     assert c.expert_parallel and c.scenario["expert_parallel"] is True
     assert any(n.startswith("expert-parallel:") for n in c.notes)
-    assert c.usd_per_month < 59_480
+    assert c.usd_per_month < 61_232
     tp_plans = [p for p in r.plans if not p.expert_parallel]
     assert tp_plans and all("expert_parallel" not in p.scenario for p in tp_plans)  # a TP plan's scenario is as before
     # the plan's scenario reproduces an EP scenario

@@ -11,27 +11,70 @@ import core.speed.roofline as roofline_module
 from core.catalog.accelerators import get_accelerator
 from core.layout import Layout
 from core.scenario import Scenario
-from core.speed.moe import MOE_BANDWIDTH_EFFICIENCY, MOE_LAYER_FIXED_S, experts_untouched_fraction
-from core.speed.roofline import inference_speed, roofline, weight_read_bytes
+from core.speed.moe import MOE_BANDWIDTH_EFFICIENCY, MOE_GEMM_TILE_OVERHEAD_K, MOE_LAYER_FIXED_S, experts_untouched_fraction, grouped_gemm_compute_efficiency
+from core.speed.roofline import COMPUTE_EFF, inference_speed, roofline, weight_read_bytes
+from core.speed.timing import inference_peak_tflops
 
 BYTES_PER_WEIGHT = {"fp8": 1, "bf16": 2}
 KERNELS = list(csv.DictReader((Path(__file__).resolve().parents[1] / "data" / "moe_kernels.csv").open(newline="")))
 
 
-def kernel_us(row: dict) -> float:
-    """One MoE layer's fused expert kernels at the row's batch: the fixed time plus the touched experts' gate, up and
-    down matrices (3 x hidden x width per device) at the grouped kernels' bandwidth."""
+def kernel_us(row: dict, tile_overhead_k: float = MOE_GEMM_TILE_OVERHEAD_K) -> float:
+    """One MoE layer's fused expert kernels at the row's batch, as the roofline prices them: the fixed time plus the
+    larger of the touched experts' gate, up and down matrices (3 x hidden x width per device) at the grouped kernels'
+    bandwidth and their FLOPs (2 per weight, k experts a token) at the grouped GEMMs' compute rate."""
     e, k, b = int(row["experts"]), int(row["experts_per_token"]), int(row["batch"])
+    hidden, width = int(row["hidden"]), int(row["expert_width_per_device"])
+    acc = get_accelerator(row["accelerator"])
     touched = e * (1.0 - (1.0 - k / e) ** b)
-    bytes_per_expert = 3 * int(row["hidden"]) * int(row["expert_width_per_device"]) * BYTES_PER_WEIGHT[row["weights_format"]]
-    bandwidth = get_accelerator(row["accelerator"]).memory_bandwidth_bytes_per_s * MOE_BANDWIDTH_EFFICIENCY
-    return (MOE_LAYER_FIXED_S + touched * bytes_per_expert / bandwidth) * 1e6
+    bytes_per_expert = 3 * hidden * width * BYTES_PER_WEIGHT[row["weights_format"]]
+    bandwidth = acc.memory_bandwidth_bytes_per_s * MOE_BANDWIDTH_EFFICIENCY
+    efficiency = COMPUTE_EFF / (2.0 / 3.0 * (1.0 + tile_overhead_k / hidden) + 1.0 / 3.0 * (1.0 + tile_overhead_k / width))
+    flops_per_s = inference_peak_tflops(acc, row["weights_format"]).tflops * 1e12 * efficiency
+    return (MOE_LAYER_FIXED_S + max(touched * bytes_per_expert / bandwidth, b * k * 2.0 * 3 * hidden * width / flops_per_s)) * 1e6
 
 
 @pytest.mark.parametrize("row", KERNELS, ids=[r["id"] for r in KERNELS])
 def test_fused_moe_kernel_times(row):
+    """Within the row's tolerance, or outside it where the table records a miss (`expect` = miss): vLLM's Triton FP8
+    path from batch 512 on (about 190 TFLOP/s on an H100, below its bf16 rate), and the flat 185-189 us of the Gemma 4
+    benchmark at batches 1-4 (no fixed time near it in the other benchmarks; its harness is not published)."""
     got, measured = kernel_us(row), float(row["measured_us"])
-    assert got == pytest.approx(measured, rel=float(row["tolerance"])), (got, row["source"])
+    within = abs(got / measured - 1.0) <= float(row["tolerance"])
+    assert within == (row["expect"] != "miss"), (got, measured, row["source"])
+
+
+def test_grouped_gemm_tile_overhead_is_the_calibration_rows_value():
+    """K0 solves the compute-bound calibration row (Mixtral 8x7B bf16 TP 2 on an H100, batch 1,536) to within 1%:
+    the kernel time rises by 1.5% for each 10% of K0, so the constant is pinned by that one published time."""
+    (row,) = [r for r in KERNELS if r["expect"] == "calibration" and int(r["batch"]) > 1024]
+    measured = float(row["measured_us"])
+    lo, hi = 0.0, 10_000.0
+    for _ in range(60):  # kernel_us rises with K0: bisect for the K0 that gives the measured time
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if kernel_us(row, mid) < measured else (lo, mid)
+    assert MOE_GEMM_TILE_OVERHEAD_K == pytest.approx(lo, rel=0.01)
+    assert kernel_us(row) == pytest.approx(measured, rel=0.01)
+
+
+def test_grouped_gemm_efficiency_invariants():
+    """Never above the dense rate, rising with the hidden size and with a device's share of the expert width, and
+    with the figures the docs quote: gpt-oss (2,880 x 2,880) at three quarters of the dense rate, Qwen3-30B-A3B at
+    TP 4 (2,048 x 192) at a third."""
+    widths = np.array([64.0, 192.0, 768.0, 2880.0, 14336.0, 1e9])
+    eff = grouped_gemm_compute_efficiency(2048, widths, COMPUTE_EFF)
+    assert np.all(np.diff(eff) > 0) and np.all(eff < COMPUTE_EFF)
+    assert grouped_gemm_compute_efficiency(1e9, 1e9, COMPUTE_EFF) == pytest.approx(COMPUTE_EFF)
+    assert grouped_gemm_compute_efficiency(2880, 2880, COMPUTE_EFF) / COMPUTE_EFF == pytest.approx(0.75, abs=0.01)
+    assert grouped_gemm_compute_efficiency(2048, 768 / 4, COMPUTE_EFF) / COMPUTE_EFF == pytest.approx(0.34, abs=0.01)
+
+
+def test_large_batch_kernel_rows_are_compute_bound_checks():
+    """The rows that test the compute side: at least the calibration row and checks on another part and shape where
+    the FLOP time exceeds the bandwidth time."""
+    compute_bound = [r for r in KERNELS if int(r["batch"]) >= 1536 and r["weights_format"] == "bf16"]
+    assert {r["accelerator"] for r in compute_bound if r["expect"] == "within"} == {"h200"}
+    assert {r["experts"] for r in compute_bound} == {"8", "128"}
 
 
 def test_kernel_table_has_checks_on_other_parts_and_shapes():
@@ -90,6 +133,7 @@ def test_experts_and_dense_part_each_on_their_own_roofline():
     flops = 1024.0 * 2.0 * roof.arch.active_params
     single = max((dense_bytes + experts) / roof.bytes_per_s, flops / roof.flops_per_s)
     expert_flops = 1024.0 * 2.0 * roof.expert_active_params
-    split = max(dense_bytes / roof.bytes_per_s, (flops - expert_flops) / roof.flops_per_s) + max(experts / roof.expert_bytes_per_s, expert_flops / roof.flops_per_s)
+    dense = max(dense_bytes / roof.bytes_per_s, (flops - expert_flops) / roof.flops_per_s)
+    split = dense + max(experts / roof.expert_bytes_per_s, expert_flops / roof.expert_flops_per_s)
     assert step == pytest.approx(split, rel=0.01)  # the KV cache of 1,024 one-token contexts is negligible
     assert step > 1.1 * single

@@ -396,3 +396,14 @@ def test_serving_picks_are_signable(model, requests_per_day, pricing):
     assert r.cheapest is not None and r.fastest is not None
     for p in (r.cheapest, r.fastest):
         assert serving_signable(p) == [], (model, requests_per_day, p.accelerator, p.provider, p.weights_format)
+
+
+def test_a_part_whose_listings_cannot_rent_the_fleet_says_so_not_that_nothing_fits():
+    """An 8B fits one H100 easily; at a traffic no provider rents enough H100s for in one order, the part is left
+    out because of the fleet's size, and the message says that (it said "no layout fits", which reads as memory)."""
+    from core.plan.serve import plan_serving
+
+    goal = Goal(goal="serve", model="llama-3.1-8b", requests_per_day=1e9, input_tokens=1000, output_tokens=1000, accelerators=("h100-sxm",))
+    options, skipped, _ = plan_serving(goal)
+    assert not options
+    assert skipped == ["h100-sxm: a layout fits, but the traffic needs more instances than its listings rent"]
