@@ -49,3 +49,16 @@ def test_llama_cpp_with_ep_is_one_line():
     no_exception(at)
     lines = [t for t in (e.value.replace("\\", "") for e in [*at.error, *at.warning]) if "llama.cpp has no expert-parallel serving" in t]
     assert len(lines) == 1 and "\n" not in lines[0].strip(), lines
+
+
+def test_the_plan_sentence_and_table_say_expert_parallel():
+    from app_pages.shared.planning import headline, plan_table
+    from core.plan import Goal, plan
+
+    r = plan(Goal(goal="serve", model="deepseek-r1", requests_per_day=2_000_000, input_tokens=1000, output_tokens=1000))
+    c = r.cheapest
+    assert c.expert_parallel
+    assert f"(each expert-parallel over {c.tensor_parallel} GPUs)" in headline(c, "on-demand")
+    rows = plan_table(r.plans, serving=True)
+    assert any(row["Replicas x TP"].endswith("(expert-parallel)") for row in rows)
+    assert any(not row["Replicas x TP"].endswith("(expert-parallel)") for row in rows)
