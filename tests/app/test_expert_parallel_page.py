@@ -2,6 +2,8 @@
 it opens exactly as before), both bounds of the EP step stated, and a dense model or an engine without EP refused
 in one line."""
 
+import pytest
+
 from app_pages.shared.fields import defaults, fields
 from app_pages.shared.scenario_io import build_scenario
 from core.estimate import estimate
@@ -62,3 +64,20 @@ def test_the_plan_sentence_and_table_say_expert_parallel():
     rows = plan_table(r.plans, serving=True)
     assert any(row["Replicas x TP"].endswith("(expert-parallel)") for row in rows)
     assert any(not row["Replicas x TP"].endswith("(expert-parallel)") for row in rows)
+
+
+def test_the_memory_page_breakdown_shows_the_ep_weights_per_device():
+    """The Memory page's per-device bars with ep on: weights = all weights - routed experts x 7/8 (93.9 GiB for
+    DeepSeek-R1 FP8 on 8 GPUs, against 78.3 GiB under TP 8), from the formula the speed and the planner use; its
+    assumptions say expert-parallel, not that the MLA cache is replicated on every rank."""
+    from core.memory.components import expert_parallel_weight_bytes
+    from core.scenario import Scenario
+    from tests.app.conftest import charts
+
+    at = run_app("memory", R1 | {"ep": "True"})
+    no_exception(at)
+    want = expert_parallel_weight_bytes(Scenario(model="deepseek-r1").architecture, "fp8", 8) / 2**30
+    bars = {t["name"]: t["x"][0] for f in charts(at) for t in f["data"] if t.get("y") == ["per device"]}
+    assert bars["Weights"] == pytest.approx(want)
+    text = _texts(at)
+    assert "expert-parallel over 8 devices" in text and "replicated on every tensor-parallel rank" not in text
