@@ -54,6 +54,18 @@ if presenter:
         else:
             show(decode_figure(KEY), key="chart_decode")
 headline()
+if inf.expert_parallel_ranks > 1 and inf.decode_tokens_per_s_overlapped is not None:
+    # the two bounds of an expert-parallel step (core/speed/expert_parallel.py): all-to-alls after the compute, or hidden
+    st.caption(
+        plain(
+            f"Expert parallel over {inf.expert_parallel_ranks} GPUs: {inf.decode_tokens_per_s:,.1f} tokens/s per user, "
+            f"{inf.aggregate_tokens_per_s:,.0f} for all users, when the GPUs' token exchanges wait for the compute (the slower case, shown above); "
+            f"up to {inf.decode_tokens_per_s_overlapped:,.1f} and {inf.aggregate_tokens_per_s_overlapped or 0:,.0f} if two-batch overlap hides them entirely. "
+            f"The exchanges take {inf.all_to_all_share or 0:.0%} of a step."
+        )
+    )
+elif sc.expert_parallel:
+    st.caption("Expert parallel needs two or more tensor-parallel GPUs and no pipeline parallelism (Parallelism in the sidebar): served without it.")
 if (wired := wired_limit_text(acc)) is not None:  # Apple silicon: what the GPU may use of the unified memory
     st.caption(say(wired, units.name))
 if result.layout_needed is None:

@@ -4,7 +4,8 @@ largest batch that fits is allowed (what the engines' peak-throughput tables mea
 
 Then, for the mixture-of-experts cases, what one wide expert-parallel layout (core/speed/expert_parallel.py: DP
 attention, E/n experts a rank, DeepEP-style all-to-alls) would deliver per GPU on the same part and format as the
-cheapest plan, decode only and with its prefill on the same devices. The planner does not search that layout yet.
+cheapest plan, decode only and with its prefill on the same devices. The planner searches EP over a replica's 2, 4 or 8
+devices (core/plan/serve.py); the cheapest plan says "EP n" where it is one.
 
 Run:  python3 bench/moe_capacity.py
 """
@@ -57,7 +58,8 @@ def main() -> None:
             continue
         s = c.scenario
         per_gpu = c.output_tokens_per_s_capacity / c.devices
-        how = f"{s.get('weights_format')}, KV {s.get('kv_cache_format')}, TP {s.get('tensor_parallel')}, batch {s.get('batch_size')}, {c.devices} GPUs"
+        layout = "EP" if s.get("expert_parallel") else "TP"
+        how = f"{s.get('weights_format')}, KV {s.get('kv_cache_format')}, {layout} {s.get('tensor_parallel')}, batch {s.get('batch_size')}, {c.devices} GPUs"
         print(f"{name:40s} {per_gpu:9,.0f} output tokens/s per GPU  ({how})")
         out[name] = round(per_gpu)
         if Scenario(model=model).architecture.is_moe and supports_expert_parallel(engine):

@@ -134,6 +134,11 @@ class Scenario(BaseModel):
     data_parallel: int = Field(default=1, ge=1, le=100_000)
     tensor_parallel: int = Field(default=1, ge=1, le=512)
     pipeline_parallel: int = Field(default=1, ge=1, le=512)
+    expert_parallel: bool = Field(
+        default=False,
+        description="serving a mixture-of-experts model expert-parallel over the replica's tensor_parallel devices, attention data-parallel "
+        "(vLLM --enable-expert-parallel, SGLang --ep-size with --enable-dp-attention, TensorRT-LLM enable_attention_dp: data/expert_parallel.csv)",
+    )
     kv_cache_format: KvFormat = "bf16"
     training_stack: StackId = Field(default="hf", description="the training software (core/memory/stacks.py)")
     serving_engine: EngineId = Field(default="vllm", description="the serving software (core/memory/engines.py)")
@@ -214,7 +219,19 @@ class Scenario(BaseModel):
 
             if (problem := engine_problem(self.serving_engine, get_accelerator(self.accelerator))) is not None:
                 raise ValueError(problem)
+            if self.expert_parallel and (problem := self._expert_parallel_problem()) is not None:
+                raise ValueError(problem)
         return self
+
+    def _expert_parallel_problem(self) -> str | None:
+        """Why this serving scenario cannot run expert-parallel (one line), or None."""
+        from core.catalog.expert_parallel import supports_expert_parallel
+
+        if not self.architecture.is_moe:
+            return "expert parallelism needs a mixture-of-experts model: this one is dense"
+        if not supports_expert_parallel(self.serving_engine):
+            return f"{self.serving_engine} has no expert-parallel serving (data/expert_parallel.csv): use vLLM, SGLang or TensorRT-LLM"
+        return None
 
     def replace(self, **changes: Any) -> Scenario:
         """A copy with `changes`, validated like a new scenario. model_copy(update=...) validates nothing: a Plan goal's

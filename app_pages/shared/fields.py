@@ -495,6 +495,18 @@ def fields() -> dict[str, Field]:
         Field("dp", "Data parallel", "int", 1, lo=1, hi=4096, widget="number", section="parallel", scenario="data_parallel", applies=training),
         Field("tp", "Tensor parallel", "choice", 1, (1, 2, 4, 8, 16), section="parallel", scenario="tensor_parallel"),
         Field("pp", "Pipeline parallel", "int", 1, lo=1, hi=128, widget="number", section="parallel", scenario="pipeline_parallel"),
+        Field(
+            "ep",
+            "Expert parallel (MoE: experts split over the tensor-parallel GPUs)",
+            "bool",
+            False,
+            widget="toggle",
+            section="parallel",
+            scenario="expert_parallel",
+            applies=inference,
+            help="Each GPU holds 1/n of the experts, every other weight and its own requests' KV cache (attention data-parallel); "
+            "vLLM, SGLang and TensorRT-LLM only (data/expert_parallel.csv)",
+        ),
         # --- the training run -----------------------------------------------------------------------------------
         Field(
             "tokens",

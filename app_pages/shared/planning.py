@@ -92,6 +92,7 @@ def headline(p: Plan, pricing: str, short: bool = False) -> str:
         mp += f", {p.pipeline_parallel} pipeline stages" if p.pipeline_parallel > 1 else ""
         return f"{what} on {on}{shard}{mp}: {hours_text(p.hours)}, {_money(p.usd)} {price}{idle}."
     replicas = f"{p.data_parallel} replica{'s' * (p.data_parallel > 1)}"
+    replicas += f" (each expert-parallel over {p.tensor_parallel} GPUs)" if p.expert_parallel else ""
     kv = " with an FP8 KV cache" if p.kv_cache_format == "fp8" else ""
     bill = f"{_money(p.usd_per_month or 0)} a month {price}, {_money(p.usd_per_million_tokens or 0)} per million tokens"
     if short:
@@ -250,7 +251,7 @@ def plan_table(plans: tuple[Plan, ...], serving: bool) -> list[dict[str, Any]]:
             row |= {
                 "Weights": FORMAT_WORDS.get(p.weights_format, p.weights_format),
                 "KV cache": (p.kv_cache_format or "bf16").upper(),
-                "Replicas x TP": f"{p.data_parallel} x {p.tensor_parallel}",
+                "Replicas x TP": f"{p.data_parallel} x {p.tensor_parallel}" + (" (expert-parallel)" if p.expert_parallel else ""),
                 "Batch": p.micro_batch,
                 "Tokens/s per user": round(p.tokens_per_s_per_user or 0, 1),
                 "USD per month": round(p.usd_per_month or 0),

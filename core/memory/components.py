@@ -35,7 +35,7 @@ from core.memory.activations import LayerCosts, layer_activation_bytes, logits_b
 from core.memory.engines import ENGINES
 from core.memory.stacks import STACKS, TrainingStack
 from core.model.architecture import ATTENTION_ROLES, MLP_ROLES, Architecture, WeightGroup
-from core.model.formats import FORMATS, KV_CACHE_BYTES, WeightFormat, weight_bytes
+from core.model.formats import FORMATS, KV_CACHE_BYTES, WeightFormat, routed_expert_bytes, weight_bytes
 from core.scenario import Scenario
 from core.units import BYTES_PER_GIB
 
@@ -504,6 +504,20 @@ def sram_resident(sc: Scenario) -> bool:
     return sc.mode == "inference" and get_accelerator(sc.accelerator).weights_in_sram
 
 
+def expert_parallel_weight_bytes(arch: Architecture, weights_format: str, ranks: int) -> float:
+    """Weights one of `ranks` expert-parallel ranks holds (core/speed/expert_parallel.py): every non-expert weight
+    (attention, dense layers, shared experts, embeddings: data-parallel attention replicates them) and 1/ranks of the
+    routed experts (E/n whole experts a rank)."""
+    fmt = FORMATS[weights_format]
+    return weight_bytes(arch, fmt) - routed_expert_bytes(arch, fmt) * arch.param_scale * (1.0 - 1.0 / ranks)
+
+
+def expert_parallel_ranks(sc: Scenario, layout: Layout) -> int:
+    """The expert-parallel ranks of a serving replica: its tensor-parallel devices when the scenario serves
+    expert-parallel (attention data-parallel over them), else 1."""
+    return layout.tensor_parallel if sc.mode == "inference" and sc.expert_parallel and layout.pipeline_parallel == 1 else 1
+
+
 def inference_components(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, seq: Any, weights_total: float | None = None) -> Components:
     """What serving `batch` sequences of `seq` tokens needs per device with the scenario's engine (the engine's
     pre-allocation is not included: see engine_reservation()). On SRAM-resident chips (sram_resident): the weights,
@@ -511,11 +525,19 @@ def inference_components(sc: Scenario, arch: Architecture, layout: Layout, batch
     engine = ENGINES[sc.serving_engine]
     _, tp, pp = layout
     share = gpu_layer_share(sc, arch)
-    weights = share * (weight_bytes(arch, FORMATS[sc.weights_format]) if weights_total is None else weights_total) / (tp * pp)
-    kv = share * _kv_sequences(sc, batch) * kv_bytes_per_sequence(arch, sc.kv_cache_format, seq) * kv_share(arch, tp) / pp
     a_bytes = 4 if sc.weights_format == "fp32" else 2
     sram = sram_resident(sc)
-    activations = _prefill_peak(sc, arch, tp, batch, seq, a_bytes, streamed=sram)
+    if (ranks := expert_parallel_ranks(sc, layout)) > 1:
+        # expert-parallel: each rank holds the non-expert weights, E/n experts, and the KV cache and prefill of its own
+        # share of the sequences (data-parallel attention, whole KV heads)
+        weights = expert_parallel_weight_bytes(arch, sc.weights_format, ranks)
+        own = np.ceil(np.asarray(batch, dtype=np.float64) / ranks)
+        kv = own * kv_bytes_per_sequence(arch, sc.kv_cache_format, seq)
+        activations = _prefill_peak(sc, arch, 1, own, seq, a_bytes)
+    else:
+        weights = share * (weight_bytes(arch, FORMATS[sc.weights_format]) if weights_total is None else weights_total) / (tp * pp)
+        kv = share * _kv_sequences(sc, batch) * kv_bytes_per_sequence(arch, sc.kv_cache_format, seq) * kv_share(arch, tp) / pp
+        activations = _prefill_peak(sc, arch, tp, batch, seq, a_bytes, streamed=sram)
     if sram:
         return Components(weights, 0.0, 0.0, activations, kv, 0.0, 0.0)
     runtime = runtime_of(sc.accelerator)

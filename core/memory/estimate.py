@@ -21,6 +21,7 @@ from core.memory.components import (
     Components,
     TrainingStates,
     engine_reservation,
+    expert_parallel_ranks,
     gpu_layer_share,
     host_resident_bytes,
     inference_components,
@@ -729,6 +730,14 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
         out.append(Text.of("serving engine: {label} ({source})", label=engine.label, source=engine.source))
         out += [Text.of("{note}", note=note) for note in engine.notes]
         out.append(Text.of("logits for the last token of each sequence only"))
-        if arch.is_mla and sc.tensor_parallel > 1:
+        if expert_parallel_ranks(sc, Layout(1, sc.tensor_parallel, sc.pipeline_parallel)) > 1:
+            out.append(
+                Text.of(
+                    "expert-parallel over {n} devices: each holds 1/{n} of the routed experts, every other weight, and the KV cache "
+                    "of its own sequences (attention data-parallel)",
+                    n=sc.tensor_parallel,
+                )
+            )
+        elif arch.is_mla and sc.tensor_parallel > 1:
             out.append(Text.of("the MLA latent KV cache is replicated on every tensor-parallel rank"))
     return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from core.layout import Layout
 from core.memory.components import (
     FRAGMENTATION_FLOOR_BYTES,
     FRAGMENTATION_OF_LOSS_BUFFER,
@@ -15,6 +16,7 @@ from core.memory.components import (
     adapter_bytes,
     checkpointing,
     engine_reservation,
+    expert_parallel_ranks,
     kv_share,
     lora_params,
     qlora_upcast,
@@ -25,7 +27,7 @@ from core.memory.components import (
 )
 from core.memory.engines import ENGINES
 from core.memory.estimate import MemoryResult
-from core.model.formats import FORMATS, KV_CACHE_BYTES
+from core.model.formats import FORMATS, KV_CACHE_BYTES, routed_expert_bytes, weight_bytes
 from core.scenario import Scenario
 from core.text import Text, bytes_mark, marked
 
@@ -138,8 +140,21 @@ def _inference(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     split = sc.tensor_parallel * sc.pipeline_parallel
     shard = f" / (TP {sc.tensor_parallel} x PP {sc.pipeline_parallel})" if split > 1 else ""
     fmt = FORMATS[sc.weights_format]
-    out = [
-        Explanation(
+    ranks = expert_parallel_ranks(sc, Layout(1, sc.tensor_parallel, sc.pipeline_parallel))
+    if ranks > 1:
+        experts = routed_expert_bytes(arch, fmt) * arch.param_scale
+        weights = Explanation(
+            component="weights",
+            formula="all weights - routed experts x (1 - 1/EP): every rank holds the non-expert weights and 1/EP of the experts",
+            numbers=marked(
+                f"{_n(arch.total_params)} params in {fmt.label} = {bytes_mark(weight_bytes(arch, fmt))}, of which routed experts "
+                f"{bytes_mark(experts)}; EP {ranks}: {bytes_mark(weight_bytes(arch, fmt))} - {bytes_mark(experts)} x {ranks - 1}/{ranks} = {bytes_mark(m.weights)}"
+            ),
+            bytes=m.weights,
+            source="core/speed/expert_parallel.py (wide-EP layout: data-parallel attention, E/n experts a rank); " + fmt.source,
+        )
+    else:
+        weights = Explanation(
             component="weights",
             formula="sum over tensors of parameters x bits per weight / 8" + (" / (TP x PP)" if split > 1 else ""),
             numbers=marked(
@@ -149,7 +164,7 @@ def _inference(sc: Scenario, result: MemoryResult) -> list[Explanation]:
             bytes=m.weights,
             source=fmt.source,
         )
-    ]
+    out = [weights]
     kvb = KV_CACHE_BYTES[sc.kv_cache_format]
     if arch.is_mla:
         per = f"(kv_lora_rank {arch.kv_lora_rank} + rope dim {arch.qk_rope_head_dim}) x {arch.num_layers} layers"
@@ -158,6 +173,8 @@ def _inference(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     window = f"; {arch.windowed_layers} sliding-window layers keep at most {arch.sliding_window:,} tokens" if arch.windowed_layers else ""
     sequences = "1 context (llama.cpp allocates n_ctx)" if sc.serving_engine == "llama.cpp" else f"{sc.batch_size} sequences"
     share = kv_share(arch, sc.tensor_parallel)
+    if ranks > 1:  # attention data-parallel: a rank holds the whole cache of its own share of the sequences
+        sequences, share = f"ceil({sc.batch_size} / EP {ranks}) = {-(-sc.batch_size // ranks)} sequences (this rank's own)", 1.0
     out.append(
         Explanation(
             component="kv_cache",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-from core.model.architecture import Architecture, WeightGroup
+from core.model.architecture import MLP_ROLES, Architecture, WeightGroup
 
 WeightFormatId = Literal[
     "fp32",
@@ -237,3 +237,11 @@ def weight_bytes(arch: Architecture, fmt: WeightFormat) -> float:
         bits = fmt.lm_head_bits if tied_gguf and g.role == "embed" and g.in_features == arch.vocab_size else fmt.bits(g)
         total_bits += g.params * bits
     return total_bits / 8 * arch.param_scale
+
+
+def routed_expert_bytes(arch: Architecture, fmt: WeightFormat) -> float:
+    """Bytes of the routed experts' MLPs of `arch` in `fmt` (0 for a dense model), before `param_scale` (as the
+    roofline's weight parts)."""
+    if not arch.is_moe:
+        return 0.0
+    return sum(g.params * fmt.bits(g) / 8 for g in arch.weight_groups if g.role in MLP_ROLES and g.count > g.active)

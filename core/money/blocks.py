@@ -16,7 +16,7 @@ from core.memory.fit import max_batch
 from core.money.pricing import cheapest_replica_row, label, replica_usd_per_hour, usd_per_million_tokens
 from core.money.run_bill import SETUP_HOURS, cheapest_bill, run_time
 from core.scenario import Scenario
-from core.speed.roofline import COMPUTE_EFF, inference_speed
+from core.speed.roofline import COMPUTE_EFF, inference_speed, roofline
 
 _OUT = ConfigDict(frozen=True)
 
@@ -70,6 +70,13 @@ class InferenceEstimate(BaseModel):
     price_instance: str | None
     assumptions: list[str]
     usd_per_million_output_tokens_full_load: float | None = None  # the same number under a name that states its basis
+    # expert-parallel serving (scenario expert_parallel, over the replica's tensor-parallel devices; 1: off). The decode
+    # figures above add the all-to-alls to the compute (no overlap: the slower bound); these are the faster bound,
+    # with perfect two-batch overlap, and the all-to-alls' share of the no-overlap step
+    expert_parallel_ranks: int = 1
+    decode_tokens_per_s_overlapped: float | None = None
+    aggregate_tokens_per_s_overlapped: float | None = None
+    all_to_all_share: float | None = None
 
 
 class FitInfo(NamedTuple):
@@ -194,6 +201,17 @@ def inference_estimate(
     ]
     if not same:
         notes.append(f"the scenario's layout does not fit: speed is for TP {layout.tensor_parallel} x PP {layout.pipeline_parallel}")
+    roof = roofline(sc, acc, layout)
+    ep = None
+    if roof.ep_ranks > 1:
+        ep = roof.ep_step(s.batch_size, s.prompt_tokens + s.output_tokens / 2.0)
+        notes.append(
+            f"expert-parallel over {roof.ep_ranks} devices: each holds 1/{roof.ep_ranks} of the experts, every other weight and the KV cache "
+            f"of its {s.batch_size / roof.ep_ranks:g} sequences (attention data-parallel); two all-to-alls per MoE layer "
+            f"(DeepEP low-latency), the busiest device {float(ep.busiest_rank_factor):.2f}x the mean load (core/speed/expert_parallel.py)"
+        )
+    elif sc.expert_parallel:
+        notes.append("expert parallel is set but this replica is one device (or pipeline-parallel): served without it")
     if s.batch_size > concurrency:
         notes.append(f"batch {s.batch_size} exceeds the {concurrency} sequences that fit in memory")
     if row is None:
@@ -218,6 +236,10 @@ def inference_estimate(
         price_instance=None if row is None else label(row),
         assumptions=notes,
         usd_per_million_output_tokens_full_load=full_load,
+        expert_parallel_ranks=roof.ep_ranks,
+        decode_tokens_per_s_overlapped=None if ep is None else 1.0 / float(ep.overlapped_step_s),
+        aggregate_tokens_per_s_overlapped=None if ep is None else s.batch_size / float(ep.overlapped_step_s),
+        all_to_all_share=None if ep is None else float(ep.all_to_all_s / ep.step_s),
     )
 
 

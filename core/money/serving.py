@@ -35,10 +35,12 @@ from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import spans_nodes
 from core.layout import Layout
+from core.memory.components import expert_parallel_ranks
 from core.memory.estimate import Evaluator, fit_capacity
 from core.money.blocks import estimate_blocks
 from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH, on_demand_ok, serving_rows_for, wider_orders
 from core.scenario import Scenario
+from core.speed.expert_parallel import MAX_TOKENS_PER_RANK
 from core.speed.load import load_curve
 from core.speed.roofline import roofline, serving_curve
 from core.units import SECONDS_PER_DAY
@@ -174,6 +176,8 @@ def replica_capacity(sc: Scenario, acc: Accelerator, layout: Layout, traffic: Tr
     if not fits.any():
         return f"a {sc.seq_len:,}-token request does not fit"
     n_fit = int(np.flatnonzero(fits).max()) + 1
+    if (ranks := expert_parallel_ranks(sc, layout)) > 1:
+        n_fit = min(n_fit, MAX_TOKENS_PER_RANK * ranks)  # DeepEP's low-latency buffers: at most 256 decodes a rank
     prompt, output = traffic.input_tokens_per_request, traffic.output_tokens_per_request
     roof = roofline(sc, acc, layout)
     targets = (traffic.ttft_s, traffic.tokens_per_s_per_user)

@@ -83,7 +83,7 @@ def _variant(o: Any) -> str:
     if hasattr(o, "candidate"):
         s = o.candidate.shape
         return f"{s.method}/{s.gradient_checkpointing}/{s.zero_stage}/{s.tensor_parallel}/{s.pipeline_parallel}"
-    return f"{o.weights_format}/{o.tensor_parallel}/{o.kv_cache_format}"
+    return f"{o.weights_format}/{o.tensor_parallel}/{o.kv_cache_format}" + ("/ep" if o.scenario.expert_parallel else "")
 
 
 def _shown(options: list[Any], cheapest: Any, fastest: Any, longer: Any = None) -> list[Any]:

@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from core.catalog.expert_parallel import load_expert_parallel
 from core.catalog.presets import preset, preset_ids
 
 if TYPE_CHECKING:
@@ -84,6 +85,11 @@ class _Facts:
         self.gradient_checkpointing = bool(sc.get("gradient_checkpointing", False))
         self.stack = str(sc.get("training_stack", "hf"))
         self.engine = str(sc.get("serving_engine", "vllm"))
+        self.expert_parallel = self.serving and bool(sc.get("expert_parallel", False)) and tp > 1
+        # vLLM's data-parallel engines and TensorRT-LLM's attention-DP ranks each schedule their own requests: the
+        # replica's cap is split over its GPUs (SGLang's --max-running-requests stays the replica's)
+        split = self.expert_parallel and self.engine in ("vllm", "tensorrt-llm")
+        self.engine_batch = -(-self.micro_batch // tp) if split else self.micro_batch
         self.accelerator_id = str(sc.get("accelerator", ""))
         self.devices = int(plan.devices) if plan is not None else self.data_parallel * tp * pp
         self.instances = int(plan.instances) if plan is not None else 1
@@ -257,16 +263,40 @@ def _weights_flag(p: _Facts) -> list[tuple[str, Any]]:
     return [("--dtype", _VLLM_DTYPE.get(p.weights_format, "auto"))]
 
 
+def _ep(p: _Facts) -> tuple[str, str, str, list[tuple[str, Any] | str]]:
+    """The engine's expert-parallel, attention-data-parallel and load-balancer flags (data/expert_parallel.csv), and
+    its all-to-all backend for decode where the row names one as a flag and value (DeepEP's low-latency kernels)."""
+    row = load_expert_parallel()[p.engine]
+    words = row.all_to_all.split()
+    a2a: list[tuple[str, Any] | str] = [(words[0], words[1])] if len(words) > 1 and words[0].startswith("--") else []
+    return row.expert_parallel_flag, row.attention_data_parallel_flag, row.load_balancer_flag, a2a
+
+
+def _ep_comment(p: _Facts) -> list[str]:
+    return [
+        _comment(
+            f"expert-parallel: each of the {p.tensor_parallel} GPUs holds 1/{p.tensor_parallel} of the experts and every other weight, "
+            "attention data-parallel (each GPU its own requests' KV cache); DeepEP needs its kernels installed"
+        )
+    ]
+
+
 def _vllm(p: _Facts) -> list[str]:
+    if p.expert_parallel:
+        # EP size = TP x DP (vLLM's Expert Parallel Deployment): attention data-parallel over the replica's GPUs
+        ep, dp, eplb, a2a = _ep(p)
+        layout: list[tuple[str, Any] | str] = [("--tensor-parallel-size", 1), (dp, p.tensor_parallel), ep, eplb, *a2a]
+    else:
+        layout = [("--tensor-parallel-size", p.tensor_parallel)]
     args: list[tuple[str, Any] | str] = [
-        ("--tensor-parallel-size", p.tensor_parallel),
-        ("--max-num-seqs", p.micro_batch),
+        *layout,
+        ("--max-num-seqs", p.engine_batch),
         ("--max-model-len", p.seq_len),
         ("--gpu-memory-utilization", GPU_MEMORY_FRACTION),
         ("--kv-cache-dtype", "fp8" if p.kv_cache_format == "fp8" else "auto"),
     ]
     args += _weights_flag(p)
-    return [_command(["vllm", "serve", _q(p.model)], args)]
+    return [*(_ep_comment(p) if p.expert_parallel else []), _command(["vllm", "serve", _q(p.model)], args)]
 
 
 def _sglang(p: _Facts) -> list[str]:
@@ -279,7 +309,12 @@ def _sglang(p: _Facts) -> list[str]:
         ("--kv-cache-dtype", "fp8_e4m3" if p.kv_cache_format == "fp8" else "auto"),
     ]
     args += _weights_flag(p)
-    return [_command(["python", "-m", "sglang.launch_server"], args)]
+    if not p.expert_parallel:
+        return [_command(["python", "-m", "sglang.launch_server"], args)]
+    # --tp stays the replica's GPUs; attention data-parallel over all of them (--dp), experts over all of them
+    ep, dp_attention, eplb, a2a = _ep(p)
+    args += [(ep, p.tensor_parallel), dp_attention, ("--dp", p.tensor_parallel), eplb, *a2a]
+    return [*_ep_comment(p), _command(["python", "-m", "sglang.launch_server"], args)]
 
 
 def _trtllm(p: _Facts) -> list[str]:
@@ -289,12 +324,19 @@ def _trtllm(p: _Facts) -> list[str]:
     args: list[tuple[str, Any] | str] = [
         ("--backend", "pytorch"),
         ("--tp_size", p.tensor_parallel),
-        ("--max_batch_size", p.micro_batch),
+        ("--max_batch_size", p.engine_batch),
         ("--max_seq_len", p.seq_len),
         ("--kv_cache_free_gpu_memory_fraction", GPU_MEMORY_FRACTION),
     ]
+    options: dict[str, Any] = {}
     if p.kv_cache_format == "fp8":
-        out.append(_file("extra_llm_api_options.yaml", _yaml({"kv_cache_config": {"dtype": "fp8"}})))
+        options["kv_cache_config"] = {"dtype": "fp8"}
+    if p.expert_parallel:
+        ep, dp_attention, _, _ = _ep(p)
+        options |= {ep: p.tensor_parallel, dp_attention: True}
+        out += [*_ep_comment(p), _comment("the expert load balancer (moe_config.load_balancer) takes a config of its own: TensorRT-LLM's wide-EP examples")]
+    if options:
+        out.append(_file("extra_llm_api_options.yaml", _yaml(options)))
         args.append(("--extra_llm_api_options", "extra_llm_api_options.yaml"))
     out.append(_command(["trtllm-serve", _q(p.model)], args))
     return out

@@ -63,6 +63,7 @@ class Plan(BaseModel):
     # and tokens_per_s_per_user above are the median user's (p50); the targets are checked on these p90 figures
     time_to_first_token_p90_s: float | None = None
     tokens_per_s_per_user_p90: float | None = None  # 90% of users get at least this
+    expert_parallel: bool = False  # serving: each replica expert-parallel over its tensor_parallel devices, attention data-parallel
     # training goals on a provider's reserved cluster (data/reservations.csv); None on demand
     reservation: str | None = None  # the reserved product ("1-Click Cluster", "EC2 Capacity Block")
     reservation_min_term_hours: float | None = None  # its minimum term, billed even when the run is shorter

@@ -30,14 +30,15 @@ from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.engine_timing import engine_time_s
 from core.catalog.host_memory import host_memory_bandwidth_gbps
 from core.layout import Layout
-from core.memory.components import gpu_layer_share, inference_components, kv_bytes_per_sequence, kv_share
+from core.memory.components import expert_parallel_ranks, gpu_layer_share, inference_components, kv_bytes_per_sequence, kv_share
 from core.memory.engines import ENGINES
 from core.memory.estimate import fit_capacity
 from core.model.architecture import MLP_ROLES, Architecture
-from core.model.formats import FORMATS, weight_bytes
+from core.model.formats import FORMATS, routed_expert_bytes, weight_bytes
 from core.scenario import Scenario
 from core.speed.attention import attention_flops_per_token
 from core.speed.comm import ALLREDUCE_LATENCY_S, decode_tp_s, tp_allreduces_per_layer
+from core.speed.ep_step import EpParts, ep_parts
 from core.speed.moe import MOE_LAYER_FIXED_S, experts_untouched_fraction, grouped_gemm_compute_efficiency, moe_bandwidth_efficiency
 from core.speed.timing import inference_peak_tflops
 
@@ -110,13 +111,8 @@ def weight_read_bytes(arch: Architecture, weights_format: str, tokens: Any) -> A
 def _weight_parts(arch: Architecture, weights_format: str) -> tuple[float, float, float]:
     """(all weight bytes, bytes never read: an untied embedding table, bytes of the experts' MLPs) of `arch`."""
     fmt = FORMATS[weights_format]
-    embed = moe = 0.0
-    for g in arch.weight_groups:
-        if g.role == "embed" and not arch.tie_embeddings:
-            embed += g.params * fmt.bits(g) / 8
-        elif arch.is_moe and g.role in MLP_ROLES and g.count > g.active:
-            moe += g.params * fmt.bits(g) / 8
-    return weight_bytes(arch, fmt), embed, moe
+    embed = 0.0 if arch.tie_embeddings else sum(g.params * fmt.bits(g) / 8 for g in arch.weight_groups if g.role == "embed")
+    return weight_bytes(arch, fmt), embed, routed_expert_bytes(arch, fmt)
 
 
 def _weights_read(arch: Architecture, parts: tuple[float, float, float], tokens: Any) -> Any:
@@ -154,8 +150,12 @@ class _Roof:
         self.expert_active_params = _routed_active_params(self.arch)
         # the grouped expert GEMMs' compute rate: lower than the dense one where a device's share of an expert is small
         self.expert_flops_per_s = self.flops_per_s
+        # expert-parallel serving (sc.expert_parallel): the replica's tp devices are EP ranks with data-parallel
+        # attention, each step the busiest rank's (core/speed/ep_step.py); the replica's batch is spread over them
+        self.ep_ranks = expert_parallel_ranks(sc, layout) if self.arch.is_moe else 1
         if self.arch.is_moe:
-            eff = grouped_gemm_compute_efficiency(self.arch.hidden_size, self.arch.moe_intermediate_size / self.tp, COMPUTE_EFF)
+            width = self.arch.moe_intermediate_size / (1 if self.ep_ranks > 1 else self.tp)  # EP: whole experts a rank
+            eff = grouped_gemm_compute_efficiency(self.arch.hidden_size, width, COMPUTE_EFF)
             self.expert_flops_per_s = peak.tflops * 1e12 * eff
         self.on_device = gpu_layer_share(sc, self.arch)  # llama.cpp gpu_layers: the rest is read from system RAM
         self.host_bytes_per_s = host_memory_bandwidth_gbps(sc, acc, self.tp * self.pp) * 1e9 * HOST_BW_EFF  # one replica's host share
@@ -183,6 +183,15 @@ class _Roof:
         groups = 1 if self.arch.is_mla else self.arch.num_heads / self.arch.num_kv_heads
         self.kv_traffic = 1.0 + 2.0 * groups if self.engine.kv_expanded and groups > 1 else 1.0
 
+    def ep_step(self, decodes: Any, context: float, prefill_tokens: Any = 0.0, prompt: float = 0.0) -> EpParts:
+        """An expert-parallel step of the replica: `decodes` sequences and `prefill_tokens` prompt tokens spread evenly
+        over its ranks, the busiest rank's time (core/speed/ep_step.py)."""
+        n = self.ep_ranks
+        d = np.asarray(decodes, dtype=np.float64)
+        # the busiest rank decodes at least one whole sequence (data-parallel attention: a sequence lives on one rank)
+        per_rank = np.maximum(d / n, np.minimum(d, 1.0))
+        return ep_parts(self, n, per_rank, context, np.asarray(prefill_tokens, dtype=np.float64) / n, prompt)
+
     def decode_step(self, batch: Any, context: float) -> tuple[Any, Any, Any]:
         """(step seconds, bytes read per device, compute-bound?); `batch` may be an array."""
         return self.mixed_step(batch, context, 0.0, 0.0)
@@ -192,6 +201,10 @@ class _Roof:
         `prefill_tokens` tokens of prompts of `prompt` tokens riding in the same forward pass (Sarathi-Serve's
         chunked prefill, arXiv 2403.02310, Sec. 4): the weights are read once for all of them, the FLOPs add up.
         (step seconds, bytes read per device, compute-bound?); `decodes` and `prefill_tokens` may be arrays."""
+        if self.ep_ranks > 1:
+            parts = self.ep_step(decodes, context, prefill_tokens, prompt)
+            step = parts.step_s + np.where(np.asarray(prefill_tokens) > 0, self.prefill_step_s, 0.0)
+            return step, parts.bytes_read, parts.compute_bound
         a, split, g = self.arch, self.tp * self.pp, self.on_device
         tokens = decodes + prefill_tokens
         weights = _weights_read(a, self.weight_parts, tokens)
@@ -217,6 +230,10 @@ class _Roof:
         return self.pp * stage + t_host, read, t_cmp > t_mem
 
     def prefill(self, sequences: Any, prompt: float) -> Any:
+        if self.ep_ranks > 1:
+            # data-parallel attention: a rank prefills its own share of the prompts, whole
+            own = np.ceil(np.asarray(sequences, dtype=np.float64) / self.ep_ranks)
+            return ep_parts(self, self.ep_ranks, 0.0, prompt, own * prompt, prompt).step_s + self.prefill_step_s
         a = self.arch
         tokens = sequences * prompt
         expert_flops = tokens * 2.0 * self.expert_active_params

@@ -49,6 +49,8 @@ LINKS = {
     },
     # a parameter count on hardware of one's own
     "own hardware": {"src": "params", "params": "13.0", "acc": "custom", "cmem": "48.0", "cbw": "1200.0", "ctf": "150.0", "tp": "2", "pflag": "True", "present": "True"},
+    # a mixture of experts served expert-parallel over two GPUs (ep applies to MoE models on vLLM, SGLang, TensorRT-LLM)
+    "expert parallel": {"model": "qwen3-30b-a3b", "engine": "sglang", "tp": "2", "ep": "True"},
 }  # fmt: skip
 SHOWN = """() => {
   const main = document.querySelector('[data-testid=stMain]'), side = document.querySelector('[data-testid=stSidebar]');

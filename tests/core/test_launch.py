@@ -28,6 +28,7 @@ import pytest
 import yaml
 
 from core.catalog.accelerators import get_accelerator
+from core.catalog.expert_parallel import load_expert_parallel, supports_expert_parallel
 from core.catalog.presets import preset
 from core.plan import Goal, plan
 from core.plan.launch import HEREDOC_END, PLACEHOLDER_MODEL, launch_command
@@ -171,12 +172,15 @@ def expected(field: str, p: Plan) -> str | None:
     """The plan's value of a numeric field, as the command writes it; None where the field is not a number."""
     seq = int(p.scenario["seq_len"])
     per_node = -(-p.devices // p.instances)
+    ep = p.method == "serve" and p.expert_parallel
     values = {
-        "tensor_parallel": p.tensor_parallel,
+        # an expert-parallel vLLM replica runs attention data-parallel: TP 1, --data-parallel-size its GPUs
+        "tensor_parallel": 1 if ep and p.scenario.get("serving_engine") == "vllm" else p.tensor_parallel,
+        "expert_parallel_ranks": p.tensor_parallel,
         "pipeline_parallel": p.pipeline_parallel,
         "data_parallel": p.data_parallel,
         # a serving replica's engine cap: the most concurrent requests that meet the latency targets (core/plan/launch.py)
-        "micro_batch": p.max_batch_meeting_targets if p.method == "serve" and p.max_batch_meeting_targets else p.micro_batch,
+        "micro_batch": _engine_batch(p, p.max_batch_meeting_targets if p.method == "serve" and p.max_batch_meeting_targets else p.micro_batch),
         "gradient_accumulation_steps": p.gradient_accumulation_steps,
         "global_batch": p.data_parallel * p.micro_batch * p.gradient_accumulation_steps,
         "processes": p.data_parallel * p.tensor_parallel * p.pipeline_parallel,
@@ -187,6 +191,13 @@ def expected(field: str, p: Plan) -> str | None:
         "zero_stage": p.zero_stage,
     }
     return None if field not in values else str(values[field])
+
+
+def _engine_batch(p: Plan, replica_batch: int) -> int:
+    """vLLM's and TensorRT-LLM's cap per attention-data-parallel rank of an expert-parallel replica (core/plan/launch.py)."""
+    if p.method == "serve" and p.expert_parallel and p.scenario.get("serving_engine") in ("vllm", "tensorrt-llm"):
+        return -(-replica_batch // p.tensor_parallel)
+    return replica_batch
 
 
 def check(p: Plan, text: str | None = None) -> None:
@@ -227,6 +238,10 @@ def check(p: Plan, text: str | None = None) -> None:
         _check_precision(engine, p.precision, found, text)
     elif p.data_parallel > 1 and engine not in ("deepspeed-mii",):
         assert f"{p.data_parallel} replicas" in text, text
+    if p.method == "serve" and p.expert_parallel:
+        need.add("expert_parallel_ranks")  # the EP size; the bare EP, attention-DP flags are checked by name
+        ep = load_expert_parallel()[engine]
+        assert ep.expert_parallel_flag in found and ep.attention_data_parallel_flag in found, text
     missing = need - carried
     assert not missing, f"{engine}: the plan's {sorted(missing)} not carried\n{text}"
     if p.method != "serve" and p.pipeline_parallel > 1 and engine == "deepspeed":
@@ -268,6 +283,8 @@ SERVING_GOALS = [
     {"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 20_000},
     {"goal": "serve", "model": "llama-3.1-70b", "requests_per_day": 2_000_000},
     {"goal": "serve", "model": "llama-3.2-1b", "requests_per_day": 500, "tokens_per_s_per_user": 5, "ttft_s": 30},
+    # a mixture of experts: its plans include expert-parallel ones on the engines that have it (data/expert_parallel.csv)
+    {"goal": "serve", "model": "deepseek-r1", "requests_per_day": 2_000_000, "input_tokens": 1000, "output_tokens": 1000},
 ]
 
 
@@ -289,12 +306,14 @@ def test_every_training_plan_of_every_stack_passes_the_flag_table(stack):
 
 @pytest.mark.parametrize("engine", _engines())
 def test_every_serving_plan_of_every_engine_passes_the_flag_table(engine):
-    seen = 0
+    seen = ep = 0
     for spec in SERVING_GOALS:
         for p in _plans({**spec, "serving_engine": engine}):
             check(p)
             seen += 1
+            ep += p.expert_parallel
     assert seen
+    assert bool(ep) == supports_expert_parallel(engine), f"{engine}: {ep} expert-parallel plans checked"
 
 
 def test_the_cli_result_carries_the_launch_command():
