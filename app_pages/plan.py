@@ -39,7 +39,7 @@ chart_slot, side = st.columns([2, 1], gap="medium")
 with side:
     goal_kind = page_widget("goal")
     main, rest, more = (
-        (("rpd", "tin", "tout"), ("peak", "ttft", "tps", "budget", "price"), "Peak, speed targets, budget, price")
+        (("rpd", "tin", "tout"), ("peak", "ttft", "tps", "budget", "price", "pep"), "Peak, speed targets, budget, price, expert parallel")
         if goal_kind == "serve"
         else (("ptok", "epochs", "deadline"), ("pseq", "budget", "price", "pbf16"), "Tokens per example, budget, price, BF16")
     )
@@ -54,7 +54,7 @@ values = {
     **values,
     **{
         k: st.session_state[k]
-        for k in ("goal", "rpd", "tin", "tout", "peak", "ttft", "tps", "ptok", "epochs", "pseq", "deadline", "budget", "price", "pbf16")
+        for k in ("goal", "rpd", "tin", "tout", "peak", "ttft", "tps", "ptok", "epochs", "pseq", "deadline", "budget", "price", "pbf16", "pep")
         if k in st.session_state
     },
 }

@@ -50,6 +50,7 @@ def main() -> None:
                 "tokens_per_s_per_user": 0.01,
                 "accelerators": [acc],
                 "serving_engine": engine,
+                "expert_parallel": True,  # EP replicas searched too (the planner's EP column of tests/data/moe_capacity.csv)
             }
         )
         c = plan(goal).cheapest

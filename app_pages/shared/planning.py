@@ -40,6 +40,7 @@ def goal_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:
             "peak_to_average": values["peak"],
             "ttft_s": values["ttft"],
             "tokens_per_s_per_user": values["tps"],
+            "expert_parallel": bool(values.get("pep", False)),
         }
     else:
         out |= {"tokens": values["ptok"] * 1e6, "epochs": values["epochs"], "seq_len": values["pseq"]}

@@ -82,9 +82,9 @@ def kv_formats(goal: Goal) -> tuple[str, ...]:
 
 
 def expert_parallel_searched(sc: Scenario) -> bool:
-    """Whether the planner also tries a mixture-of-experts model expert-parallel over a replica's devices: where the
-    engine has it (data/expert_parallel.csv), and on each part only in the formats whose request does not fit one
-    device (plan_serving)."""
+    """Whether the planner also tries a mixture-of-experts model expert-parallel over a replica's devices, when the
+    goal asks for it (Goal.expert_parallel): where the engine has it (data/expert_parallel.csv), and on each part only
+    in the formats whose request does not fit one device (plan_serving)."""
     return sc.architecture.is_moe and supports_expert_parallel(sc.serving_engine)
 
 
@@ -133,7 +133,7 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         for kv in kv_formats(goal):
             for tp in TENSOR_PARALLEL:
                 sc = serving_scenario(goal, fmt, tp, kv_cache_format=kv)
-                if tp > 1 and expert_parallel_searched(sc):
+                if tp > 1 and goal.expert_parallel and expert_parallel_searched(sc):
                     # the same devices expert-parallel, attention data-parallel (no head split: any head count)
                     ep = sc.replace(expert_parallel=True)
                     sized.append((fmt, kv, tp, ep, memory_by_batch(ep, Layout(1, tp, 1))))

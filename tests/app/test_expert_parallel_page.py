@@ -57,7 +57,7 @@ def test_the_plan_sentence_and_table_say_expert_parallel():
     from app_pages.shared.planning import headline, plan_table
     from core.plan import Goal, plan
 
-    r = plan(Goal(goal="serve", model="deepseek-r1", requests_per_day=2_000_000, input_tokens=1000, output_tokens=1000))
+    r = plan(Goal(goal="serve", model="deepseek-r1", requests_per_day=2_000_000, input_tokens=1000, output_tokens=1000, expert_parallel=True))
     c = r.cheapest
     assert c.expert_parallel
     assert f"(each expert-parallel over {c.tensor_parallel} GPUs)" in headline(c, "on-demand")

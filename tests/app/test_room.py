@@ -107,7 +107,7 @@ def test_plan_draws_every_goal_input_beside_its_chart_with_a_short_answer_above(
     past the first three folded under them; none is lost. The short answer names the same plan as the full one."""
     goals = {
         "fine-tune": ({"goal", "ptok", "epochs", "deadline", "pseq", "budget", "price", "pbf16"}, {"ptok": "20"}, {"tokens": 20e6}),
-        "serve": ({"goal", "rpd", "tin", "tout", "peak", "ttft", "tps", "budget", "price"}, {"rpd": "10000"}, {"requests_per_day": 10_000}),
+        "serve": ({"goal", "rpd", "tin", "tout", "peak", "ttft", "tps", "budget", "price", "pep"}, {"rpd": "10000"}, {"requests_per_day": 10_000}),
     }
     for goal, (keys, link, asked) in goals.items():
         at = open_link("plan", {"goal": goal, "budget": "1000000", **link})  # a budget set: the folded inputs open

@@ -24,7 +24,7 @@ PAGE_FIELDS = {  # the page inputs (section "page"), each away from its default
     "sweep": "batch", "price": "spot", "rpd": "2500", "tin": "800", "tout": "200", "util": "60.0", "box1": "2",
     "box2": "rtx-4090", "box2n": "2", "api_in": "0.5", "api_out": "1.5", "months": "36", "kwh": "0.2", "busy": "50.0",
     "buy_usd": "250000.0", "pue": "1.3", "goal": "pretrain", "ptok": "2.0", "epochs": "2.0", "pseq": "4096",
-    "peak": "3.0", "ttft": "1.5", "tps": "30.0", "deadline": "48.0", "budget": "50000.0", "pbf16": "True",
+    "peak": "3.0", "ttft": "1.5", "tps": "30.0", "deadline": "48.0", "budget": "50000.0", "pbf16": "True", "pep": "True",
     "mns": "64", "mnbt": "2048", "pcache": "20.0", "arrive": "synchronised",
 }  # fmt: skip
 CONFIG = {  # a small Llama-shaped config.json, pasted
