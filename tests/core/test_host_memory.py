@@ -7,8 +7,8 @@ import datetime as dt
 
 import pytest
 
-from core.catalog.accelerators import get_accelerator
-from core.catalog.host_memory import DESKTOP_HOST_MEMORY_GBPS, host_memory_bandwidth_gbps, load_host_memory
+from core.catalog.accelerators import CatalogError, get_accelerator, read_catalog_rows
+from core.catalog.host_memory import DESKTOP_HOST_MEMORY_GBPS, HOST_MEMORY_CSV, HostMemory, host_memory_bandwidth_gbps, load_host_memory
 from core.scenario import Scenario
 from core.speed.offload import CPU_ADAM_BANDWIDTH_EFFICIENCY, cpu_step_bytes_per_device, offload_time
 from core.speed.timing import training_time
@@ -37,6 +37,7 @@ def test_rows_are_sourced_and_their_bandwidth_is_channels_times_speed():
     assert rows["mi300x"].bandwidth_gbps == pytest.approx(921.6)  # AMD's MI300X platform: 2 x EPYC 9374F, 12 ch x 8 B x 4800
     assert rows["mi355x"].bandwidth_gbps == pytest.approx(1228.8)  # AMD's MI355X platform: 2 x EPYC 9575F, 12 ch x 8 B x 6400
     assert rows["mi350x"].bandwidth_gbps == pytest.approx(1228.8)  # the same CPU tray (DIMM speed assumed, as its row says)
+    assert rows["mi325x"].bandwidth_gbps == pytest.approx(1228.8)  # AMD's MI325X MLPerf system: the same CPU (DIMMs assumed)
     assert DESKTOP_HOST_MEMORY_GBPS == pytest.approx(76.8)  # dual-channel DDR5-4800: 2 x 8 B x 4800 MT/s
     for r in rows.values():
         get_accelerator(r.accelerator)  # each row names a catalog accelerator
@@ -47,7 +48,6 @@ def test_rows_are_sourced_and_their_bandwidth_is_channels_times_speed():
 # Data-centre accelerators with no published reference host (docs/OFFLOAD.md lists why): they keep the desktop
 # fallback. A row added for one of them must leave this list, so the gap stays written down.
 NO_REFERENCE_HOST = (
-    "mi325x",  # AMD's MI325X platform host not found with its DIMMs
     "b300",  # DGX B300's CPU (2 x Xeon 6776P) seen only in third-party notes, its memory layout unsourced
     "gh200",  # Grace: LPDDR5X on the package, no DIMM channels; its ~500 GB/s needs a column this table lacks
     "gb200",
@@ -140,3 +140,13 @@ def test_offload_on_a_whole_mi300x_server_uses_its_ram():
     assert got.step_s == pytest.approx(steps * cpu_s, rel=1e-9)
     desktop = offload_time(eight.replace(host_memory_bandwidth_gbps=76.8), eight.architecture, acc, 8, tokens, compute_s, 1.0)
     assert desktop.step_s == pytest.approx(12 * got.step_s, rel=1e-9)
+
+
+def test_a_row_with_an_unquoted_comma_is_a_catalog_error_naming_the_row(tmp_path):
+    """A host name with a comma not in quotes shifts every cell after it (it happened writing the MI325X row): the
+    loader says which row, where it raised a TypeError from deep inside."""
+    lines = HOST_MEMORY_CSV.read_text(encoding="utf-8").splitlines()
+    bad = tmp_path / "host_memory.csv"
+    bad.write_text("\n".join([lines[0], "mi325x,Quanta (D74A, 2 x EPYC),2,12,6400,8,Host: https://example.org/x,2026-11-26,n"]) + "\n")
+    with pytest.raises(CatalogError, match="row 1: 1 more cells than columns"):
+        read_catalog_rows(bad, HostMemory)
