@@ -74,7 +74,8 @@ def body() -> None:
         scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))  # hop: Values -> Scenario
         remember_scenario(scenario, problem)
         note = write_url(values)
-        messages = [*st.session_state.get("_link_messages", []), *([problem] if problem else [])]
+        # the inputs' problem first: it is the one that stops the page (show_messages folds all but the first away)
+        messages = [*([problem] if problem else []), *st.session_state.get("_link_messages", [])]
         ctx = PageContext(scenario, values, tuple(messages), (note,) if note else (), price_list(values))
         set_context(ctx)  # hop: Scenario -> this run's PageContext, which the page reads (context.page_header)
         guard.yield_turn()

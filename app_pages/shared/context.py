@@ -92,11 +92,18 @@ def training_tokens(sc: Scenario, values: dict[str, Any]) -> tuple[float, str | 
 
 
 def show_messages() -> None:
-    """The link's and the inputs' warnings, escaped: they can quote user input."""
+    """The link's and the inputs' warnings, escaped: they can quote user input. The first is shown; the rest wait in
+    a collapsed expander under it, so that a link with many bad values does not push the page's results below the
+    fold (one warning and one line, however many; each message is still there, whole, when the expander is opened)."""
     ctx = context()
     with st.container():  # one slot, however many messages: what follows keeps its place (charts are not redrawn)
-        for msg in ctx.messages:
+        first, rest = ctx.messages[:1], ctx.messages[1:]
+        for msg in first:
             st.warning(plain(msg), icon=":material/warning:")
+        if rest:
+            with st.expander(f"{len(rest)} more {'warning' if len(rest) == 1 else 'warnings'}", icon=":material/warning:"):
+                for msg in rest:
+                    st.warning(plain(msg), icon=":material/warning:")
         for note in ctx.notes:
             st.info(plain(note), icon=":material/info:")
     st.session_state.pop("_link_messages", None)  # a link's warnings are shown once, on the first page shown

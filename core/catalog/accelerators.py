@@ -281,6 +281,8 @@ def read_catalog_rows(path: Path, model: type[RowT]) -> tuple[RowT, ...]:
     out: list[RowT] = []
     with path.open(encoding="utf-8", newline="") as fh:
         for i, record in enumerate(csv.DictReader(fh), start=1):
+            if None in record:  # csv.DictReader files a row's cells past the header under None: an unquoted comma
+                raise CatalogError(f"{len(record[None])} more cells than columns (an unquoted comma?)", file=path.name, row=i)
             cells: dict[str, Any] = {k: v for k, v in record.items() if v != ""}
             try:
                 out.append(model(**cells))

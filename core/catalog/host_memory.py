@@ -1,8 +1,8 @@
 """The system RAM bandwidth of an accelerator's usual server (data/host_memory.csv, one sourced row per accelerator
-whose reference server is known: DGX H100 / H200, DGX A100). The scenario's host_memory_bandwidth_gbps, when left
-unset, is the share of that server's bandwidth that the devices used rent; an accelerator with no row is taken to sit
-in a desktop (dual-channel DDR5-4800). Used by ZeRO-Offload's CPU step (core/speed/offload.py) and llama.cpp's layers
-in system RAM (core/speed/roofline.py)."""
+whose reference server is published: DGX H100 / H200 / A100 / B200; AMD's MI300X / MI325X / MI355X / MI350X
+platforms). The scenario's host_memory_bandwidth_gbps, when left unset, is the share of that server's bandwidth that
+the devices used rent; an accelerator with no row is taken to sit in a desktop (dual-channel DDR5-4800). Used by
+ZeRO-Offload's CPU step (core/speed/offload.py) and llama.cpp's layers in system RAM (core/speed/roofline.py)."""
 
 from __future__ import annotations
 
