@@ -100,7 +100,7 @@ def headline(p: Plan, pricing: str, short: bool = False) -> str:
         return f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights{kv} on {on}: {bill}."
     return (
         f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights{kv} on {on}, up to {p.micro_batch} "
-        f"concurrent request{'s' * (p.micro_batch > 1)} each: {bill} (input + output) at {100 * (p.utilisation or 0):.0f}% average load{idle}."
+        f"concurrent request{'s' * (p.micro_batch > 1)} each in the busiest hour: {bill} (input + output) at {100 * (p.utilisation or 0):.0f}% average load{idle}."
     )
 
 
