@@ -8,6 +8,7 @@ page all price from the same rows."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -56,6 +57,19 @@ def price_list(values: dict) -> PriceList:
     if isinstance(blob, Blob):
         return _parsed(blob, values.get("pmode", "replace"), flagged)
     return FLAGGED if flagged else PriceList("", None)
+
+
+def price_list_later(values: dict) -> Callable[[], PriceList]:
+    """price_list(values) when called, for a download built on click: holds the session's stored price text (deflated,
+    shared by every session on the same link) and not its parsed rows. A download callable lives as long as its
+    session; holding the rows kept each session's 1.7 MB parse of a price list at its budget alive after the shared
+    cache had dropped it (bench/abuse.py memory)."""
+    blob = st.session_state.get(PRICE_TEXT)
+    flagged, mode = bool(values.get("pflag", False)), values.get("pmode", "replace")
+    if isinstance(blob, Blob):
+        return lambda: _parsed(blob, mode, flagged)
+    fixed = FLAGGED if flagged else PriceList("", None)
+    return lambda: fixed
 
 
 def price_inputs() -> None:

@@ -15,6 +15,7 @@ import streamlit as st
 
 from app_pages.shared.context import PageContext, as_mode
 from app_pages.shared.inference_views import every_offer_csv, offers_by_accelerator
+from app_pages.shared.prices import price_list_later
 from app_pages.shared.results import cached_serving
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import md, metric
@@ -154,9 +155,10 @@ def draw(ctx: PageContext) -> None:
             height=360,
             column_config={"Accelerator": st.column_config.TextColumn(pinned=True), "USD / M output tokens": st.column_config.NumberColumn(format="%.3f")},
         )
+        head, later = args[:4], price_list_later(ctx.values)
         st.download_button(
             f"Every priced instance ({len(opts):,} rows, CSV)",
-            data=lambda: every_offer_csv(*args),
+            data=lambda: every_offer_csv(*head, later().rows),  # built on click; holds no parsed price rows
             file_name="llm-gpu-planner-serving-offers.csv",
             mime="text/csv",
             icon=":material/download:",

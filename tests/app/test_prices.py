@@ -108,3 +108,30 @@ def test_flagged_catalog_rows_price_the_plan_only_when_the_toggle_is_on(flagged)
     said = any("whole catalog, its flagged rows too" in c.value.replace("\\", "") for c in at.caption)
     assert said == flagged
     assert ("mithril" in headline) == flagged, headline[:400]
+
+
+def _later_script():
+    import streamlit as st
+
+    from app_pages.shared.page_types import PriceList
+    from app_pages.shared.prices import price_list, price_list_later
+    from app_pages.shared.state import set_price_text
+    from tests.core.test_user_prices import MINE
+
+    set_price_text(MINE)
+    later = price_list_later({"pmode": "replace"})
+    held = [c.cell_contents for c in later.__closure__ or ()]
+    st.session_state["holds_rows"] = any(isinstance(v, (tuple, PriceList)) for v in held)
+    st.session_state["same_rows"] = later().rows == price_list({"pmode": "replace"}).rows and later().rows is not None
+
+
+def test_a_download_built_on_click_holds_the_price_text_not_its_parsed_rows():
+    """The Inference page's "Every priced instance" CSV is built on click by a callable that lives as long as the
+    session. It holds the session's stored (deflated, shared) price text and parses it again through the shared cache
+    when clicked; holding the parsed rows kept 1.7 MB per hostile session alive after the cache had dropped them."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_later_script, default_timeout=60).run()
+    assert not at.exception
+    assert at.session_state["holds_rows"] is False
+    assert at.session_state["same_rows"] is True
