@@ -191,13 +191,12 @@ def yield_turn() -> None:
     Does nothing inside a cached function (see _inside_cached_function): call it between cached calls."""
     if not RUN_SLOTS or threading.get_ident() not in _holders or _inside_cached_function():
         return
-    mine = getattr(_local, "priority", 0.0)
     with _turns:
-        waiting_better = bool(_queue) and _queue[0][0] < mine
+        waiting_better = bool(_queue) and _queue[0][0] < getattr(_local, "priority", 0.0)
     if waiting_better:
         _end_turn()
         _log_event("handed", time.monotonic())
-        _take_turn(mine, getattr(_local, "heavy", False))
+        _take_turn_again()
     elif TURN_LOG:
         _log_event("point", time.monotonic())
 
@@ -211,12 +210,16 @@ def released() -> Iterator[None]:
     if not RUN_SLOTS or threading.get_ident() not in _holders or _inside_cached_function():
         yield
         return
-    mine = getattr(_local, "priority", 0.0)
     _end_turn()
     try:
         yield
     finally:
-        _take_turn(mine, getattr(_local, "heavy", False))
+        _take_turn_again()
+
+
+def _take_turn_again() -> None:
+    """Take the turn back with the priority and weight this run was admitted with (after a hand-over or a wait)."""
+    _take_turn(getattr(_local, "priority", 0.0), getattr(_local, "heavy", False))
 
 
 def _log_event(kind: str, at: float) -> None:
@@ -252,7 +255,6 @@ def _end_turn() -> None:
         if threading.get_ident() in _holders:
             _holders.discard(threading.get_ident())
             _running -= 1
-            _last_end[0] = time.monotonic()
             sys.setswitchinterval(SWITCH_INTERVAL_S)
             _turns.notify_all()
 
@@ -376,7 +378,6 @@ def _find_malloc_trim() -> Callable[[int], int] | None:
 
 
 _malloc_trim = _find_malloc_trim()
-_last_end = [0.0]  # when the last run gave its turn up (monotonic; the turn log)
 TRIM_EVERY_S = 30.0  # freed memory is handed back to the system at most this often (a trim took ~30 ms at 300 MB)
 _last_trim = [0.0]
 

@@ -52,11 +52,7 @@ def _parsed_text(digest: str, mode: str, flagged: bool = False, _blob: Blob | No
 def price_list(values: dict) -> PriceList:
     """The rows every page prices from: the user's list by `pmode`, else the catalog's billable rows; with `pflag`
     the catalog's flagged rows too (core/catalog/price_trust.py)."""
-    blob = st.session_state.get(PRICE_TEXT)
-    flagged = bool(values.get("pflag", False))
-    if isinstance(blob, Blob):
-        return _parsed(blob, values.get("pmode", "replace"), flagged)
-    return FLAGGED if flagged else PriceList("", None)
+    return price_list_later(values)()
 
 
 def price_list_later(values: dict) -> Callable[[], PriceList]:

@@ -154,7 +154,7 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         rentable = {tp: [r for r in serving_rows(rows, aid, tp, spot) if tp <= r.accelerators_per_instance or acc.kind == "tpu"] for tp in TENSOR_PARALLEL}
         # formats whose request fits one device of this part: their replicas are single devices, with no all-to-alls
         # to pay, and the expert-parallel layouts are not searched for them (a user may still set one)
-        one_device = {(f, k) for f, k, t, c, m in sized if t == 1 and m[0] <= fit_capacity(c, float(acc.usable_memory_bytes))}
+        one_device = {(f, k) for f, k, t, c, m in sized if t == 1 and m[0] <= fit_capacity(c, float(acc.usable_memory_bytes))} if goal.expert_parallel else set()
         for fmt, kv, tp, sc, total in sized:
             if sc.expert_parallel and (fmt, kv) in one_device:
                 continue
