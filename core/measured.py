@@ -1,9 +1,10 @@
 """Our estimates next to GPU measurements (data/measurements/*.jsonl, written
 by bench/gpu/harness.py): what the Method page tabulates and what the tests pin.
 
-A row is a training step, a `generate()` call or a decode step of the Hugging
-Face stack, with its peak allocated / reserved memory and what nvidia-smi
-showed (`device_used_bytes`), or the out-of-memory it ran into."""
+A row is a training step, a `generate()` call, a decode step or a prompt's
+forward pass (`prefill`: one row per shape of the harness's sweep) of the
+Hugging Face stack, with its peak allocated / reserved memory and what
+nvidia-smi showed (`device_used_bytes`), or the out-of-memory it ran into."""
 
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ class Measured(BaseModel):
             return f"train {self.model} {what} b{self.batch_size} x {r['seq_len']:,}{gc}{attn}"
         if self.kind == "infer":
             return f"generate {self.model} b{self.batch_size} x {r['prompt_len']:,} + {r['new_tokens']}"
+        if self.kind == "prefill":
+            return f"prefill {self.model} b{self.batch_size} x {r['prompt_len']:,}"
         return f"decode {self.model} b{self.batch_size} ctx {r['context']:,} {'compiled' if r.get('compiled') else 'eager'}"
 
     @property
@@ -87,6 +90,9 @@ class Measured(BaseModel):
         if self.kind == "infer":
             base.update(mode="inference", seq_len=r["prompt_len"] + r["new_tokens"], output_tokens=r["new_tokens"], serving_engine="hf-transformers")
             return Scenario.model_validate(base)
+        if self.kind == "prefill":  # the prompt's forward pass alone (the first token's logits)
+            base.update(mode="inference", seq_len=r["prompt_len"] + 1, output_tokens=1, serving_engine="hf-transformers")
+            return Scenario.model_validate(base)
         if self.kind == "decode":
             base.update(
                 mode="inference", seq_len=r["context"] + 1, output_tokens=1, serving_engine="hf-transformers-compiled" if r.get("compiled") else "hf-transformers"
@@ -101,9 +107,12 @@ class Measured(BaseModel):
     def estimate(self) -> float | None:
         """Our estimate of what nvidia-smi showed (every component)."""
         res = self.result()
-        return None if res is None or self.kind == "decode" else float(res.memory_per_device_bytes.total)
+        # a decode step or a prefill sweep: the device's memory is the run's (every shape), not one scenario's
+        return None if res is None or self.kind in ("decode", "prefill") else float(res.memory_per_device_bytes.total)
 
     def predicted_fits(self) -> bool | None:
+        if self.kind == "prefill":
+            return None
         res = self.result()
         return None if res is None else res.fits
 
@@ -120,6 +129,13 @@ class Measured(BaseModel):
         from core.speed.roofline import inference_speed
 
         r = self.row
+        if self.kind == "prefill":
+            from core.catalog.accelerators import get_accelerator
+            from core.layout import Layout
+            from core.speed.roofline import roofline
+
+            seconds = roofline(sc, get_accelerator(self.accelerator), Layout(1, 1, 1)).prefill(self.batch_size, r["prompt_len"])
+            return self.batch_size * r["prompt_len"] / float(seconds)
         context = r.get("context") or r.get("prompt_len")
         speed = inference_speed(sc, prompt_tokens=context, output_tokens=1 if self.kind == "decode" else r.get("new_tokens"))
         if self.kind == "decode":  # one decode step timed on its own: no generate() loop around it
@@ -133,16 +149,18 @@ def load_measured(path: Path | None = None) -> tuple[Measured, ...]:
     for line in (path or MEASURED).read_text().splitlines():
         if line.strip():
             r = json.loads(line)
-            out.append(
-                Measured(
-                    kind=r["kind"],
-                    model=r["model"],
-                    ok=r["ok"],
-                    batch_size=r["batch_size"],
-                    peak_allocated_bytes=r.get("peak_allocated_bytes", 0.0),
-                    peak_reserved_bytes=r.get("peak_reserved_bytes", 0.0),
-                    device_used_bytes=r.get("device_used_bytes", 0.0),
-                    row=r,
+            # a prefill sweep is one line with a point per shape: one row per point
+            for row in [{**r, **p} for p in r.get("points", ())] if r["kind"] == "prefill" else [r]:
+                out.append(
+                    Measured(
+                        kind=row["kind"],
+                        model=row["model"],
+                        ok=row["ok"],
+                        batch_size=row["batch_size"],
+                        peak_allocated_bytes=row.get("peak_allocated_bytes", 0.0),
+                        peak_reserved_bytes=row.get("peak_reserved_bytes", 0.0),
+                        device_used_bytes=row.get("device_used_bytes", 0.0),
+                        row=row,
+                    )
                 )
-            )
     return tuple(out)

@@ -9,6 +9,7 @@ case's allocator state or out-of-memory never leaks into the next. Compare the o
     python3 bench/gpu/harness.py --grid h100 --out $OUT/run.jsonl       # the grid of data/measurements/
     python3 bench/gpu/harness.py --grid h200 --out $OUT/run.jsonl --budget-s 360   # the H200 grid, stops in 6 min
     python3 bench/gpu/harness.py --grid speed --out $OUT/run.jsonl --budget-s 330  # QLoRA's cost, parted
+    python3 bench/gpu/harness.py --grid prefill --out $OUT/run.jsonl --budget-s 420  # prompt processing, dense and MoE
     python3 bench/gpu/harness.py --list --grid h200                     # print the cases, run nothing
     python3 bench/gpu/harness.py --device cpu ...                       # plumbing check on a CPU: numbers mean nothing
     python3 bench/gpu/compare.py $OUT/run.jsonl
@@ -41,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 from core.catalog.presets import preset  # noqa: E402
 
 DEVICE = "cuda"  # --device cpu runs the same code on a CPU to check the plumbing (memory then reads 0)
-GRIDS = ("smoke", "h100", "h200", "speed")
+GRIDS = ("smoke", "h100", "h200", "speed", "prefill")
 WARMUP_STEPS = 2
 LORA16 = {"r": 16, "targets": "all-linear"}
 TIMED_STEPS = 6
@@ -78,6 +79,8 @@ def grid(name: str) -> list[dict[str, Any]]:
         return _grid_h200()
     if name == "speed":
         return _grid_speed()
+    if name == "prefill":
+        return _grid_prefill()
     if name != "h100":
         raise SystemExit(f"unknown grid {name!r} ({', '.join(GRIDS)})")
     for precision, (batch, seq), gc in product(("bf16-true", "mixed"), ((1, 512), (4, 512), (4, 2048), (8, 2048)), (False, True)):
@@ -127,6 +130,25 @@ def _grid_speed() -> list[dict[str, Any]]:
         dict(qlora, model="llama-2-13b", precision="qlora", quant="nf4", kbit_prep=False, timed_steps=4, limit_s=140),
         dict(qlora, model="llama-3.2-1b", precision="lora", limit_s=45),
         dict(qlora, model="llama-3.2-1b", precision="qlora", quant="nf4", limit_s=60),
+    ]
+
+
+def _grid_prefill() -> list[dict[str, Any]]:
+    """Prompt processing as an engine runs it (issue #27: time to first token): warm forward passes of whole prompts
+    with logits for the last position only (`logits_to_keep=1`, as vLLM and SGLang compute them), no KV cache kept.
+    A dense 8B over prompt lengths 512-32,768 (attention's share grows with the prompt) and batches, then an MoE whose
+    experts run as one grouped GEMM (transformers' `grouped_mm`, torch._grouped_mm) at 1-8 thousand tokens a pass,
+    then training steps at long sequences (attention's FLOPs in training), then the MoE's decode step."""
+    dense = [[1, 512], [1, 2048], [1, 8192], [1, 32768], [8, 1024], [4, 4096], [16, 2048]]
+    moe = [[1, 512], [1, 2048], [1, 8192], [4, 4096], [8, 2048]]
+    train = dict(kind="train", batch_size=1, gradient_checkpointing=True)
+    return [
+        dict(kind="prefill", model="llama-3.1-8b", batch_size=1, shapes=dense, limit_s=100),
+        dict(kind="prefill", model="qwen3-30b-a3b", batch_size=1, shapes=moe, experts="grouped_mm", limit_s=150),
+        dict(train, model="llama-3.1-8b", precision="lora", seq_len=16384, lora=LORA16, limit_s=75),
+        dict(train, model="llama-3.2-1b", precision="bf16-true", seq_len=8192, batch_size=4, limit_s=50),
+        dict(train, model="llama-3.2-1b", precision="bf16-true", seq_len=512, batch_size=32, gradient_checkpointing=False, limit_s=50),
+        dict(kind="decode", model="qwen3-30b-a3b", batch_size=64, context=1024, compiled=True, experts="grouped_mm", limit_s=150),
     ]
 
 
@@ -190,10 +212,24 @@ def _free(torch: Any) -> None:
         torch.cuda.reset_peak_memory_stats()
 
 
+def _published_config(model: str) -> dict[str, Any]:
+    """The preset's published config.json (data/models.json) without the fields that name files or dtypes."""
+    rows = json.loads((ROOT / "data" / "models.json").read_text())
+    cfg = dict(next(r for r in rows if r["id"] == model)["config"])
+    for key in ("architectures", "torch_dtype", "dtype", "quantization_config", "auto_map"):
+        cfg.pop(key, None)
+    return cfg
+
+
 def _build(case: dict[str, Any]) -> Any:
     import torch
-    from transformers import AutoModelForCausalLM, LlamaConfig
+    from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig
 
+    if case.get("experts"):  # an MoE: its own architecture from the published config, experts as the case asks
+        published = _published_config(case["model"])
+        cfg = AutoConfig.for_model(published.pop("model_type"), **published)
+        with torch.device(DEVICE):
+            return AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16, attn_implementation=case.get("attn", "sdpa"), experts_implementation=case["experts"])
     cfg = LlamaConfig(**{k: v for k, v in _config_shape(case["model"]).items() if k != "model_type"})
     cfg._attn_implementation = case.get("attn", "sdpa")
     dtype = torch.float32 if case.get("precision") == "mixed" else torch.bfloat16
@@ -306,6 +342,32 @@ def _decode(case: dict[str, Any]) -> dict[str, Any]:
     return {"step_seconds": step_s, "tokens_per_second_per_seq": 1 / step_s, "tokens_per_second_total": b / step_s, **_memory(torch)}
 
 
+def _prefill(case: dict[str, Any]) -> dict[str, Any]:
+    """Each shape [batch, prompt]: two warm-up passes, then the median of three timed ones."""
+    import torch
+
+    model = _build(case).eval()
+    points = []
+    with torch.no_grad():
+        for batch, prompt in case["shapes"]:
+            ids = torch.randint(0, model.config.vocab_size, (batch, prompt), device=DEVICE)
+            times = []
+            for i in range(WARMUP_STEPS + 3):
+                _sync(torch)
+                t0 = time.perf_counter()
+                model(input_ids=ids, use_cache=False, logits_to_keep=1)
+                _sync(torch)
+                if i >= WARMUP_STEPS:
+                    times.append(time.perf_counter() - t0)
+            times.sort()
+            points.append({"batch_size": batch, "prompt_len": prompt, "seconds": times[1], "tokens_per_second": batch * prompt / times[1]})
+            print(json.dumps({"point": points[-1]}), file=sys.stderr, flush=True)
+            del ids
+            _free(torch)
+    impl = {"attn": model.config._attn_implementation, "experts": getattr(model.config, "_experts_implementation", None)}
+    return {"points": points, "implementation": impl, "total_params": sum(p.numel() for p in model.parameters()), **_memory(torch)}
+
+
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
     """Run one case in this process and return its output row (the case's fields plus what was measured)."""
     import torch
@@ -317,7 +379,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         free, total = torch.cuda.mem_get_info()
         row["context_bytes"] = total - free - torch.cuda.memory_reserved()
     try:
-        row.update({"train": _train, "infer": _infer, "decode": _decode}[case["kind"]](case), ok=True)
+        row.update({"train": _train, "infer": _infer, "decode": _decode, "prefill": _prefill}[case["kind"]](case), ok=True)
     except torch.cuda.OutOfMemoryError:
         row.update(_memory(torch), ok=False, error="OOM")
     return row
@@ -347,7 +409,9 @@ def _run_child(case: dict[str, Any], limit_s: float) -> dict[str, Any]:
     except subprocess.TimeoutExpired:
         os.killpg(child.pid, signal.SIGKILL)
         out, err = child.communicate()
-        return {**case, "ok": False, "error": f"timeout after {limit_s:.0f} s", "wall_seconds": time.perf_counter() - t0}
+        row = {**case, "ok": False, "error": f"timeout after {limit_s:.0f} s", "wall_seconds": time.perf_counter() - t0}
+        points = [json.loads(ln)["point"] for ln in err.splitlines() if ln.startswith('{"point"')]
+        return {**row, "points": points} if points else row  # a prefill sweep keeps the shapes it finished
     lines = [ln for ln in out.splitlines() if ln.startswith("{")]
     if lines:
         row = json.loads(lines[-1])

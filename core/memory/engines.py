@@ -83,6 +83,10 @@ class ServingEngine(NamedTuple):
     # its log prints), so no caching allocator keeps a reserve beyond it: llama.cpp's memory breakdown reports model,
     # context and compute buffers and 0 MiB unaccounted (ggml-org/llama.cpp PR #22673, comment of 2026-05-10).
     planned_buffers: bool = False
+    # Per layer: the CPU's time to launch one layer's kernels when a prompt's forward pass runs eagerly (no CUDA
+    # graph). The GPU runs each kernel as soon as it is launched, so the pass takes the longer of its GPU time and
+    # layers x this, not their sum (core/speed/roofline.py _Roof.prefill).
+    prefill_launch_layer_s: float = 0.0
 
 
 ENGINES: dict[str, ServingEngine] = {
@@ -190,6 +194,7 @@ ENGINES: dict[str, ServingEngine] = {
                 "generate()'s own loop (logits processing, cache bookkeeping: about 21 ms a step)",
                 "grouped-query K and V are copied out to every query head each step (repeat_kv)",
             ),
+            prefill_launch_layer_s=EAGER_LAYER_OVERHEAD_S,
         ),
         ServingEngine(
             "hf-transformers-compiled",
@@ -211,7 +216,9 @@ ENGINES: dict[str, ServingEngine] = {
                 "the static cache is allocated for the whole context at start",
                 "CUDA graphs remove most launch overhead (about 80 microseconds per layer remain)",
                 "grouped-query K and V are copied out to every query head each step (repeat_kv): the KV cache is read once and its expanded copy written and read again",
+                "the prompt's forward pass runs eagerly (generate() calls the compiled forward for decode steps only: transformers 5.17 generation/utils.py _prefill)",
             ),
+            prefill_launch_layer_s=EAGER_LAYER_OVERHEAD_S,
         ),
         ServingEngine(
             "deepspeed-mii",

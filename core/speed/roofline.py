@@ -166,8 +166,10 @@ class _Roof:
         # a step that carries prompt tokens, in engines that run it without CUDA graphs: the CPU launches every kernel
         # of every layer (data/engine_timing.csv)
         self.prefill_step_s = engine_time_s("prefill_layer_overhead_s", sc.serving_engine, acc.id) * math.ceil(self.on_device * self.arch.num_layers / self.pp)
+        # an eager prompt pass (transformers): at least the CPU's launches of every layer's kernels (core/memory/engines.py)
+        self.prefill_launch_s = self.engine.prefill_launch_layer_s * math.ceil(self.on_device * self.arch.num_layers / self.pp)
         if acc.weights_in_sram:
-            self.step_overhead_s = self.prefill_step_s = 0.0
+            self.step_overhead_s = self.prefill_step_s = self.prefill_launch_s = 0.0
         if acc.kind == "wafer":
             # A wafer spreads each layer's matrices over many of its 900,000 cores and reduces their partial sums over
             # the on-wafer fabric: tensor parallelism inside the chip, two reductions per layer as in Megatron-LM, each
@@ -243,7 +245,10 @@ class _Roof:
         # layers in system RAM: their weights cross PCIe once per micro-batch (computed on the GPU)
         host_weights = (1.0 - self.on_device) * self.weight_parts[0]
         t_copy = np.ceil(tokens / UBATCH_TOKENS) * host_weights / HOST_TO_DEVICE_BYTES_PER_S
-        return np.maximum(t_cmp, t_mem) + self.pp * (decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + self.prefill_step_s) + t_copy
+        # the GPU's time or the CPU's launches, whichever is longer (they overlap): checked on our H100 prefill of
+        # Llama 3.1 8B, 512 tokens (38.1 ms measured, launch-bound; data/measurements/speed/h100-2026-11-26.jsonl)
+        gpu = np.maximum(t_cmp, t_mem)
+        return np.maximum(gpu, self.pp * self.prefill_launch_s) + self.pp * (decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + self.prefill_step_s) + t_copy
 
 
 def stage_seconds(sc: Scenario, acc: Accelerator, share: float, layers: int, batch: int, context: float, prompt: int) -> tuple[float, float]:

@@ -14,6 +14,7 @@ import pytest
 
 from core.catalog.presets import DATA_DIR
 from core.measured import Measured, load_measured
+from tests.core.recorded import check_row
 from tests.core.test_measured_h100 import _harness
 
 ROWS = load_measured(DATA_DIR / "measurements" / "speed" / "h200-2026-11-26.jsonl")
@@ -49,15 +50,9 @@ def test_rows_are_the_speed_run() -> None:
 
 @pytest.mark.parametrize("m", CHECKED, ids=lambda m: m.label)
 def test_speed_check_rows(m: Measured) -> None:
-    recorded_measured, recorded_ours, reason = SPEED_ROWS[m.label]
     measured, ours = m.measured_tokens_per_s, m.estimated_tokens_per_s()
-    assert measured == pytest.approx(recorded_measured, abs=0.05) and ours is not None
-    err = ours / measured - 1
-    if not reason:
-        assert abs(err) <= TOLERANCE, f"{err:+.1%}"
-        return
-    assert abs(err - (recorded_ours / recorded_measured - 1)) <= BAND, f"recorded miss moved to {err:+.1%}"
-    assert abs(err) > TOLERANCE, f"a recorded miss is now within 25% ({err:+.1%}): promote it"
+    assert measured == pytest.approx(SPEED_ROWS[m.label][0], abs=0.05) and ours is not None
+    check_row(ours, measured, SPEED_ROWS[m.label], TOLERANCE, BAND)
 
 
 def test_qlora_extra_time_over_lora() -> None:
