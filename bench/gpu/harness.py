@@ -10,6 +10,7 @@ case's allocator state or out-of-memory never leaks into the next. Compare the o
     python3 bench/gpu/harness.py --grid h200 --out $OUT/run.jsonl --budget-s 360   # the H200 grid, stops in 6 min
     python3 bench/gpu/harness.py --grid speed --out $OUT/run.jsonl --budget-s 330  # QLoRA's cost, parted
     python3 bench/gpu/harness.py --grid prefill --out $OUT/run.jsonl --budget-s 420  # prompt processing, dense and MoE
+    python3 bench/gpu/harness.py --grid longctx --out $OUT/run.jsonl --budget-s 170  # decode over a long KV cache
     python3 bench/gpu/harness.py --list --grid h200                     # print the cases, run nothing
     python3 bench/gpu/harness.py --device cpu ...                       # plumbing check on a CPU: numbers mean nothing
     python3 bench/gpu/compare.py $OUT/run.jsonl
@@ -42,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from core.catalog.presets import preset  # noqa: E402
 
 DEVICE = "cuda"  # --device cpu runs the same code on a CPU to check the plumbing (memory then reads 0)
-GRIDS = ("smoke", "h100", "h200", "speed", "prefill")
+GRIDS = ("smoke", "h100", "h200", "speed", "prefill", "longctx")
 WARMUP_STEPS = 2
 LORA16 = {"r": 16, "targets": "all-linear"}
 TIMED_STEPS = 6
@@ -81,6 +82,15 @@ def grid(name: str) -> list[dict[str, Any]]:
         return _grid_speed()
     if name == "prefill":
         return _grid_prefill()
+    if name == "longctx":
+        # decode steps over a long cache: is transformers' grouped-query K/V copied out to every query head
+        # (repeat_kv, 1 + 2 x groups reads of the cache) or read once (SDPA's enable_gqa)?
+        step = dict(kind="decode", model="llama-3.1-8b", limit_s=70)
+        return [
+            dict(step, batch_size=1, context=32768, compiled=True),
+            dict(step, batch_size=8, context=8192, compiled=True),
+            dict(step, batch_size=1, context=32768, compiled=False, limit_s=40),
+        ]
     if name != "h100":
         raise SystemExit(f"unknown grid {name!r} ({', '.join(GRIDS)})")
     for precision, (batch, seq), gc in product(("bf16-true", "mixed"), ((1, 512), (4, 512), (4, 2048), (8, 2048)), (False, True)):

@@ -25,6 +25,12 @@ _KV_1K_EXPANDED_S = 9 * 1024 * 131_072 / (3.35e12 * 0.80)
 EAGER_LAYER_OVERHEAD_S = (40.6e-3 - _ROOF_8B_S - _KV_1K_EXPANDED_S) / 32
 COMPILED_LAYER_OVERHEAD_S = (8.6e-3 - _ROOF_8B_S - _KV_1K_EXPANDED_S) / 32
 GENERATE_LOOP_S = 61.9e-3 - 40.6e-3
+# transformers' MoE layer with grouped_mm experts (integrations/moe.py): the router, top-k, sort, gather, histc,
+# cumsum, masks, gate and weighted sum run as separate kernels over the tokens x k routed rows, around the two grouped
+# GEMMs. Measured on our H200 (data/measurements/speed/h200-grouped-2026-11-26.jsonl, bench/gpu/grouped_gemm.py):
+# Qwen3-30B-A3B's whole block took 6.638 ms at 16,384 tokens, its two grouped GEMMs 1.847 ms; the rest, taken as
+# traffic at the H200's 4.8 TB/s over 16,384 x 8 routed rows, is about 175 kB a routed row and MoE layer.
+TRANSFORMERS_MOE_UNFUSED_BYTES = (6.638e-3 - 1.847e-3) * 4.8e12 / (16_384 * 8)
 VLLM_LAYER_OVERHEAD_S = (6.44e-3 - _ROOF_8B_S) / 32
 # llama.cpp: 16-bit weights run at about 80% of the bandwidth with no measurable per-layer time (RTX 4090/3090 and
 # L40S, XiongjieDai/GPU-Benchmarks-on-LLM-Inference); k-quant dequantization kernels reach 75% on the 70B models'
@@ -87,6 +93,9 @@ class ServingEngine(NamedTuple):
     # graph). The GPU runs each kernel as soon as it is launched, so the pass takes the longer of its GPU time and
     # layers x this, not their sum (core/speed/roofline.py _Roof.prefill).
     prefill_launch_layer_s: float = 0.0
+    # Per MoE layer and routed (token, expert) row of an eager prompt pass: the bytes, at the datasheet bandwidth, of
+    # an MoE layer whose routing and combining are not fused into the expert GEMMs (transformers).
+    prefill_moe_unfused_bytes: float = 0.0
 
 
 ENGINES: dict[str, ServingEngine] = {
@@ -195,6 +204,7 @@ ENGINES: dict[str, ServingEngine] = {
                 "grouped-query K and V are copied out to every query head each step (repeat_kv)",
             ),
             prefill_launch_layer_s=EAGER_LAYER_OVERHEAD_S,
+            prefill_moe_unfused_bytes=TRANSFORMERS_MOE_UNFUSED_BYTES,
         ),
         ServingEngine(
             "hf-transformers-compiled",
@@ -219,6 +229,7 @@ ENGINES: dict[str, ServingEngine] = {
                 "the prompt's forward pass runs eagerly (generate() calls the compiled forward for decode steps only: transformers 5.17 generation/utils.py _prefill)",
             ),
             prefill_launch_layer_s=EAGER_LAYER_OVERHEAD_S,
+            prefill_moe_unfused_bytes=TRANSFORMERS_MOE_UNFUSED_BYTES,
         ),
         ServingEngine(
             "deepspeed-mii",

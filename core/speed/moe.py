@@ -59,7 +59,10 @@ ROUTER_RANK_CV_NO_EPLB = math.sqrt((491.6 / 1024.0) ** 2 - (1 - 1 / 32) / _TRTLL
   704) in bf16 on an H200, batches 8-4,096 (vllm-project/vllm PR #44818, 2026-06-08, tuned column), within 25%
   (tests/data/moe_kernels.csv). vLLM's Triton FP8 W8A8 path is slower than this at large batches (Qwen3-30B-A3B on
   an H100 from batch 512 on, recorded misses in the same table: 144-188 TFLOP/s at batches 1,024-4,096, under 10% of
-  the FP8 peak and below the bf16 rate of a similar shape); it is not modelled.
+  the FP8 peak and below the bf16 rate of a similar shape); it is not modelled. Another kernel family is faster:
+  torch._grouped_mm (CUTLASS) on our H200 reaches 600-672 TFLOP/s from about 512 rows an expert at every shape
+  tried, K = 768 included (tests/core/test_grouped_gemm.py, recorded misses of this model); the rate here is the
+  Triton kernel's, which vLLM and SGLang run for bf16 experts.
 """
 
 from __future__ import annotations

@@ -245,9 +245,12 @@ class _Roof:
         # layers in system RAM: their weights cross PCIe once per micro-batch (computed on the GPU)
         host_weights = (1.0 - self.on_device) * self.weight_parts[0]
         t_copy = np.ceil(tokens / UBATCH_TOKENS) * host_weights / HOST_TO_DEVICE_BYTES_PER_S
+        # an MoE layer that routes and combines in separate kernels (transformers): their traffic per routed row
+        routed_rows = tokens * a.experts_per_token * a.moe_layers * self.on_device
+        t_unfused = routed_rows * self.engine.prefill_moe_unfused_bytes / self.tp / self.acc.memory_bandwidth_bytes_per_s
         # the GPU's time or the CPU's launches, whichever is longer (they overlap): checked on our H100 prefill of
         # Llama 3.1 8B, 512 tokens (38.1 ms measured, launch-bound; data/measurements/speed/h100-2026-11-26.jsonl)
-        gpu = np.maximum(t_cmp, t_mem)
+        gpu = np.maximum(t_cmp, t_mem) + t_unfused
         return np.maximum(gpu, self.pp * self.prefill_launch_s) + self.pp * (decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + self.prefill_step_s) + t_copy
 
 
