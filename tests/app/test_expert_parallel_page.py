@@ -81,3 +81,16 @@ def test_the_memory_page_breakdown_shows_the_ep_weights_per_device():
     assert bars["Weights"] == pytest.approx(want)
     text = _texts(at)
     assert "expert-parallel over 8 devices" in text and "replicated on every tensor-parallel rank" not in text
+
+
+@pytest.mark.parametrize("batch", ["2", "256"])
+@pytest.mark.parametrize("model", ["deepseek-r1", "qwen3-235b-a22b"])
+def test_the_memory_page_gives_one_count_of_sequences_with_ep(model, batch):
+    """Memory page, EP on over 8 H200: "Sequences the pool holds" and "Largest batch that fits" are one answer, in whole
+    sequences. They read 219.61 against 840 (DeepSeek-R1, batch 2): the pool's count divided it by the batch's own KV
+    cache over the batch, where a rank holds ceil(B/8) of them, so it moved with the batch; and it was a fraction."""
+    at = run_app("memory", R1 | {"model": model, "batch": batch, "seq": "4096", "engine": "vllm", "ep": "True"})
+    no_exception(at)
+    largest = metric(at, "Largest batch that fits")
+    assert metric(at, "Sequences the pool holds") == largest
+    assert "." not in largest and int(largest.replace(",", "")) % 8 == 0  # whole sequences, the same on each rank
