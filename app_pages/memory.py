@@ -21,7 +21,7 @@ from core.catalog.wired_limit import is_apple_gpu, wired_limit_text
 from core.memory.components import expert_parallel_ranks
 from core.memory.engines import ENGINES
 from core.memory.estimate import own_layout
-from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION
+from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION, MAX_BATCH
 from core.memory.stacks import STACKS
 from core.model.formats import FORMATS
 from core.units import BYTES_PER_GIB
@@ -56,6 +56,8 @@ def pool_sequences_help() -> str:
     """The pool's count (the largest batch) and vLLM's start-up figure beside it: a fraction at this batch's prefill
     working set, logged per engine (an expert-parallel rank is one)."""
     held = f"whole sequences of {sc.seq_len:,} tokens at once, on {own}{per_rank}: the largest batch that fits, its prefill working set counted"
+    if result.max_batch_size >= MAX_BATCH:
+        held = f"at least {MAX_BATCH:,} " + held + f" (the search stops at {MAX_BATCH:,})"
     if not result.kv_pool_sequences:
         return held
     engine = f", {result.kv_pool_sequences / ep_ranks:,.2f} on each of the {ep_ranks} engines" if ep_ranks > 1 else ""
