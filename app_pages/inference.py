@@ -64,6 +64,8 @@ if inf.expert_parallel_ranks > 1 and inf.decode_tokens_per_s_overlapped is not N
             f"The exchanges take {inf.all_to_all_share or 0:.0%} of a step."
         )
     )
+elif sc.expert_parallel and not result.fits and result.layout_needed is not None and not result.layout_needed.expert_parallel:
+    st.caption("No expert-parallel layout fits (one expert a GPU at most): speeds for the smallest tensor-parallel layout that does, served without it.")
 elif sc.expert_parallel:
     st.caption("Expert parallel needs two or more tensor-parallel GPUs and no pipeline parallelism (Parallelism in the sidebar): served without it.")
 if (wired := wired_limit_text(acc)) is not None:  # Apple silicon: what the GPU may use of the unified memory
@@ -86,7 +88,7 @@ else:
     st.warning(
         f"At these settings {held_by} {'does' if own == 1 else 'do'} not hold the model and {load}"
         + (" (the KV chart shows where memory runs out)" if kv_on_sidebars_layout(result) else "")
-        + f"; speeds are for the smallest layout that fits ({inf.devices_per_replica} devices).",
+        + f"; speeds are for the smallest layout that fits ({inf.devices_per_replica} devices{', expert-parallel' if inf.expert_parallel_ranks > 1 else ''}).",
         icon=":material/warning:",
     )
 

@@ -18,8 +18,10 @@ from app_pages.shared.text import metric, plain, say
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.catalog.wired_limit import is_apple_gpu, wired_limit_text
+from core.memory.components import expert_parallel_ranks
 from core.memory.engines import ENGINES
-from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION
+from core.memory.estimate import own_layout
+from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION, MAX_BATCH
 from core.memory.stacks import STACKS
 from core.model.formats import FORMATS
 from core.units import BYTES_PER_GIB
@@ -43,7 +45,32 @@ elif ram_short and m.total <= result.fit_capacity_bytes:
     fit_delta = f"system RAM {units(result.cpu_memory_per_device_bytes - ram_bytes)} short"
 else:
     fit_delta = f"{units(m.total - result.fit_capacity_bytes)} short"
+# One count of the sequences that fit, in whole sequences, for the headline and the engine's pool: the largest batch
+# (core/memory/fit.max_batch, its prefill working set counted); expert-parallel, ceil(B/n) of them on each rank.
+largest_batch = f"{result.max_batch_size:,}" if result.max_batch_size else "none"
+ep_ranks = expert_parallel_ranks(sc, own_layout(sc))
+per_rank = f" ({-(-result.max_batch_size // ep_ranks):,} on each, expert-parallel)" if ep_ranks > 1 and result.max_batch_size else ""
+
+
+def pool_sequences_help() -> str:
+    """The pool's count (the largest batch) and vLLM's start-up figure beside it: a fraction at this batch's prefill
+    working set, logged per engine (an expert-parallel rank is one)."""
+    held = f"whole sequences of {sc.seq_len:,} tokens at once, on {own}{per_rank}: the largest batch that fits, its prefill working set counted"
+    if result.max_batch_size >= MAX_BATCH:
+        held = f"at least {MAX_BATCH:,} " + held + f" (the search stops at {MAX_BATCH:,})"
+    if not result.kv_pool_sequences:
+        return held
+    engine = f", {result.kv_pool_sequences / ep_ranks:,.2f} on each of the {ep_ranks} engines" if ep_ranks > 1 else ""
+    return held + f". vLLM's start-up 'Maximum concurrency' at this batch's working set: {result.kv_pool_sequences:,.2f}{engine}"
+
+
 ram_note = f"; system RAM: {units(result.cpu_memory_per_device_bytes)} needed for the layers off the GPU, {units(ram_bytes)} set" if ram_short else ""
+
+# the fewest-devices search with expert parallel on (core/memory/estimate.py, _expert_parallel_option)
+EP_BASIS = (
+    "; expert-parallel, as set in the sidebar: each device holds every non-expert weight and 1/n of the routed experts, "
+    "so only the experts shrink as devices are added (tensor x pipeline layouts only where no expert-parallel one fits)"
+)
 
 
 def headline() -> None:
@@ -63,9 +90,12 @@ def headline() -> None:
         metric(cols[2], "Fewest devices that fit", "none", help="more devices do not help: the layers kept off them stay in system RAM" + ram_note)
     else:
         metric(
-            cols[2], "Fewest devices that fit", layout_text(result.layout_needed).split(" (")[0], help="Smallest layout that fits: " + layout_text(result.layout_needed)
+            cols[2],
+            "Fewest devices that fit",
+            layout_text(result.layout_needed).split(" (")[0],
+            help="Smallest layout that fits: " + layout_text(result.layout_needed) + (EP_BASIS if sc.expert_parallel else ""),
         )
-    metric(cols[3], "Largest batch that fits", f"{result.max_batch_size:,}" if result.max_batch_size else "none", help=f"at {sc.seq_len:,} tokens, on {own}")
+    metric(cols[3], "Largest batch that fits", largest_batch, help=f"at {sc.seq_len:,} tokens, on {own}" + per_rank)
     metric(cols[4], "Longest context that fits", f"{result.max_seq_len:,}" if result.max_seq_len else "none", help=f"tokens, at batch {sc.batch_size}, on {own}")
     with st.container():  # always there, so a note that comes and goes does not shift (and redraw) the charts below
         if result.layout_note is not None:
@@ -117,7 +147,7 @@ def fit_details() -> str:
             metric(
                 fit_cols[1], "Of it, KV-cache pool", units(result.kv_pool_bytes or 0), help="what is left for KV blocks after weights, runtime and the profiled prefill"
             )
-            metric(fit_cols[2], "Sequences the pool holds", f"{result.kv_pool_sequences or 0:,.2f}", help=f"of {sc.seq_len:,} tokens each (vLLM's 'Maximum concurrency')")
+            metric(fit_cols[2], "Sequences the pool holds", largest_batch, help=pool_sequences_help())
             metric(fit_cols[3], "Needed for this batch", units(m.total), help="weights + KV cache + working memory + runtime")
         if result.max_gpu_layers is not None:  # llama.cpp: partial offload to system RAM
             layers = sc.architecture.num_layers

@@ -38,8 +38,9 @@ answer_slot = st.container()
 chart_slot, side = st.columns([2, 1], gap="medium")
 with side:
     goal_kind = page_widget("goal")
+    # the folded inputs named in one line at 1280 x 720 (the column is ~230 px of text there: 39 characters fit)
     main, rest, more = (
-        (("rpd", "tin", "tout"), ("peak", "ttft", "tps", "budget", "price", "pep"), "Peak, speed targets, budget, price, expert parallel")
+        (("rpd", "tin", "tout"), ("peak", "ttft", "tps", "budget", "price", "pep"), "Peak, targets, budget, price, EP")
         if goal_kind == "serve"
         else (("ptok", "epochs", "deadline"), ("pseq", "budget", "price", "pbf16"), "Tokens per example, budget, price, BF16")
     )

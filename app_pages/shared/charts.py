@@ -159,7 +159,7 @@ def layout_text(lay: LayoutResult | None) -> str:
     if lay.data_parallel > 1:
         parts.append(f"DP {lay.data_parallel}")
     if lay.tensor_parallel > 1:
-        parts.append(f"TP {lay.tensor_parallel}")
+        parts.append(f"{'EP' if lay.expert_parallel else 'TP'} {lay.tensor_parallel}")
     if lay.pipeline_parallel > 1:
         parts.append(f"PP {lay.pipeline_parallel}")
     if lay.zero_stage:

@@ -92,7 +92,10 @@ may use macOS's wired-memory limit: 2/3 of the unified memory up to 32 GB and 3/
 iogpu.wired_limit_mb=N` raises it, and the advice names the value when that would make a model fit).
 
 **Devices needed** is the smallest layout that fits: more data-parallel ranks under your ZeRO stage, tensor parallelism
-up to 8 then pipeline stages, or ZeRO-3 — whichever needs the fewest devices.
+up to 8 then pipeline stages, or ZeRO-3 — whichever needs the fewest devices. Serving a mixture-of-experts model
+expert-parallel (the sidebar's switch), it is the fewest devices of an expert-parallel replica: each holds every
+non-expert weight and 1/n of the routed experts, n splitting the experts evenly; tensor and pipeline layouts only where
+none fits.
 """,
     ),
     (

@@ -88,6 +88,9 @@ class LayoutResult(BaseModel):
     pipeline_parallel: int
     zero_stage: int
     devices: int
+    # serving: the replica's tensor_parallel devices are expert-parallel ranks (attention data-parallel), as the
+    # scenario's expert_parallel asks; a CLI result field added (False: a tensor-parallel layout, as before)
+    expert_parallel: bool = False
 
 
 class MemoryResult(BaseModel):
@@ -114,7 +117,9 @@ class MemoryResult(BaseModel):
     fit_capacity_bytes: int = 0  # what the scenario must fit in: usable memory, or the engine's reservation
     peak_phase: str = ""  # training: when the peak happens, "loss" or "optimizer step"
     kv_pool_bytes: int | None = None  # engines that pre-allocate: the KV-cache pool per device (vLLM "KV cache size")
-    kv_pool_sequences: float | None = None  # the pool in sequences of seq_len tokens (vLLM "Maximum concurrency")
+    # the pools in sequences of seq_len tokens (vLLM "Maximum concurrency"), over the replica: expert-parallel, the sum
+    # of the ranks' pools (each rank holds its own sequences; vLLM logs it per data-parallel engine, 1/n of this)
+    kv_pool_sequences: float | None = None
     # llama.cpp partial offload (gpu_layers): layers on the accelerators, the most that fit, and whether the rest
     # fits in system RAM (cpu_memory_per_device_bytes holds it)
     gpu_layers: int | None = None
@@ -254,7 +259,7 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
         peak_phase=phase,
         states=ev.states,
         activation_parts=peak.parts if peak else None,
-        **_kv_pool(sc, comps, capacity, usable),
+        **_kv_pool(sc, ev, layout, comps, capacity, usable),
         **_offload(sc, arch, layout, capacity, float(cpu)),
     )
 
@@ -295,15 +300,19 @@ def _fewest_layers_for_host(sc: Scenario, arch: Architecture) -> int | None:
     return k - 1 if k else None
 
 
-def _kv_pool(sc: Scenario, comps: Components, capacity: float, usable: float) -> dict[str, Any]:
+def _kv_pool(sc: Scenario, ev: Evaluator, layout: Layout, comps: Components, capacity: float, usable: float) -> dict[str, Any]:
     """What an engine that reserves `capacity` at start has left for KV-cache blocks once the weights, the profiled
     prefill working set, the runtime and the allocator's reserve are in, per device (components.kv_headroom, as the
-    KV chart draws it); and how many sequences of seq_len tokens that holds."""
+    KV chart draws it); and how many sequences of seq_len tokens the replica's pools hold: the pool over one
+    sequence's bytes on a device, times the expert-parallel ranks (each holds whole sequences of its own, so one
+    sequence a rank is the replica's batch of `ranks`; the batch's own KV cache over the batch, as before, counted a
+    rank's ceil(B/n) sequences as B)."""
     if sc.mode != "inference" or capacity == usable:
         return {}
     pool = float(kv_headroom(comps, capacity))
-    per_sequence = float(comps.kv_cache) / sc.batch_size
-    return {"kv_pool_bytes": round(pool), "kv_pool_sequences": pool / per_sequence if per_sequence > 0 else None}
+    ranks = expert_parallel_ranks(sc, layout)
+    one_a_rank = float(ev.components(layout, ranks, sc.seq_len)[0].kv_cache)  # one sequence on each device
+    return {"kv_pool_bytes": round(pool), "kv_pool_sequences": pool / one_a_rank * ranks if one_a_rank > 0 else None}
 
 
 def devices_needed_by_accelerator(sc: Scenario, accelerator_ids: list[str]) -> dict[str, LayoutResult | None]:
@@ -352,6 +361,12 @@ def layout_options(sc: Scenario, ev: Evaluator, capacity: float, tensor: bool = 
     `tensor`, `pipeline` False: only the scenario's own tensor-parallel size, one pipeline stage (a stack without)."""
     arch = ev.arch
     b, s = sc.batch_size, sc.seq_len
+    if sc.mode == "inference" and sc.expert_parallel:
+        if ep := _expert_parallel_option(sc, ev, capacity):
+            return [ep]
+        # no expert-parallel replica fits: the tensor x pipeline layouts, served without it
+        sc = sc.model_copy(update={"expert_parallel": False})
+        ev = Evaluator(sc, arch)
     options: list[tuple[int, int, Layout, int]] = []  # (devices, preference, layout, zero stage)
     own = own_layout(sc)
     if ev.total(own, b, s) <= capacity:
@@ -393,6 +408,24 @@ def layout_options(sc: Scenario, ev: Evaluator, capacity: float, tensor: bool = 
         )
         for devices, preference, layout, zero in options
     ]
+
+
+def expert_parallel_sizes(arch: Architecture) -> list[int]:
+    """Expert-parallel sizes the fewest-devices search tries: 1 (one device, where EP does not apply) and the sizes
+    that split the routed experts into whole, equal shares (E/n experts a rank, as expert_parallel_weight_bytes
+    counts), up to one expert a rank. Attention is data-parallel under EP, so the heads need not split (the tensor-
+    parallel search's constraint), and EP groups span nodes (DeepSeek's and SGLang's wide EP: 32-320 ranks)."""
+    return [1] + [n for n in range(2, arch.num_experts + 1) if arch.num_experts % n == 0]
+
+
+def _expert_parallel_option(sc: Scenario, ev: Evaluator, capacity: float) -> tuple[LayoutResult, int] | None:
+    """The fewest devices of an expert-parallel replica that fit (no pipeline stages: EP with them is not served,
+    components.expert_parallel_ranks): memory per rank falls as n grows (weights: all non-expert ones plus 1/n of the
+    routed experts; KV cache and prefill of a rank's ceil(B/n) sequences), so the first size that fits."""
+    for n in expert_parallel_sizes(ev.arch):
+        if ev.total(Layout(1, n, 1), sc.batch_size, sc.seq_len) <= capacity:
+            return LayoutResult.model_construct(data_parallel=1, tensor_parallel=n, pipeline_parallel=1, zero_stage=0, devices=n, expert_parallel=n > 1), 0
+    return None
 
 
 def _layout_note(sc: Scenario, ev: Evaluator, comps: Components) -> Text | None:
@@ -582,7 +615,7 @@ def more_device_fixes(sc: Scenario, ev: Evaluator, capacity: float) -> list[Fix]
             continue  # fits on its own devices: a same-device fix
         for lay, _ in layout_options(base, base_ev, capacity, tensor, pipeline):
             words = f"{lay.devices:,} devices"
-            split = [f"tensor parallel {lay.tensor_parallel}"] if lay.tensor_parallel > 1 else []
+            split = [f"{'expert' if lay.expert_parallel else 'tensor'} parallel {lay.tensor_parallel}"] if lay.tensor_parallel > 1 else []
             split += [f"{lay.pipeline_parallel} pipeline stages"] if lay.pipeline_parallel > 1 else []
             if split:
                 words += f" ({' x '.join(split)})"
@@ -591,6 +624,8 @@ def more_device_fixes(sc: Scenario, ev: Evaluator, capacity: float) -> list[Fix]
             layout_update = {"data_parallel": lay.data_parallel, "tensor_parallel": lay.tensor_parallel, "pipeline_parallel": lay.pipeline_parallel}
             if sc.mode == "training":
                 layout_update["zero_stage"] = lay.zero_stage
+            if sc.expert_parallel:  # the expert-parallel search's layout, or (none fitting) a tensor-parallel one
+                layout_update["expert_parallel"] = lay.expert_parallel
             if (fix := _fix(sc, (*changes, words), change | layout_update, capacity, own_problem)) is not None:
                 out.append(fix)
     return out
@@ -642,7 +677,9 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
         out.append(joined([fix.label_text, Text.of(template, total=Bytes(fix.memory_per_device_bytes), host=Bytes(fix.host_memory_bytes))]))
     if needed:
         parts = [f"{needed.devices} devices"]
-        if needed.tensor_parallel > 1 or needed.pipeline_parallel > 1:
+        if needed.expert_parallel:
+            parts.append(f"expert parallel over {needed.tensor_parallel}, attention data-parallel")
+        elif needed.tensor_parallel > 1 or needed.pipeline_parallel > 1:
             parts.append(f"tensor parallel {needed.tensor_parallel} x pipeline parallel {needed.pipeline_parallel}")
         if needed.data_parallel > 1:
             parts.append(f"{needed.data_parallel} data-parallel ranks with ZeRO stage {needed.zero_stage}")

@@ -256,5 +256,11 @@ def estimate_blocks(
     training = training_estimate(sc, acc, info, rows) if sc.train_tokens else None
     inference = None
     if sc.mode == "inference":
-        inference = inference_estimate(sc, acc, info, ev.total, mem.max_batch_size, rows)
+        served, memory = sc, ev.total
+        if sc.expert_parallel and not mem.fits and mem.layout_needed is not None and not mem.layout_needed.expert_parallel:
+            # no expert-parallel replica fits and the speeds are for the smallest tensor-parallel layout that does
+            # (estimate.layout_options): served, and its memory counted, without expert parallelism
+            served = sc.model_copy(update={"expert_parallel": False})
+            memory = Evaluator(served, sc.architecture).total
+        inference = inference_estimate(served, acc, info, memory, mem.max_batch_size, rows)
     return mem, training, inference

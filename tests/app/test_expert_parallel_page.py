@@ -81,3 +81,32 @@ def test_the_memory_page_breakdown_shows_the_ep_weights_per_device():
     assert bars["Weights"] == pytest.approx(want)
     text = _texts(at)
     assert "expert-parallel over 8 devices" in text and "replicated on every tensor-parallel rank" not in text
+
+
+@pytest.mark.parametrize("batch", ["2", "256"])
+@pytest.mark.parametrize("model", ["deepseek-r1", "qwen3-235b-a22b"])
+def test_the_memory_page_gives_one_count_of_sequences_with_ep(model, batch):
+    """Memory page, EP on over 8 H200: "Sequences the pool holds" and "Largest batch that fits" are one answer, in whole
+    sequences. They read 219.61 against 840 (DeepSeek-R1, batch 2): the pool's count divided it by the batch's own KV
+    cache over the batch, where a rank holds ceil(B/8) of them, so it moved with the batch; and it was a fraction."""
+    at = run_app("memory", R1 | {"model": model, "batch": batch, "seq": "4096", "engine": "vllm", "ep": "True"})
+    no_exception(at)
+    largest = metric(at, "Largest batch that fits")
+    assert metric(at, "Sequences the pool holds") == largest
+    assert "." not in largest and int(largest.replace(",", "")) % 8 == 0  # whole sequences, the same on each rank
+
+
+def test_the_inference_page_counts_the_same_sequences_and_devices_with_ep():
+    """One answer on every page: with EP on over 4 H200 (too few for DeepSeek-R1 FP8's experts), the Memory page's fewest
+    devices is an 8-GPU expert-parallel replica, and the Inference page's speeds and its most concurrent sequences are
+    for that replica (they were for TP 2 x 3 pipeline stages, without EP)."""
+    params = R1 | {"tp": "4", "batch": "64", "seq": "4096", "ep": "True"}
+    memory = run_app("memory", params)
+    no_exception(memory)
+    assert metric(memory, "Fewest devices that fit") == "8 devices"
+    assert "(EP 8)" in next(m.proto.help for m in memory.metric if m.label == "Fewest devices that fit").replace("\\", "")
+    eight = run_app("memory", params | {"tp": "8"})
+    inference = run_app("inference", params)
+    no_exception(inference)
+    assert metric(inference, "Most concurrent sequences") == metric(eight, "Largest batch that fits") == metric(eight, "Sequences the pool holds")
+    assert "speeds are for the smallest layout that fits (8 devices, expert-parallel)" in _texts(inference) + " ".join(w.value for w in inference.warning)

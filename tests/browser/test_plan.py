@@ -40,3 +40,14 @@ def test_goal_headline_frontier_click_memory(open_page):
     assert f"acc={best.accelerator}" in page.url and f"fmt={best.weights_format}" in page.url
     want = Units("GiB")(estimate(Scenario.model_validate(best.scenario)).memory_per_device_bytes.total)
     assert metrics(page)[0] == want
+
+
+@pytest.mark.parametrize("goal", ["serve", "train"])
+def test_the_folded_inputs_label_is_one_line_at_1280(open_page, goal):
+    """The summary of the goal's folded inputs, beside the chart, stays on one line at 1280 x 720 (it wrapped to two for
+    serving: "Peak, speed targets, budget, price, expert parallel", 52.8 px high against 38 for one line)."""
+    page = open_page(f"/plan?goal={goal}", width=1280, height=720)
+    page.wait_for_selector("text=Cheapest plan", timeout=60_000)
+    summary = page.locator('[data-testid="stExpander"] summary', has_text="budget").first
+    one_line = page.locator('[data-testid="stExpander"] summary', has_text="Your own prices").first  # the sidebar's, one line
+    assert summary.bounding_box()["height"] <= one_line.bounding_box()["height"] + 1

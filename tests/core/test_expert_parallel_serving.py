@@ -10,8 +10,10 @@ import pytest
 from pydantic import ValidationError
 
 from core.catalog.accelerators import get_accelerator
+from core.estimate import estimate
 from core.layout import Layout
 from core.memory.components import expert_parallel_weight_bytes, inference_components, kv_bytes_per_sequence
+from core.memory.estimate import estimate_memory
 from core.model.formats import FORMATS, routed_expert_bytes, weight_bytes
 from core.plan import plan
 from core.plan.goal import Goal
@@ -153,3 +155,67 @@ def test_explain_shows_the_ep_formula_with_its_numbers():
     assert weights.bytes == pytest.approx(expert_parallel_weight_bytes(sc.architecture, "fp8", 8))
     assert "= 32 sequences (this rank's own)" in str(kv.numbers)
     assert kv.bytes == pytest.approx(32 * kv_bytes_per_sequence(sc.architecture, "fp8", 2000))
+
+
+# --- the fewest devices and the pool's sequences with expert parallel on (issue #27's "one answer on every page") ---
+
+GIB = 2**30
+
+
+def test_fewest_devices_with_ep_on_is_an_expert_parallel_replica():
+    """DeepSeek-R1 FP8 on H200 (SGLang reserves 88% of 140.4 GiB usable: 123.55 GiB), 64 sequences of 2,000 tokens,
+    expert parallel on. Worked by hand: the routed experts are 58 MoE layers x 256 experts x 3 x 7,168 x 2,048 FP8
+    bytes = 609.0 GiB of the 626.8 GiB checkpoint, so the non-expert weights every rank holds are 17.8 GiB. A rank of
+    4 holds 17.8 + 609 / 4 = 170.0 GiB of weights alone: over the 123.55. A rank of 8 holds 17.8 + 76.1 = 93.9 GiB, and
+    with its 8 sequences' KV cache, the prefill and the runtime, 98.5 GiB: fits. So the fewest devices are 8,
+    expert-parallel. The search answered 6 (TP 2 x 3 pipeline stages), a layout without expert parallelism."""
+    sc = Scenario(**R1, serving_engine="sglang", tensor_parallel=8, batch_size=64, expert_parallel=True)
+    a = sc.architecture
+    routed = 58 * 256 * 3 * 7168 * 2048  # bytes, one byte a weight in FP8
+    assert a.moe_layers == 58 and a.num_experts == 256 and a.hidden_size == 7168 and a.moe_intermediate_size == 2048
+    assert routed / GIB == pytest.approx(609.0)
+    non_expert = weight_bytes(a, FORMATS["fp8"]) - routed
+    assert non_expert / GIB == pytest.approx(17.77, abs=0.01)
+    capacity = 0.88 * get_accelerator("h200").usable_memory_bytes
+    assert (non_expert + routed / 4) / GIB == pytest.approx(170.02, abs=0.01) and non_expert + routed / 4 > capacity
+    assert (non_expert + routed / 8) / GIB == pytest.approx(93.89, abs=0.01)
+    assert expert_parallel_weight_bytes(a, "fp8", 8) == pytest.approx(non_expert + routed / 8)
+    res = estimate_memory(sc)
+    assert res.memory_per_device_bytes.total < capacity
+    n = res.layout_needed
+    assert n is not None and (n.devices, n.tensor_parallel, n.pipeline_parallel, n.expert_parallel) == (8, 8, 1, True)
+    # with a rank of 4 short by the weights alone, the same scenario on 4 GPUs needs 8, and is priced on them with EP
+    four = estimate(sc.replace(tensor_parallel=4))
+    assert not four.fits and four.layout_needed == n
+    assert four.inference is not None and four.inference.expert_parallel_ranks == 8
+    # without expert parallelism the tensor x pipeline search answers, as before
+    off = estimate_memory(sc.replace(expert_parallel=False)).layout_needed
+    assert off is not None and (off.devices, off.tensor_parallel, off.pipeline_parallel, off.expert_parallel) == (6, 2, 3, False)
+
+
+def test_fewest_devices_with_ep_falls_back_to_tensor_parallel_when_no_rank_fits():
+    """DeepSeek-R1 in BF16 on an L4 (22.5 GiB): the non-expert weights alone (2 x 17.8 = 35.5 GiB) fill a device, so no
+    expert-parallel replica fits at any size; the fewest devices are the tensor x pipeline layout, marked so, and the
+    speeds are for it served without expert parallelism."""
+    sc = Scenario(model="deepseek-r1", weights_format="bf16", accelerator="l4", tensor_parallel=8, batch_size=1, seq_len=1024, expert_parallel=True)
+    assert expert_parallel_weight_bytes(sc.architecture, "bf16", 256) > get_accelerator("l4").usable_memory_bytes
+    got = estimate(sc)
+    want = estimate_memory(sc.replace(expert_parallel=False)).layout_needed
+    assert want is not None and got.layout_needed == want and not want.expert_parallel
+    assert got.inference is not None and got.inference.expert_parallel_ranks == 1
+    assert got.inference.devices_per_replica == want.devices
+
+
+@pytest.mark.parametrize("model", ["deepseek-r1", "qwen3-235b-a22b"])
+def test_the_pool_counts_whole_sequences_a_rank(model):
+    """vLLM, EP over 8 H200: the replica's pools hold the pool of a device over one whole sequence's KV cache, times 8
+    (each rank holds its own sequences). At 2 and at 8 sequences a rank holds one, so the pool and its count are the
+    same; the count was the pool over (the batch's own KV / the batch), 4x apart between the two."""
+    base = Scenario(model=model, weights_format="fp8", kv_cache_format="fp8", accelerator="h200", seq_len=4096, tensor_parallel=8, expert_parallel=True)
+    one = kv_bytes_per_sequence(base.architecture, "fp8", 4096)
+    two, eight = (estimate_memory(base.replace(batch_size=b)) for b in (2, 8))
+    assert two.kv_pool_bytes == eight.kv_pool_bytes
+    assert two.kv_pool_bytes is not None and two.kv_pool_sequences == pytest.approx(two.kv_pool_bytes / one * 8, rel=1e-6)
+    assert eight.kv_pool_sequences == pytest.approx(two.kv_pool_sequences)
+    # the whole count the Memory page shows is the largest batch: 8 x the whole sequences a rank's full pool holds
+    assert two.max_batch_size % 8 == 0 and two.max_batch_size <= two.kv_pool_sequences
