@@ -202,6 +202,16 @@ def inference_estimate(
     if not same:
         notes.append(f"the scenario's layout does not fit: speed is for TP {layout.tensor_parallel} x PP {layout.pipeline_parallel}")
     roof = roofline(sc, acc, layout)
+    if roof.prefill_launch_s > 0:
+        notes.append(
+            f"the prompt's forward pass runs eagerly: at least {roof.prefill_launch_s * 1e3:.0f} ms of kernel launches, "
+            f"which bounds short prompts (measured: Llama 3.1 8B, 512 tokens, 38 ms on an H100)"
+        )
+    if sc.architecture.is_moe and roof.engine.prefill_moe_unfused_bytes > 0:
+        notes.append(
+            f"the prompt pass routes and combines each MoE layer's tokens in separate kernels: about "
+            f"{roof.engine.prefill_moe_unfused_bytes / 1e3:.0f} kB of memory traffic per token and expert it is sent to"
+        )
     ep = None
     if roof.ep_ranks > 1:
         ep = roof.ep_step(s.batch_size, s.prompt_tokens + s.output_tokens / 2.0)
