@@ -363,6 +363,57 @@ def test_an_idle_collection_hands_freed_memory_back_at_most_every_trim_interval(
     assert COLLECT_IF_IDLE() and trims == [0, 0]
 
 
+def test_an_idle_collection_trims_sooner_once_the_process_has_grown(monkeypatch):
+    """Between TRIM_SOONEST_S and TRIM_EVERY_S after a trim, the next idle collection trims only if the resident size
+    grew more than TRIM_GROWTH_BYTES over what the last trim left."""
+    trims: list[int] = []
+    rss = [300 * 2**20]
+    monkeypatch.setattr(guard.gc, "collect", lambda *a: 0)
+    monkeypatch.setattr(guard, "_malloc_trim", lambda pad: trims.append(pad) or 1)
+    monkeypatch.setattr(guard, "_last_trim", [0.0])
+    monkeypatch.setattr(guard, "_rss_after_trim", [0])
+    monkeypatch.setattr(guard, "resident_bytes", lambda: rss[0])
+    clock = [1000.0]
+    monkeypatch.setattr(guard.time, "monotonic", lambda: clock[0])
+    assert COLLECT_IF_IDLE() and trims == [0] and guard._rss_after_trim == [300 * 2**20]
+    clock[0] += guard.TRIM_SOONEST_S + 1.0
+    rss[0] += guard.TRIM_GROWTH_BYTES // 2
+    assert COLLECT_IF_IDLE() and trims == [0], "grown less than TRIM_GROWTH_BYTES: waits for TRIM_EVERY_S"
+    rss[0] += guard.TRIM_GROWTH_BYTES
+    assert COLLECT_IF_IDLE() and trims == [0, 0], "grown more: trims now"
+    rss[0] += 2 * guard.TRIM_GROWTH_BYTES
+    clock[0] += guard.TRIM_SOONEST_S / 2
+    assert COLLECT_IF_IDLE() and trims == [0, 0], "never twice within TRIM_SOONEST_S"
+
+
+def test_a_run_that_ends_with_nobody_waiting_wakes_the_collector_once_the_process_has_grown(monkeypatch):
+    rss = [300 * 2**20]
+    monkeypatch.setattr(guard, "resident_bytes", lambda: rss[0])
+    monkeypatch.setattr(guard, "_last_trim", [time.monotonic() - guard.TRIM_SOONEST_S - 1.0])  # not yet TRIM_EVERY_S
+    monkeypatch.setattr(guard, "_rss_after_trim", [300 * 2**20])
+    monkeypatch.setattr(guard, "_frozen", threading.Event())
+    guard._frozen.set()
+    guard._idle_now.clear()
+    guard._take_turn(0.0)
+    guard._end_turn()
+    assert not guard._idle_now.is_set(), "not grown: the collector keeps its own pace"
+    rss[0] += 2 * guard.TRIM_GROWTH_BYTES
+    guard._take_turn(0.0)
+    guard._end_turn()
+    assert guard._idle_now.is_set(), "grown, and nobody running or waiting: wake the collector"
+    guard._idle_now.clear()
+
+
+def test_the_resident_size_is_read_from_proc():
+    import sys
+
+    size = guard.resident_bytes()
+    if sys.platform == "linux":
+        assert 10 * 2**20 < size < 64 * 2**30
+    else:
+        assert size == 0
+
+
 def _heavy_switch_interval_in_a_fresh_process(value: str | None) -> float:
     import os
     import subprocess

@@ -251,12 +251,16 @@ def _append_log(line: dict) -> None:
 
 def _end_turn() -> None:
     global _running
+    idle = False
     with _turns:
         if threading.get_ident() in _holders:
             _holders.discard(threading.get_ident())
             _running -= 1
             sys.setswitchinterval(SWITCH_INTERVAL_S)
             _turns.notify_all()
+            idle = _running == 0 and not _queue
+    if idle and _frozen.is_set() and time.monotonic() - _last_trim[0] > TRIM_SOONEST_S and _trim_due(time.monotonic()):
+        _idle_now.set()  # the collector's chance to trim now, not at its next tick (which may find a run in progress)
 
 
 def client_key() -> str:
@@ -378,13 +382,34 @@ def _find_malloc_trim() -> Callable[[int], int] | None:
 
 
 _malloc_trim = _find_malloc_trim()
-TRIM_EVERY_S = 30.0  # freed memory is handed back to the system at most this often (a trim took ~30 ms at 300 MB)
+TRIM_EVERY_S = 30.0  # freed memory is handed back to the system at least this often when idle (~30 ms at 300 MB)
+# and sooner, but at most every TRIM_SOONEST_S, once the resident size has grown TRIM_GROWTH_BYTES over what the last
+# trim left: sessions opened back to back otherwise saw the resident size climb ~190 MB between two trims 100 s apart
+# (bench/abuse.py memory, docs/SERVER.md section 4, round 6)
+TRIM_SOONEST_S = 5.0
+TRIM_GROWTH_BYTES = 32 * 2**20
 _last_trim = [0.0]
+_rss_after_trim = [0]
+
+
+def resident_bytes() -> int:
+    """This process's resident size from /proc/self/statm (Linux), 0 where there is none."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _trim_due(now: float) -> bool:
+    since = now - _last_trim[0]
+    return since > TRIM_EVERY_S or (since > TRIM_SOONEST_S and resident_bytes() - _rss_after_trim[0] > TRIM_GROWTH_BYTES)
 
 
 def collect_if_idle(overdue: bool = False) -> bool:
     """One full collection when no script runs and nobody waits (or when overdue), holding the turn meanwhile. When
-    idle, and at most every TRIM_EVERY_S, glibc is also asked to hand freed memory back to the system (malloc_trim):
+    idle, every TRIM_EVERY_S or sooner once the process has grown (_trim_due), glibc is also asked to hand freed memory
+    back to the system (malloc_trim):
     the objects of expired sessions are freed, but glibc keeps the pages of its heap that still hold a live object
     here and there, so the resident memory stayed where the sessions took it (issue #25). Waiting for a quieter
     moment (0.25 s after the last run's end, whose messages are still going out) was tried and left out: no p95 change
@@ -398,9 +423,10 @@ def collect_if_idle(overdue: bool = False) -> bool:
     began = time.monotonic()
     try:
         gc.collect()
-        if not overdue and _malloc_trim is not None and time.monotonic() - _last_trim[0] > TRIM_EVERY_S:
+        if not overdue and _malloc_trim is not None and _trim_due(time.monotonic()):
             _malloc_trim(0)
             _last_trim[0] = time.monotonic()
+            _rss_after_trim[0] = resident_bytes()
     finally:
         with _turns:
             _running -= 1
@@ -410,10 +436,14 @@ def collect_if_idle(overdue: bool = False) -> bool:
     return True
 
 
+_idle_now = threading.Event()  # set by a run's end when the process has grown enough to trim (_trim_due)
+
+
 def _collector() -> None:
     last = time.monotonic()
     while True:
-        time.sleep(FULL_GC_EVERY_S)
+        _idle_now.wait(FULL_GC_EVERY_S)
+        _idle_now.clear()
         if collect_if_idle(overdue=time.monotonic() - last > FULL_GC_MAX_INTERVAL_S):
             last = time.monotonic()
 
