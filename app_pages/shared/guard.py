@@ -259,7 +259,7 @@ def _end_turn() -> None:
             sys.setswitchinterval(SWITCH_INTERVAL_S)
             _turns.notify_all()
             idle = _running == 0 and not _queue
-    if idle and _frozen.is_set() and time.monotonic() - _last_trim[0] > TRIM_SOONEST_S and _trim_due(time.monotonic()):
+    if idle and _frozen.is_set() and _trim_due(time.monotonic()):
         _idle_now.set()  # the collector's chance to trim now, not at its next tick (which may find a run in progress)
 
 
@@ -402,6 +402,7 @@ def resident_bytes() -> int:
 
 
 def _trim_due(now: float) -> bool:
+    """TRIM_EVERY_S since the last trim, or TRIM_SOONEST_S and grown TRIM_GROWTH_BYTES (reads /proc only then)."""
     since = now - _last_trim[0]
     return since > TRIM_EVERY_S or (since > TRIM_SOONEST_S and resident_bytes() - _rss_after_trim[0] > TRIM_GROWTH_BYTES)
 

@@ -21,8 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-
 # (model id in data/models.json, hidden, expert width, experts, experts per token): published config.json shapes
 SHAPES = (
     ("qwen3-30b-a3b", 2048, 768, 128, 8),
@@ -90,12 +88,11 @@ def grouped_rows(torch: Any, device: str, shapes: Any, tokens: Any) -> list[dict
 
 def block_rows(torch: Any, device: str, tokens: Any) -> list[dict[str, Any]]:
     """transformers' Qwen3-MoE block (eager, grouped_mm experts) at the published shape, against its GEMMs alone."""
+    from harness import _published_config  # bench/gpu/harness.py, beside this script
     from transformers import AutoConfig
     from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeSparseMoeBlock
 
-    published = dict(next(r for r in json.loads((ROOT / "data" / "models.json").read_text()) if r["id"] == "qwen3-30b-a3b")["config"])
-    for key in ("architectures", "torch_dtype"):
-        published.pop(key, None)
+    published = _published_config("qwen3-30b-a3b")
     cfg = AutoConfig.for_model(published.pop("model_type"), **published)
     cfg._experts_implementation = "grouped_mm"
     with torch.device(device):

@@ -162,12 +162,13 @@ class _Roof:
         # Kernel launches and framework time per step: per layer of this device's pipeline stage. Chips whose model
         # lives in SRAM run a program their compiler scheduled ahead of time: no launches, no framework loop.
         per_layer = layer_overhead_s(sc.serving_engine, sc.weights_format, acc)
-        self.step_overhead_s = per_layer * math.ceil(self.on_device * self.arch.num_layers / self.pp) + self.engine.step_overhead_s
+        stage_layers = math.ceil(self.on_device * self.arch.num_layers / self.pp)  # the layers of this device's pipeline stage on it
+        self.step_overhead_s = per_layer * stage_layers + self.engine.step_overhead_s
         # a step that carries prompt tokens, in engines that run it without CUDA graphs: the CPU launches every kernel
         # of every layer (data/engine_timing.csv)
-        self.prefill_step_s = engine_time_s("prefill_layer_overhead_s", sc.serving_engine, acc.id) * math.ceil(self.on_device * self.arch.num_layers / self.pp)
+        self.prefill_step_s = engine_time_s("prefill_layer_overhead_s", sc.serving_engine, acc.id) * stage_layers
         # an eager prompt pass (transformers): at least the CPU's launches of every layer's kernels (core/memory/engines.py)
-        self.prefill_launch_s = self.engine.prefill_launch_layer_s * math.ceil(self.on_device * self.arch.num_layers / self.pp)
+        self.prefill_launch_s = self.engine.prefill_launch_layer_s * stage_layers
         if acc.weights_in_sram:
             self.step_overhead_s = self.prefill_step_s = self.prefill_launch_s = 0.0
         if acc.kind == "wafer":

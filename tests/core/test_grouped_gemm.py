@@ -16,10 +16,9 @@ import pytest
 from core.catalog.accelerators import get_accelerator
 from core.catalog.presets import DATA_DIR
 from core.memory.engines import TRANSFORMERS_MOE_UNFUSED_BYTES
-from core.speed.moe import MOE_BANDWIDTH_EFFICIENCY, grouped_gemm_compute_efficiency
-from core.speed.roofline import COMPUTE_EFF
-from core.speed.timing import inference_peak_tflops
+from core.speed.moe import MOE_LAYER_FIXED_S
 from tests.core.recorded import check_row
+from tests.core.test_moe_speed import kernel_us
 
 PATH = DATA_DIR / "measurements" / "speed" / "h200-grouped-2026-11-26.jsonl"
 LINES = [json.loads(ln) for ln in PATH.read_text().splitlines() if ln.strip()]
@@ -54,14 +53,11 @@ ROWS: dict[str, tuple[float, float, str]] = {
 
 
 def ours_s(r: dict) -> float:
-    """The roofline's expert GEMMs (no fixed routing time: the kernel alone): the touched experts' gate, up and down
-    bytes at the grouped kernels' bandwidth, or their FLOPs at the grouped-GEMM rate, whichever is longer."""
-    acc = get_accelerator("h200")
-    e, k, t, hidden, width = r["experts"], r["top_k"], r["tokens"], r["hidden"], r["width"]
-    touched = e * (1.0 - (1.0 - k / e) ** t)
-    read_s = touched * 3 * hidden * width * 2 / (acc.memory_bandwidth_bytes_per_s * MOE_BANDWIDTH_EFFICIENCY)
-    rate = inference_peak_tflops(acc, "bf16").tflops * 1e12 * grouped_gemm_compute_efficiency(hidden, width, COMPUTE_EFF)
-    return max(read_s, 2.0 * t * k * 3 * hidden * width / rate)
+    """The roofline's expert GEMMs as tests/core/test_moe_speed.py prices vLLM's fused kernel, less its fixed routing
+    time (the kernel alone here): the touched experts' bytes at the grouped kernels' bandwidth, or their FLOPs at the
+    grouped-GEMM rate, whichever is longer."""
+    row = dict(experts=r["experts"], experts_per_token=r["top_k"], batch=r["tokens"], hidden=r["hidden"], expert_width_per_device=r["width"])
+    return kernel_us({**row, "accelerator": "h200", "weights_format": "bf16"}) / 1e6 - MOE_LAYER_FIXED_S
 
 
 def test_rows_are_the_run() -> None:

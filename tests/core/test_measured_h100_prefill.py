@@ -55,8 +55,9 @@ OOM = "decode qwen3-30b-a3b b64 ctx 1,024 compiled"  # 61 GB of weights, a 64 x 
 def test_rows_are_the_prefill_run() -> None:
     lines = [json.loads(ln) for ln in PATH.read_text().splitlines() if ln.strip()]
     assert {r["versions"]["gpu"] for r in lines} == {"NVIDIA H100 80GB HBM3"}
-    grid = _harness().grid("prefill")
-    assert all(any(_harness()._same_case(r, c) for c in grid) for r in lines if r["file"] == "prefill")
+    harness = _harness()
+    grid = harness.grid("prefill")
+    assert all(any(harness._same_case(r, c) for c in grid) for r in lines if r["file"] == "prefill")
     assert {m.label for m in ROWS if m.ok} == set(SPEED_ROWS)
     assert [m.label for m in ROWS if not m.ok] == [OOM]
     points = [p for r in lines if r["kind"] == "prefill" for p in r["points"]]
