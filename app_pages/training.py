@@ -144,8 +144,9 @@ with st.expander("How this is computed"):
         "context; LoRA skips the frozen weights' gradients (4 x parameters + 6 x adapter parameters). "
         + md(
             "Time per token = FLOPs / (devices x dense peak x {eff}) + work bound by memory bandwidth ({overhead} bytes "
-            "per layer x hidden unit per token, PEFT's fp32 adapter traffic, QLoRA's dequantization at the FP32 rate), "
-            "fitted on our H100 runs and checked on our H200 run and published single-node runs (Method page). "
+            "per layer x hidden unit per token, PEFT's fp32 adapter traffic, QLoRA's dequantization as traffic and the "
+            "Hugging Face recipe's fp32 upcast), fitted on our H100 and H200 runs and checked on published fine-tunes "
+            "(Answer AI, torchtune, LitGPT) and single-node pretraining runs (Method page). "
             "Setting the sidebar's *MFU* replaces this with FLOPs / (devices x peak x MFU), the way published large runs "
             "quote it (Llama 3.1 405B: 38-43% on H100s). Each run adds {setup} of setup and its communication. ",
             eff=f"{MATMUL_EFFICIENCY:.0%}",

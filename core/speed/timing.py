@@ -24,7 +24,8 @@ Time per token on one device is not FLOPs / a fixed MFU: the matmuls run at a fr
 casts, the optimizer-free part of every step) is bandwidth-bound (OVERHEAD_BYTES_PER_LAYER_HIDDEN). That second
 term is why small models reach a lower MFU than large ones (measured on one H200: 0.39 / 0.44 / 0.54 for Llama
 3.2 1B / 3.2 3B / 3.1 8B full fine-tunes). LoRA through PEFT adds its fp32 adapters' traffic; QLoRA adds the
-NF4 dequantization and, with prepare_model_for_kbit_training, an fp32 output head (STACKS flags).
+NF4 dequantization (traffic at the bandwidth) and, with prepare_model_for_kbit_training, an fp32 output head and
+residual stream (STACKS flags). Checked on published fine-tunes per stack: tests/data/finetune_speeds.csv.
 """
 
 from __future__ import annotations
@@ -65,26 +66,28 @@ OVERHEAD_BYTES_PER_LAYER_HIDDEN = 1121.0
 # checked on the H200 rows (3B, 8B, 13B, 8B at 8,192 within 17%) and torchtune's 3B LoRA on an A100 (-7%).
 LORA_FP32_BYTES_PER_ADAPTER_DIM = 75.0
 # QLoRA's NF4 dequantization, per quantized parameter and pass (forward, backward, recomputed forward: Dettmers et
-# al. 2023, arXiv 2305.14314, Sec. 3), in fp32 operations at the device's FP32 (CUDA-core) rate: the kernel is a
-# table lookup and scaling, not a tensor-core matmul, and the published slowdowns follow the FP32 rate, not the
-# memory bandwidth (LitGPT on an A10G: 1.63x for Llama 3.1 8B, where bandwidth-bound dequantization would be ~8x).
-# bitsandbytes (Hugging Face, LitGPT, DeepSpeed): calibrated on LitGPT's Llama 3.1 8B on an A10G (lora.yaml 13.36
-# min, qlora.yaml 21.81 min: no fp32 upcast in LitGPT, so all of it is dequantization); torchao NF4 under
-# torch.compile (torchtune; Unsloth's fused kernels assumed alike): torchtune's Llama 3.2 3B table on an A100, QLoRA
-# 8,035 against LoRA 8,210 tokens/s (README 'Optimization flags'), so about 55x cheaper.
-# KNOWN MISS (tests/core/test_measured_h200_speed.py): on our H200, QLoRA without prepare_model_for_kbit_training runs
-# at LoRA's speed (8B 6,530 vs 6,562 tokens/s; 13B 3,985 vs 3,987): dequantization is under 0.5% of the step there,
-# where 'bnb' below says 0.86 s / 1.56 s a step. The H100 8B QLoRA total is right because the fp32-head term was
-# fitted together with this one; the split between them is not.
-DEQUANT_FP32_OPS_PER_PARAM = {"bnb": 2742.0, "compiled": 50.1}
-DEQUANT_KIND = {"hf": "bnb", "litgpt": "bnb", "deepspeed": "bnb", "megatron": "bnb", "torchtune": "compiled", "unsloth": "compiled", "mlx-lm": "compiled"}
-# mlx-lm's base is dequantized inside MLX's fused quantized matmuls, as the compiled kernels do
-# peft.prepare_model_for_kbit_training (STACKS qlora_upcast) leaves the output head in fp32: its forward and
-# input-gradient matmuls (4 FLOPs per head parameter and token) run on the FP32 units. fp32 operations per head
-# parameter and token, calibrated on our H100 Llama 3.1 8B QLoRA row (2,630 tokens/s, with the bnb term above):
-# 13.7, i.e. those 4 FLOPs at 29% of the FP32 peak. Checked on the H200: Llama 3.1 8B QLoRA -2%, Llama 2 13B
-# (a 32k vocabulary, a quarter of the 8B's head) -17%.
-UPCAST_HEAD_FP32_OPS_PER_PARAM = 13.7
+# al. 2023, arXiv 2305.14314, Sec. 3), as memory traffic at the device's bandwidth: the kernel reads the 4-bit codes
+# (0.5 B) and their block scales (an fp32 absmax per 64 weights, or 8-bit with double quantization: under 0.07 B)
+# and writes the 16-bit weight (2 B) that the matmul then reads (bitsandbytes dequantize_4bit before F.linear;
+# torchao's NF4 tensor does the same cast under torch.compile). Not fitted: on our H200 (bitsandbytes 0.50.2,
+# tests/core/test_measured_h200_speed.py) QLoRA without prepare_model_for_kbit_training ran at LoRA's speed (Llama
+# 3.1 8B 6,530 vs 6,562 tokens/s, Llama 2 13B 3,985 vs 3,987: 0.006 and 0.001 s a step; this says 0.011 and 0.020 s),
+# and torchtune's Llama 3.2 3B QLoRA on an A100 ran at 0.98 of its LoRA (this says 0.99).
+# RECORDED MISSES (tests/data/qlora_speeds.csv, tests/data/finetune_speeds.csv): published runs of early 2024 on
+# Ampere cards at small micro-batches (LitGPT on an A10G at 512-1,024 tokens; Answer.AI's FSDP-QLoRA on two A100s
+# at 2,048) are slower than this, consistently with each other at about 16 bytes a parameter and pass, an older
+# bitsandbytes or the Ampere part; nothing here separates the two.
+DEQUANT_BYTES_PER_PARAM = 2.5
+# peft.prepare_model_for_kbit_training (STACKS qlora_upcast) casts every parameter bitsandbytes left unquantized to
+# fp32: the output head (its forward and input-gradient matmuls, 4 FLOPs per head parameter and token, run on the
+# FP32 units) and the norms and embeddings (the residual stream and the norms' outputs turn fp32: more bytes per
+# layer x hidden unit and token, at the bandwidth). Both fitted on our H200's two pairs of QLoRA runs with and
+# without it (same card, batch and checkpointing; Llama 3.1 8B: 1.55 s a step more, Llama 2 13B, whose 32k
+# vocabulary gives a quarter of the 8B's head: 0.95 s): 18.3 fp32 operations per head parameter and token (those 4
+# FLOPs at 22% of the FP32 peak) and 1,656 bytes per layer x hidden unit and token. Checked on the H100's 8B QLoRA
+# row (2,630 tokens/s; this says 2,640) and the H200's 1B (the extra over LoRA +13%).
+UPCAST_HEAD_FP32_OPS_PER_PARAM = 18.3
+UPCAST_BYTES_PER_LAYER_HIDDEN = 1656.0
 # Kept for readers of earlier results: the fixed MFUs this model replaced (issue #27).
 MFU_DEFAULTS: dict[str, tuple[float, str]] = {
     "full": (0.40, "former default for full training (Llama 3.1 405B 38-43%, Megatron GPT-3 45%)"),
@@ -164,20 +167,21 @@ def _quantized_params(sc: Scenario, arch: Architecture) -> float:
 
 def dequant_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator) -> float:
     """QLoRA's dequantization time per token (0 for other methods): every NF4 weight, every pass of every
-    micro-batch, at the device's FP32 rate; devices splitting the model split it too (training_time divides the
-    tokens by all devices)."""
+    micro-batch, as traffic at the device's bandwidth; devices splitting the model split it too (training_time
+    divides the tokens by all devices)."""
     if sc.method != "qlora":
         return 0.0
     from core.memory.components import checkpointing
 
     passes = 3 if checkpointing(sc) else 2
-    ops = passes * _quantized_params(sc, arch) * DEQUANT_FP32_OPS_PER_PARAM[DEQUANT_KIND[sc.training_stack]]
-    return ops / _fp32_ops_per_s(acc) / (sc.batch_size * sc.seq_len)
+    traffic_bytes = passes * _quantized_params(sc, arch) * DEQUANT_BYTES_PER_PARAM
+    return traffic_bytes / acc.memory_bandwidth_bytes_per_s / (sc.batch_size * sc.seq_len)
 
 
 def overhead_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator) -> float:
     """The bandwidth-bound and FP32 work of a step per token, all devices of a replica together (the time the
-    matmuls do not account for): norms, activations and casts per layer; PEFT's fp32 adapter traffic; QLoRA's fp32 head."""
+    matmuls do not account for): norms, activations and casts per layer; PEFT's fp32 adapter traffic; QLoRA's fp32 upcast (head and
+    residual stream)."""
     stack = STACKS[sc.training_stack]
     bandwidth = acc.memory_bandwidth_bytes_per_s
     seconds = OVERHEAD_BYTES_PER_LAYER_HIDDEN * arch.num_layers * arch.hidden_size / bandwidth
@@ -185,6 +189,7 @@ def overhead_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerato
         seconds += LORA_FP32_BYTES_PER_ADAPTER_DIM * lora_params(arch, sc.lora_rank, sc.lora_targets) / sc.lora_rank / bandwidth
     if sc.method == "qlora" and stack.qlora_upcast:
         seconds += UPCAST_HEAD_FP32_OPS_PER_PARAM * arch.vocab_size * arch.hidden_size / _fp32_ops_per_s(acc)
+        seconds += UPCAST_BYTES_PER_LAYER_HIDDEN * arch.num_layers * arch.hidden_size / bandwidth
     return seconds
 
 

@@ -16,6 +16,7 @@ from core.catalog.accelerators import get_accelerator
 from core.measured import Measured, load_measured
 from core.scenario import Scenario
 from core.speed.timing import training_time
+from tests.core.recorded import check_row
 
 ROWS = load_measured()
 MEMORY = [m for m in ROWS if m.kind != "decode"]
@@ -102,11 +103,12 @@ def _qlora_slowdown(row: dict[str, str]) -> float:
 
 @pytest.mark.parametrize("row", QLORA, ids=[r["id"] for r in QLORA])
 def test_qlora_slowdown(row: dict[str, str]) -> None:
-    """QLoRA dequantizes its NF4 weights in every pass: LoRA's speed over QLoRA's, against published pairs."""
-    err = _qlora_slowdown(row) / float(row["published"]) - 1
-    assert abs(err) <= float(row["tolerance"]), f"{row['id']}: {err:+.1%}"
-    if row["expect"] == "miss":
-        assert abs(err) > 0.25, f"{row['id']} is listed as a known miss but is now within 25%: promote it"
+    """QLoRA dequantizes its NF4 weights in every pass: LoRA's speed over QLoRA's, against published pairs. Within
+    the row's tolerance, or a recorded miss (its error first in `note`) that stays within 5 points and stays a miss."""
+    published = float(row["published"])
+    reason = row["note"] if row["expect"] == "miss" else ""
+    recorded = published * (1 + float(reason.split("%")[0]) / 100) if reason else published
+    check_row(_qlora_slowdown(row), published, (published, recorded, reason), float(row["tolerance"]))
 
 
 def test_qlora_time_on_the_h100_case() -> None:
@@ -116,9 +118,9 @@ def test_qlora_time_on_the_h100_case() -> None:
     )
     t = training_time(sc, get_accelerator("h100-sxm"), 1)
     assert t.tokens_per_s == pytest.approx(2630, rel=0.25)
-    # the extra time over LoRA is split: NF4 dequantization (about a quarter of the step) and the fp32 output head
-    # that prepare_model_for_kbit_training leaves (core/speed/timing.py)
-    assert 0.2 < t.dequant_fraction < 0.35
+    # the extra time over LoRA is prepare_model_for_kbit_training's fp32 upcast (head and residual stream), not the
+    # NF4 dequantization, which is traffic at the bandwidth: 1% of the step (core/speed/timing.py)
+    assert t.dequant_fraction < 0.02
 
 
 def _harness():  # bench/gpu/harness.py is a script, not a package; it imports torch only when it runs a case

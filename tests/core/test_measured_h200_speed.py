@@ -23,7 +23,7 @@ TOLERANCE, BAND = 0.25, 0.05
 # row -> (measured tokens/s, the core's estimate when recorded, a miss's reason or "")
 SPEED_ROWS: dict[str, tuple[float, float, str]] = {
     "train llama-2-13b LoRA r16 all-linear b4 x 2,048 +GC": (3987.4, 4638.4, ""),
-    "train llama-3.2-1b QLoRA r16 all-linear nf4 b4 x 2,048 +GC": (8991.0, 10264.9, ""),
+    "train llama-3.2-1b QLoRA r16 all-linear nf4 b4 x 2,048 +GC": (8991.0, 8900.0, ""),
     "train llama-3.2-1b LoRA r16 all-linear b4 x 2,048 +GC": (
         26772.5,
         34333.8,
@@ -57,12 +57,11 @@ def test_speed_check_rows(m: Measured) -> None:
 
 def test_qlora_extra_time_over_lora() -> None:
     """What the 13B LoRA baseline shows: QLoRA's extra time over LoRA is 0.95 s per step on Llama 2 13B against
-    1.55 s on Llama 3.1 8B (H200 run), with 1.8x the quantized parameters, so it is not dequantization alone. The
-    model splits it into dequantization (with the parameters) and prepare_model_for_kbit_training's fp32 head
-    (with the vocabulary): the 8B's extra comes out within 25%, but the 13B's is a recorded miss, about twice the
-    measured: the dequantization constant, fitted on LitGPT's A10G runtimes against the catalog's optimistic FP32
-    figure for that card (none is published), is too large for the H200. The 13B QLoRA throughput is still within
-    25% (the 13B LoRA part is 16% fast)."""
+    1.55 s on Llama 3.1 8B (H200 run), with 1.8x the quantized parameters, so it is not dequantization. The model
+    puts it in prepare_model_for_kbit_training's fp32 upcast (a head term with the vocabulary, a residual-stream
+    term with layers x hidden), whose two constants were fitted on these two cards' pairs with and without it
+    (core/speed/timing.py): both extras come out within 10%. (Until 2026-11-26 the 13B's was a recorded miss at
+    1.93x the measured, from a dequantization constant at the FP32 rate.)"""
     from core.measured import load_measured as load
 
     h200 = {m.label: m for m in load(DATA_DIR / "measurements" / "h200-2026-11-26.jsonl")}
@@ -76,29 +75,25 @@ def test_qlora_extra_time_over_lora() -> None:
         return tokens / speed(q) - tokens / speed(lora)
 
     assert extra(q13, lora13, True) == pytest.approx(0.95, abs=0.01) and extra(q8, lora8, True) == pytest.approx(1.55, abs=0.01)
-    assert extra(q8, lora8, False) == pytest.approx(extra(q8, lora8, True), rel=0.25)
-    recorded_13b_ratio = 1.93  # the model's 13B extra over the measured, when recorded: a miss
-    assert extra(q13, lora13, False) / extra(q13, lora13, True) == pytest.approx(recorded_13b_ratio, abs=0.1)
+    assert extra(q8, lora8, False) == pytest.approx(extra(q8, lora8, True), rel=0.10)
+    assert extra(q13, lora13, False) == pytest.approx(extra(q13, lora13, True), rel=0.10)
 
 
 def test_bitsandbytes_dequantization_is_nearly_free_on_the_h200() -> None:
     """QLoRA's time over LoRA, parted on one card at b4 x 2,048 with checkpointing: without
     prepare_model_for_kbit_training the NF4 base costs 0.006 s a step on Llama 3.1 8B (6,530 against LoRA's 6,562
-    tokens/s) and 0.001 s on Llama 2 13B (3,985 against 3,987): dequantizing is under 0.5% of the step. All of the
-    Hugging Face recipe's slowdown (1.55 s and 0.95 s a step) is prepare_model_for_kbit_training's fp32 upcast.
-    A RECORDED MISS of the model's split: its bitsandbytes dequantization term (DEQUANT_FP32_OPS_PER_PARAM['bnb'],
-    fitted on LitGPT's A10G runtimes at the FP32 rate) says 0.86 s and 1.56 s a step here; the 8B total is right only
-    because the fp32-head term was calibrated on the H100's 8B QLoRA row together with it. A refit (dequantization
-    as bandwidth-bound traffic, the upcast as head + per-layer fp32 work fitted on these pairs) is left for later:
-    it would turn LitGPT's A10G slowdown (1.63x, no upcast there) into an unexplained miss."""
+    tokens/s) and 0.001 s on Llama 2 13B (3,985 against 3,987): dequantizing is under 0.5% of the step. The model's
+    dequantization is traffic at the bandwidth (2.5 bytes a weight and pass, not fitted): 0.011 s and 0.020 s a step
+    here, under 2% of it. (Until 2026-11-26 it was a recorded miss: a constant at the FP32 rate, fitted on LitGPT's
+    A10G runtimes, said 0.86 s and 1.56 s.)"""
     from core.catalog.accelerators import get_accelerator
     from core.speed.timing import dequant_seconds_per_token
 
     rows = {m.label: m for m in ROWS}
     tokens = 4 * 2048
     for size, lora_label, measured_extra, modelled_extra in (
-        ("llama-3.1-8b", None, 0.006, 0.857),
-        ("llama-2-13b", "train llama-2-13b LoRA r16 all-linear b4 x 2,048 +GC", 0.0014, 1.558),
+        ("llama-3.1-8b", None, 0.006, 0.011),
+        ("llama-2-13b", "train llama-2-13b LoRA r16 all-linear b4 x 2,048 +GC", 0.0014, 0.020),
     ):
         q = rows[f"train {size} QLoRA r16 all-linear nf4 no-prep b4 x 2,048 +GC"]
         if lora_label is None:  # the 8B LoRA baseline is in the first H200 file
@@ -108,9 +103,9 @@ def test_bitsandbytes_dequantization_is_nearly_free_on_the_h200() -> None:
             lora = h200["train llama-3.1-8b LoRA r16 all-linear b4 x 2,048 +GC"]
         else:
             lora = rows[lora_label]
-        extra = tokens / q.measured_tokens_per_s - tokens / lora.measured_tokens_per_s
-        assert extra == pytest.approx(measured_extra, abs=0.003) and extra < 0.01 * tokens / lora.measured_tokens_per_s
+        step = tokens / lora.measured_tokens_per_s
+        extra = tokens / q.measured_tokens_per_s - step
+        assert extra == pytest.approx(measured_extra, abs=0.003) and extra < 0.01 * step
         sc = q.scenario()
         modelled = dequant_seconds_per_token(sc, sc.architecture, get_accelerator(q.accelerator)) * tokens
-        assert modelled == pytest.approx(modelled_extra, rel=0.05), "the recorded miss moved"
-        assert modelled > 50 * extra, "the model's dequantization is no longer far above the measured: promote it"
+        assert modelled == pytest.approx(modelled_extra, abs=0.002) and modelled < 0.02 * step
