@@ -12,6 +12,10 @@
   piecewise graphs for prefill, "eliminating kernel launch overhead for prefill/extend", were opt-in then,
   docs.sglang.io "Piecewise CUDA Graph"). It lengthens the first token and, under load, the decoding users' steps
   that a prompt interrupts.
+- `decode_sequence_layer_s`: time per decoding sequence, layer and step, beyond the sequence's bytes and FLOPs (its
+  attention blocks on a short context, its share of sampling and request bookkeeping): the step grows with the batch
+  faster than the roofline (TensorRT-LLM on Hopper: NIM's per-user speed at 50-100 users and TensorRT-LLM's
+  published peak throughput).
 
 Each row names the published row it was calibrated on; the other rows of its table check it."""
 
@@ -37,7 +41,7 @@ class EngineTiming(BaseModel):
         pattern=described_pattern(r"^[a-z0-9.-]+( [a-z0-9.-]+)*$", "engine ids (lower-case letters, digits, dots and dashes) separated by single spaces")
     )
     accelerator_pattern: str = Field(min_length=1)  # regular expression on data/accelerators.csv's id
-    quantity: Literal["layer_overhead_s", "prefill_layer_overhead_s"]
+    quantity: Literal["layer_overhead_s", "prefill_layer_overhead_s", "decode_sequence_layer_s"]
     value_s: float = Field(ge=0, le=1.0, allow_inf_nan=False)
     engine_version: str = Field(min_length=1)
     calibrated_on: str = Field(min_length=3)  # the published row (tests/data/...) the value reproduces

@@ -207,6 +207,12 @@ def inference_estimate(
             f"the prompt's forward pass runs eagerly: at least {roof.prefill_launch_s * 1e3:.0f} ms of kernel launches, "
             f"which bounds short prompts (measured: Llama 3.1 8B, 512 tokens, 38 ms on an H100)"
         )
+    if roof.decode_sequence_s > 0:
+        notes.append(
+            f"each decoding sequence adds {roof.decode_sequence_s / roof.arch.num_layers * 1e6:.2f} us per layer to a decode step "
+            f"({roof.decode_sequence_s * s.batch_size * 1e3:.1f} ms at batch {s.batch_size}): the engine's work per sequence beyond its "
+            "bytes and FLOPs, fitted on NIM's 70B latency at 50 users (data/engine_timing.csv)"
+        )
     if sc.architecture.is_moe and roof.engine.prefill_moe_unfused_bytes > 0:
         notes.append(
             f"the prompt pass routes and combines each MoE layer's tokens in separate kernels: about "

@@ -167,10 +167,12 @@ class _Roof:
         # a step that carries prompt tokens, in engines that run it without CUDA graphs: the CPU launches every kernel
         # of every layer (data/engine_timing.csv)
         self.prefill_step_s = engine_time_s("prefill_layer_overhead_s", sc.serving_engine, acc.id) * stage_layers
+        # each decoding sequence's own time per layer and step, beyond its bytes and FLOPs (data/engine_timing.csv)
+        self.decode_sequence_s = engine_time_s("decode_sequence_layer_s", sc.serving_engine, acc.id) * stage_layers
         # an eager prompt pass (transformers): at least the CPU's launches of every layer's kernels (core/memory/engines.py)
         self.prefill_launch_s = self.engine.prefill_launch_layer_s * stage_layers
         if acc.weights_in_sram:
-            self.step_overhead_s = self.prefill_step_s = self.prefill_launch_s = 0.0
+            self.step_overhead_s = self.prefill_step_s = self.prefill_launch_s = self.decode_sequence_s = 0.0
         if acc.kind == "wafer":
             # A wafer spreads each layer's matrices over many of its 900,000 cores and reduces their partial sums over
             # the on-wafer fabric: tensor parallelism inside the chip, two reductions per layer as in Megatron-LM, each
@@ -228,7 +230,13 @@ class _Roof:
         else:
             t_mem, t_cmp = read / self.bytes_per_s, flops / self.flops_per_s
             roof = np.maximum(t_mem, t_cmp)
-        stage = roof + decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + self.step_overhead_s + np.where(np.asarray(prefill_tokens) > 0, self.prefill_step_s, 0.0)
+        stage = (
+            roof
+            + decode_tp_s(a, self.acc, self.tp, self.pp, tokens)
+            + self.step_overhead_s
+            + decodes * self.decode_sequence_s
+            + np.where(np.asarray(prefill_tokens) > 0, self.prefill_step_s, 0.0)
+        )
         t_host = (1.0 - g) * (weights + kv) / self.host_bytes_per_s  # layers in system RAM, read by the CPU
         return self.pp * stage + t_host, read, t_cmp > t_mem
 
@@ -268,7 +276,7 @@ def stage_seconds(sc: Scenario, acc: Accelerator, share: float, layers: int, bat
     expert_flops = batch * 2.0 * roof.expert_active_params
     flops = batch * (2.0 * a.active_params + attention_flops_per_token(a, context)) - expert_flops
     t_cmp = share * (flops / roof.flops_per_s + expert_flops / roof.expert_flops_per_s)
-    per_layer = (roof.step_overhead_s - roof.engine.step_overhead_s) / a.num_layers
+    per_layer = (roof.step_overhead_s - roof.engine.step_overhead_s + batch * roof.decode_sequence_s) / a.num_layers
     decode = max(t_mem, t_cmp) + per_layer * layers + roof.engine.step_overhead_s
     return decode, share * float(roof.prefill(1, prompt))
 
