@@ -187,10 +187,16 @@ def overhead_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerato
     seconds = OVERHEAD_BYTES_PER_LAYER_HIDDEN * arch.num_layers * arch.hidden_size / bandwidth
     if sc.method != "full" and stack.lora_fp32_inputs:
         seconds += LORA_FP32_BYTES_PER_ADAPTER_DIM * lora_params(arch, sc.lora_rank, sc.lora_targets) / sc.lora_rank / bandwidth
-    if sc.method == "qlora" and stack.qlora_upcast:
-        seconds += UPCAST_HEAD_FP32_OPS_PER_PARAM * arch.vocab_size * arch.hidden_size / _fp32_ops_per_s(acc)
-        seconds += UPCAST_BYTES_PER_LAYER_HIDDEN * arch.num_layers * arch.hidden_size / bandwidth
-    return seconds
+    return seconds + upcast_seconds_per_token(sc, arch, acc)
+
+
+def upcast_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator) -> float:
+    """prepare_model_for_kbit_training's fp32 upcast per token, all devices of a replica together (0 unless QLoRA on
+    a stack that calls it): the fp32 output head at the FP32 rate and the fp32 residual stream at the bandwidth."""
+    if sc.method != "qlora" or not STACKS[sc.training_stack].qlora_upcast:
+        return 0.0
+    head = UPCAST_HEAD_FP32_OPS_PER_PARAM * arch.vocab_size * arch.hidden_size / _fp32_ops_per_s(acc)
+    return head + UPCAST_BYTES_PER_LAYER_HIDDEN * arch.num_layers * arch.hidden_size / acc.memory_bandwidth_bytes_per_s
 
 
 class TrainingTime(BaseModel):
@@ -207,6 +213,7 @@ class TrainingTime(BaseModel):
     wall_hours: float
     gpu_hours: float
     dequant_fraction: float = 0.0  # share of the time QLoRA spends dequantizing weights
+    upcast_fraction: float = 0.0  # share of the time prepare_model_for_kbit_training's fp32 upcast takes (QLoRA, hf stack)
     offload_fraction: float = 0.0  # share of the time the GPU waits for ZeRO-Offload's copies and CPU step (core/speed/offload.py)
 
 
@@ -227,9 +234,11 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
     mfu, why = default_mfu(sc)
     flops = per_token * tokens
     peak_flops = peak.tflops * 1e12
+    upcast_s = 0.0
     if mfu is not None:
         work_s = flops / (devices * peak_flops * mfu)
     else:
+        upcast_s = tokens / devices * upcast_seconds_per_token(sc, arch, acc)
         per_device_token_s = per_token / (peak_flops * MATMUL_EFFICIENCY) + overhead_seconds_per_token(sc, arch, acc)
         work_s = tokens / devices * per_device_token_s
         mfu = flops / (devices * peak_flops * work_s)
@@ -254,5 +263,6 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
         wall_hours=seconds / SECONDS_PER_HOUR,
         gpu_hours=devices * seconds / SECONDS_PER_HOUR,
         dequant_fraction=dequant_s / seconds,
+        upcast_fraction=upcast_s / seconds,
         offload_fraction=offload_s / seconds,
     )

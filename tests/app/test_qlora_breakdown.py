@@ -1,0 +1,50 @@
+"""The Training page says where QLoRA's time goes (issue #27, training throughput per stack): the share spent
+dequantizing the 4-bit base and, on the Hugging Face stack, the share prepare_model_for_kbit_training's fp32 upcast
+takes, the same figures as `python -m core estimate` (its dequant_fraction / upcast_fraction result fields)."""
+
+import json
+import subprocess
+import sys
+
+from .conftest import ROOT, no_exception, open_link
+
+LINK = {"mode": "training", "model": "llama-3.1-8b", "acc": "h100-sxm", "method": "qlora"}
+
+
+def _captions(at) -> str:
+    return " ".join(c.value for c in at.caption)
+
+
+def _cli_fractions(stack: str) -> tuple[float, float]:
+    # the page's defaults for the rest (field table: batch 1, 4,096 tokens, no checkpointing, LoRA rank 16)
+    sc = {"model": "llama-3.1-8b", "mode": "training", "method": "qlora", "accelerator": "h100-sxm", "training_stack": stack, "train_tokens": 1e9}
+    sc |= {"batch_size": 1, "seq_len": 4096}
+    out = subprocess.run([sys.executable, "-m", "core", "estimate", "-"], input=json.dumps(sc), capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    t = json.loads(out.stdout)["training"]
+    return t["dequant_fraction"], t["upcast_fraction"]
+
+
+def test_the_hugging_face_recipe_shows_its_fp32_upcast() -> None:
+    at = open_link("training", LINK)
+    no_exception(at)
+    text = _captions(at)
+    dequant, upcast = _cli_fractions("hf")
+    assert upcast > 0.3 and dequant < 0.05  # the recipe's upcast, not the dequantization, is QLoRA's cost here
+    assert f"pass is {dequant:.0%} of it" in text and f"is {upcast:.0%}. torchtune" in text
+    assert "upcast (`prepare_model_for_kbit_training`: output head and residual stream in fp32)" in text
+
+
+def test_a_stack_without_the_upcast_shows_the_dequantization_alone() -> None:
+    at = open_link("training", {**LINK, "stack": "torchtune"})
+    no_exception(at)
+    text = _captions(at)
+    dequant, upcast = _cli_fractions("torchtune")
+    assert upcast == 0.0
+    assert f"dequantizing the 4-bit base in every pass is {dequant:.0%} of it." in text and "fp32 upcast" not in text
+
+
+def test_no_breakdown_for_lora() -> None:
+    at = open_link("training", {**LINK, "method": "lora"})
+    no_exception(at)
+    assert "dequantizing the 4-bit base" not in _captions(at)
