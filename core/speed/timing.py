@@ -75,7 +75,7 @@ LORA_FP32_BYTES_PER_ADAPTER_DIM = 75.0
 # and torchtune's Llama 3.2 3B QLoRA on an A100 ran at 0.98 of its LoRA (this says 0.99).
 # RECORDED MISSES (tests/data/qlora_speeds.csv, tests/data/finetune_speeds.csv): published runs of early 2024 on
 # Ampere cards at small micro-batches (LitGPT on an A10G at 512-1,024 tokens; Answer.AI's FSDP-QLoRA on two A100s
-# at 2,048) are slower than this, consistently with each other at about 16 bytes a parameter and pass, an older
+# at 2,048) are slower than this, at about 14-24 bytes a parameter and pass (tests/core/test_finetune_speeds.py), an older
 # bitsandbytes or the Ampere part; nothing here separates the two.
 DEQUANT_BYTES_PER_PARAM = 2.5
 # peft.prepare_model_for_kbit_training (STACKS qlora_upcast) casts every parameter bitsandbytes left unquantized to
