@@ -130,7 +130,12 @@ def default_mfu(sc: Scenario) -> tuple[float | None, str]:
     """(MFU, why): the scenario's own `mfu`, or None: the per-token model decides (training_time)."""
     if sc.mfu is not None:
         return sc.mfu, f"MFU {sc.mfu:.0%} set by the scenario"
-    return None, "matmuls at 78% of peak plus bandwidth-bound work per layer and token (fitted on our H100 runs)"
+    why = f"matmuls at {MATMUL_EFFICIENCY:.0%} of peak plus bandwidth-bound work per layer and token (fitted on our H100 runs)"
+    if sc.method == "qlora":
+        why += f"; QLoRA's NF4 dequantization as {DEQUANT_BYTES_PER_PARAM:g} bytes of traffic a weight and pass"
+        if STACKS[sc.training_stack].qlora_upcast:
+            why += "; prepare_model_for_kbit_training's fp32 output head and residual stream (fitted on our H200 QLoRA runs)"
+    return None, why
 
 
 def flash_attention(acc: Accelerator) -> bool:
