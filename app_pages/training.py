@@ -14,7 +14,7 @@ from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.money.cost import pick
 from core.money.run_bill import HORIZON_HOURS, SETUP_HOURS
-from core.speed.timing import MATMUL_EFFICIENCY, OVERHEAD_BYTES_PER_LAYER_HIDDEN
+from core.speed.timing import DEQUANT_BYTES_PER_PARAM, MATMUL_EFFICIENCY, OVERHEAD_BYTES_PER_LAYER_HIDDEN
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
 if sc.mode != "training":
@@ -155,13 +155,16 @@ with st.expander("How this is computed"):
         "(Kaplan et al. 2020; 8 with full recomputation, Narayanan et al. 2021), plus attention's own FLOPs over the "
         "context; LoRA skips the frozen weights' gradients (4 x parameters + 6 x adapter parameters). "
         + md(
-            "Time per token = FLOPs / (devices x dense peak x {eff}) + work bound by memory bandwidth ({overhead} bytes "
-            "per layer x hidden unit per token, PEFT's fp32 adapter traffic, QLoRA's dequantization as traffic and the "
-            "Hugging Face recipe's fp32 upcast), fitted on our H100 and H200 runs and checked on published fine-tunes "
-            "(Answer AI, torchtune, LitGPT) and single-node pretraining runs (Method page). "
+            "Time per token = FLOPs / (devices x dense peak x {eff}) + work bound by memory bandwidth or the FP32 units "
+            "({overhead} bytes per layer x hidden unit per token, PEFT's fp32 adapter traffic, QLoRA's dequantization as "
+            "{dequant} bytes of traffic a weight and pass, the Hugging Face recipe's fp32 upcast of the output head and "
+            "residual stream), fitted on our H100 and H200 runs and checked on published fine-tunes on 1-128 GPUs "
+            "(Answer.AI, torchtune, NeMo AutoModel, XTuner, torchtitan and others) and single-node pretraining runs "
+            "(Method page). "
             "Setting the sidebar's *MFU* replaces this with FLOPs / (devices x peak x MFU), the way published large runs "
             "quote it (Llama 3.1 405B: 38-43% on H100s). Each run adds {setup} of setup and its communication. ",
             eff=f"{MATMUL_EFFICIENCY:.0%}",
+            dequant=f"{DEQUANT_BYTES_PER_PARAM:g}",
             overhead=f"{OVERHEAD_BYTES_PER_LAYER_HIDDEN:,.0f}",
             setup=hours_text(SETUP_HOURS),
         )

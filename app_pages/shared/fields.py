@@ -722,7 +722,7 @@ def fields() -> dict[str, Field]:
             widget="toggle",
             help=(
                 "serving a mixture-of-experts model on vLLM, SGLang or TensorRT-LLM: also plan replicas whose devices each hold a share of "
-                "the experts. Off by default: that speed model is 1.2-2.2x over published peaks of serving with prefill on the same GPUs"
+                "the experts. Off by default: that speed model is 1.05-2.0x over published peaks of serving with prefill on the same GPUs"
             ),
         ),
     ]

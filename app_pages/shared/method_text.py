@@ -122,9 +122,11 @@ interrupted steps. Arrivals are an input: steady (independent users, what produc
 or synchronised (a benchmark's closed loop: every user starts at once with identical requests, simulated step by step,
 so prompts queue in waves under the step's token budget). The server takes requests in one after another before its
 scheduler sees them (2.1 ms each for NIM's TensorRT-LLM server, calibrated on one run), which spreads a wave over short
-decode steps. Checked on 44 NVIDIA NIM 1.8.0 measurements (Llama 3.3 70B fp8 on two H100s, Llama 3.1 8B fp8 on one,
-1-100 users, synchronised; three more calibrate): tokens/s per user within 25% on 38 of them (24 of the 26 at 1, 25
-and 50 users); time to first token within 25% on all 8 at one user but on 11 of 36 under load. Most measured runs lie
+decode steps. TensorRT-LLM on Hopper also spends 0.485 us per decoding sequence and layer in every decode step beyond
+the sequence's bytes and FLOPs (calibrated on one 50-user run). Checked on 43 NVIDIA NIM 1.8.0 measurements (Llama 3.3
+70B fp8 on two H100s, Llama 3.1 8B fp8 on one, 1-100 users, synchronised; four more calibrate): tokens/s per user
+within 25% on all 43 (38 of 44 before the time per sequence); time to first token within 25% on all 8 at one user but
+on 10 of 35 under load. Most measured runs lie
 between the steady and the synchronised figure: the 70B's long prefill steps keep the simulated users in lockstep
 waves that NIM's run leaves. On 11 vLLM runs (Qwen2.5 0.5B on an L4, Mistral 7B on an RTX 4090)
 tokens/s per user is within 25% on 10, time to first token on 2: the L4's one-user TTFT carries about 18 ms of

@@ -223,10 +223,14 @@ def inference_estimate(
             f"which bounds short prompts (measured: Llama 3.1 8B, 512 tokens, 38 ms on an H100)"
         )
     if roof.decode_sequence_s > 0:
+        # a device of a tensor-parallel group works on all the replica's sequences, an expert-parallel rank on its own;
+        # the pipeline's stages take their turns
+        sequences = s.batch_size if roof.ep_ranks == 1 else float(roof.ep_decodes_per_rank(s.batch_size))
+        on_rank = "" if roof.ep_ranks == 1 else f", {sequences:g} a rank"
         notes.append(
-            f"each decoding sequence adds {roof.decode_sequence_s / roof.arch.num_layers * 1e6:.2f} us per layer to a decode step "
-            f"({roof.decode_sequence_s * s.batch_size * 1e3:.1f} ms at batch {s.batch_size}): the engine's work per sequence beyond its "
-            "bytes and FLOPs, fitted on NIM's 70B latency at 50 users (data/engine_timing.csv)"
+            f"each decoding sequence adds {roof.decode_sequence_layer_s * 1e6:.2f} us per layer to a decode step "
+            f"({roof.pp * roof.decode_sequence_s * sequences * 1e3:.1f} ms at batch {s.batch_size}{on_rank}): the engine's work per "
+            "sequence beyond its bytes and FLOPs, fitted on NIM's 70B latency at 50 users (data/engine_timing.csv)"
         )
     if sc.architecture.is_moe and roof.engine.prefill_moe_unfused_bytes > 0:
         notes.append(

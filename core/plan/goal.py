@@ -55,7 +55,7 @@ class Goal(BaseModel):
         default=False,
         description=(
             "serving a mixture-of-experts model: also try expert-parallel replicas (attention data-parallel). Off by "
-            "default: their speed model is within 11% of published disaggregated decode runs but 1.2-2.2x over "
+            "default: their speed model is within 11% of published disaggregated decode runs but 1.05-2.0x over "
             "published aggregated-serving peaks (docs/MOE.md), so the planner does not pick them unasked"
         ),
     )

@@ -203,7 +203,7 @@ def serving_plan_of(goal: Goal, o: ServingOption) -> Plan:
         notes.append(
             f"expert-parallel: each of the {tp} devices of a replica holds 1/{tp} of the experts, all other weights and the KV cache "
             f"of its own requests (attention data-parallel); all-to-alls between them every MoE layer. Its speed model is within 11% "
-            "of published disaggregated decode runs but 1.2-2.2x over TensorRT-LLM's published aggregated-serving peaks (docs/MOE.md)"
+            "of published disaggregated decode runs but 1.05-2.0x over TensorRT-LLM's published aggregated-serving peaks (docs/MOE.md)"
         )
     if b.utilisation < 0.2:
         notes.append(f"the fleet is {b.utilisation:.0%} busy on average: the smallest rentable unit is larger than the traffic")

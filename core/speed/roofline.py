@@ -167,12 +167,14 @@ class _Roof:
         # a step that carries prompt tokens, in engines that run it without CUDA graphs: the CPU launches every kernel
         # of every layer (data/engine_timing.csv)
         self.prefill_step_s = engine_time_s("prefill_layer_overhead_s", sc.serving_engine, acc.id) * stage_layers
-        # each decoding sequence's own time per layer and step, beyond its bytes and FLOPs (data/engine_timing.csv)
-        self.decode_sequence_s = engine_time_s("decode_sequence_layer_s", sc.serving_engine, acc.id) * stage_layers
+        # each decoding sequence's own time per layer and step, beyond its bytes and FLOPs (data/engine_timing.csv), and
+        # over this device's stage
+        self.decode_sequence_layer_s = engine_time_s("decode_sequence_layer_s", sc.serving_engine, acc.id)
+        self.decode_sequence_s = self.decode_sequence_layer_s * stage_layers
         # an eager prompt pass (transformers): at least the CPU's launches of every layer's kernels (core/memory/engines.py)
         self.prefill_launch_s = self.engine.prefill_launch_layer_s * stage_layers
         if acc.weights_in_sram:
-            self.step_overhead_s = self.prefill_step_s = self.prefill_launch_s = self.decode_sequence_s = 0.0
+            self.step_overhead_s = self.prefill_step_s = self.prefill_launch_s = self.decode_sequence_s = self.decode_sequence_layer_s = 0.0
         if acc.kind == "wafer":
             # A wafer spreads each layer's matrices over many of its 900,000 cores and reduces their partial sums over
             # the on-wafer fabric: tensor parallelism inside the chip, two reductions per layer as in Megatron-LM, each
@@ -192,10 +194,13 @@ class _Roof:
         """An expert-parallel step of the replica: `decodes` sequences and `prefill_tokens` prompt tokens spread evenly
         over its ranks, the busiest rank's time (core/speed/ep_step.py)."""
         n = self.ep_ranks
+        return ep_parts(self, n, self.ep_decodes_per_rank(decodes), context, np.asarray(prefill_tokens, dtype=np.float64) / n, prompt)
+
+    def ep_decodes_per_rank(self, decodes: Any) -> Any:
+        """The busiest expert-parallel rank's decoding sequences: the replica's spread over its ranks, at least one
+        whole sequence (data-parallel attention: a sequence lives on one rank)."""
         d = np.asarray(decodes, dtype=np.float64)
-        # the busiest rank decodes at least one whole sequence (data-parallel attention: a sequence lives on one rank)
-        per_rank = np.maximum(d / n, np.minimum(d, 1.0))
-        return ep_parts(self, n, per_rank, context, np.asarray(prefill_tokens, dtype=np.float64) / n, prompt)
+        return np.maximum(d / self.ep_ranks, np.minimum(d, 1.0))
 
     def decode_step(self, batch: Any, context: float) -> tuple[Any, Any, Any]:
         """(step seconds, bytes read per device, compute-bound?); `batch` may be an array."""

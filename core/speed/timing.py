@@ -75,7 +75,7 @@ LORA_FP32_BYTES_PER_ADAPTER_DIM = 75.0
 # and torchtune's Llama 3.2 3B QLoRA on an A100 ran at 0.98 of its LoRA (this says 0.99).
 # RECORDED MISSES (tests/data/qlora_speeds.csv, tests/data/finetune_speeds.csv): published runs of early 2024 on
 # Ampere cards at small micro-batches (LitGPT on an A10G at 512-1,024 tokens; Answer.AI's FSDP-QLoRA on two A100s
-# at 2,048) are slower than this, consistently with each other at about 16 bytes a parameter and pass, an older
+# at 2,048) are slower than this, at about 14-24 bytes a parameter and pass (tests/core/test_finetune_speeds.py), an older
 # bitsandbytes or the Ampere part; nothing here separates the two.
 DEQUANT_BYTES_PER_PARAM = 2.5
 # peft.prepare_model_for_kbit_training (STACKS qlora_upcast) casts every parameter bitsandbytes left unquantized to
@@ -130,7 +130,12 @@ def default_mfu(sc: Scenario) -> tuple[float | None, str]:
     """(MFU, why): the scenario's own `mfu`, or None: the per-token model decides (training_time)."""
     if sc.mfu is not None:
         return sc.mfu, f"MFU {sc.mfu:.0%} set by the scenario"
-    return None, "matmuls at 78% of peak plus bandwidth-bound work per layer and token (fitted on our H100 runs)"
+    why = f"matmuls at {MATMUL_EFFICIENCY:.0%} of peak plus bandwidth-bound work per layer and token (fitted on our H100 runs)"
+    if sc.method == "qlora":
+        why += f"; QLoRA's NF4 dequantization as {DEQUANT_BYTES_PER_PARAM:g} bytes of traffic a weight and pass"
+        if STACKS[sc.training_stack].qlora_upcast:
+            why += "; prepare_model_for_kbit_training's fp32 output head and residual stream (fitted on our H200 QLoRA runs)"
+    return None, why
 
 
 def flash_attention(acc: Accelerator) -> bool:

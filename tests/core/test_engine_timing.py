@@ -132,3 +132,34 @@ def test_tensorrt_llm_decode_time_per_sequence_and_layer():
     for batch in (1, 100):
         extra = float(roof.decode_step(batch, 1000.0)[0]) - float(without.decode_step(batch, 1000.0)[0])
         assert extra == pytest.approx(batch * 32 * 0.485e-6)
+
+
+def test_the_estimates_note_states_the_time_per_sequence_per_layer_and_per_step():
+    """The estimate's note gives the catalog's 0.485 us per sequence and layer and the time it adds to a decode step at
+    the scenario's batch, whatever the layout: under pipeline parallel the stages take their turns (the step pays
+    all 80 layers, not one stage's 40), and an expert-parallel rank pays for its own sequences only (core/speed/roofline.py)."""
+    import re
+
+    from core.estimate import estimate
+    from core.scenario import Scenario
+
+    def note(**layout) -> tuple[float, float]:
+        sc = Scenario(
+            model=layout.pop("model", "llama-3.3-70b"),
+            mode="inference",
+            weights_format="fp8",
+            kv_cache_format="fp8",
+            serving_engine="tensorrt-llm",
+            accelerator="h100-sxm",
+            batch_size=64,
+            seq_len=2000,
+            **layout,
+        )
+        text = next(n for n in estimate(sc).inference.assumptions if "each decoding sequence adds" in n)
+        per_layer_us, step_ms = re.search(r"adds ([\d.]+) us per layer to a decode step \(([\d.]+) ms at batch 64", text).groups()
+        return float(per_layer_us), float(step_ms)
+
+    tp2, pp2 = note(tensor_parallel=2), note(tensor_parallel=1, pipeline_parallel=2)
+    assert tp2 == pp2 == (0.49, pytest.approx(64 * 80 * 0.485e-3, abs=0.05))
+    ep_us, ep_ms = note(model="qwen3-235b-a22b", tensor_parallel=8, expert_parallel=True)
+    assert ep_us == 0.49 and ep_ms == pytest.approx(64 / 8 * 94 * 0.485e-3, abs=0.05)

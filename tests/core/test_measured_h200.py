@@ -1,7 +1,9 @@
 """Our estimates against our own H200 measurements (data/measurements/h200-2026-11-26.jsonl, bench/gpu/harness.py's
 grid `h200`).
 
-Every row here is a CHECK row: nothing in the core was fitted on the H200. Memory is held to the H100 tests'
+Every row here is a CHECK row except the two QLoRA rows' speeds: since 2026-11-26 prepare_model_for_kbit_training's
+two upcast constants (core/speed/timing.py) are fitted on them, each less its run without the upcast
+(speed/h200-2026-11-26.jsonl), so their speeds check only the LoRA part and the dequantization. Memory is held to the H100 tests'
 tolerances (nvidia-smi within 15%, allocated and reserved peaks within 10%); speed to 25%. A row the core misses is
 listed below with what was measured, what the core estimated when the row was recorded, and why we think it
 misses: it stays a miss (it is not deleted), its error must stay within 5 points of the recorded one, and a miss
@@ -50,11 +52,11 @@ SPEED_ROWS: dict[str, tuple[float, float, str]] = {
     "train llama-3.1-8b LoRA r16 all-linear b4 x 2,048 +GC": (6561.8, 7272.7, ""),
     "train llama-3.2-1b bf16-true b8 x 2,048": (51887.2, 56098.5, ""),
     "train llama-3.2-3b bf16-true b4 x 2,048 +GC": (16914.4, 18060.8, ""),
-    "train llama-3.1-8b QLoRA r16 all-linear nf4 b4 x 2,048 +GC": (2924.7, 2861.0, ""),
+    "train llama-3.1-8b QLoRA r16 all-linear nf4 b4 x 2,048 +GC": (2924.7, 3053.1, ""),  # 2,861.0 before the upcast refit
     "decode llama-3.1-8b b1 ctx 1,024 compiled": (154.2, 147.7, ""),
     "train llama-3.2-3b LoRA r16 all-linear b4 x 2,048": (16692.7, 16097.7, ""),
     "train llama-3.1-8b LoRA r16 all-linear b1 x 8,192 +GC": (6040.2, 6854.7, ""),
-    "train llama-2-13b QLoRA r16 all-linear nf4 b4 x 2,048 +GC": (2729.4, 2276.6, ""),
+    "train llama-2-13b QLoRA r16 all-linear nf4 b4 x 2,048 +GC": (2729.4, 2999.2, ""),  # 2,276.6 before the upcast refit
     "decode llama-3.1-8b b64 ctx 1,024 compiled": (37.9, 37.6, ""),
     "decode llama-3.1-8b b1 ctx 1,024 eager": (
         35.4,

@@ -1,7 +1,9 @@
 """Our training-speed model against the H200 speed rows of issue #27 (data/measurements/speed/h200-2026-11-26.jsonl,
 bench/gpu/harness.py's grid `speed`): LoRA baselines for the 13B QLoRA row of the H200 run and a 1B LoRA row.
 
-All rows are CHECK rows: nothing was fitted on them. Speed within 25%, or a recorded miss whose error stays
+The LoRA rows are CHECK rows: nothing was fitted on them. The two no-prep QLoRA rows are not checked as rows: each
+with its QLoRA run with the upcast (h200-2026-11-26.jsonl) is one of the two pairs prepare_model_for_kbit_training's
+upcast constants were fitted on (core/speed/timing.py, 2026-11-26). Speed within 25%, or a recorded miss whose error stays
 within 5 points of the recorded one and stays a miss. The grid's three QLoRA cases did not run in the first call
 (the lent machine had no bitsandbytes); the lead's second call (bitsandbytes 0.50.2 carried as a wheel, same card,
 file `speed-qlora`) ran them: Llama 3.1 8B and Llama 2 13B QLoRA without prepare_model_for_kbit_training

@@ -253,6 +253,15 @@ def test_mfu_override():
     assert t.mfu == 0.5 and t.wall_hours * 3600 == pytest.approx(t.flops / (4 * 989e12 * 0.5))
 
 
+def test_the_time_models_basis_names_what_sets_a_qlora_step():
+    """The estimate's line on how the time was modelled names QLoRA's two terms where they apply: the dequantization
+    traffic on every stack, prepare_model_for_kbit_training's upcast (fitted on the H200) only where the stack runs it."""
+    q = Scenario(model="llama-3.1-8b", mode="training", method="qlora", train_tokens=1e9)
+    hf, tt, lora = (default_mfu(s)[1] for s in (q, q.model_copy(update={"training_stack": "torchtune"}), q.model_copy(update={"method": "lora"})))
+    assert "2.5 bytes of traffic a weight and pass" in hf and "2.5 bytes" in tt and "dequantization" not in lora
+    assert "H200" in hf and "upcast" not in tt and "prepare_model_for_kbit_training" not in tt
+
+
 def test_peak_by_precision_and_flags():
     h100 = get_accelerator("h100-sxm")
     assert peak_tflops(h100, "bf16") == (989.0, "BF16 dense tensor figure", False)
