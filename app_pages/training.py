@@ -159,7 +159,7 @@ with st.expander("How this is computed"):
             "({overhead} bytes per layer x hidden unit per token, PEFT's fp32 adapter traffic, QLoRA's dequantization as "
             "{dequant} bytes of traffic a weight and pass, the Hugging Face recipe's fp32 upcast of the output head and "
             "residual stream), fitted on our H100 and H200 runs and checked on published fine-tunes on 1-128 GPUs "
-            "(Answer.AI, torchtune, NeMo AutoModel, XTuner, torchtitan and others) and single-node pretraining runs "
+            "(Answer AI, torchtune, NeMo AutoModel, XTuner, torchtitan and others) and single-node pretraining runs "
             "(Method page). "
             "Setting the sidebar's *MFU* replaces this with FLOPs / (devices x peak x MFU), the way published large runs "
             "quote it (Llama 3.1 405B: 38-43% on H100s). Each run adds {setup} of setup and its communication. ",

@@ -122,8 +122,8 @@ interrupted steps. Arrivals are an input: steady (independent users, what produc
 or synchronised (a benchmark's closed loop: every user starts at once with identical requests, simulated step by step,
 so prompts queue in waves under the step's token budget). The server takes requests in one after another before its
 scheduler sees them (2.1 ms each for NIM's TensorRT-LLM server, calibrated on one run), which spreads a wave over short
-decode steps. TensorRT-LLM on Hopper also spends 0.485 us per decoding sequence and layer in every decode step beyond
-the sequence's bytes and FLOPs (calibrated on one 50-user run). Checked on 43 NVIDIA NIM 1.8.0 measurements (Llama 3.3
+decode steps. TensorRT-LLM on Hopper also spends 15 ns per decoding sequence, query head on the device and layer in
+every decode step beyond the sequence's bytes and FLOPs (calibrated on one 50-user run). Checked on 43 NVIDIA NIM 1.8.0 measurements (Llama 3.3
 70B fp8 on two H100s, Llama 3.1 8B fp8 on one, 1-100 users, synchronised; four more calibrate): tokens/s per user
 within 25% on all 43 (38 of 44 before the time per sequence); time to first token within 25% on all 8 at one user but
 on 10 of 35 under load. Most measured runs lie

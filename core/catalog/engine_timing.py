@@ -12,10 +12,12 @@
   piecewise graphs for prefill, "eliminating kernel launch overhead for prefill/extend", were opt-in then,
   docs.sglang.io "Piecewise CUDA Graph"). It lengthens the first token and, under load, the decoding users' steps
   that a prompt interrupts.
-- `decode_sequence_layer_s`: time per decoding sequence, layer and step, beyond the sequence's bytes and FLOPs (its
-  attention blocks on a short context, its share of sampling and request bookkeeping): the step grows with the batch
-  faster than the roofline (TensorRT-LLM on Hopper: NIM's per-user speed at 50-100 users and TensorRT-LLM's
-  published peak throughput).
+- `decode_sequence_head_layer_s`: time per decoding sequence, query head the device runs for it, layer and step,
+  beyond the sequence's bytes and FLOPs (its attention blocks on a short context, one per head): the step grows with
+  the batch faster than the roofline (TensorRT-LLM on Hopper: NIM's per-user speed at 50-100 users and TensorRT-LLM's
+  published peak throughput). Per head, because a tensor-parallel device runs num_heads / tp heads of every sequence
+  and an expert-parallel rank all heads of its own sequences: the published MoE and gpt-oss peaks (TP 1-8, EP 4-8)
+  check that against a time per sequence alone.
 
 Each row names the published row it was calibrated on; the other rows of its table check it."""
 
@@ -41,7 +43,7 @@ class EngineTiming(BaseModel):
         pattern=described_pattern(r"^[a-z0-9.-]+( [a-z0-9.-]+)*$", "engine ids (lower-case letters, digits, dots and dashes) separated by single spaces")
     )
     accelerator_pattern: str = Field(min_length=1)  # regular expression on data/accelerators.csv's id
-    quantity: Literal["layer_overhead_s", "prefill_layer_overhead_s", "decode_sequence_layer_s"]
+    quantity: Literal["layer_overhead_s", "prefill_layer_overhead_s", "decode_sequence_head_layer_s"]
     value_s: float = Field(ge=0, le=1.0, allow_inf_nan=False)
     engine_version: str = Field(min_length=1)
     calibrated_on: str = Field(min_length=3)  # the published row (tests/data/...) the value reproduces

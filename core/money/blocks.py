@@ -230,7 +230,8 @@ def inference_estimate(
         notes.append(
             f"each decoding sequence adds {roof.decode_sequence_layer_s * 1e6:.2f} us per layer to a decode step "
             f"({roof.pp * roof.decode_sequence_s * sequences * 1e3:.1f} ms at batch {s.batch_size}{on_rank}): the engine's work per "
-            "sequence beyond its bytes and FLOPs, fitted on NIM's 70B latency at 50 users (data/engine_timing.csv)"
+            "sequence and query head on the device beyond its bytes and FLOPs, fitted on NIM's 70B latency at 50 users "
+            "(data/engine_timing.csv)"
         )
     if sc.architecture.is_moe and roof.engine.prefill_moe_unfused_bytes > 0:
         notes.append(

@@ -86,7 +86,7 @@ def ep_parts(roof: Any, ranks: int, decodes: Any, context: float, prefill_tokens
     dense_flops = d * (dense_per_token + attention_flops_per_token(a, context))
     if np.any(p > 0):
         dense_flops = dense_flops + p * (dense_per_token + attention_flops_per_token(a, prompt / 2.0))
-    # each decoding sequence's own time per layer (data/engine_timing.csv decode_sequence_layer_s), on its rank
+    # each decoding sequence's own time per layer (data/engine_timing.csv decode_sequence_head_layer_s x its heads), on its rank
     dense_s = np.maximum((dense_bytes + kv) / roof.bytes_per_s, dense_flops / roof.flops_per_s) + d * roof.decode_sequence_s
     # this rank's experts: those the step's tokens touch, and the busiest rank's share of the routed pairs
     touched = 1.0 - experts_untouched_fraction(a, ranks * tokens)

@@ -167,9 +167,11 @@ class _Roof:
         # a step that carries prompt tokens, in engines that run it without CUDA graphs: the CPU launches every kernel
         # of every layer (data/engine_timing.csv)
         self.prefill_step_s = engine_time_s("prefill_layer_overhead_s", sc.serving_engine, acc.id) * stage_layers
-        # each decoding sequence's own time per layer and step, beyond its bytes and FLOPs (data/engine_timing.csv), and
-        # over this device's stage
-        self.decode_sequence_layer_s = engine_time_s("decode_sequence_layer_s", sc.serving_engine, acc.id)
+        # each decoding sequence's own time per layer and step, beyond its bytes and FLOPs (data/engine_timing.csv: per
+        # query head this device runs for it: a tensor-parallel device runs num_heads / tp of them, an expert-parallel
+        # rank with data-parallel attention all of them), and over this device's stage
+        heads_here = self.arch.num_heads / (1 if self.ep_ranks > 1 else self.tp)
+        self.decode_sequence_layer_s = engine_time_s("decode_sequence_head_layer_s", sc.serving_engine, acc.id) * heads_here
         self.decode_sequence_s = self.decode_sequence_layer_s * stage_layers
         # an eager prompt pass (transformers): at least the CPU's launches of every layer's kernels (core/memory/engines.py)
         self.prefill_launch_s = self.engine.prefill_launch_layer_s * stage_layers

@@ -104,14 +104,15 @@ def test_sglang_eager_prefill_steps():
 
 def test_tensorrt_llm_decode_time_per_sequence_and_layer():
     """Calibrated on NIM's Llama 3.3 70B FP8 TP2 1,000/1,000 rows: the value makes the 50-user row's tokens/s-per-user
-    error equal the one-user row's (+14%: the one-user gap is the 70B's per-layer time, not load). Hopper parts only;
-    other engines and parts add nothing. Checked by the other NIM rows (tests/core/test_load.py) and TensorRT-LLM's
-    published peak throughput (tests/core/test_dense_capacity.py, tests/core/test_expert_parallel.py)."""
+    error equal the one-user row's (+14%: the one-user gap is the 70B's per-layer time, not load); that device runs 32
+    of the 64 query heads, so 0.485 us a sequence and layer is 15.16 ns a head. Hopper parts only; other engines and
+    parts add nothing. Checked by the other NIM rows (tests/core/test_load.py) and TensorRT-LLM's published peak
+    throughput (tests/core/test_dense_capacity.py, tests/core/test_expert_parallel.py)."""
     from tests.core.test_load import predicted as load_predicted
 
-    assert engine_time_s("decode_sequence_layer_s", "tensorrt-llm", "h100-sxm") == pytest.approx(0.485e-6)
+    assert engine_time_s("decode_sequence_head_layer_s", "tensorrt-llm", "h100-sxm") == pytest.approx(15.16e-9)
     for engine, part in (("tensorrt-llm", "a100-sxm-80gb"), ("tensorrt-llm", "b200"), ("vllm", "h100-sxm"), ("sglang", "h200")):
-        assert engine_time_s("decode_sequence_layer_s", engine, part) == 0.0
+        assert engine_time_s("decode_sequence_head_layer_s", engine, part) == 0.0
     rows = {r["id"]: r for r in LOAD_ROWS}
 
     def speed_error(row_id: str) -> float:
@@ -120,7 +121,8 @@ def test_tensorrt_llm_decode_time_per_sequence_and_layer():
 
     one, fifty = speed_error("nim180-l33-70b-fp8-tp2-1000-1000-c1"), speed_error("nim180-l33-70b-fp8-tp2-1000-1000-c50")
     assert fifty == pytest.approx(one, abs=0.005) and one == pytest.approx(0.141, abs=0.005)
-    # the term grows the step with the batch: 100 sequences on one H100 step of the 8B add 100 x 32 x 0.485 us
+    # the term grows the step with the batch: 100 sequences on one H100 step of the 8B add 100 x 32 layers x 32 heads
+    # x 15.16 ns
     import copy
 
     from core.scenario import Scenario
@@ -131,13 +133,21 @@ def test_tensorrt_llm_decode_time_per_sequence_and_layer():
     without.decode_sequence_s = 0.0
     for batch in (1, 100):
         extra = float(roof.decode_step(batch, 1000.0)[0]) - float(without.decode_step(batch, 1000.0)[0])
-        assert extra == pytest.approx(batch * 32 * 0.485e-6)
+        assert extra == pytest.approx(batch * 32 * 32 * 15.16e-9)
+    # per head the device runs: tensor parallelism splits the heads, an expert-parallel rank runs all of its sequences'
+    big = Scenario(model="llama-3.3-70b", weights_format="fp8", kv_cache_format="fp8", serving_engine="tensorrt-llm")
+    per_layer = {tp: roofline(big, get_accelerator("h100-sxm"), Layout(1, tp, 1)).decode_sequence_layer_s for tp in (1, 2, 4, 8)}
+    assert per_layer[2] == pytest.approx(0.485e-6, rel=0.001) and per_layer[1] == pytest.approx(2 * per_layer[2]) and per_layer[8] == pytest.approx(per_layer[2] / 4)
+    moe = Scenario(model="qwen3-235b-a22b", weights_format="fp8", kv_cache_format="fp8", serving_engine="tensorrt-llm", expert_parallel=True)
+    assert roofline(moe, get_accelerator("h200"), Layout(1, 8, 1)).decode_sequence_layer_s == pytest.approx(64 * 15.16e-9)  # all 64 heads a rank
 
 
 def test_the_estimates_note_states_the_time_per_sequence_per_layer_and_per_step():
-    """The estimate's note gives the catalog's 0.485 us per sequence and layer and the time it adds to a decode step at
-    the scenario's batch, whatever the layout: under pipeline parallel the stages take their turns (the step pays
-    all 80 layers, not one stage's 40), and an expert-parallel rank pays for its own sequences only (core/speed/roofline.py)."""
+    """The estimate's note gives the time per sequence and layer (15.16 ns a query head the device runs) and the time
+    it adds to a decode step at the scenario's batch, whatever the layout: under tensor parallel 2 a device runs 32 of
+    the 70B's 64 heads; under pipeline parallel the stages take their turns (the step pays all 80 layers, not one
+    stage's 40) and each runs all 64 heads; an expert-parallel rank pays for its own sequences only, all heads
+    (core/speed/roofline.py)."""
     import re
 
     from core.estimate import estimate
@@ -159,7 +169,8 @@ def test_the_estimates_note_states_the_time_per_sequence_per_layer_and_per_step(
         per_layer_us, step_ms = re.search(r"adds ([\d.]+) us per layer to a decode step \(([\d.]+) ms at batch 64", text).groups()
         return float(per_layer_us), float(step_ms)
 
-    tp2, pp2 = note(tensor_parallel=2), note(tensor_parallel=1, pipeline_parallel=2)
-    assert tp2 == pp2 == (0.49, pytest.approx(64 * 80 * 0.485e-3, abs=0.05))
+    head_ms = 15.16e-6  # one head, in ms
+    assert note(tensor_parallel=2) == (0.49, pytest.approx(64 * 80 * 32 * head_ms, abs=0.05))
+    assert note(tensor_parallel=1, pipeline_parallel=2) == (0.97, pytest.approx(64 * 80 * 64 * head_ms, abs=0.05))
     ep_us, ep_ms = note(model="qwen3-235b-a22b", tensor_parallel=8, expert_parallel=True)
-    assert ep_us == 0.49 and ep_ms == pytest.approx(64 / 8 * 94 * 0.485e-3, abs=0.05)
+    assert ep_us == 0.97 and ep_ms == pytest.approx(64 / 8 * 94 * 64 * head_ms, abs=0.05)
