@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.prices import PriceRow
 from core.layout import Layout
+from core.memory.components import checkpointing
 from core.memory.estimate import Evaluator, MemoryResult, estimate_memory, fit_capacity
 from core.memory.fit import max_batch
 from core.money.pricing import cheapest_replica_row, label, replica_usd_per_hour, usd_per_million_tokens
@@ -126,7 +127,7 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
     row = None if on_demand is None else on_demand.row
     notes = [
         f"FLOPs = {t.flops_per_token / arch.active_params:.2g} x {arch.active_params:,} active params x {t.tokens:,.0f} tokens"
-        + (" (full activation recomputation)" if sc.gradient_checkpointing else ""),
+        + (" (full activation recomputation)" if checkpointing(sc) else ""),
         t.mfu_source,
         f"peak {t.peak_tflops_per_device:g} TFLOP/s per device: {t.peak_basis}",
         f"time on {layout.devices} devices (DP {layout.data_parallel} x TP {layout.tensor_parallel} x PP {layout.pipeline_parallel})",

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict
 from core.catalog.accelerators import Accelerator
 from core.catalog.collective_bandwidth import link_fraction, network_fraction
 from core.layout import Layout
-from core.memory.components import lora_params
+from core.memory.components import checkpointing, lora_params
 from core.model.architecture import Architecture
 from core.scenario import Scenario
 
@@ -233,7 +233,7 @@ def training_comm(
     tokens_mb = (batch or sc.batch_size) * sc.seq_len
     m = max(accumulation or sc.gradient_accumulation_steps, MICROBATCHES_PER_STAGE * pp if pp > 1 else 1)
     stage_compute = flops_per_token * tokens_mb / (tp * pp) / (achieved_tflops * 1e12)
-    per_layer = tp_allreduces_per_layer(True, sc.gradient_checkpointing)
+    per_layer = tp_allreduces_per_layer(True, checkpointing(sc))
     tp_msg = tokens_mb * arch.hidden_size * act_bytes
     stage_tp = arch.num_layers / pp * per_layer * ring_s(tp_msg, tp, collective_gbps(acc, tp), nccl_link(acc, tp))
     bubble = (pp - 1) / m
@@ -249,7 +249,7 @@ def training_comm(
         # and again for a recomputed forward: with a full fine-tune, 1.5x the bytes of plain data parallelism
         # (Rajbhandari et al. 2019, Sec. 7.2.3). The gathers are prefetched under the micro-batch's compute.
         dp_s = ring_s(grad_bytes, dp, link, nccl, all_reduce=False)
-        passes = 3 if sc.gradient_checkpointing else 2
+        passes = 3 if checkpointing(sc) else 2
         weight_bytes_per_rank_group = act_bytes * arch.total_params / (tp * pp)
         gather_s = passes * ring_s(weight_bytes_per_rank_group, dp, link, nccl, all_reduce=False)
     else:

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator
 from core.layout import Layout
-from core.memory.components import lora_params
+from core.memory.components import checkpointing, lora_params
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.scenario import Scenario
@@ -145,8 +145,9 @@ def flash_attention(acc: Accelerator) -> bool:
 
 def training_attention_flops_per_token(sc: Scenario, arch: Architecture, flash: bool = True) -> float:
     """QK^T and the weighted sum over a training sequence: forward, backward (2x) and a recomputed forward;
-    causal (half the context on average) with FlashAttention, the whole square without it."""
-    passes = 4.0 if sc.gradient_checkpointing else 3.0
+    causal (half the context on average) with FlashAttention, the whole square without it. Recomputation as it
+    runs: QLoRA through prepare_model_for_kbit_training turns it on (core/memory/components.checkpointing)."""
+    passes = 4.0 if checkpointing(sc) else 3.0
     return passes * attention_flops_per_token(arch, sc.seq_len / 2.0 if flash else float(sc.seq_len))
 
 
@@ -154,10 +155,10 @@ def training_flops_per_token(sc: Scenario, arch: Architecture, flash: bool = Tru
     n = float(arch.active_params)
     attention = training_attention_flops_per_token(sc, arch, flash)
     if sc.method == "full":
-        return (8.0 if sc.gradient_checkpointing else 6.0) * n + attention
+        return (8.0 if checkpointing(sc) else 6.0) * n + attention
     adapters = float(lora_params(arch, sc.lora_rank, sc.lora_targets))
     per_token = 4.0 * n + 6.0 * adapters
-    if sc.gradient_checkpointing:
+    if checkpointing(sc):
         per_token += 2.0 * (n + adapters)
     return per_token + attention
 
@@ -176,8 +177,6 @@ def dequant_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator
     divides the tokens by all devices)."""
     if sc.method != "qlora":
         return 0.0
-    from core.memory.components import checkpointing
-
     passes = 3 if checkpointing(sc) else 2
     traffic_bytes = passes * _quantized_params(sc, arch) * DEQUANT_BYTES_PER_PARAM
     return traffic_bytes / acc.memory_bandwidth_bytes_per_s / (sc.batch_size * sc.seq_len)
