@@ -183,15 +183,15 @@ def dequant_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator
 
 
 def overhead_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator) -> float:
-    """The bandwidth-bound and FP32 work of a step per token, all devices of a replica together (the time the
-    matmuls do not account for): norms, activations and casts per layer; PEFT's fp32 adapter traffic; QLoRA's fp32 upcast (head and
-    residual stream)."""
+    """The bandwidth-bound work of a step per token, all devices of a replica together (the time the matmuls do not
+    account for): norms, activations and casts per layer; PEFT's fp32 adapter traffic. QLoRA's fp32 upcast is
+    upcast_seconds_per_token's (training_time adds both)."""
     stack = STACKS[sc.training_stack]
     bandwidth = acc.memory_bandwidth_bytes_per_s
     seconds = OVERHEAD_BYTES_PER_LAYER_HIDDEN * arch.num_layers * arch.hidden_size / bandwidth
     if sc.method != "full" and stack.lora_fp32_inputs:
         seconds += LORA_FP32_BYTES_PER_ADAPTER_DIM * lora_params(arch, sc.lora_rank, sc.lora_targets) / sc.lora_rank / bandwidth
-    return seconds + upcast_seconds_per_token(sc, arch, acc)
+    return seconds
 
 
 def upcast_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator) -> float:
@@ -224,7 +224,8 @@ class TrainingTime(BaseModel):
 def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | None = None, *, layout: Layout | None = None) -> TrainingTime:
     """Training time on `devices` devices (communication not included: core/speed/comm.py). With the scenario's
     `mfu`: FLOPs / (devices x peak x MFU); otherwise per token, the matmuls at MATMUL_EFFICIENCY of the peak plus
-    the bandwidth-bound and FP32 work (overhead_seconds_per_token); QLoRA's dequantization on top of either."""
+    the bandwidth-bound work (overhead_seconds_per_token) and QLoRA's fp32 upcast (upcast_seconds_per_token); QLoRA's
+    dequantization on top of either."""
     tokens = sc.train_tokens if tokens is None else tokens
     if tokens is None or tokens <= 0:
         raise ValueError("train_tokens must be set (> 0) to estimate training time")
@@ -242,8 +243,9 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
     if mfu is not None:
         work_s = flops / (devices * peak_flops * mfu)
     else:
-        upcast_s = tokens / devices * upcast_seconds_per_token(sc, arch, acc)
-        per_device_token_s = per_token / (peak_flops * MATMUL_EFFICIENCY) + overhead_seconds_per_token(sc, arch, acc)
+        upcast_token_s = upcast_seconds_per_token(sc, arch, acc)
+        upcast_s = tokens / devices * upcast_token_s
+        per_device_token_s = per_token / (peak_flops * MATMUL_EFFICIENCY) + overhead_seconds_per_token(sc, arch, acc) + upcast_token_s
         work_s = tokens / devices * per_device_token_s
         mfu = flops / (devices * peak_flops * work_s)
     dequant_s = tokens / devices * dequant_seconds_per_token(sc, arch, acc)

@@ -2,11 +2,8 @@
 dequantizing the 4-bit base and, on the Hugging Face stack, the share prepare_model_for_kbit_training's fp32 upcast
 takes, the same figures as `python -m core estimate` (its dequant_fraction / upcast_fraction result fields)."""
 
-import json
-import subprocess
-import sys
-
-from .conftest import ROOT, no_exception, open_link
+from .conftest import no_exception, open_link
+from .test_one_answer import _cli
 
 LINK = {"mode": "training", "model": "llama-3.1-8b", "acc": "h100-sxm", "method": "qlora"}
 
@@ -19,9 +16,7 @@ def _cli_fractions(stack: str) -> tuple[float, float]:
     # the page's defaults for the rest (field table: batch 1, 4,096 tokens, no checkpointing, LoRA rank 16)
     sc = {"model": "llama-3.1-8b", "mode": "training", "method": "qlora", "accelerator": "h100-sxm", "training_stack": stack, "train_tokens": 1e9}
     sc |= {"batch_size": 1, "seq_len": 4096}
-    out = subprocess.run([sys.executable, "-m", "core", "estimate", "-"], input=json.dumps(sc), capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    t = json.loads(out.stdout)["training"]
+    t = _cli("estimate", sc)["training"]
     return t["dequant_fraction"], t["upcast_fraction"]
 
 
