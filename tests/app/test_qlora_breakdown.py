@@ -26,8 +26,9 @@ def test_the_hugging_face_recipe_shows_its_fp32_upcast() -> None:
     text = _captions(at)
     dequant, upcast = _cli_fractions("hf")
     assert upcast > 0.3 and dequant < 0.05  # the recipe's upcast, not the dequantization, is QLoRA's cost here
-    assert f"pass is {dequant:.0%} of it" in text and f"is {upcast:.0%}. torchtune" in text
-    assert "upcast (`prepare_model_for_kbit_training`: output head and residual stream in fp32)" in text
+    assert f"pass is {dequant:.0%} of it" in text and f"fp32 upcast is {upcast:.0%}: stacks without it" in text
+    tip = next(c.help for c in at.caption if "QLoRA's time" in c.value)
+    assert "`prepare_model_for_kbit_training`: output head and residual stream in fp32" in tip
 
 
 def test_a_stack_without_the_upcast_shows_the_dequantization_alone() -> None:
