@@ -155,7 +155,10 @@ def frontier_figure(
             line={"color": "#444", "dash": "dot"},
             hoverinfo="skip",
         )
-    marks = [(p, label, at) for p, label, at in ((cheapest, "cheapest", "bottom center"), (fastest, "fastest", "middle left")) if p is not None and x_of(p) and y_of(p)]
+    # the fastest plan sits at the chart's left edge when training (the shortest time) and at its right when serving
+    # (the most tokens/s): its label goes inwards, clear of the axis's tick labels
+    inwards = "middle left" if serving else "middle right"
+    marks = [(p, label, at) for p, label, at in ((cheapest, "cheapest", "bottom center"), (fastest, "fastest", inwards)) if p is not None and x_of(p) and y_of(p)]
     if len(marks) == 2 and marks[1][0] == marks[0][0]:
         marks = [(marks[0][0], "cheapest and fastest", "bottom center")]
     if marks:

@@ -242,20 +242,25 @@ def training_comm(
     grad_bytes = (act_bytes if sc.method == "full" else 4) * trainable / (tp * pp)
     link = collective_gbps(acc, dp * tp * pp)
     nccl = nccl_link(acc, dp * tp * pp)
-    gather_s = 0.0
     if sc.zero_stage == 3 and dp > 1:
-        # ZeRO-3 / FSDP: the gradients are reduce-scattered (half an all-reduce's volume) and every 16-bit weight
-        # (the frozen base of LoRA too) is all-gathered before each forward and backward pass of every micro-batch,
-        # and again for a recomputed forward: with a full fine-tune, 1.5x the bytes of plain data parallelism
-        # (Rajbhandari et al. 2019, Sec. 7.2.3). The gathers are prefetched under the micro-batch's compute.
-        dp_s = ring_s(grad_bytes, dp, link, nccl, all_reduce=False)
-        passes = 3 if checkpointing(sc) else 2
-        weight_bytes_per_rank_group = act_bytes * arch.total_params / (tp * pp)
-        gather_s = passes * ring_s(weight_bytes_per_rank_group, dp, link, nccl, all_reduce=False)
+        # ZeRO-3 / FSDP: every 16-bit weight (the frozen base of LoRA too) is all-gathered before each forward and
+        # backward pass of every micro-batch, and again for a recomputed forward, and the gradients are
+        # reduce-scattered (half an all-reduce's volume) as the backward pass produces them: with a full fine-tune,
+        # 1.5x the bytes of plain data parallelism (Rajbhandari et al. 2019, Sec. 7.2.3). The weights are freed after
+        # each pass (FSDP's reshard_after_forward, ZeRO-3's release), so a pass's gathers are prefetched under that
+        # pass's own compute only (layer i+1's while layer i computes): each pass hides what its share of the FLOPs
+        # covers, and the backward pass's link carries its gathers and the reduce-scatter at once.
+        rs_s = ring_s(grad_bytes, dp, link, nccl, all_reduce=False)
+        gather_s = ring_s(act_bytes * arch.total_params / (tp * pp), dp, link, nccl, all_reduce=False)
+        forward = forward_share(sc)
+        forwards = 2 if checkpointing(sc) else 1
+        backward = 1.0 - forwards * forward
+        exposed = m * (forwards * max(0.0, gather_s - forward * stage_compute) + max(0.0, gather_s + rs_s - backward * stage_compute))
+        dp_s = m * rs_s
     else:
         dp_s = ring_s(grad_bytes, dp, link, nccl)
-    # Backward ~ 2/3 of a micro-batch's compute (4N of 6N) overlaps the gradient all-reduce.
-    exposed = max(0.0, dp_s - 2.0 / 3.0 * stage_compute) + m * max(0.0, gather_s - stage_compute)
+        # Backward ~ 2/3 of a micro-batch's compute (4N of 6N) overlaps the gradient all-reduce.
+        exposed = max(0.0, dp_s - 2.0 / 3.0 * stage_compute)
     ideal = m * stage_compute
     step = (m + pp - 1) * (stage_compute + stage_tp) + exposed
     return TrainingComm.model_construct(
@@ -269,6 +274,14 @@ def training_comm(
         interruption_loss_fraction=interruption_loss_fraction(dp * tp * pp),
         overhead_fraction=step * (1.0 + interruption_overhead(dp * tp * pp)) / ideal - 1.0 if ideal > 0 else 0.0,
     )
+
+
+def forward_share(sc: Scenario) -> float:
+    """One forward pass's share of a training step's matmul FLOPs: 2N of 6N for a full fine-tune, 2N of 4N for LoRA
+    (no weight gradient for the frozen base; module docstring of core/speed/timing.py), with one more forward of 2N
+    when activations are recomputed."""
+    per_token = (6.0 if sc.method == "full" else 4.0) + (2.0 if checkpointing(sc) else 0.0)
+    return 2.0 / per_token
 
 
 def decode_tp_s(arch: Architecture, acc: Accelerator, tp: int, pp: int, tokens: float) -> float:

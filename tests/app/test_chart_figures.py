@@ -46,6 +46,11 @@ def test_the_chart_marks_the_planners_picks(goal):
     at = {(x, y) for x, y in zip(marks.x, marks.y, strict=True)}
     x_of = (lambda p: p.tokens_per_s_per_user) if serving else (lambda p: p.hours)
     assert at == {(x_of(p), p.cost) for p in (result.cheapest, result.fastest)}
+    # "fastest" is written inwards, away from the edge its point sits at (it overlapped the y-axis's dollar ticks
+    # at 1280 px while it was written to the left of a training plan, the leftmost point)
+    where = dict(zip(marks.text, marks.textposition, strict=True))
+    assert where["fastest"] == ("middle left" if serving else "middle right")
+    assert x_of(result.fastest) == (max if serving else min)(x_of(p) for p in result.plans if p.cost <= result.fastest.cost)
     if not serving:
         quickest = min(result.plans, key=lambda p: p.hours)
         assert quickest != result.fastest and (quickest.hours, quickest.usd) not in at, "the chart's own rule would mark another point"

@@ -69,6 +69,29 @@ def test_zero3_weight_gathers_are_exposed_when_compute_is_short():
     assert long.overhead_fraction < small.overhead_fraction
 
 
+def test_zero3_reduce_scatters_every_micro_batch_on_the_backward_link():
+    """FSDP and ZeRO-3 free the gathered weights after each pass and shard the gradients as the backward pass makes
+    them, so with gradient accumulation every micro-batch pays its gathers and a gradient reduce-scatter, and the
+    backward's link carries both. Worked by hand for an 8B full fine-tune, 4 micro-batches of one 512-token sequence
+    per GPU on 16 H100s across two nodes: each pass hides its gathers under its own share of the FLOPs (forward 2N,
+    backward 4N of 6N), which exposes 4 x (g - c/3) + 4 x (g + rs - 2c/3)."""
+    from core.speed.comm import collective_gbps
+
+    acc = get_accelerator("h100-sxm")
+    sc = Scenario(model="llama-3.1-8b", mode="training", train_tokens=1e9, batch_size=1, seq_len=512, zero_stage=3, precision="bf16", gradient_accumulation_steps=4)
+    c = comm(sc, Layout(16, 1, 1))
+    gather = ring_s(2 * sc.architecture.total_params, 16, collective_gbps(acc, 16), None, all_reduce=False)  # bf16 weights
+    assert gather == pytest.approx(0.0407, abs=0.0005)
+    assert c.microbatches_per_step == 4 and c.data_parallel_s_per_step == pytest.approx(4 * gather)  # bf16 gradients
+    micro = c.compute_s_per_step / 4
+    by_hand = 4 * (max(0.0, gather - micro / 3) + max(0.0, 2 * gather - 2 * micro / 3))
+    assert c.data_parallel_exposed_s_per_step == pytest.approx(by_hand) and by_hand > 0.1 * c.compute_s_per_step
+    # with recomputation the recomputed forward gathers again and hides under its own quarter of the 8N FLOPs
+    gc = comm(sc.model_copy(update={"gradient_checkpointing": True}), Layout(16, 1, 1))
+    quarter = gc.compute_s_per_step / 16
+    assert gc.data_parallel_exposed_s_per_step == pytest.approx(4 * (2 * max(0.0, gather - quarter) + max(0.0, 2 * gather - 2 * quarter)))
+
+
 def test_interruptions_grow_with_devices_from_llama_3s_counts():
     """Llama 3 Herd (arXiv 2407.21783) Sec. 3.3.4: 466 interruptions in 54 days on 16,384 H100s, >90% effective training
     time. The loss is linear in devices: 10% at 16,384 GPUs (that run), 1.25% at 2,048, capped at half the wall time."""
