@@ -2,8 +2,11 @@
 fine-tunes of 7B-405B models on 1 to 128 GPUs (up to sixteen nodes), by Answer.AI's FSDP-QLoRA script (early 2024),
 torchtune's recipes (September 2024), XTuner on DeepSpeed ZeRO (April 2024), Hugging Face Accelerate with FSDP and
 with DeepSpeed ZeRO-3 (June 2024), NeMo AutoModel's LoRA recipes on H100s (December 2025 and April 2026, tensor
-parallel 2 on 8 and 16 GPUs), and torchtitan's and IBM's fms-fsdp pretraining steps on 64 and 128 A100s (2024: a full
-fine-tune's computation). Nothing in the training model was fitted on these rows: all are CHECK rows.
+parallel 2 on 8 and 16 GPUs), torchtitan's and IBM's fms-fsdp pretraining steps on 64 and 128 A100s (2024: a full
+fine-tune's computation), and Qwen's own finetune.py (the Hugging Face Trainer with PEFT, October 2023: Qwen-7B's LoRA
+and Q-LoRA on one A100 at 256 to 8,192 tokens). Nothing in the training model was fitted on these rows: all are CHECK
+rows. A model that is no preset is named `config:<name>`: its config.json shape, mapped to a config our reader knows
+and sourced in the file, is tests/data/configs/<name>.config.json (Qwen-7B: Qwen v1's own model_type written as Qwen2).
 
 Each row is timed as every bill times it (core/money/run_bill.run_time: the per-token model plus the layout's
 communication; `tensor_parallel` devices a replica, the rest data-parallel), interruptions left out (runs of
@@ -16,12 +19,22 @@ trains in pure bf16 under FSDP, whose flat parameters need one dtype, so the LoR
 cast them to the base layer's dtype), and it does not call prepare_model_for_kbit_training: no fp32 adapter traffic
 and no fp32 upcast, as LitGPT's bf16-true recipes. Its LoRA targets are q, k, v, gate, up and down (ours: all-linear,
 which adds o: under 0.2% of the FLOPs at rank 64). NeMo AutoModel's adapters are in the base layer's bf16 too (a
-fused Triton LoRA kernel), so it is timed as torchtune. For full fine-tuning the stack's flags do not change the time."""
+fused Triton LoRA kernel), so it is timed as torchtune. For full fine-tuning the stack's flags do not change the time.
+
+Qwen's table (README 'Profiling of Memory and Speed'): its LoRA runs under the Trainer's bf16 autocast with PEFT's fp32
+adapters, timed as hf. Its Q-LoRA is not bitsandbytes: a GPTQ Int4 checkpoint through auto-gptq, trained in fp16 under
+DeepSpeed, whose fp16 engine casts the adapters to fp16, and peft's prepare_model_for_kbit_training leaves GPTQ models
+without the fp32 upcast: no fp32 adapters and no upcast, timed as litgpt (as hf, with the upcast, every Q-LoRA row would
+miss: below). Its "LoRA (emb)" rows train the embedding and output layer too, which we do not model: left out; its 7B
+full-parameter rows ran on two GPUs (finetune_ds.sh: ZeRO-3) at 256-1,024 tokens only: left out too, as are (not yet
+added) the same table's 1.8B, 14B and 72B rows."""
 
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,14 +47,22 @@ from core.speed.comm import interruption_overhead
 from core.speed.timing import DEQUANT_BYTES_PER_PARAM, _quantized_params, peak_tflops, training_time
 from tests.core.recorded import check_row
 
-ROWS = list(csv.DictReader((Path(__file__).resolve().parents[1] / "data" / "finetune_speeds.csv").open(newline="")))
+DATA = Path(__file__).resolve().parents[1] / "data"
+ROWS = list(csv.DictReader((DATA / "finetune_speeds.csv").open(newline="")))
 BAND = 0.05
 SUSPECT_MFU = 0.75  # issue #27: "more than about 75% of a part's dense peak for a step with recomputation is suspect"
 
 
+def model_spec(name: str) -> Any:
+    """A preset id, or `config:<file>`: a model that is no preset, its config.json shape in tests/data/configs."""
+    if name.startswith("config:"):
+        return {"hf_config": json.loads((DATA / "configs" / f"{name.removeprefix('config:')}.config.json").read_text())["config"]}
+    return name
+
+
 def scenario(row: dict[str, str]) -> Scenario:
     return Scenario(
-        model=row["model"],
+        model=model_spec(row["model"]),
         mode="training",
         method=row["method"],
         accelerator=row["accelerator"],
@@ -78,6 +99,18 @@ def implied_mfu(row: dict[str, str]) -> float:
     return published_tokens_per_s(row) * per_token / (int(row["devices"]) * peak_tflops(acc, sc.precision).tflops * 1e12)
 
 
+def implied_dequantization(row: dict[str, str]) -> tuple[float, float, float]:
+    """A QLoRA row's published time a micro-batch over the model's without dequantization (seconds, every device at
+    once), the quantized weights each device dequantizes, and the bytes of traffic a weight and pass (three passes with
+    recomputation) at the device's bandwidth that the difference implies."""
+    sc, acc, devices = scenario(row), get_accelerator(row["accelerator"]), int(row["devices"])
+    tokens = float(sc.batch_size * sc.seq_len * devices)
+    t = training_time(sc, acc, devices, tokens)
+    extra_s = tokens / published_tokens_per_s(row) - t.wall_hours * 3600 * (1 - t.dequant_fraction)
+    weights = _quantized_params(sc, sc.architecture)
+    return extra_s, weights, extra_s / (3 * weights) * acc.memory_bandwidth_bytes_per_s
+
+
 CHECKED = [r for r in ROWS if r["status"] != "suspect"]
 
 
@@ -98,20 +131,31 @@ def test_suspect_rows_are_the_ones_physics_rules_out() -> None:
 
 def test_the_rows_cover_every_method_and_each_program() -> None:
     """Issue #27's 'LoRA, QLoRA and full fine-tune throughput per stack': each method is checked on rows within
-    tolerance, on one GPU and on several (two to sixteen nodes included), by eight programs."""
+    tolerance, on one GPU and on several (two to sixteen nodes included), by nine programs."""
     within = [r for r in CHECKED if r["status"] == "check"]
     assert {r["method"] for r in within} == {"full", "lora", "qlora"}
-    assert {r["program"].split()[0] for r in within} == {"Answer.AI", "torchtune", "NeMo", "Hugging", "DeepSpeed", "torchtitan", "fms-fsdp", "XTuner"}
+    assert {r["program"].split()[0] for r in within} == {"Answer.AI", "torchtune", "NeMo", "Hugging", "DeepSpeed", "torchtitan", "fms-fsdp", "XTuner", "Qwen"}
     assert {int(r["devices"]) for r in within} >= {1, 2, 4, 8, 16, 64, 128}
     assert any(int(r["tensor_parallel"]) > 1 for r in within)
-    assert sum(r["status"] == "check" for r in CHECKED) >= 25
+    assert len(within) == 35 and len(ROWS) == 50
 
 
 def test_answer_ai_is_timed_as_a_stack_without_fp32_adapters_or_upcast() -> None:
     for r in ROWS:
         stack = STACKS[r["modelled_as"]]
-        if r["program"].startswith("Answer.AI"):
+        if r["program"].startswith("Answer.AI") or (r["program"].startswith("Qwen") and r["method"] == "qlora"):
             assert not stack.lora_fp32_inputs and not stack.qlora_upcast
+        if r["program"].startswith("Qwen") and r["method"] == "lora":
+            assert stack.lora_fp32_inputs
+
+
+def test_qwens_gptq_q_lora_timed_with_the_upcast_would_miss_every_row() -> None:
+    """Why Qwen's Q-LoRA rows are not timed as hf: prepare_model_for_kbit_training's fp32 head and residual stream,
+    which peft skips for GPTQ models, would make the model 1.5 to 3.2 times slower than published from 512 tokens on (+28% at 256)."""
+    rows = [r for r in ROWS if r["program"].startswith("Qwen") and r["method"] == "qlora"]
+    as_hf = {r["id"]: modelled_tokens_per_s(dict(r, modelled_as="hf")) / published_tokens_per_s(r) - 1 for r in rows}
+    assert len(as_hf) == 6 and all(abs(e) > float(r["tolerance"]) for r, e in zip(rows, as_hf.values(), strict=True))
+    assert all(e < -0.3 for i, e in as_hf.items() if not i.endswith("-256")), as_hf
 
 
 def test_the_two_a100_batch_sizes_bound_the_early_2024_dequantization() -> None:
@@ -120,17 +164,21 @@ def test_the_two_a100_batch_sizes_bound_the_early_2024_dequantization() -> None:
     about 14 bytes of traffic a weight and pass at the A100's bandwidth (0.6 s a pass); the model counts 2.5 (checked
     on our H200)."""
     row = next(r for r in ROWS if r["id"] == "aai-2xa100-40-70b-qlora")
-    sc, acc = scenario(row), get_accelerator(row["accelerator"])
-    per_device_tokens = float(row["tokens"]) / int(row["devices"])
-    micro_batches = per_device_tokens / (sc.batch_size * sc.seq_len)
-    measured_s = float(row["seconds"])
-    t = training_time(sc, acc, int(row["devices"]))
-    without_dequant_s = t.wall_hours * 3600 * (1 - t.dequant_fraction)
-    weights = _quantized_params(sc, sc.architecture)
-    implied_bytes = (measured_s - without_dequant_s) / (micro_batches * 3 * weights) * acc.memory_bandwidth_bytes_per_s
+    extra_s, weights, implied_bytes = implied_dequantization(row)
     assert implied_bytes == pytest.approx(13.6, abs=0.5) and DEQUANT_BYTES_PER_PARAM == 2.5
     assert weights == pytest.approx(68.45e9, rel=0.001)
-    assert (measured_s - without_dequant_s) / (micro_batches * 3) == pytest.approx(0.6, abs=0.01)
+    assert extra_s / 3 == pytest.approx(0.6, abs=0.01)
+
+
+def test_qwens_gptq_rows_need_17_to_32_bytes_a_weight_and_pass() -> None:
+    """Qwen's Q-LoRA rows' reason (auto-gptq's GPTQ dequantization in PyTorch ops, late 2023, on an A100), worked out as
+    the 2 x A100 row's: 6.48 billion quantized weights (the blocks' linears; the head and embedding stay fp16), 0.16 to
+    0.31 s a micro-batch over the model's time without dequantization at every length, so the 4,096- and 8,192-token rows
+    are within only because that cost is spread over more tokens."""
+    rows = [r for r in ROWS if r["program"].startswith("Qwen") and r["method"] == "qlora"]
+    implied = {r["seq_len"]: implied_dequantization(r) for r in rows}
+    assert {k: b for k, (_, _, b) in implied.items()} == pytest.approx({"256": 32.1, "512": 24.8, "1024": 16.6, "2048": 32.2, "4096": 29.2, "8192": 31.3}, abs=0.5)
+    assert all(w == pytest.approx(6.476e9, rel=0.001) and 0.15 < s < 0.32 for s, w, _ in implied.values())
 
 
 def test_litgpts_a10g_slowdowns_need_14_to_24_bytes_a_weight_and_pass(monkeypatch: pytest.MonkeyPatch) -> None:
