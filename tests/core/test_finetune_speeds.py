@@ -3,10 +3,11 @@ fine-tunes of 7B-405B models on 1 to 128 GPUs (up to sixteen nodes), by Answer.A
 torchtune's recipes (September 2024), XTuner on DeepSpeed ZeRO (April 2024), Hugging Face Accelerate with FSDP and
 with DeepSpeed ZeRO-3 (June 2024), NeMo AutoModel's LoRA recipes on H100s (December 2025 and April 2026, tensor
 parallel 2 on 8 and 16 GPUs), torchtitan's and IBM's fms-fsdp pretraining steps on 64 and 128 A100s (2024: a full
-fine-tune's computation), and Qwen's own finetune.py (the Hugging Face Trainer with PEFT, October 2023: Qwen-7B's LoRA
-and Q-LoRA on one A100 at 256 to 8,192 tokens). Nothing in the training model was fitted on these rows: all are CHECK
-rows. A model that is no preset is named `config:<name>`: its config.json shape, mapped to a config our reader knows
-and sourced in the file, is tests/data/configs/<name>.config.json (Qwen-7B: Qwen v1's own model_type written as Qwen2).
+fine-tune's computation), and Qwen's own finetune.py (the Hugging Face Trainer with PEFT, October 2023: Qwen-7B's and
+Qwen-14B's LoRA and Q-LoRA on one A100 at 256 to 8,192 tokens). Nothing in the training model was fitted on these rows:
+all are CHECK rows. A model that is no preset is named `config:<name>`: its config.json shape, mapped to a config our
+reader knows and sourced in the file, is tests/data/configs/<name>.config.json (Qwen v1's own model_type written as
+Qwen2).
 
 Each row is timed as every bill times it (core/money/run_bill.run_time: the per-token model plus the layout's
 communication; `tensor_parallel` devices a replica, the rest data-parallel), interruptions left out (runs of
@@ -27,7 +28,7 @@ DeepSpeed, whose fp16 engine casts the adapters to fp16, and peft's prepare_mode
 without the fp32 upcast: no fp32 adapters and no upcast, timed as litgpt (as hf, with the upcast, every Q-LoRA row would
 miss: below). Its "LoRA (emb)" rows train the embedding and output layer too, which we do not model: left out; its 7B
 full-parameter rows ran on two GPUs (finetune_ds.sh: ZeRO-3) at 256-1,024 tokens only: left out too, as are (not yet
-added) the same table's 1.8B, 14B and 72B rows."""
+added) the same table's 1.8B and 72B rows."""
 
 from __future__ import annotations
 
@@ -137,7 +138,7 @@ def test_the_rows_cover_every_method_and_each_program() -> None:
     assert {r["program"].split()[0] for r in within} == {"Answer.AI", "torchtune", "NeMo", "Hugging", "DeepSpeed", "torchtitan", "fms-fsdp", "XTuner", "Qwen"}
     assert {int(r["devices"]) for r in within} >= {1, 2, 4, 8, 16, 64, 128}
     assert any(int(r["tensor_parallel"]) > 1 for r in within)
-    assert len(within) == 35 and len(ROWS) == 50
+    assert len(within) == 42 and len(ROWS) == 62
 
 
 def test_answer_ai_is_timed_as_a_stack_without_fp32_adapters_or_upcast() -> None:
@@ -149,13 +150,14 @@ def test_answer_ai_is_timed_as_a_stack_without_fp32_adapters_or_upcast() -> None
             assert stack.lora_fp32_inputs
 
 
-def test_qwens_gptq_q_lora_timed_with_the_upcast_would_miss_every_row() -> None:
+def test_qwens_gptq_q_lora_timed_with_the_upcast_would_miss() -> None:
     """Why Qwen's Q-LoRA rows are not timed as hf: prepare_model_for_kbit_training's fp32 head and residual stream,
-    which peft skips for GPTQ models, would make the model 1.5 to 3.2 times slower than published from 512 tokens on (+28% at 256)."""
+    which peft skips for GPTQ models, would make the model 1.6 to 3.2 times slower than published from 1,024 tokens on;
+    at 256 and 512 it happens to offset the GPTQ dequantization the model leaves out (7B +28% and -33%, 14B +53% and -4%)."""
     rows = [r for r in ROWS if r["program"].startswith("Qwen") and r["method"] == "qlora"]
     as_hf = {r["id"]: modelled_tokens_per_s(dict(r, modelled_as="hf")) / published_tokens_per_s(r) - 1 for r in rows}
-    assert len(as_hf) == 6 and all(abs(e) > float(r["tolerance"]) for r, e in zip(rows, as_hf.values(), strict=True))
-    assert all(e < -0.3 for i, e in as_hf.items() if not i.endswith("-256")), as_hf
+    assert len(as_hf) == 12 and sum(abs(e) > 0.25 for e in as_hf.values()) == 11, as_hf
+    assert all(-0.7 < e < -0.35 for r in rows if int(r["seq_len"]) >= 1024 for e in [as_hf[r["id"]]]), as_hf
 
 
 def test_the_two_a100_batch_sizes_bound_the_early_2024_dequantization() -> None:
@@ -172,13 +174,19 @@ def test_the_two_a100_batch_sizes_bound_the_early_2024_dequantization() -> None:
 
 def test_qwens_gptq_rows_need_17_to_32_bytes_a_weight_and_pass() -> None:
     """Qwen's Q-LoRA rows' reason (auto-gptq's GPTQ dequantization in PyTorch ops, late 2023, on an A100), worked out as
-    the 2 x A100 row's: 6.48 billion quantized weights (the blocks' linears; the head and embedding stay fp16), 0.16 to
-    0.31 s a micro-batch over the model's time without dequantization at every length, so the 4,096- and 8,192-token rows
-    are within only because that cost is spread over more tokens."""
+    the 2 x A100 row's. Qwen-7B: 6.48 billion quantized weights (the blocks' linears; the head and embedding stay fp16),
+    0.16 to 0.31 s a micro-batch over the model's time without dequantization; Qwen-14B: 12.61 billion, 0.47 to 0.55 s,
+    25-29 bytes a weight and pass at every length. A cost a micro-batch, whatever its tokens: the 4,096- and 8,192-token
+    rows are within only because it is spread over more tokens."""
     rows = [r for r in ROWS if r["program"].startswith("Qwen") and r["method"] == "qlora"]
-    implied = {r["seq_len"]: implied_dequantization(r) for r in rows}
-    assert {k: b for k, (_, _, b) in implied.items()} == pytest.approx({"256": 32.1, "512": 24.8, "1024": 16.6, "2048": 32.2, "4096": 29.2, "8192": 31.3}, abs=0.5)
-    assert all(w == pytest.approx(6.476e9, rel=0.001) and 0.15 < s < 0.32 for s, w, _ in implied.values())
+    implied = {(r["model"], r["seq_len"]): implied_dequantization(r) for r in rows}
+    bytes_7b = {L: implied[("config:qwen-7b", L)][2] for L in ("256", "512", "1024", "2048", "4096", "8192")}
+    bytes_14b = {L: implied[("config:qwen-14b", L)][2] for L in ("256", "512", "1024", "2048", "4096", "8192")}
+    assert bytes_7b == pytest.approx({"256": 32.1, "512": 24.8, "1024": 16.6, "2048": 32.2, "4096": 29.2, "8192": 31.3}, abs=0.5)
+    assert bytes_14b == pytest.approx({"256": 29.2, "512": 29.4, "1024": 28.8, "2048": 26.0, "4096": 25.2, "8192": 25.4}, abs=0.5)
+    weights = {m: {round(w / 1e9, 2) for (mm, _), (_, w, _) in implied.items() if mm == m} for m in ("config:qwen-7b", "config:qwen-14b")}
+    assert weights == {"config:qwen-7b": {6.48}, "config:qwen-14b": {12.61}}
+    assert all(0.15 < s < 0.32 if m.endswith("7b") else 0.46 < s < 0.56 for (m, _), (s, _, _) in implied.items())
 
 
 def test_litgpts_a10g_slowdowns_need_14_to_24_bytes_a_weight_and_pass(monkeypatch: pytest.MonkeyPatch) -> None:
