@@ -12,6 +12,7 @@ from app_pages.shared.text import flops_text, hours_text, md, metric, plain
 from app_pages.shared.training_views import TOP_COLORS, curve_figure, offers_table, run_cost, time_cost_figure, training_curve_of, training_options_of
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
+from core.memory.engines import EAGER_LAYER_OVERHEAD_S
 from core.money.cost import pick
 from core.money.run_bill import HORIZON_HOURS, SETUP_HOURS
 from core.speed.timing import DEQUANT_BYTES_PER_PARAM, MATMUL_EFFICIENCY, OVERHEAD_BYTES_PER_LAYER_HIDDEN
@@ -108,6 +109,19 @@ if sc.method == "qlora":
     else:
         st.caption(md("QLoRA's time: dequantizing the 4-bit base in every pass is {dequant} of it.", dequant=f"{est.dequant_fraction:.0%}"))
 
+if est.launch_bound_fraction > 0:
+    st.caption(
+        md(
+            "Kernel launches bound this step: {batch} x {seq} tokens a micro-batch leaves the GPU waiting for the CPU {share} of "
+            "the time; a larger micro-batch, packed sequences or a compiled step remove it.",
+            batch=sc.batch_size,
+            seq=f"{sc.seq_len:,}",
+            share=f"{est.launch_bound_fraction:.0%}",
+        ),
+        help="Eager PyTorch launches every kernel of every layer from the CPU, about 1 ms a layer and pass; the GPU runs "
+        "them as they come, so a micro-batch takes the longer of its GPU work and its launches.",
+    )
+
 with chart_with_controls("training"):
     show(time_cost_figure(KEY, spot, *PRICES), key="chart_tc")
 st.caption(
@@ -161,12 +175,14 @@ with st.expander("How this is computed"):
             "Time per token = FLOPs / (devices x dense peak x {eff}) + work bound by memory bandwidth or the FP32 units "
             "({overhead} bytes per layer x hidden unit per token, PEFT's fp32 adapter traffic, QLoRA's dequantization as "
             "{dequant} bytes of traffic a weight and pass, the Hugging Face recipe's fp32 upcast of the output head and "
-            "residual stream), fitted on our H100 and H200 runs and checked on published fine-tunes on 1-128 GPUs "
-            "(Answer AI, torchtune, NeMo AutoModel, XTuner, torchtitan and others) and single-node pretraining runs "
+            "residual stream), fitted on our H100 and H200 runs; an eager stack's micro-batch takes at least its kernel "
+            "launches (layers x 3 passes' worth, 4 with recomputation, x {launch} ms). Checked on published fine-tunes on 1-128 GPUs "
+            "(Answer AI, torchtune, NeMo AutoModel, XTuner, torchtitan, Qwen's own scripts and others) and single-node pretraining runs "
             "(Method page). "
             "Setting the sidebar's *MFU* replaces this with FLOPs / (devices x peak x MFU), the way published large runs "
             "quote it (Llama 3.1 405B: 38-43% on H100s). Each run adds {setup} of setup and its communication. ",
             eff=f"{MATMUL_EFFICIENCY:.0%}",
+            launch=f"{EAGER_LAYER_OVERHEAD_S * 1e3:.2f}",
             dequant=f"{DEQUANT_BYTES_PER_PARAM:g}",
             overhead=f"{OVERHEAD_BYTES_PER_LAYER_HIDDEN:,.0f}",
             setup=hours_text(SETUP_HOURS),

@@ -46,6 +46,11 @@ class TrainingStack(NamedTuple):
     source: str
     notes: tuple[str, ...]
     qlora_base_format: str = "nf4"  # the frozen 4-bit base of QLoRA (core/model/formats.py): bitsandbytes NF4, or MLX's own
+    # PyTorch runs the model eagerly: the CPU launches every op's kernels one after another, so a short micro-batch
+    # takes at least the launches' time (core/speed/timing.py launch_floor_seconds_per_token). Off where the step is
+    # compiled (PyTorch/XLA, MLX's lazy graph) or its kernels fused (Unsloth's Triton kernels, Megatron's Transformer
+    # Engine layers), whose launch counts are not measured here.
+    eager_launches: bool = False
 
 
 _HF = TrainingStack(
@@ -71,6 +76,7 @@ _HF = TrainingStack(
         "LoRA adapters are fp32 and run on an fp32 copy of each adapted input (PEFT)",
         "QLoRA (prepare_model_for_kbit_training): embeddings, norms and the output head in fp32, fp32 activations, gradient checkpointing on",
     ),
+    eager_launches=True,
 )
 
 STACKS: dict[str, TrainingStack] = {
@@ -96,6 +102,7 @@ STACKS: dict[str, TrainingStack] = {
                 "optimizer step fused into the backward pass: each gradient is freed as soon as it is applied (full fine-tuning)",
                 "LoRA adapters in the model's dtype",
             ),
+            eager_launches=True,  # recipes' `compile: False` by default
         ),
         TrainingStack(
             "unsloth",
@@ -136,6 +143,7 @@ STACKS: dict[str, TrainingStack] = {
                 "each RMSNorm keeps an fp32 copy of its input",
                 "LoRA adapters in the model's dtype (bf16-true by default)",
             ),
+            eager_launches=True,
         ),
         TrainingStack(
             "deepspeed",
@@ -155,6 +163,7 @@ STACKS: dict[str, TrainingStack] = {
                 "gradient buffers are allocated for the whole step",
                 "the Hugging Face model's loss upcasts all logits to fp32",
             ),
+            eager_launches=True,
         ),
         TrainingStack(
             "megatron",
@@ -205,6 +214,7 @@ STACKS: dict[str, TrainingStack] = {
             "mlx-q4",
         ),
         _HF._replace(
+            eager_launches=False,  # compiled by XLA
             id="hf-xla",
             label="Hugging Face Trainer + PEFT on PyTorch/XLA (TPU)",
             source="the Hugging Face stack's code (transformers causal-LM loss, LlamaRMSNorm, PEFT LoraLayer) run by PyTorch/XLA: "

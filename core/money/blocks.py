@@ -12,12 +12,14 @@ from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.prices import PriceRow
 from core.layout import Layout
 from core.memory.components import checkpointing
+from core.memory.engines import EAGER_LAYER_OVERHEAD_S
 from core.memory.estimate import Evaluator, MemoryResult, estimate_memory, fit_capacity
 from core.memory.fit import max_batch
 from core.money.pricing import cheapest_replica_row, label, replica_usd_per_hour, usd_per_million_tokens
 from core.money.run_bill import SETUP_HOURS, cheapest_bill, run_time
 from core.scenario import Scenario
 from core.speed.roofline import COMPUTE_EFF, inference_speed, roofline
+from core.speed.timing import LAUNCH_PASSES_PER_MICRO_BATCH
 
 _OUT = ConfigDict(frozen=True)
 
@@ -53,6 +55,8 @@ class TrainingEstimate(BaseModel):
     # Added (issue 27, QLoRA's time explained): shares of the computation's time (core/speed/timing.py)
     dequant_fraction: float = 0.0  # dequantizing the 4-bit base in every pass
     upcast_fraction: float = 0.0  # prepare_model_for_kbit_training's fp32 head and residual stream (QLoRA on the hf stack)
+    # Added (issue 27): share of the computation's time the GPU waits for an eager stack's kernel launches
+    launch_bound_fraction: float = 0.0
 
 
 class InferenceEstimate(BaseModel):
@@ -144,6 +148,13 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
                 else ""
             )
         )
+    if t.launch_bound_fraction > 0:
+        notes.append(
+            f"kernel launches bound the step: {sc.batch_size} x {sc.seq_len:,} tokens a micro-batch is too little GPU work to hide "
+            f"an eager stack's launches ({arch.num_layers} layers, about {LAUNCH_PASSES_PER_MICRO_BATCH[checkpointing(sc)]:g} passes' worth "
+            f"at {EAGER_LAYER_OVERHEAD_S * 1e3:.2f} ms a layer), {t.launch_bound_fraction:.0%} of the time; a larger micro-batch, "
+            "packed sequences or a compiled step remove it"
+        )
     if sc.mode == "training" and not info.fits:
         notes.append(
             "the scenario's own layout does not fit: time is for the smallest layout that fits"
@@ -193,6 +204,7 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
         run_paid_hours=None if on_demand is None else on_demand.paid_hours,
         dequant_fraction=t.dequant_fraction,
         upcast_fraction=t.upcast_fraction,
+        launch_bound_fraction=t.launch_bound_fraction,
     )
 
 

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict
 from core.catalog.accelerators import Accelerator
 from core.layout import Layout
 from core.memory.components import checkpointing, lora_params
+from core.memory.engines import EAGER_LAYER_OVERHEAD_S
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.scenario import Scenario
@@ -206,6 +207,27 @@ def upcast_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator)
     return head + UPCAST_BYTES_PER_LAYER_HIDDEN * arch.num_layers * arch.hidden_size / acc.memory_bandwidth_bytes_per_s
 
 
+# A stack that runs PyTorch eagerly (STACKS eager_launches) launches every op's kernels from the CPU, one after another;
+# the GPU runs them as they come, so a micro-batch takes the longer of its GPU work and its launches (as an eager prompt
+# pass does: core/speed/roofline.py _Roof.prefill), not their sum. Launches per layer and forward pass take
+# EAGER_LAYER_OVERHEAD_S (core/memory/engines.py: 1.08 ms, fitted on our H100's eager decode step of Llama 3.1 8B);
+# the backward pass launches about twice the forward's kernels (each op's gradient with respect to each of its inputs
+# and trainable weights) and recomputation one forward more: 3 passes' worth a micro-batch, 4 with recomputation. Every
+# device of a tensor-parallel group launches every layer for the group's micro-batch; a pipeline stage launches its
+# own layers for each micro-batch. Not fitted on any training row: checked on Qwen's 256-token LoRA steps on an A100
+# (tests/data/finetune_speeds.csv), whose measured time a micro-batch does not fall with the tokens below 512.
+LAUNCH_PASSES_PER_MICRO_BATCH = {False: 3.0, True: 4.0}
+
+
+def launch_floor_seconds_per_token(sc: Scenario, arch: Architecture, tensor_parallel: int = 1) -> float:
+    """The kernel launches' time a micro-batch, per token and device (0 for stacks that compile or fuse their
+    kernels): a device's GPU work per token cannot take less."""
+    if not STACKS[sc.training_stack].eager_launches:
+        return 0.0
+    passes = LAUNCH_PASSES_PER_MICRO_BATCH[checkpointing(sc)]
+    return passes * arch.num_layers * EAGER_LAYER_OVERHEAD_S * max(tensor_parallel, 1) / (sc.batch_size * sc.seq_len)
+
+
 class TrainingTime(BaseModel):
     model_config = _OUT
     tokens: float
@@ -222,6 +244,7 @@ class TrainingTime(BaseModel):
     dequant_fraction: float = 0.0  # share of the time QLoRA spends dequantizing weights
     upcast_fraction: float = 0.0  # share of the time prepare_model_for_kbit_training's fp32 upcast takes (QLoRA, hf stack)
     offload_fraction: float = 0.0  # share of the time the GPU waits for ZeRO-Offload's copies and CPU step (core/speed/offload.py)
+    launch_bound_fraction: float = 0.0  # share of the time the GPU waits for an eager stack's kernel launches (short micro-batches)
 
 
 def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | None = None, *, layout: Layout | None = None) -> TrainingTime:
@@ -252,6 +275,12 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
         work_s = tokens / devices * per_device_token_s
         mfu = flops / (devices * peak_flops * work_s)
     dequant_s = tokens / devices * dequant_seconds_per_token(sc, arch, acc)
+    launch_wait_s = 0.0
+    if sc.mfu is None:  # the CPU's launches bound the GPU's work from below (launch_floor_seconds_per_token)
+        tensor_parallel = layout.tensor_parallel if layout is not None else sc.tensor_parallel
+        launch_wait_s = max(0.0, tokens / devices * launch_floor_seconds_per_token(sc, arch, tensor_parallel) - work_s - dequant_s)
+        work_s += launch_wait_s
+        mfu = flops / (devices * peak_flops * work_s)
     # --- ZeRO-Offload / ZeRO-Infinity (core/speed/offload.py): host-link copies and the CPU optimizer step the GPU
     # waits for; the MFU reported is over the GPU's whole time, waits included.
     offload_s = offload_time(sc, arch, acc, devices, tokens, work_s + dequant_s, per_token, flash_attention(acc), layout).seconds
@@ -274,4 +303,5 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
         dequant_fraction=dequant_s / seconds,
         upcast_fraction=upcast_s / seconds,
         offload_fraction=offload_s / seconds,
+        launch_bound_fraction=launch_wait_s / seconds,
     )
