@@ -15,7 +15,7 @@ from core.catalog.accelerators import get_accelerator
 from core.memory.engines import EAGER_LAYER_OVERHEAD_S
 from core.money.cost import pick
 from core.money.run_bill import HORIZON_HOURS, SETUP_HOURS
-from core.speed.timing import DEQUANT_BYTES_PER_PARAM, MATMUL_EFFICIENCY, OVERHEAD_BYTES_PER_LAYER_HIDDEN
+from core.speed.timing import DEQUANT_BYTES_PER_PARAM, LAUNCH_BOUND_NOTED_FRACTION, MATMUL_EFFICIENCY, OVERHEAD_BYTES_PER_LAYER_HIDDEN
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
 if sc.mode != "training":
@@ -109,11 +109,11 @@ if sc.method == "qlora":
     else:
         st.caption(md("QLoRA's time: dequantizing the 4-bit base in every pass is {dequant} of it.", dequant=f"{est.dequant_fraction:.0%}"))
 
-if est.launch_bound_fraction > 0:
+if est.launch_bound_fraction >= LAUNCH_BOUND_NOTED_FRACTION:
     st.caption(
         md(
             "Kernel launches bound this step: {batch} x {seq} tokens a micro-batch leaves the GPU waiting for the CPU {share} of "
-            "the time; a larger micro-batch, packed sequences or a compiled step remove it.",
+            "the computation's time; a larger micro-batch, packed sequences or a stack that fuses its kernels (Unsloth) remove it.",
             batch=sc.batch_size,
             seq=f"{sc.seq_len:,}",
             share=f"{est.launch_bound_fraction:.0%}",

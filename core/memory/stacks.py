@@ -51,6 +51,9 @@ class TrainingStack(NamedTuple):
     # compiled (PyTorch/XLA, MLX's lazy graph) or its kernels fused (Unsloth's Triton kernels, Megatron's Transformer
     # Engine layers), whose launch counts are not measured here.
     eager_launches: bool = False
+    # ZeRO-3 under activation checkpointing: DeepSpeed gathers the weights again for the recomputed forward; FSDP
+    # unshards once for the recomputation and the backward together (core/speed/comm.py training_comm).
+    zero3_regathers_for_recompute: bool = False
 
 
 _HF = TrainingStack(
@@ -164,6 +167,7 @@ STACKS: dict[str, TrainingStack] = {
                 "the Hugging Face model's loss upcasts all logits to fp32",
             ),
             eager_launches=True,
+            zero3_regathers_for_recompute=True,
         ),
         TrainingStack(
             "megatron",

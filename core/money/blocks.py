@@ -19,7 +19,7 @@ from core.money.pricing import cheapest_replica_row, label, replica_usd_per_hour
 from core.money.run_bill import SETUP_HOURS, cheapest_bill, run_time
 from core.scenario import Scenario
 from core.speed.roofline import COMPUTE_EFF, inference_speed, roofline
-from core.speed.timing import LAUNCH_PASSES_PER_MICRO_BATCH
+from core.speed.timing import LAUNCH_BOUND_NOTED_FRACTION, forward_passes
 
 _OUT = ConfigDict(frozen=True)
 
@@ -148,12 +148,12 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
                 else ""
             )
         )
-    if t.launch_bound_fraction > 0:
+    if t.launch_bound_fraction >= LAUNCH_BOUND_NOTED_FRACTION:
         notes.append(
             f"kernel launches bound the step: {sc.batch_size} x {sc.seq_len:,} tokens a micro-batch is too little GPU work to hide "
-            f"an eager stack's launches ({arch.num_layers} layers, about {LAUNCH_PASSES_PER_MICRO_BATCH[checkpointing(sc)]:g} passes' worth "
-            f"at {EAGER_LAYER_OVERHEAD_S * 1e3:.2f} ms a layer), {t.launch_bound_fraction:.0%} of the time; a larger micro-batch, "
-            "packed sequences or a compiled step remove it"
+            f"an eager stack's launches ({arch.num_layers // layout.pipeline_parallel} layers a stage, {forward_passes(sc):g} "
+            f"passes' worth at {EAGER_LAYER_OVERHEAD_S * 1e3:.2f} ms a layer), {t.launch_bound_fraction:.0%} of the computation's "
+            "time; a larger micro-batch, packed sequences or a stack that fuses or compiles its kernels remove it"
         )
     if sc.mode == "training" and not info.fits:
         notes.append(

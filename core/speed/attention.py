@@ -4,7 +4,13 @@ the two matmuls is 2 x context x width), sliding-window layers capped at their w
 
 from __future__ import annotations
 
+from core.catalog.accelerators import Accelerator
 from core.model.architecture import Architecture
+
+
+def flash_attention(acc: Accelerator) -> bool:
+    """FlashAttention-2 needs Ampere or newer: on NVIDIA parts, the ones with bf16 (data/accelerators.csv)."""
+    return acc.supports_bf16
 
 
 def attention_flops_per_token(arch: Architecture, context: float) -> float:

@@ -18,10 +18,11 @@
   arXiv 2104.04473, Sec. 2.2.1).
 - Data parallelism: one all-reduce of the gradients per step, overlapped with
   the backward pass of the last micro-batch (PyTorch DDP bucketing, Li et al.
-  2020, "PyTorch Distributed", VLDB); ZeRO-3 reduce-scatters the gradients and
-  all-gathers the weights for every pass of every micro-batch, prefetched under
-  its compute: 1.5x the bytes for a full fine-tune (Rajbhandari et al. 2019,
-  arXiv 1910.02054, Sec. 7.2).
+  2020, "PyTorch Distributed", VLDB); ZeRO-3 reduce-scatters the gradients of
+  every micro-batch and all-gathers the weights for every pass, each pass's
+  gathers prefetched under that pass's own compute: 1.5x the bytes for a full
+  fine-tune at one micro-batch a step (Rajbhandari et al. 2019, arXiv
+  1910.02054, Sec. 7.2).
 
 - Interruptions (failures, restarts, the work redone since the last
   checkpoint): a share of the wall time that grows with the devices a run
@@ -47,8 +48,10 @@ from core.catalog.accelerators import Accelerator
 from core.catalog.collective_bandwidth import link_fraction, network_fraction
 from core.layout import Layout
 from core.memory.components import checkpointing, lora_params
+from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.scenario import Scenario
+from core.speed.attention import attention_flops_per_token, flash_attention
 
 _OUT = ConfigDict(frozen=True)
 
@@ -205,7 +208,7 @@ class TrainingComm(BaseModel):
     compute_s_per_step: float  # ideal: m micro-batches at the MFU rate
     tensor_parallel_s_per_step: float
     pipeline_bubble_fraction: float  # (p-1)/m of the ideal step
-    data_parallel_s_per_step: float  # the gradient all-reduce (ZeRO-3: reduce-scatter)
+    data_parallel_s_per_step: float  # the gradient all-reduce (ZeRO-3: a reduce-scatter every micro-batch)
     data_parallel_exposed_s_per_step: float  # of it and of ZeRO-3's weight gathers, what compute does not hide
     step_s: float
     interruption_loss_fraction: float = 0.0  # share of the wall time lost to failures and restarts (all devices)
@@ -242,25 +245,33 @@ def training_comm(
     grad_bytes = (act_bytes if sc.method == "full" else 4) * trainable / (tp * pp)
     link = collective_gbps(acc, dp * tp * pp)
     nccl = nccl_link(acc, dp * tp * pp)
+    # The backward pass's share of a micro-batch's compute (a recomputed forward runs inside it): what hides the
+    # gradients' collectives (backward_share below).
+    backward = backward_share(sc, arch, flops_per_token, flash_attention(acc))
     if sc.zero_stage == 3 and dp > 1:
         # ZeRO-3 / FSDP: every 16-bit weight (the frozen base of LoRA too) is all-gathered before each forward and
-        # backward pass of every micro-batch, and again for a recomputed forward, and the gradients are
-        # reduce-scattered (half an all-reduce's volume) as the backward pass produces them: with a full fine-tune,
-        # 1.5x the bytes of plain data parallelism (Rajbhandari et al. 2019, Sec. 7.2.3). The weights are freed after
-        # each pass (FSDP's reshard_after_forward, ZeRO-3's release), so a pass's gathers are prefetched under that
-        # pass's own compute only (layer i+1's while layer i computes): each pass hides what its share of the FLOPs
-        # covers, and the backward pass's link carries its gathers and the reduce-scatter at once.
+        # backward pass of every micro-batch, and the gradients are reduce-scattered (half an all-reduce's volume) as the
+        # backward pass produces them: at one micro-batch a step and without recomputation, 1.5x the bytes of plain data
+        # parallelism (Rajbhandari et al. 2019, Sec. 7.2.3). The weights are freed after each pass (FSDP's
+        # reshard_after_forward, ZeRO-3's release), so a pass's gathers are prefetched under that pass's own compute
+        # only (layer i+1's while layer i computes), and the backward's link carries its gathers and the reduce-scatter
+        # at once. A recomputed forward: FSDP unshards once for it and the backward together (its pre-backward hook;
+        # torch.distributed.fsdp FSDP2 _pre_forward returns early under activation checkpointing), DeepSpeed's ZeRO-3
+        # gathers again for it (STACKS zero3_regathers_for_recompute), under its own forward's share of the compute.
         rs_s = ring_s(grad_bytes, dp, link, nccl, all_reduce=False)
         gather_s = ring_s(act_bytes * arch.total_params / (tp * pp), dp, link, nccl, all_reduce=False)
-        forward = forward_share(sc)
-        forwards = 2 if checkpointing(sc) else 1
-        backward = 1.0 - forwards * forward
-        exposed = m * (forwards * max(0.0, gather_s - forward * stage_compute) + max(0.0, gather_s + rs_s - backward * stage_compute))
+        forward = 1.0 - backward  # the first forward's share; a recomputed forward's is the same
+        recompute = (1.0 - backward) if checkpointing(sc) and STACKS[sc.training_stack].zero3_regathers_for_recompute else 0.0
+        exposed = m * (
+            max(0.0, gather_s - forward * stage_compute)
+            + (max(0.0, gather_s - recompute * stage_compute) if recompute > 0 else 0.0)
+            + max(0.0, gather_s + rs_s - (backward - recompute) * stage_compute)
+        )
         dp_s = m * rs_s
     else:
         dp_s = ring_s(grad_bytes, dp, link, nccl)
-        # Backward ~ 2/3 of a micro-batch's compute (4N of 6N) overlaps the gradient all-reduce.
-        exposed = max(0.0, dp_s - 2.0 / 3.0 * stage_compute)
+        # the last micro-batch's backward pass overlaps the gradient all-reduce (DDP's buckets)
+        exposed = max(0.0, dp_s - backward * stage_compute)
     ideal = m * stage_compute
     step = (m + pp - 1) * (stage_compute + stage_tp) + exposed
     return TrainingComm.model_construct(
@@ -276,12 +287,13 @@ def training_comm(
     )
 
 
-def forward_share(sc: Scenario) -> float:
-    """One forward pass's share of a training step's matmul FLOPs: 2N of 6N for a full fine-tune, 2N of 4N for LoRA
-    (no weight gradient for the frozen base; module docstring of core/speed/timing.py), with one more forward of 2N
-    when activations are recomputed."""
-    per_token = (6.0 if sc.method == "full" else 4.0) + (2.0 if checkpointing(sc) else 0.0)
-    return 2.0 / per_token
+def backward_share(sc: Scenario, arch: Architecture, flops_per_token: float, flash: bool) -> float:
+    """The backward pass's share of a step's FLOPs (the forward: 2 per parameter and adapter parameter and the
+    attention's forward, causal half with FlashAttention; a recomputed forward counts as backward: it runs inside
+    the backward pass)."""
+    adapters = 0.0 if sc.method == "full" else float(lora_params(arch, sc.lora_rank, sc.lora_targets))
+    forward = 2.0 * (arch.active_params + adapters) + attention_flops_per_token(arch, sc.seq_len / 2.0 if flash else float(sc.seq_len))
+    return max(0.0, 1.0 - forward / flops_per_token) if flops_per_token > 0 else 0.0
 
 
 def decode_tp_s(arch: Architecture, acc: Accelerator, tp: int, pp: int, tokens: float) -> float:

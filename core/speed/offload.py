@@ -28,11 +28,10 @@ from typing import NamedTuple
 from core.catalog.accelerators import Accelerator
 from core.catalog.host_memory import host_memory_bandwidth_gbps
 from core.layout import Layout
-from core.memory.components import checkpointing, lora_params, training_states
+from core.memory.components import checkpointing, training_states
 from core.model.architecture import Architecture
 from core.scenario import Scenario
-from core.speed.attention import attention_flops_per_token
-from core.speed.comm import DEVICES_PER_NODE
+from core.speed.comm import DEVICES_PER_NODE, backward_share
 
 # Achieved fraction of a PCIe link's per-direction rate for large pinned copies: A100 (Gen4 x16) 25 of 31.5 GB/s,
 # measured peak quoted in the BaM system paper (ZaidQureshi/bam issue #54, 2025-02-14). Checked on a P100 (Gen3 x16)
@@ -109,15 +108,6 @@ def cpu_step_bytes_per_device(sc: Scenario, arch: Architecture, devices: int) ->
     the fp32 master) read and written, the gradient read, the new 16-bit parameters written."""
     st = training_states(sc, arch)
     return (2.0 * st.optimizer + 2.0 * st.gradients) / devices
-
-
-def backward_share(sc: Scenario, arch: Architecture, flops_per_token: float, flash: bool) -> float:
-    """The backward pass's share of a step's FLOPs (the forward: 2 per parameter and adapter parameter and the
-    attention's forward, causal half with FlashAttention; a recomputed forward counts as backward: it runs inside
-    the backward pass)."""
-    adapters = 0.0 if sc.method == "full" else float(lora_params(arch, sc.lora_rank, sc.lora_targets))
-    forward = 2.0 * (arch.active_params + adapters) + attention_flops_per_token(arch, sc.seq_len / 2.0 if flash else float(sc.seq_len))
-    return max(0.0, 1.0 - forward / flops_per_token) if flops_per_token > 0 else 0.0
 
 
 def offload_time(

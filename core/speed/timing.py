@@ -41,7 +41,7 @@ from core.memory.engines import EAGER_LAYER_OVERHEAD_S
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.scenario import Scenario
-from core.speed.attention import attention_flops_per_token
+from core.speed.attention import attention_flops_per_token, flash_attention
 from core.speed.offload import offload_time
 from core.units import SECONDS_PER_HOUR
 
@@ -142,17 +142,17 @@ def default_mfu(sc: Scenario) -> tuple[float | None, str]:
     return None, why
 
 
-def flash_attention(acc: Accelerator) -> bool:
-    """FlashAttention-2 needs Ampere or newer: on NVIDIA parts, the ones with bf16 (data/accelerators.csv)."""
-    return acc.supports_bf16
+def forward_passes(sc: Scenario) -> float:
+    """A training step in forward passes' worth: the forward, the backward at about twice it (each op's gradient with
+    respect to its inputs and its trainable weights) and, with recomputation, the forward again: 3, or 4."""
+    return 4.0 if checkpointing(sc) else 3.0
 
 
 def training_attention_flops_per_token(sc: Scenario, arch: Architecture, flash: bool = True) -> float:
     """QK^T and the weighted sum over a training sequence: forward, backward (2x) and a recomputed forward;
     causal (half the context on average) with FlashAttention, the whole square without it. Recomputation as it
     runs: QLoRA through prepare_model_for_kbit_training turns it on (core/memory/components.checkpointing)."""
-    passes = 4.0 if checkpointing(sc) else 3.0
-    return passes * attention_flops_per_token(arch, sc.seq_len / 2.0 if flash else float(sc.seq_len))
+    return forward_passes(sc) * attention_flops_per_token(arch, sc.seq_len / 2.0 if flash else float(sc.seq_len))
 
 
 def training_flops_per_token(sc: Scenario, arch: Architecture, flash: bool = True) -> float:
@@ -210,22 +210,25 @@ def upcast_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator)
 # A stack that runs PyTorch eagerly (STACKS eager_launches) launches every op's kernels from the CPU, one after another;
 # the GPU runs them as they come, so a micro-batch takes the longer of its GPU work and its launches (as an eager prompt
 # pass does: core/speed/roofline.py _Roof.prefill), not their sum. Launches per layer and forward pass take
-# EAGER_LAYER_OVERHEAD_S (core/memory/engines.py: 1.08 ms, fitted on our H100's eager decode step of Llama 3.1 8B);
-# the backward pass launches about twice the forward's kernels (each op's gradient with respect to each of its inputs
-# and trainable weights) and recomputation one forward more: 3 passes' worth a micro-batch, 4 with recomputation. Every
-# device of a tensor-parallel group launches every layer for the group's micro-batch; a pipeline stage launches its
-# own layers for each micro-batch. Not fitted on any training row: checked on Qwen's 256-token LoRA steps on an A100
-# (tests/data/finetune_speeds.csv), whose measured time a micro-batch does not fall with the tokens below 512.
-LAUNCH_PASSES_PER_MICRO_BATCH = {False: 3.0, True: 4.0}
+# EAGER_LAYER_OVERHEAD_S (core/memory/engines.py: 1.08 ms, fitted on our H100's eager decode step of Llama 3.1 8B),
+# forward_passes(sc) of them a micro-batch (3, or 4 with recomputation). Every device of a tensor-parallel group launches
+# every layer for the group's micro-batch; a pipeline stage launches its own layers for each micro-batch. Only on GPUs
+# and unified-memory machines: Trainium (torch-neuronx) and Gaudi trace lazily into compiled graphs, TPUs run XLA.
+# Not fitted on any training row: checked on Qwen's 256-token LoRA steps on an A100 (tests/data/finetune_speeds.csv,
+# with recomputation), whose measured time a micro-batch does not fall with the tokens below 512. Known gaps: an eager
+# mixture-of-experts layer launches more (2.6 ms a layer in our H100 prefill run, tests/core/test_measured_h100_prefill.py),
+# and the 3-pass case (no recomputation) has no published row that reaches the floor.
+LAUNCH_FLOOR_KINDS = ("gpu", "unified")
+# The share of the time below which the estimate and the Training page do not mention the launches (it would read 0%).
+LAUNCH_BOUND_NOTED_FRACTION = 0.005
 
 
-def launch_floor_seconds_per_token(sc: Scenario, arch: Architecture, tensor_parallel: int = 1) -> float:
-    """The kernel launches' time a micro-batch, per token and device (0 for stacks that compile or fuse their
-    kernels): a device's GPU work per token cannot take less."""
-    if not STACKS[sc.training_stack].eager_launches:
+def launch_floor_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator, tensor_parallel: int = 1) -> float:
+    """The kernel launches' time a micro-batch, per token and device (0 for stacks that compile or fuse their kernels,
+    and for parts that run compiled graphs): a device's GPU work per token cannot take less."""
+    if not STACKS[sc.training_stack].eager_launches or acc.kind not in LAUNCH_FLOOR_KINDS:
         return 0.0
-    passes = LAUNCH_PASSES_PER_MICRO_BATCH[checkpointing(sc)]
-    return passes * arch.num_layers * EAGER_LAYER_OVERHEAD_S * max(tensor_parallel, 1) / (sc.batch_size * sc.seq_len)
+    return forward_passes(sc) * arch.num_layers * EAGER_LAYER_OVERHEAD_S * max(tensor_parallel, 1) / (sc.batch_size * sc.seq_len)
 
 
 class TrainingTime(BaseModel):
@@ -278,7 +281,7 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
     launch_wait_s = 0.0
     if sc.mfu is None:  # the CPU's launches bound the GPU's work from below (launch_floor_seconds_per_token)
         tensor_parallel = layout.tensor_parallel if layout is not None else sc.tensor_parallel
-        launch_wait_s = max(0.0, tokens / devices * launch_floor_seconds_per_token(sc, arch, tensor_parallel) - work_s - dequant_s)
+        launch_wait_s = max(0.0, tokens / devices * launch_floor_seconds_per_token(sc, arch, acc, tensor_parallel) - work_s - dequant_s)
         work_s += launch_wait_s
         mfu = flops / (devices * peak_flops * work_s)
     # --- ZeRO-Offload / ZeRO-Infinity (core/speed/offload.py): host-link copies and the CPU optimizer step the GPU
@@ -296,7 +299,7 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
         peak_tflops_per_device=peak.tflops,
         peak_basis=peak.basis,
         mfu=mfu,
-        mfu_source=why if sc.mfu is not None else f"{mfu:.0%} achieved: {why}",
+        mfu_source=why if sc.mfu is not None else f"{mfu:.0%} achieved: {why}" + ("; kernel launches set the time" if launch_wait_s > 0 else ""),
         tokens_per_s=tokens / seconds,
         wall_hours=seconds / SECONDS_PER_HOUR,
         gpu_hours=devices * seconds / SECONDS_PER_HOUR,

@@ -348,8 +348,9 @@ def test_an_eager_stacks_micro_batch_takes_at_least_its_kernel_launches():
     one 256-token sequence a micro-batch with recomputation, launches 4 passes' worth of 32 layers at the 1.08 ms a
     layer of our H100's eager decode step: 0.138 s a micro-batch, more than the A100's GPU work for it, so the step
     takes the launches' time (the longer of the two, not their sum) and the estimate says what share of it the GPU
-    waits. Compiled or fused stacks (Unsloth, Megatron, PyTorch/XLA) and a stated MFU have no floor; a 2,048-token
-    micro-batch hides it; every device of a tensor-parallel group launches every layer."""
+    waits. Compiled or fused stacks (Unsloth, Megatron, PyTorch/XLA), parts that run compiled graphs (Trainium, Gaudi,
+    TPUs) and a stated MFU have no floor; a 2,048-token micro-batch hides it; every device of a tensor-parallel group
+    launches every layer."""
     from core.memory.engines import EAGER_LAYER_OVERHEAD_S
     from core.speed.timing import launch_floor_seconds_per_token
 
@@ -357,7 +358,7 @@ def test_an_eager_stacks_micro_batch_takes_at_least_its_kernel_launches():
     sc = Scenario(model="llama-3.1-8b", mode="training", method="lora", batch_size=1, seq_len=256, gradient_checkpointing=True, train_tokens=1e6)
     floor_s = 4 * 32 * EAGER_LAYER_OVERHEAD_S
     assert EAGER_LAYER_OVERHEAD_S == pytest.approx(1.08e-3, abs=0.01e-3) and floor_s == pytest.approx(0.138, abs=0.001)
-    assert launch_floor_seconds_per_token(sc, sc.architecture) == pytest.approx(floor_s / 256)
+    assert launch_floor_seconds_per_token(sc, sc.architecture, acc) == pytest.approx(floor_s / 256)
     t = training_time(sc, acc, 1)
     assert t.tokens_per_s == pytest.approx(256 / floor_s) and 0.0 < t.launch_bound_fraction < 0.5
     gpu_only = training_time(sc.model_copy(update={"training_stack": "unsloth"}), acc, 1)
@@ -366,10 +367,13 @@ def test_an_eager_stacks_micro_batch_takes_at_least_its_kernel_launches():
     hf_gpu_s = 256 / t.tokens_per_s * (1 - t.launch_bound_fraction)
     assert hf_gpu_s < floor_s
     for stack in ("unsloth", "megatron", "hf-xla"):
-        assert launch_floor_seconds_per_token(sc.model_copy(update={"training_stack": stack}), sc.architecture) == 0.0
+        assert launch_floor_seconds_per_token(sc.model_copy(update={"training_stack": stack}), sc.architecture, acc) == 0.0
+    for compiled_part in ("trainium2", "gaudi3", "tpu-v5p"):  # lazy tensors traced into graphs, or XLA
+        assert launch_floor_seconds_per_token(sc, sc.architecture, get_accelerator(compiled_part)) == 0.0
     assert training_time(sc.model_copy(update={"mfu": 0.3}), acc, 1).launch_bound_fraction == 0.0
     longer = training_time(sc.model_copy(update={"seq_len": 2048}), acc, 1)
     assert longer.launch_bound_fraction == 0.0
-    assert launch_floor_seconds_per_token(sc, sc.architecture, tensor_parallel=4) == pytest.approx(4 * floor_s / 256)
+    assert launch_floor_seconds_per_token(sc, sc.architecture, acc, tensor_parallel=4) == pytest.approx(4 * floor_s / 256)
     no_gc = sc.model_copy(update={"gradient_checkpointing": False})
-    assert launch_floor_seconds_per_token(no_gc, no_gc.architecture) == pytest.approx(3 * 32 * EAGER_LAYER_OVERHEAD_S / 256)
+    assert launch_floor_seconds_per_token(no_gc, no_gc.architecture, acc) == pytest.approx(3 * 32 * EAGER_LAYER_OVERHEAD_S / 256)
+    assert "kernel launches set the time" in t.mfu_source and "kernel launches" not in longer.mfu_source
