@@ -261,11 +261,10 @@ def training_comm(
         rs_s = ring_s(grad_bytes, dp, link, nccl, all_reduce=False)
         gather_s = ring_s(act_bytes * arch.total_params / (tp * pp), dp, link, nccl, all_reduce=False)
         forward = 1.0 - backward  # the first forward's share; a recomputed forward's is the same
-        recompute = (1.0 - backward) if checkpointing(sc) and STACKS[sc.training_stack].zero3_regathers_for_recompute else 0.0
+        regather = 1.0 if checkpointing(sc) and STACKS[sc.training_stack].zero3_regathers_for_recompute else 0.0
         exposed = m * (
-            max(0.0, gather_s - forward * stage_compute)
-            + (max(0.0, gather_s - recompute * stage_compute) if recompute > 0 else 0.0)
-            + max(0.0, gather_s + rs_s - (backward - recompute) * stage_compute)
+            (1.0 + regather) * max(0.0, gather_s - forward * stage_compute)  # the forward, and the recomputed one's regather
+            + max(0.0, gather_s + rs_s - (backward - regather * forward) * stage_compute)
         )
         dp_s = m * rs_s
     else:
