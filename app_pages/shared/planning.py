@@ -46,6 +46,8 @@ def goal_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:
         out |= {"tokens": values["ptok"] * 1e6, "epochs": values["epochs"], "seq_len": values["pseq"]}
         out["deadline_hours"] = values["deadline"] or None
         out["require_bf16"] = bool(values.get("pbf16", False))
+        if values.get("mode") == "training":  # the sidebar's training stack, as the Training page runs it
+            out["training_stack"] = values.get("stack", "hf")
     out["budget_usd"] = values["budget"] or None
     return out
 

@@ -237,6 +237,13 @@ def full_state_bytes(sc: Scenario) -> StateBytes:
     return StateBytes(4.0, 4.0, 4.0, 0.0, 2.0, "mixed precision under autocast: fp32 parameters")
 
 
+def lora_fp32_inputs(sc: Scenario) -> bool:
+    """PEFT runs each adapter on an fp32 copy of its input (the stack's lora_fp32_inputs), unless the sharding engine
+    (DeepSpeed, FSDP) runs the adapters in the 16-bit type (TrainingStack.adapters_16bit_zero_stages)."""
+    stack = stack_of(sc)
+    return stack.lora_fp32_inputs and not (sc.precision != "fp32" and sc.zero_stage in stack.adapters_16bit_zero_stages)
+
+
 def adapter_bytes(sc: Scenario) -> float:
     """Bytes of a LoRA adapter parameter, and of its gradient and activation x @ A: fp32 in fp32, else the stack's."""
     return 4.0 if sc.precision == "fp32" else stack_of(sc).lora_adapter_bytes
@@ -295,7 +302,7 @@ def layer_costs(sc: Scenario, arch: Architecture) -> LayerCosts:
         groups = lora_targets(arch, sc.lora_targets)
         modules = sum(g.count for g in groups) / arch.num_layers
         extra += modules * sc.lora_rank * adapter_bytes(sc)  # x @ A of each adapted matrix
-        if stack.lora_fp32_inputs and a < 4:
+        if lora_fp32_inputs(sc) and a < 4:
             # PEFT runs each adapter on an fp32 copy of its input: one copy per distinct input width of the block
             roles = {g.role for g in groups}
             widths = 0

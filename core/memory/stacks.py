@@ -19,6 +19,8 @@ published tables):
 - `peft.prepare_model_for_kbit_training` (the usual QLoRA recipe) upcasts the
   embeddings, norms and output head to fp32, so activations are fp32 too, and
   turns gradient checkpointing on;
+- Axolotl runs the Hugging Face stack but casts the norms, embeddings and head back to the 16-bit dtype after
+  `prepare_model_for_kbit_training`, so its QLoRA keeps no fp32 copies and does not force checkpointing on;
 - torchtune can fuse the optimizer step into the backward pass (each gradient
   is freed as soon as it is used); Unsloth keeps checkpointed activations in
   CPU memory.
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-StackId = Literal["hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "mlx-lm", "hf-xla"]
+StackId = Literal["hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "mlx-lm", "hf-xla", "axolotl"]
 
 
 class TrainingStack(NamedTuple):
@@ -54,6 +56,14 @@ class TrainingStack(NamedTuple):
     # ZeRO-3 under activation checkpointing: DeepSpeed gathers the weights again for the recomputed forward; FSDP
     # unshards once for the recomputation and the backward together (core/speed/comm.py training_comm).
     zero3_regathers_for_recompute: bool = False
+    # The ZeRO stages at which the stack's sharding engine runs PEFT's fp32 LoRA adapters in the 16-bit type, so each
+    # adapter runs on the 16-bit input: no fp32 input copies (components.lora_fp32_inputs). DeepSpeed's engine casts the
+    # module it wraps, adapters included (deepspeedai/DeepSpeed v0.17.0 deepspeed/runtime/engine.py
+    # _configure_distributed_model: self.module.bfloat16() / .half(); HEAD casts every floating-point parameter,
+    # _cast_module_mixed_precision); FSDP under Accelerate gathers parameters in the mixed-precision dtype
+    # (huggingface/accelerate@16cb6eb src/accelerate/state.py: fsdp_plugin.set_mixed_precision, MixedPrecision
+    # param_dtype bf16 / fp16). The Hugging Face stacks' launch configs run ZeRO 1-2 through DeepSpeed and ZeRO-3 as FSDP.
+    adapters_16bit_zero_stages: tuple[int, ...] = ()
 
 
 _HF = TrainingStack(
@@ -78,8 +88,10 @@ _HF = TrainingStack(
         "each RMSNorm keeps an fp32 copy of its input",
         "LoRA adapters are fp32 and run on an fp32 copy of each adapted input (PEFT)",
         "QLoRA (prepare_model_for_kbit_training): embeddings, norms and the output head in fp32, fp32 activations, gradient checkpointing on",
+        "under ZeRO (DeepSpeed for stages 1-2, FSDP for 3) LoRA adapters run in the 16-bit type: no fp32 input copies",
     ),
     eager_launches=True,
+    adapters_16bit_zero_stages=(1, 2, 3),
 )
 
 STACKS: dict[str, TrainingStack] = {
@@ -165,9 +177,11 @@ STACKS: dict[str, TrainingStack] = {
                 "with mixed precision, 16-bit parameters and gradients and an fp32 master copy in the optimizer (ZeRO Sec. 3.1)",
                 "gradient buffers are allocated for the whole step",
                 "the Hugging Face model's loss upcasts all logits to fp32",
+                "the engine casts the module, LoRA adapters included, to bf16 or fp16: adapters run on the 16-bit input",
             ),
             eager_launches=True,
             zero3_regathers_for_recompute=True,
+            adapters_16bit_zero_stages=(0, 1, 2, 3),
         ),
         TrainingStack(
             "megatron",
@@ -217,8 +231,32 @@ STACKS: dict[str, TrainingStack] = {
             ),
             "mlx-q4",
         ),
+        # Axolotl (axolotl-ai-cloud/axolotl@067b021, 2026-07-24) trains a Transformers model with PEFT and the Trainer,
+        # so it is the Hugging Face stack (fp32 adapters on fp32 inputs, the fp32 loss, eager RMSNorm, eager launches)
+        # except QLoRA's upcast: src/axolotl/loaders/model.py _configure_embedding_dtypes runs
+        # prepare_model_for_kbit_training with use_gradient_checkpointing=cfg.gradient_checkpointing, then converts
+        # every module named "norm" and the embedding modules (embed_tokens, lm_head) back to cfg.torch_dtype "for
+        # flash-attn compatibility" whenever an adapter is set (and skips the preparation under QLoRA + FSDP or
+        # ZeRO-3): nothing stays in fp32 and checkpointing follows the config.
+        _HF._replace(
+            id="axolotl",
+            label="Axolotl (Transformers + PEFT + bitsandbytes)",
+            qlora_upcast=False,
+            source="axolotl-ai-cloud/axolotl@067b021 src/axolotl/loaders/model.py (_configure_embedding_dtypes, "
+            "_prepare_model_for_quantization, _convert_embedding_modules_dtype); src/axolotl/utils/config/__init__.py "
+            "(bf16 -> torch_dtype bfloat16); the Hugging Face stack's transformers and PEFT code underneath",
+            notes=(
+                "the Hugging Face stack underneath: the loss upcasts all logits to fp32, each RMSNorm keeps an fp32 copy of its input, "
+                "LoRA adapters are fp32 on an fp32 copy of each adapted input (PEFT; 16-bit under ZeRO / FSDP)",
+                "QLoRA: prepare_model_for_kbit_training runs, then the norms, embeddings and head go back to bf16: "
+                "no fp32 copies, checkpointing only when the config turns it on",
+                "bf16: true loads the model in bf16 (no fp32 copy of the weights): a full fine-tune without DeepSpeed runs as "
+                "BF16 (true); under DeepSpeed ZeRO the optimizer keeps an fp32 master copy",
+            ),
+        ),
         _HF._replace(
             eager_launches=False,  # compiled by XLA
+            adapters_16bit_zero_stages=(),  # SPMD FSDPv2 under PyTorch/XLA: not measured here
             id="hf-xla",
             label="Hugging Face Trainer + PEFT on PyTorch/XLA (TPU)",
             source="the Hugging Face stack's code (transformers causal-LM loss, LlamaRMSNorm, PEFT LoraLayer) run by PyTorch/XLA: "

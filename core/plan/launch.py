@@ -484,6 +484,7 @@ def _training(p: _Facts) -> str:
         "megatron": _megatron,
         "mlx-lm": _mlx_lora,
         "hf-xla": _hf_xla,
+        "axolotl": _axolotl,
     }.get(p.stack)
     if body is None:
         return "\n".join([*lines, _comment(f"no launch command for training stack {p.stack!r}")])
@@ -540,8 +541,17 @@ def _sft_args(p: _Facts) -> list[tuple[str, Any] | str]:
         ("--gradient_accumulation_steps", p.accumulation),
         ("--max_length", p.seq_len),
         "--packing",
-        ("--dtype", "bfloat16" if "bf16" in p.precision else "float16" if "fp16" in p.precision else "float32"),
+        ("--dtype", _load_dtype(p)),
     ]
+
+
+def _load_dtype(p: _Facts) -> str:
+    """The dtype the Trainer loads the model in. A full fine-tune in mixed precision loads fp32 weights and autocasts
+    (the plan counts fp32 parameters: core/memory/components.py); loading them in bf16 would train in bf16 (true).
+    LoRA's frozen base loads in the 16-bit type whatever the precision (PEFT keeps the adapters fp32)."""
+    if p.method == "full" and p.precision in ("bf16", "fp16"):
+        return "float32"
+    return "bfloat16" if "bf16" in p.precision else "float16" if "fp16" in p.precision else "float32"
 
 
 def _hf(p: _Facts) -> list[str]:
@@ -572,6 +582,80 @@ def _hf(p: _Facts) -> list[str]:
         )
     out.append(_file("accelerate_config.yaml", _yaml(config)))
     out.append(_command(["trl", "sft"], args))
+    return out
+
+
+def _axolotl_config(p: _Facts) -> dict[str, Any]:
+    """Axolotl's YAML config for the plan (key names from axolotl-ai-cloud/axolotl@067b021
+    src/axolotl/utils/schemas/config.py and its docs/multi-gpu.qmd, nd_parallelism.qmd)."""
+    cfg: dict[str, Any] = {"base_model": p.model}
+    if p.method == "qlora":
+        cfg["load_in_4bit"] = True
+    if p.method in ("lora", "qlora"):
+        cfg |= {"adapter": p.method, "lora_r": LORA_RANK, "lora_alpha": 2 * LORA_RANK, "lora_target_linear": True}
+    cfg |= {
+        "datasets": [{"path": "data/train.jsonl", "ds_type": "json", "type": "alpaca"}],
+        "output_dir": "./outputs",
+        "sequence_len": p.seq_len,
+        "sample_packing": True,
+        "micro_batch_size": p.micro_batch,
+        "gradient_accumulation_steps": p.accumulation,
+        "num_epochs": 1,
+    }
+    cfg["bf16"] = "bf16" in p.precision  # explicit: Axolotl's default "auto" turns bf16 on wherever the part has it
+    if "fp16" in p.precision:
+        cfg["fp16"] = True
+    # FlashAttention-2 needs Ampere or later (the parts with bf16, core/speed/attention.py); older parts use SDPA
+    fa2 = p.accelerator is None or p.accelerator.supports_bf16
+    cfg["attn_implementation"] = "flash_attention_2" if fa2 else "sdpa"
+    sharded = p.zero_stage == 3 or _tp_with_data_parallel(p)
+    cfg["gradient_checkpointing"] = p.gradient_checkpointing and not sharded  # under FSDP2: fsdp_config.activation_checkpointing
+    if p.zero_stage in (1, 2):
+        cfg["deepspeed"] = f"deepspeed_configs/zero{p.zero_stage}.json"
+    elif sharded:
+        cfg["fsdp_version"] = 2
+        cfg["fsdp_config"] = {
+            "reshard_after_forward": True,
+            "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+            "activation_checkpointing": p.gradient_checkpointing,
+            "state_dict_type": "SHARDED_STATE_DICT",
+        }
+    if p.tensor_parallel > 1:
+        cfg["tensor_parallel_size"] = p.tensor_parallel
+        cfg["dp_shard_size"] = p.data_parallel
+    return cfg
+
+
+def _axolotl(p: _Facts) -> list[str]:
+    """`axolotl train` on the plan's config: accelerate on one node, torchrun on every node of several
+    (docs/cli.qmd: launcher arguments after `--`; docs/multi-node.qmd)."""
+    cfg = _axolotl_config(p)
+    out = [_comment("Axolotl reads the whole run from its YAML config; set datasets[0].type to your data's format (alpaca: instruction / input / output)")]
+    if p.method == "full" and p.precision in ("bf16", "fp16") and "deepspeed" not in cfg:
+        out.append(
+            _comment(
+                f"{p.precision}: true loads the weights in 16 bits and, outside DeepSpeed, keeps no fp32 copy of them: "
+                "the run takes less memory than the plan's mixed precision counts"
+            )
+        )
+    if _tp_with_data_parallel(p):
+        out.append(_comment(f"Axolotl pairs tensor parallelism with sharded data parallelism only: the {p.data_parallel} data-parallel ranks shard with FSDP2"))
+    if "deepspeed" in cfg:
+        out.append("axolotl fetch deepspeed_configs")
+    out.append(_file("axolotl_config.yaml", _yaml(cfg)))
+    args: list[tuple[str, Any] | str] = []
+    if p.multi_node:
+        args = [
+            ("--launcher", "torchrun"),
+            "--",
+            ("--nnodes", p.instances),
+            ("--nproc_per_node", p.per_instance),
+            ("--rdzv_backend", "c10d"),
+            f'--rdzv_endpoint "$MAIN_IP:{MASTER_PORT}"',
+        ]
+    elif p.processes > 1:
+        args = [("--launcher", "accelerate"), "--", ("--num_processes", p.processes)]
+    out.append(_command(["axolotl", "train", "axolotl_config.yaml"], args))
     return out
 
 

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator
 from core.layout import Layout
-from core.memory.components import checkpointing, lora_params
+from core.memory.components import checkpointing, lora_fp32_inputs, lora_params
 from core.memory.engines import EAGER_LAYER_OVERHEAD_S
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
@@ -190,10 +190,9 @@ def overhead_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerato
     """The bandwidth-bound work of a step per token, all devices of a replica together (the time the matmuls do not
     account for): norms, activations and casts per layer; PEFT's fp32 adapter traffic. QLoRA's fp32 upcast is
     upcast_seconds_per_token's (training_time adds both)."""
-    stack = STACKS[sc.training_stack]
     bandwidth = acc.memory_bandwidth_bytes_per_s
     seconds = OVERHEAD_BYTES_PER_LAYER_HIDDEN * arch.num_layers * arch.hidden_size / bandwidth
-    if sc.method != "full" and stack.lora_fp32_inputs:
+    if sc.method != "full" and lora_fp32_inputs(sc):
         seconds += LORA_FP32_BYTES_PER_ADAPTER_DIM * lora_params(arch, sc.lora_rank, sc.lora_targets) / sc.lora_rank / bandwidth
     return seconds
 

@@ -23,3 +23,14 @@ def test_serve_page_shows_the_engine_command():
     assert best is not None and best.launch
     assert best.launch in [c.value for c in at.code]
     assert any(c.value.lstrip("# \n").startswith("Serve with") for c in at.code)
+
+
+def test_an_axolotl_link_plans_under_axolotl_and_shows_its_config():
+    """A link that picks Axolotl in the sidebar (training, stack=axolotl) gets Axolotl's plan: its QLoRA keeps no fp32 upcast, so the plan is
+    the core's for that stack, and the command is `axolotl train` on a YAML config with the plan's micro-batch."""
+    at = open_link("plan", {"model": "llama-3.1-70b", "goal": "fine-tune", "ptok": "20", "mode": "training", "stack": "axolotl"})
+    no_exception(at)
+    best = plan(Goal(goal="fine-tune", model="llama-3.1-70b", tokens=20e6, training_stack="axolotl")).cheapest
+    assert best is not None and best.scenario["training_stack"] == "axolotl"
+    assert best.launch in [c.value for c in at.code]
+    assert "axolotl train axolotl_config.yaml" in best.launch and f"micro_batch_size: {best.micro_batch}" in best.launch

@@ -4,7 +4,9 @@ torchtune's recipes (September 2024), XTuner on DeepSpeed ZeRO (April 2024), Hug
 with DeepSpeed ZeRO-3 (June 2024), NeMo AutoModel's LoRA recipes on H100s (December 2025 and April 2026, tensor
 parallel 2 on 8 and 16 GPUs), torchtitan's and IBM's fms-fsdp pretraining steps on 64 and 128 A100s (2024: a full
 fine-tune's computation), and Qwen's own finetune.py (the Hugging Face Trainer with PEFT, October 2023: Qwen-7B's and
-Qwen-14B's LoRA and Q-LoRA on one A100 at 256 to 8,192 tokens). Nothing in the training model was fitted on these rows:
+Qwen-14B's LoRA and Q-LoRA on one A100 at 256 to 8,192 tokens), and Axolotl's Llama 3.1 8B full and LoRA steps on 4
+A100s under DeepSpeed ZeRO-2 (Anyscale's benchmark, November 2024: the LoRA row is +6% with DeepSpeed's cast of the
+adapters to bf16, -21% were they fp32). Nothing in the training model was fitted on these rows:
 all are CHECK rows. A model that is no preset is named `config:<name>`: its config.json shape, mapped to a config our
 reader knows and sourced in the file, is tests/data/configs/<name>.config.json (Qwen v1's own model_type written as
 Qwen2).
@@ -134,13 +136,13 @@ def test_suspect_rows_are_the_ones_physics_rules_out() -> None:
 
 def test_the_rows_cover_every_method_and_each_program() -> None:
     """Issue #27's 'LoRA, QLoRA and full fine-tune throughput per stack': each method is checked on rows within
-    tolerance, on one GPU and on several (two to sixteen nodes included), by nine programs."""
+    tolerance, on one GPU and on several (two to sixteen nodes included), by ten programs."""
     within = [r for r in CHECKED if r["status"] == "check"]
     assert {r["method"] for r in within} == {"full", "lora", "qlora"}
-    assert {r["program"].split()[0] for r in within} == {"Answer.AI", "torchtune", "NeMo", "Hugging", "DeepSpeed", "torchtitan", "fms-fsdp", "XTuner", "Qwen"}
+    assert {r["program"].split()[0] for r in within} == {"Answer.AI", "torchtune", "NeMo", "Hugging", "DeepSpeed", "torchtitan", "fms-fsdp", "XTuner", "Qwen", "Axolotl"}
     assert {int(r["devices"]) for r in within} >= {1, 2, 4, 8, 16, 64, 128}
     assert any(int(r["tensor_parallel"]) > 1 for r in within)
-    assert len(within) == 44 and len(ROWS) == 62
+    assert len(within) == 46 and len(ROWS) == 64
 
 
 def test_answer_ai_is_timed_as_a_stack_without_fp32_adapters_or_upcast() -> None:
@@ -154,12 +156,13 @@ def test_answer_ai_is_timed_as_a_stack_without_fp32_adapters_or_upcast() -> None
 
 def test_qwens_gptq_q_lora_timed_with_the_upcast_would_miss() -> None:
     """Why Qwen's Q-LoRA rows are not timed as hf: prepare_model_for_kbit_training's fp32 head and residual stream,
-    which peft skips for GPTQ models, would make the model 1.6 to 3.2 times slower than published from 1,024 tokens on;
-    at 256 and 512 it happens to offset the GPTQ dequantization the model leaves out (7B +28% and -33%, 14B +53% and -4%)."""
+    which peft skips for GPTQ models, would make the model 1.4 to 2.9 times slower than published from 1,024 tokens on
+    (under DeepSpeed ZeRO-2 the hf stack's adapters are fp16 already: the engine casts them); at 256 and 512 it happens
+    to offset the GPTQ dequantization the model leaves out (7B +39% and -27%, 14B +67% and +5%)."""
     rows = [r for r in ROWS if r["program"].startswith("Qwen") and r["method"] == "qlora"]
     as_hf = {r["id"]: modelled_tokens_per_s(dict(r, modelled_as="hf")) / published_tokens_per_s(r) - 1 for r in rows}
     assert len(as_hf) == 12 and sum(abs(e) > 0.25 for e in as_hf.values()) == 11, as_hf
-    assert all(-0.7 < e < -0.35 for r in rows if int(r["seq_len"]) >= 1024 for e in [as_hf[r["id"]]]), as_hf
+    assert all(-0.7 < e < -0.28 for r in rows if int(r["seq_len"]) >= 1024 for e in [as_hf[r["id"]]]), as_hf
 
 
 def test_the_two_a100_batch_sizes_bound_the_early_2024_dequantization() -> None:

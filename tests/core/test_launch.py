@@ -37,7 +37,7 @@ from core.plan.result import Plan
 ROOT = Path(__file__).resolve().parents[2]
 TABLE_CSV = ROOT / "data" / "launch_flags.csv"
 PROGRAMS = {"export", "vllm", "python", "trtllm-serve", "llama-server", "transformers", "trl", "tune", "accelerate", "litgpt", "deepspeed", "torchrun", "cat"}
-PROGRAMS |= {"mlx_lm.convert", "mlx_lm.server", "mlx_lm.lora"}
+PROGRAMS |= {"mlx_lm.convert", "mlx_lm.server", "mlx_lm.lora", "axolotl"}
 HOSTILE = ["$(rm -rf /)", "`rm -rf /`", "a'b\"c", "x\nrm -rf /\n", "; rm -rf / #", "LAUNCH_EOF", "x\nLAUNCH_EOF\nrm -rf /"]
 
 
@@ -163,8 +163,9 @@ REQUIRED = {
     "deepspeed": {"micro_batch", "gradient_accumulation_steps", "global_batch", "zero_stage", "instances", "devices_per_instance", "precision"},
     "megatron": {"tensor_parallel", "pipeline_parallel", "micro_batch", "global_batch", "seq_len", "instances", "devices_per_instance", "precision"},
     "hf-xla": {"micro_batch", "gradient_accumulation_steps", "seq_len", "precision"},
+    "axolotl": {"model", "micro_batch", "gradient_accumulation_steps", "seq_len", "precision"},
 }
-TENSOR_PARALLEL_STACKS = {"hf", "deepspeed", "megatron"}
+TENSOR_PARALLEL_STACKS = {"hf", "deepspeed", "megatron", "axolotl"}
 SINGLE_MACHINE_STACKS = {"unsloth", "mlx-lm"}  # data/stack_layouts.csv: multi_node false
 
 
@@ -233,7 +234,7 @@ def check(p: Plan, text: str | None = None) -> None:
             need |= {"instances", "devices_per_instance"}
         if p.zero_stage == 3 and engine == "hf-xla":
             need.add("zero_stage")
-        if (p.method in ("lora", "qlora") and engine in ("hf", "hf-xla")) or (p.method == "qlora" and engine == "litgpt"):
+        if (p.method in ("lora", "qlora") and engine in ("hf", "hf-xla", "axolotl")) or (p.method == "qlora" and engine == "litgpt"):
             need.add("method")
         _check_precision(engine, p.precision, found, text)
     elif p.data_parallel > 1 and engine not in ("deepspeed-mii",):
@@ -252,8 +253,12 @@ def _check_precision(engine: str, precision: str, found: dict[str, Any], text: s
     bf16 = "bf16" in precision
     if engine == "deepspeed":
         assert found["bf16.enabled"] is bf16, text
+    if engine in ("hf", "hf-xla") and precision in ("bf16", "fp16") and "--use_peft" not in found:
+        assert found["--dtype"] == "float32", text  # mixed precision: fp32 weights under autocast, as the plan counts them
     if engine == "hf":
         assert ("--bf16" in found) is bf16 and found["mixed_precision"] == ("bf16" if bf16 else "fp16" if "fp16" in precision else "no"), text
+    if engine == "axolotl":
+        assert found.get("bf16") is bf16 and found.get("fp16", False) is (not bf16 and "fp16" in precision), text
     if engine == "megatron":
         assert ("--bf16" in found) is bf16 and ("--fp16" in found) is not bf16, text
     if engine == "litgpt":
@@ -458,7 +463,7 @@ def test_a_hostile_provider_from_a_users_price_list_stays_a_comment():
 STUB = """
 set -e
 record() { prog="$1"; shift; printf '%s\\0' "$@" >> "$prog.args"; }
-for p in vllm python trtllm-serve llama-server transformers trl tune accelerate litgpt deepspeed torchrun mlx_lm.convert mlx_lm.server mlx_lm.lora; do
+for p in vllm python trtllm-serve llama-server transformers trl tune accelerate litgpt deepspeed torchrun mlx_lm.convert mlx_lm.server mlx_lm.lora axolotl; do
   eval "$p() { record $p \\"\\$@\\"; }"
 done
 """

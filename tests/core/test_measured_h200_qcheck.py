@@ -65,10 +65,30 @@ def test_speed_out_of_sample(label: str) -> None:
 @pytest.mark.parametrize("label", MEMORY_ROWS)
 def test_memory_out_of_sample(label: str) -> None:
     m = _row(label)
-    if label == NO_PREP:  # no switch for the upcast in a scenario: the estimate is QLoRA's with it
-        assert m.estimate() > m.measured_used_bytes  # the fp32 norms, embeddings and head it leaves bf16
+    if label == NO_PREP:  # the harness's stack is the Hugging Face one, whose QLoRA upcasts: see the Axolotl test below
+        assert m.estimate() > (1 + MEMORY_TOLERANCE) * m.measured_used_bytes  # the fp32 norms, embeddings and head it leaves bf16
         return
     assert m.estimate() == pytest.approx(m.measured_used_bytes, rel=MEMORY_TOLERANCE)
+
+
+def test_axolotls_qlora_is_the_row_without_the_upcast() -> None:
+    """Axolotl runs prepare_model_for_kbit_training and then casts every norm, the embeddings and the head back to
+    bf16 (core/memory/stacks.py, axolotl-ai-cloud/axolotl@067b021 src/axolotl/loaders/model.py), leaving the model as
+    this row ran it: NF4 base, bf16 everything else, PEFT's fp32 adapters, checkpointing as configured. The stack was
+    written from Axolotl's source after this run; nothing in it is fitted on the row. Under the Hugging Face stack the
+    row's estimate is -51% speed and +23% memory; under Axolotl's, +7% and +3% (2026-11-27)."""
+    m = _row(NO_PREP)
+    sc = m.scenario()
+    assert sc is not None
+    axolotl = sc.model_copy(update={"training_stack": "axolotl", "train_tokens": 1e9})
+    from core.catalog.accelerators import get_accelerator
+    from core.memory.estimate import estimate_memory
+    from core.speed.timing import training_time
+
+    ours_tokens_per_s = training_time(axolotl, get_accelerator("h200"), 1).tokens_per_s
+    assert ours_tokens_per_s == pytest.approx(m.measured_tokens_per_s, rel=TOLERANCE)
+    assert m.estimated_tokens_per_s() < (1 - TOLERANCE) * m.measured_tokens_per_s  # the upcast's time, not run here
+    assert estimate_memory(axolotl).memory_per_device_bytes.total == pytest.approx(m.measured_used_bytes, rel=MEMORY_TOLERANCE)
 
 
 def test_dequantization_stays_nearly_free_at_14b() -> None:

@@ -181,7 +181,7 @@ def test_the_market_band_by_hand():
 
 def test_every_stack_row_is_sourced_and_the_default_stack_has_no_pipelines():
     rows = load_stack_layouts()
-    assert set(rows) == {"hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "mlx-lm", "hf-xla"}
+    assert set(rows) == {"hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "mlx-lm", "hf-xla", "axolotl"}
     assert {r.stack for r in rows.values() if "tpu" in r.hardware} == {"hf-xla"}
     assert all(len(r.source) > 40 for r in rows.values())
     assert layout_problem("hf", "full", 0, 1, 4) == "hf has no pipeline parallelism"
