@@ -127,6 +127,11 @@ class Scenario(BaseModel):
     seq_len: int = Field(default=2048, ge=1, le=2_097_152, description="training sequence length; in inference, prompt + generated tokens")
     gradient_checkpointing: bool = False
     flash_attention: bool = True
+    fused_cross_entropy: bool = Field(
+        default=False,
+        description="a fused cross-entropy that never holds the whole logits (Liger Kernel's fused linear cross-entropy, Cut Cross-Entropy) "
+        "on the stacks whose own loss upcasts them (core/memory/stacks.py FUSED_CROSS_ENTROPY_STACKS)",
+    )
     lora_rank: int = Field(default=16, ge=1, le=4096)
     lora_targets: LoraTargets = "all-linear"
     zero_stage: int = Field(default=0, ge=0, le=3)

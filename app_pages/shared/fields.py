@@ -16,7 +16,7 @@ from typing import Any, Literal
 from core.catalog.accelerators import load_accelerators
 from core.catalog.presets import load_presets
 from core.memory.engines import ENGINES
-from core.memory.stacks import STACKS
+from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, STACKS
 from core.model.formats import FORMATS
 
 SEQ_OPTIONS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
@@ -347,6 +347,18 @@ def fields() -> dict[str, Field]:
         ),
         Field("gc", "Gradient checkpointing", "bool", False, widget="toggle", section="workload", scenario="gradient_checkpointing", applies=training),
         Field("flash", "FlashAttention", "bool", True, widget="toggle", section="workload", scenario="flash_attention"),
+        Field(
+            "fce",
+            "Fused cross-entropy",
+            "bool",
+            False,
+            widget="toggle",
+            section="workload",
+            scenario="fused_cross_entropy",
+            applies=lambda v: training(v) and v.get("stack", "hf") in FUSED_CROSS_ENTROPY_STACKS,
+            help="Liger Kernel's fused linear cross-entropy or Cut Cross-Entropy: the loss never holds the whole logits "
+            "(gigabytes at a 128k vocabulary). The Hugging Face, Axolotl and DeepSpeed stacks take it as an option; the others chunk their loss already",
+        ),
         Field(
             "kv",
             "KV cache format",

@@ -33,7 +33,7 @@ from core.catalog.accelerators import get_accelerator
 from core.layout import Layout
 from core.memory.activations import LayerCosts, layer_activation_bytes, logits_bytes
 from core.memory.engines import ENGINES
-from core.memory.stacks import STACKS, TrainingStack
+from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, FUSED_LOSS_LOGITS_BYTES, STACKS, TrainingStack
 from core.model.architecture import ATTENTION_ROLES, MLP_ROLES, Architecture, WeightGroup
 from core.model.formats import FORMATS, KV_CACHE_BYTES, WeightFormat, routed_expert_bytes, weight_bytes
 from core.scenario import Scenario
@@ -237,6 +237,15 @@ def full_state_bytes(sc: Scenario) -> StateBytes:
     return StateBytes(4.0, 4.0, 4.0, 0.0, 2.0, "mixed precision under autocast: fp32 parameters")
 
 
+def loss_logits_bytes(sc: Scenario) -> float:
+    """Bytes per token and vocabulary entry at the loss step: the stack's own loss, or a fused cross-entropy where the
+    scenario asks for one and the stack takes it (stacks.FUSED_CROSS_ENTROPY_STACKS)."""
+    own = stack_of(sc).logits_bytes
+    if sc.fused_cross_entropy and sc.training_stack in FUSED_CROSS_ENTROPY_STACKS:
+        return min(own, FUSED_LOSS_LOGITS_BYTES)
+    return own
+
+
 def lora_fp32_inputs(sc: Scenario) -> bool:
     """PEFT runs each adapter on an fp32 copy of its input (the stack's lora_fp32_inputs), unless the sharding engine
     (DeepSpeed, FSDP) runs the adapters in the 16-bit type (TrainingStack.adapters_16bit_zero_stages)."""
@@ -393,7 +402,7 @@ def training_peak(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, 
         overhead += 2 * arch.largest_layer_params / split * st.layer_bytes_per_param
     # The largest short-lived buffer: the fp32 copy of the logits for a loss that upcasts them whole, else what the
     # chunked loss holds at a time.
-    loss_buffer = min(4.0, stack.logits_bytes) * seq * batch * arch.vocab_size / tp
+    loss_buffer = min(4.0, loss_logits_bytes(sc)) * seq * batch * arch.vocab_size / tp
     allocator = FRAGMENTATION_FLOOR_BYTES + FRAGMENTATION_OF_LOSS_BUFFER * loss_buffer
     comps = Components(
         weights=np.where(loss_wins, weights + copies, weights),
@@ -445,7 +454,7 @@ def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, ba
     # Sequence parallelism splits every activation over the TP group (Korthikanti Sec. 4.2.2); the loss is
     # vocabulary-parallel. Under 1F1B the first pipeline stage holds L/p layers for p micro-batches in flight, i.e.
     # L layers' worth (Sec. 4.2.3); the last stage holds the loss.
-    whole_loss = logits_bytes(seq, batch, arch.vocab_size, stack.logits_bytes)
+    whole_loss = logits_bytes(seq, batch, arch.vocab_size, loss_logits_bytes(sc))
     # hop: the unsharded pieces -> ActivationParts (MemoryResult.activation_parts, what Explain prints)
     parts = ActivationParts(all_layers, largest, inputs if not stack.checkpoints_offloaded else offloaded, whole_loss)
     loss = whole_loss / tp

@@ -34,7 +34,7 @@ from core.memory.components import (
 )
 from core.memory.engines import ENGINES
 from core.memory.fit import MAX_DEVICES, borderline, max_batch, max_seq, smallest_count
-from core.memory.stacks import STACKS
+from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, STACKS
 from core.model.architecture import Architecture
 from core.model.formats import FORMATS, weight_bytes
 from core.scenario import Scenario
@@ -504,6 +504,8 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
         alts.append(("FlashAttention", {"flash_attention": True}))
     if sc.optimizer == "adamw":
         alts.append(("8-bit AdamW", {"optimizer": "adamw-8bit"}))
+    if not sc.fused_cross_entropy and sc.training_stack in FUSED_CROSS_ENTROPY_STACKS:
+        alts.append(("a fused cross-entropy (Liger / Cut Cross-Entropy)", {"fused_cross_entropy": True}))
     # ZeRO-Offload (Ren et al. 2021, arXiv 2101.06840) moves the gradients and the optimizer states to CPU memory, on
     # one GPU too (ZeRO stage 2 there); ZeRO-Infinity (arXiv 2104.07857) the parameters as well, under ZeRO-3.
     if sc.offload == "none":
@@ -746,6 +748,8 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
                 )
             )
         out += [Text.of("{note}", note=note) for note in stack.notes]
+        if sc.fused_cross_entropy and sc.training_stack in FUSED_CROSS_ENTROPY_STACKS:
+            out.append(Text.of("fused cross-entropy (Liger Kernel / Cut Cross-Entropy): the loss holds a chunk of the logits at a time, not all of them"))
         if sc.method == "qlora" and sc.weights_format != stack.qlora_base_format:
             out.append(Text.of("QLoRA keeps the frozen base in {label}; weights_format is not used", label=FORMATS[stack.qlora_base_format].label))
         if sc.method == "qlora" and stack.qlora_upcast and not sc.gradient_checkpointing:

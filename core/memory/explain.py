@@ -19,6 +19,7 @@ from core.memory.components import (
     expert_parallel_ranks,
     kv_share,
     lora_params,
+    loss_logits_bytes,
     qlora_upcast,
     residual_bytes,
     runtime_of,
@@ -289,7 +290,8 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     # the activations before sharding that the breakdown's activations were built from (training_peak)
     tokens = sc.seq_len * sc.batch_size
     per_layer_token = float(parts.all_layers) / arch.num_layers / tokens
-    loss = f"{bytes_mark(float(parts.logits))} loss step ({stack.logits_bytes:g} B x {tokens:,} tokens x {arch.vocab_size:,} vocabulary)"
+    fused = " (fused cross-entropy)" if loss_logits_bytes(sc) < stack.logits_bytes else ""
+    loss = f"{bytes_mark(float(parts.logits))} loss step{fused} ({loss_logits_bytes(sc):g} B x {tokens:,} tokens x {arch.vocab_size:,} vocabulary)"
     if checkpointing(sc):
         where = "in CPU memory" if stack.checkpoints_offloaded else "on the device"
         formula = "layers x the block input (kept " + where + ") + one block recomputed + the loss step"

@@ -30,6 +30,18 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
+# A loss that computes the logits and their cross-entropy a chunk at a time (Unsloth's fused loss, Liger Kernel's fused
+# linear cross-entropy, Apple's Cut Cross-Entropy) never holds the whole logits: about 0.25 bytes per token and
+# vocabulary entry at a time (Unsloth README and blog; Wijmans et al. 2024, "Cut Your Losses in Large-Vocabulary
+# Language Models", arXiv 2411.09009: the loss's memory falls from gigabytes to megabytes).
+FUSED_LOSS_LOGITS_BYTES = 0.25
+# The stacks whose own loss materialises the logits and that take such a loss as an option (the scenario's
+# fused_cross_entropy): the Hugging Face Trainer's use_liger_kernel (transformers TrainingArguments, Liger Kernel
+# README), Axolotl's CutCrossEntropyPlugin or liger_fused_linear_cross_entropy (axolotl-ai-cloud/axolotl@067b021
+# src/axolotl/integrations), and a DeepSpeed training script that applies Liger's patch (liger_kernel.transformers
+# apply_liger_kernel_to_llama and its kin). The others chunk their loss already, or (PyTorch/XLA) run no Triton.
+FUSED_CROSS_ENTROPY_STACKS = frozenset({"hf", "axolotl", "deepspeed"})
+
 StackId = Literal["hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "mlx-lm", "hf-xla", "axolotl"]
 
 
@@ -123,7 +135,7 @@ STACKS: dict[str, TrainingStack] = {
             "unsloth",
             "Unsloth",
             "autocast",
-            0.25,
+            FUSED_LOSS_LOGITS_BYTES,
             False,
             False,
             2.0,

@@ -83,6 +83,7 @@ class _Facts:
         self.kv_cache_format = str(sc.get("kv_cache_format", "bf16"))
         self.zero_stage = int(sc.get("zero_stage", 0) or 0)
         self.gradient_checkpointing = bool(sc.get("gradient_checkpointing", False))
+        self.fused_cross_entropy = bool(sc.get("fused_cross_entropy", False))
         self.stack = str(sc.get("training_stack", "hf"))
         self.engine = str(sc.get("serving_engine", "vllm"))
         self.expert_parallel = self.serving and bool(sc.get("expert_parallel", False)) and tp > 1
@@ -572,6 +573,8 @@ def _hf(p: _Facts) -> list[str]:
         args += ["--use_peft", ("--lora_r", LORA_RANK), ("--lora_target_modules", "all-linear")]
     if p.method == "qlora":
         args += ["--load_in_4bit", ("--bnb_4bit_quant_type", "nf4")]
+    if p.fused_cross_entropy:
+        args.append("--use_liger_kernel")  # Liger Kernel (pip install liger-kernel): its fused linear cross-entropy, norms and SwiGLU
     out = [_comment("TRL's SFT trainer over Accelerate (trl passes the accelerate launch flags on); ./data holds train.jsonl")]
     if _tp_with_data_parallel(p):
         out.append(
@@ -589,6 +592,8 @@ def _axolotl_config(p: _Facts) -> dict[str, Any]:
     """Axolotl's YAML config for the plan (key names from axolotl-ai-cloud/axolotl@067b021
     src/axolotl/utils/schemas/config.py and its docs/multi-gpu.qmd, nd_parallelism.qmd)."""
     cfg: dict[str, Any] = {"base_model": p.model}
+    if p.fused_cross_entropy:  # Cut Cross-Entropy (src/axolotl/integrations/cut_cross_entropy/README.md: install Axolotl's fork)
+        cfg["plugins"] = ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]
     if p.method == "qlora":
         cfg["load_in_4bit"] = True
     if p.method in ("lora", "qlora"):
@@ -597,16 +602,20 @@ def _axolotl_config(p: _Facts) -> dict[str, Any]:
         "datasets": [{"path": "data/train.jsonl", "ds_type": "json", "type": "alpaca"}],
         "output_dir": "./outputs",
         "sequence_len": p.seq_len,
-        "sample_packing": True,
         "micro_batch_size": p.micro_batch,
         "gradient_accumulation_steps": p.accumulation,
         "num_epochs": 1,
     }
     cfg["bf16"] = "bf16" in p.precision  # explicit: Axolotl's default "auto" turns bf16 on wherever the part has it
     if "fp16" in p.precision:
-        cfg["fp16"] = True
-    # FlashAttention-2 needs Ampere or later (the parts with bf16, core/speed/attention.py); older parts use SDPA
+        # fp16 AMP on a model loaded in fp16 cannot unscale a full fine-tune's fp16 gradients (Axolotl's validation warns:
+        # "Attempting to unscale FP16 gradients", src/axolotl/utils/schemas/validation.py); DeepSpeed keeps its own fp32
+        # master copy and loss scale, elsewhere a full fine-tune trains in fp16 without AMP (float16)
+        cfg["float16" if _axolotl_pure_fp16(p) else "fp16"] = True
+    # FlashAttention-2 needs Ampere or later (the parts with bf16, core/speed/attention.py); older parts use SDPA and
+    # leave sample packing off (the same validation: packing without FlashAttention in fp16 "is likely to raise errors")
     fa2 = p.accelerator is None or p.accelerator.supports_bf16
+    cfg["sample_packing"] = fa2
     cfg["attn_implementation"] = "flash_attention_2" if fa2 else "sdpa"
     sharded = p.zero_stage == 3 or _tp_with_data_parallel(p)
     cfg["gradient_checkpointing"] = p.gradient_checkpointing and not sharded  # under FSDP2: fsdp_config.activation_checkpointing
@@ -626,11 +635,18 @@ def _axolotl_config(p: _Facts) -> dict[str, Any]:
     return cfg
 
 
+def _axolotl_pure_fp16(p: _Facts) -> bool:
+    """A full fine-tune in fp16 outside DeepSpeed: Axolotl's `float16` (no AMP) rather than `fp16`."""
+    return p.method == "full" and "fp16" in p.precision and p.zero_stage not in (1, 2)
+
+
 def _axolotl(p: _Facts) -> list[str]:
     """`axolotl train` on the plan's config: accelerate on one node, torchrun on every node of several
     (docs/cli.qmd: launcher arguments after `--`; docs/multi-node.qmd)."""
     cfg = _axolotl_config(p)
     out = [_comment("Axolotl reads the whole run from its YAML config; set datasets[0].type to your data's format (alpaca: instruction / input / output)")]
+    if _axolotl_pure_fp16(p):
+        out.append(_comment("fp16 without AMP (float16): no loss scaling, so watch for overflow; DeepSpeed ZeRO 1-2 or a part with bf16 train more safely"))
     if p.method == "full" and p.precision in ("bf16", "fp16") and "deepspeed" not in cfg:
         out.append(
             _comment(
@@ -810,6 +826,8 @@ def _deepspeed(p: _Facts) -> list[str]:
         out.append(_comment(f"pipeline parallel {p.pipeline_parallel}: build the model as deepspeed.pipe.PipelineModule(layers, num_stages={p.pipeline_parallel})"))
     if p.gradient_checkpointing:
         out.append(_comment("gradient checkpointing: turn it on in the model (model.gradient_checkpointing_enable() for a Transformers model)"))
+    if p.fused_cross_entropy:
+        out.append(_comment("fused cross-entropy: apply Liger Kernel's patch before building the model (liger_kernel.transformers.apply_liger_kernel_to_llama or kin)"))
     out.append(_file("ds_config.json", json.dumps(_deepspeed_config(p), indent=2)))
     launcher: list[tuple[str, Any] | str] = [("--num_nodes", p.instances), ("--num_gpus", p.per_instance)]
     if p.multi_node:

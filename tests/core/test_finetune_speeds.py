@@ -35,9 +35,7 @@ added) the same table's 1.8B and 72B rows."""
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -48,19 +46,13 @@ from core.money.run_bill import run_time
 from core.scenario import Scenario
 from core.speed.comm import interruption_overhead
 from core.speed.timing import DEQUANT_BYTES_PER_PARAM, _quantized_params, peak_tflops, training_time
+from tests.core.configs import model_spec
 from tests.core.recorded import check_row
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ROWS = list(csv.DictReader((DATA / "finetune_speeds.csv").open(newline="")))
 BAND = 0.05
 SUSPECT_MFU = 0.75  # issue #27: "more than about 75% of a part's dense peak for a step with recomputation is suspect"
-
-
-def model_spec(name: str) -> Any:
-    """A preset id, or `config:<file>`: a model that is no preset, its config.json shape in tests/data/configs."""
-    if name.startswith("config:"):
-        return {"hf_config": json.loads((DATA / "configs" / f"{name.removeprefix('config:')}.config.json").read_text())["config"]}
-    return name
 
 
 def scenario(row: dict[str, str]) -> Scenario:

@@ -258,7 +258,9 @@ def _check_precision(engine: str, precision: str, found: dict[str, Any], text: s
     if engine == "hf":
         assert ("--bf16" in found) is bf16 and found["mixed_precision"] == ("bf16" if bf16 else "fp16" if "fp16" in precision else "no"), text
     if engine == "axolotl":
-        assert found.get("bf16") is bf16 and found.get("fp16", False) is (not bf16 and "fp16" in precision), text
+        fp16 = not bf16 and "fp16" in precision
+        assert found.get("bf16") is bf16 and (found.get("fp16", False) or found.get("float16", False)) is fp16, text
+        assert "float16" not in found or ("--use_peft" not in found and "adapter" not in found and "deepspeed" not in found), text
     if engine == "megatron":
         assert ("--bf16" in found) is bf16 and ("--fp16" in found) is not bf16, text
     if engine == "litgpt":
@@ -517,3 +519,18 @@ def test_a_full_fine_tune_is_not_told_to_start_from_random_weights():
     pre = plan(Goal.model_validate({"goal": "pretrain", "model": "llama-3.2-1b", "tokens": 1e9}))
     assert pre.cheapest is not None
     assert "pretraining from scratch" in pre.cheapest.launch and "# Pretraining with" in pre.cheapest.launch
+
+
+def test_a_fused_cross_entropy_reaches_the_trainers_config():
+    """A scenario with the fused cross-entropy (the memory it saves: tests/core/test_stacks.py) launches it: TRL's
+    --use_liger_kernel, Axolotl's Cut Cross-Entropy plugin, a comment for a DeepSpeed script; every name in the flag
+    table; without it, none of them."""
+    base = {"model": "llama-3.1-8b", "mode": "training", "method": "lora", "accelerator": "h100-sxm", "precision": "bf16-true", "batch_size": 2}
+    for fused in (True, False):
+        hf = settings(launch_command({**base, "training_stack": "hf", "fused_cross_entropy": fused}))
+        axolotl = settings(launch_command({**base, "training_stack": "axolotl", "fused_cross_entropy": fused}))
+        deepspeed = launch_command({**base, "training_stack": "deepspeed", "fused_cross_entropy": fused})
+        assert ("--use_liger_kernel" in hf) is fused and set(hf) <= set(table()["hf"])
+        assert (axolotl.get("plugins") == ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]) is fused
+        assert set(axolotl) <= set(table()["axolotl"])
+        assert ("apply_liger_kernel_to_llama" in deepspeed) is fused
