@@ -357,7 +357,7 @@ def fields() -> dict[str, Field]:
             scenario="fused_cross_entropy",
             applies=lambda v: training(v) and v.get("stack", "hf") in FUSED_CROSS_ENTROPY_STACKS,
             help="Liger Kernel's fused linear cross-entropy or Cut Cross-Entropy: the loss never holds the whole logits "
-            "(gigabytes at a 128k vocabulary). The Hugging Face, Axolotl and DeepSpeed stacks take it as an option; the others chunk their loss already",
+            "(gigabytes at a 128k vocabulary). The Hugging Face, Axolotl and DeepSpeed stacks take it as an option; the others have their own loss",
         ),
         Field(
             "kv",

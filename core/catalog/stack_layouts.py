@@ -19,6 +19,11 @@ QLORA_VENDORS = frozenset({"nvidia", "amd"})
 # mlx-lm trains where MLX runs (data/engine_hardware.csv's mlx row: Apple silicon, and NVIDIA through MLX's CUDA
 # backend); its QLoRA base is MLX's own 4-bit format, not bitsandbytes', so it needs no bitsandbytes kernels.
 MLX_STACK = "mlx-lm"
+# Axolotl loads the model in fp16 when fp16 is on, and its own validation warns that a full fine-tune that way "is likely
+# to raise errors" ("Attempting to unscale FP16 gradients", or fp32 norms meeting fp16 weights where the norms are not
+# cast back: axolotl-ai-cloud/axolotl@067b021 src/axolotl/utils/schemas/validation.py check_fft_possible_bad_config,
+# loaders/model.py _configure_embedding_dtypes): no full fine-tune on a part without bf16.
+AXOLOTL_STACK = "axolotl"
 KINDS = frozenset({"gpu", "npu", "tpu", "apple", "unified", "lpu", "wafer"})  # data/accelerators.csv kinds
 
 
@@ -109,4 +114,6 @@ def part_problem(acc: Accelerator, method: str, stack: str | None = None) -> str
         return None if problem is None else problem.replace("mlx does not run", "mlx-lm (MLX) does not run", 1)
     if method == "qlora" and (acc.vendor not in QLORA_VENDORS or acc.kind != "gpu"):
         return f"{acc.name}: no bitsandbytes 4-bit kernels (QLoRA needs a CUDA or ROCm GPU)"
+    if stack == AXOLOTL_STACK and method == "full" and not acc.supports_bf16:
+        return f"{acc.name}: no bf16, and Axolotl's full fine-tune in fp16 fails (fp16 gradients that AMP cannot unscale, or fp32 norms meeting fp16 weights)"
     return None

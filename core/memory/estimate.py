@@ -749,7 +749,14 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
             )
         out += [Text.of("{note}", note=note) for note in stack.notes]
         if sc.fused_cross_entropy and sc.training_stack in FUSED_CROSS_ENTROPY_STACKS:
-            out.append(Text.of("fused cross-entropy (Liger Kernel / Cut Cross-Entropy): the loss holds a chunk of the logits at a time, not all of them"))
+            out.append(
+                Text.of(
+                    "fused cross-entropy (Liger Kernel / Cut Cross-Entropy, for the model types they patch): the loss holds a chunk of the logits "
+                    "at a time, not all of them"
+                )
+            )
+        elif sc.fused_cross_entropy:
+            out.append(Text.of("fused_cross_entropy is not used: {label} has its own loss", label=stack.label))
         if sc.method == "qlora" and sc.weights_format != stack.qlora_base_format:
             out.append(Text.of("QLoRA keeps the frozen base in {label}; weights_format is not used", label=FORMATS[stack.qlora_base_format].label))
         if sc.method == "qlora" and stack.qlora_upcast and not sc.gradient_checkpointing:

@@ -39,7 +39,9 @@ FUSED_LOSS_LOGITS_BYTES = 0.25
 # fused_cross_entropy): the Hugging Face Trainer's use_liger_kernel (transformers TrainingArguments, Liger Kernel
 # README), Axolotl's CutCrossEntropyPlugin or liger_fused_linear_cross_entropy (axolotl-ai-cloud/axolotl@067b021
 # src/axolotl/integrations), and a DeepSpeed training script that applies Liger's patch (liger_kernel.transformers
-# apply_liger_kernel_to_llama and its kin). The others chunk their loss already, or (PyTorch/XLA) run no Triton.
+# apply_liger_kernel_to_llama and its kin). The others have their own loss (chunked or fused: torchtune, Unsloth,
+# LitGPT, Megatron's vocabulary-parallel one) or run no Triton kernels (mlx-lm, PyTorch/XLA). Liger and Cut Cross-Entropy
+# patch the model types they list (Llama, Mistral, Qwen, Gemma and others).
 FUSED_CROSS_ENTROPY_STACKS = frozenset({"hf", "axolotl", "deepspeed"})
 
 StackId = Literal["hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "mlx-lm", "hf-xla", "axolotl"]
@@ -71,11 +73,17 @@ class TrainingStack(NamedTuple):
     # The ZeRO stages at which the stack's sharding engine runs PEFT's fp32 LoRA adapters in the 16-bit type, so each
     # adapter runs on the 16-bit input: no fp32 input copies (components.lora_fp32_inputs). DeepSpeed's engine casts the
     # module it wraps, adapters included (deepspeedai/DeepSpeed v0.17.0 deepspeed/runtime/engine.py
-    # _configure_distributed_model: self.module.bfloat16() / .half(); HEAD casts every floating-point parameter,
-    # _cast_module_mixed_precision); FSDP under Accelerate gathers parameters in the mixed-precision dtype
+    # _configure_distributed_model: self.module.bfloat16() / .half(); HEAD's _cast_module_mixed_precision casts every
+    # floating-point parameter but skips a model built under zero.Init, i.e. ZeRO-3, where adapters added afterwards
+    # stay fp32: not counted at stage 3); FSDP under Accelerate gathers parameters in the mixed-precision dtype
     # (huggingface/accelerate@16cb6eb src/accelerate/state.py: fsdp_plugin.set_mixed_precision, MixedPrecision
     # param_dtype bf16 / fp16). The Hugging Face stacks' launch configs run ZeRO 1-2 through DeepSpeed and ZeRO-3 as FSDP.
     adapters_16bit_zero_stages: tuple[int, ...] = ()
+    # The stack loads the model in the 16-bit type when mixed precision is on and keeps no fp32 copy of the weights
+    # outside DeepSpeed (ZeRO 1-2, whose optimizer keeps an fp32 master): its bf16 / fp16 trains as bf16 / fp16 (true)
+    # (components.mixed). Axolotl: bf16 -> torch_dtype bfloat16 (src/axolotl/utils/config/__init__.py), its FSDP2 does
+    # not upcast the trainable parameters.
+    mixed_loads_16bit: bool = False
 
 
 _HF = TrainingStack(
@@ -189,11 +197,11 @@ STACKS: dict[str, TrainingStack] = {
                 "with mixed precision, 16-bit parameters and gradients and an fp32 master copy in the optimizer (ZeRO Sec. 3.1)",
                 "gradient buffers are allocated for the whole step",
                 "the Hugging Face model's loss upcasts all logits to fp32",
-                "the engine casts the module, LoRA adapters included, to bf16 or fp16: adapters run on the 16-bit input",
+                "the engine casts the module, LoRA adapters included, to bf16 or fp16: adapters run on the 16-bit input (not under ZeRO-3's zero.Init)",
             ),
             eager_launches=True,
             zero3_regathers_for_recompute=True,
-            adapters_16bit_zero_stages=(0, 1, 2, 3),
+            adapters_16bit_zero_stages=(0, 1, 2),
         ),
         TrainingStack(
             "megatron",
@@ -254,6 +262,7 @@ STACKS: dict[str, TrainingStack] = {
             id="axolotl",
             label="Axolotl (Transformers + PEFT + bitsandbytes)",
             qlora_upcast=False,
+            mixed_loads_16bit=True,
             source="axolotl-ai-cloud/axolotl@067b021 src/axolotl/loaders/model.py (_configure_embedding_dtypes, "
             "_prepare_model_for_quantization, _convert_embedding_modules_dtype); src/axolotl/utils/config/__init__.py "
             "(bf16 -> torch_dtype bfloat16); the Hugging Face stack's transformers and PEFT code underneath",
@@ -262,8 +271,8 @@ STACKS: dict[str, TrainingStack] = {
                 "LoRA adapters are fp32 on an fp32 copy of each adapted input (PEFT; 16-bit under ZeRO / FSDP)",
                 "QLoRA: prepare_model_for_kbit_training runs, then the norms, embeddings and head go back to bf16: "
                 "no fp32 copies, checkpointing only when the config turns it on",
-                "bf16: true loads the model in bf16 (no fp32 copy of the weights): a full fine-tune without DeepSpeed runs as "
-                "BF16 (true); under DeepSpeed ZeRO the optimizer keeps an fp32 master copy",
+                "bf16: true loads the model in bf16 (no fp32 copy of the weights): BF16 mixed is counted as BF16 (true) outside "
+                "DeepSpeed; under DeepSpeed ZeRO 1-2 the optimizer keeps an fp32 master copy",
             ),
         ),
         _HF._replace(

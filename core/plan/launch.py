@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.catalog.expert_parallel import load_expert_parallel
 from core.catalog.presets import preset, preset_ids
+from core.catalog.stack_layouts import part_problem
 
 if TYPE_CHECKING:
     from core.catalog.accelerators import Accelerator
@@ -592,7 +593,7 @@ def _axolotl_config(p: _Facts) -> dict[str, Any]:
     """Axolotl's YAML config for the plan (key names from axolotl-ai-cloud/axolotl@067b021
     src/axolotl/utils/schemas/config.py and its docs/multi-gpu.qmd, nd_parallelism.qmd)."""
     cfg: dict[str, Any] = {"base_model": p.model}
-    if p.fused_cross_entropy:  # Cut Cross-Entropy (src/axolotl/integrations/cut_cross_entropy/README.md: install Axolotl's fork)
+    if p.fused_cross_entropy and p.precision != "fp32":  # Cut Cross-Entropy (integrations/cut_cross_entropy: 16-bit only)
         cfg["plugins"] = ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]
     if p.method == "qlora":
         cfg["load_in_4bit"] = True
@@ -608,20 +609,16 @@ def _axolotl_config(p: _Facts) -> dict[str, Any]:
     }
     cfg["bf16"] = "bf16" in p.precision  # explicit: Axolotl's default "auto" turns bf16 on wherever the part has it
     if "fp16" in p.precision:
-        # fp16 AMP on a model loaded in fp16 cannot unscale a full fine-tune's fp16 gradients (Axolotl's validation warns:
-        # "Attempting to unscale FP16 gradients", src/axolotl/utils/schemas/validation.py); DeepSpeed keeps its own fp32
-        # master copy and loss scale, elsewhere a full fine-tune trains in fp16 without AMP (float16)
-        cfg["float16" if _axolotl_pure_fp16(p) else "fp16"] = True
-    # FlashAttention-2 needs Ampere or later (the parts with bf16, core/speed/attention.py); older parts use SDPA and
-    # leave sample packing off (the same validation: packing without FlashAttention in fp16 "is likely to raise errors")
-    fa2 = p.accelerator is None or p.accelerator.supports_bf16
-    cfg["sample_packing"] = fa2
+        cfg["fp16"] = True
+    # FlashAttention-2 needs Ampere or later (the parts with bf16, core/speed/attention.py) and 16-bit inputs (fp32 runs
+    # use SDPA); packing needs it for a full fine-tune (Axolotl's validation: packing without it in fp16 "is likely to
+    # raise errors", src/axolotl/utils/schemas/validation.py)
+    fa2 = (p.accelerator is None or p.accelerator.supports_bf16) and p.precision != "fp32"
+    cfg["sample_packing"] = fa2 or p.method != "full"
     cfg["attn_implementation"] = "flash_attention_2" if fa2 else "sdpa"
     sharded = p.zero_stage == 3 or _tp_with_data_parallel(p)
     cfg["gradient_checkpointing"] = p.gradient_checkpointing and not sharded  # under FSDP2: fsdp_config.activation_checkpointing
-    if p.zero_stage in (1, 2):
-        cfg["deepspeed"] = f"deepspeed_configs/zero{p.zero_stage}.json"
-    elif sharded:
+    if sharded:  # Axolotl pairs TP with FSDP only (dp_shard_size needs an fsdp_config), as Accelerate does
         cfg["fsdp_version"] = 2
         cfg["fsdp_config"] = {
             "reshard_after_forward": True,
@@ -629,15 +626,12 @@ def _axolotl_config(p: _Facts) -> dict[str, Any]:
             "activation_checkpointing": p.gradient_checkpointing,
             "state_dict_type": "SHARDED_STATE_DICT",
         }
+    elif p.zero_stage in (1, 2):
+        cfg["deepspeed"] = f"deepspeed_configs/zero{p.zero_stage}.json"
     if p.tensor_parallel > 1:
         cfg["tensor_parallel_size"] = p.tensor_parallel
         cfg["dp_shard_size"] = p.data_parallel
     return cfg
-
-
-def _axolotl_pure_fp16(p: _Facts) -> bool:
-    """A full fine-tune in fp16 outside DeepSpeed: Axolotl's `float16` (no AMP) rather than `fp16`."""
-    return p.method == "full" and "fp16" in p.precision and p.zero_stage not in (1, 2)
 
 
 def _axolotl(p: _Facts) -> list[str]:
@@ -645,15 +639,10 @@ def _axolotl(p: _Facts) -> list[str]:
     (docs/cli.qmd: launcher arguments after `--`; docs/multi-node.qmd)."""
     cfg = _axolotl_config(p)
     out = [_comment("Axolotl reads the whole run from its YAML config; set datasets[0].type to your data's format (alpaca: instruction / input / output)")]
-    if _axolotl_pure_fp16(p):
-        out.append(_comment("fp16 without AMP (float16): no loss scaling, so watch for overflow; DeepSpeed ZeRO 1-2 or a part with bf16 train more safely"))
-    if p.method == "full" and p.precision in ("bf16", "fp16") and "deepspeed" not in cfg:
-        out.append(
-            _comment(
-                f"{p.precision}: true loads the weights in 16 bits and, outside DeepSpeed, keeps no fp32 copy of them: "
-                "the run takes less memory than the plan's mixed precision counts"
-            )
-        )
+    if p.accelerator is not None and part_problem(p.accelerator, p.method, "axolotl"):
+        out.append(_comment(f"Axolotl cannot run this: {part_problem(p.accelerator, p.method, 'axolotl')}"))
+    if p.fused_cross_entropy and "plugins" not in cfg:
+        out.append(_comment("no fused cross-entropy: Cut Cross-Entropy needs 16-bit training"))
     if _tp_with_data_parallel(p):
         out.append(_comment(f"Axolotl pairs tensor parallelism with sharded data parallelism only: the {p.data_parallel} data-parallel ranks shard with FSDP2"))
     if "deepspeed" in cfg:

@@ -52,8 +52,8 @@ def row_scenario(row: dict[str, str]) -> Scenario:
 def test_published_stack_measurement(row: dict[str, str]) -> None:
     res = estimate_memory(row_scenario(row))
     ours, published, tol = _ours(row["metric"], res), float(row["published"]), float(row["tolerance"])
-    if row["metric"] == "fits":
-        assert ours == published, f"{row['id']}: fits={bool(ours)}, measured {bool(published)}"
+    if row["metric"] == "fits":  # a recorded miss says the other answer until the model learns the run's
+        assert (ours == published) is (row["expect"] != "miss"), f"{row['id']}: fits={bool(ours)}, measured {bool(published)}"
         return
     err = ours / published - 1
     assert abs(err) <= tol, f"{row['id']}: ours {ours:.2f} vs published {published:.2f} ({err:+.1%}, tolerance {tol:.0%})"
@@ -117,6 +117,15 @@ def test_axolotl_is_the_hugging_face_stack_without_qloras_upcast() -> None:
     hf, axolotl = both(method="qlora", weights_format="nf4", gradient_checkpointing=False)
     assert checkpointing(hf) and not checkpointing(axolotl)
 
+    # bf16: true loads the weights in bf16: BF16 mixed trains as BF16 (true) outside DeepSpeed (ZeRO-3 is FSDP2, which
+    # keeps them bf16 too); under ZeRO 1-2 DeepSpeed's optimizer keeps the fp32 master, as for the Hugging Face stack
+    full = {**base, "method": "full", "training_stack": "axolotl", "data_parallel": 2}
+    for zero in (0, 3):
+        mixed, true = (estimate_memory(Scenario.model_validate({**full, "precision": p, "zero_stage": zero})) for p in ("bf16", "bf16-true"))
+        assert mixed.memory_per_device_bytes == true.memory_per_device_bytes
+    ds_axolotl, ds_hf = (estimate_memory(Scenario.model_validate({**full, "precision": "bf16", "zero_stage": 2, "training_stack": s})) for s in ("axolotl", "hf"))
+    assert ds_axolotl.memory_per_device_bytes == ds_hf.memory_per_device_bytes
+
 
 def test_sharding_engines_run_peft_adapters_in_16_bits() -> None:
     """DeepSpeed's engine casts the module it wraps to bf16 or fp16, PEFT's fp32 LoRA adapters included (DeepSpeed
@@ -124,7 +133,8 @@ def test_sharding_engines_run_peft_adapters_in_16_bits() -> None:
     parameter in the mixed-precision dtype (accelerate state.py: fsdp_plugin.set_mixed_precision, param_dtype bf16),
     so under either an adapter runs on the 16-bit input: no fp32 copy of each adapted input (memory) and none of its
     traffic (time). The Hugging Face stacks shard through DeepSpeed for ZeRO 1-2 and FSDP for ZeRO-3 (their launch
-    configs), the DeepSpeed stack runs its engine at every stage; fp32 training has nothing to cast. Anyscale's Axolotl
+    configs), the DeepSpeed stack runs its engine at every stage (but at ZeRO-3, where adapters added after zero.Init
+    stay fp32 in today's DeepSpeed); fp32 training has nothing to cast. Anyscale's Axolotl
     LoRA step on 4 A100s under ZeRO-2 (tests/data/finetune_speeds.csv) is +6% with the cast, -21% without it."""
     from core.memory.components import lora_fp32_inputs
 
@@ -133,7 +143,8 @@ def test_sharding_engines_run_peft_adapters_in_16_bits() -> None:
 
     assert [lora_fp32_inputs(sc("hf", z)) for z in (0, 1, 2, 3)] == [True, False, False, False]
     assert [lora_fp32_inputs(sc("axolotl", z)) for z in (0, 1, 2, 3)] == [True, False, False, False]
-    assert not any(lora_fp32_inputs(sc("deepspeed", z)) for z in (0, 1, 2, 3))
+    # DeepSpeed's own stack at ZeRO-3 builds the model under zero.Init, whose later adapters the engine leaves fp32
+    assert [lora_fp32_inputs(sc("deepspeed", z)) for z in (0, 1, 2, 3)] == [False, False, False, True]
     assert lora_fp32_inputs(sc("hf", 2, "fp32")) and not lora_fp32_inputs(sc("torchtune", 0))
     ddp, zero2 = (estimate_memory(sc("hf", z)).memory_per_device_bytes.activations for z in (0, 2))
     assert zero2 < ddp
