@@ -12,6 +12,7 @@ from app_pages.shared.style import COMPONENT_COLORS, Units, capacity_line, layou
 from app_pages.shared.text import chart_text, hours_text
 from app_pages.shared.ticks import number_ticks, time_ticks
 from core.memory.estimate import estimate_memory
+from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS
 from core.memory.sweep import COMPONENTS
 from core.plan import Plan
 from core.plan.train import days_words
@@ -46,8 +47,9 @@ def goal_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:
         out |= {"tokens": values["ptok"] * 1e6, "epochs": values["epochs"], "seq_len": values["pseq"]}
         out["deadline_hours"] = values["deadline"] or None
         out["require_bf16"] = bool(values.get("pbf16", False))
-        if values.get("mode") == "training":  # the sidebar's training stack, as the Training page runs it
+        if values.get("mode") == "training":  # the sidebar's training stack and loss, as the Training page runs them
             out["training_stack"] = values.get("stack", "hf")
+            out["fused_cross_entropy"] = bool(values.get("fce", False)) and out["training_stack"] in FUSED_CROSS_ENTROPY_STACKS
     out["budget_usd"] = values["budget"] or None
     return out
 

@@ -252,7 +252,10 @@ def loss_logits_bytes(sc: Scenario) -> float:
 
 def lora_fp32_inputs(sc: Scenario) -> bool:
     """PEFT runs each adapter on an fp32 copy of its input (the stack's lora_fp32_inputs), unless the sharding engine
-    (DeepSpeed, FSDP) runs the adapters in the 16-bit type (TrainingStack.adapters_16bit_zero_stages)."""
+    (DeepSpeed, FSDP) runs the adapters in the 16-bit type (TrainingStack.adapters_16bit_zero_stages). By the ZeRO stage
+    alone: the planner sizes a layout before its data-parallel degree is in the scenario, and one answer needs the same
+    rule for the plan and for `estimate` on its scenario (a one-process ZeRO run, which the launch starts without an
+    engine, is counted as if it had one)."""
     stack = stack_of(sc)
     return stack.lora_fp32_inputs and not (sc.precision != "fp32" and sc.zero_stage in stack.adapters_16bit_zero_stages)
 

@@ -9,6 +9,7 @@ from typing import Any
 from core.catalog.api_prices import load_api_prices, monthly_usd
 from core.catalog.presets import preset
 from core.catalog.prices import PriceRow
+from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS
 from core.money.pricing import DAYS_PER_MONTH
 from core.plan import frontier as fr
 from core.plan.goal import Goal
@@ -158,6 +159,14 @@ def assumptions(goal: Goal) -> list[str]:
             "inside an instance, pipeline stages across; the largest micro-batch that fits. CPU offload is not planned: "
             "its time cost is not modelled (set it on the Memory page).",
             f"Accelerators for inference only are left out ({', '.join(sorted(INFERENCE_ONLY))}); QLoRA only on CUDA or ROCm GPUs (bitsandbytes' 4-bit kernels).",
+            *(
+                [
+                    "The loss is a fused cross-entropy (Liger Kernel / Cut Cross-Entropy): 0.25 bytes a token and vocabulary entry "
+                    "instead of the stack's own (core/memory/stacks.py)."
+                ]
+                if goal.fused_cross_entropy and goal.training_stack in FUSED_CROSS_ENTROPY_STACKS
+                else []
+            ),
             f"Only the layouts the training stack runs ({goal.training_stack}: data/stack_layouts.csv, sourced); a pipeline "
             "plan carries 4 micro-batches per stage in each step, the bubble its time assumes. A part the stack does not "
             "run on trains under one that does: TPUs under Hugging Face on PyTorch/XLA (SPMD FSDPv2 or one chip).",

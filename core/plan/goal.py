@@ -46,6 +46,11 @@ class Goal(BaseModel):
     accelerators: tuple[str, ...] | None = Field(default=None, max_length=200)
     methods: tuple[Method, ...] | None = Field(default=None, min_length=1, max_length=3)
     training_stack: StackId = "hf"
+    fused_cross_entropy: bool = Field(
+        default=False,
+        description="training: the stack's loss replaced by a fused cross-entropy (Liger Kernel / Cut Cross-Entropy) where the stack takes it "
+        "(Hugging Face, Axolotl, DeepSpeed: core/memory/stacks.py FUSED_CROSS_ENTROPY_STACKS)",
+    )
     require_bf16: bool = Field(
         default=False,
         description="training: plan only parts with BF16 (Ampere and later, TPUs, Trainium...); parts without it train in FP16 with loss scaling",

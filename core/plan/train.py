@@ -80,6 +80,7 @@ def base_scenario(goal: Goal, method: str, gc: bool, stack: str | None = None, *
             "seq_len": goal.seq_len,
             "train_tokens": goal.train_tokens,
             "training_stack": stack or goal.training_stack,
+            "fused_cross_entropy": goal.fused_cross_entropy,
             **update,
         }
     )
@@ -459,6 +460,8 @@ def training_plan_of(goal: Goal, o: PlannedRun) -> Plan:
         "accelerator": o.accelerator.id,
         "training_stack": o.stack,
     }
+    if goal.fused_cross_entropy:  # left out when off: a plan's scenario carries what the plan changed
+        scenario["fused_cross_entropy"] = True
     return Plan.model_construct(
         **rental_fields(o.accelerator.id, o.accelerator.name, o.row, o.instances, o.price),
         devices=o.devices,

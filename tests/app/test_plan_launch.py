@@ -34,3 +34,9 @@ def test_an_axolotl_link_plans_under_axolotl_and_shows_its_config():
     assert best is not None and best.scenario["training_stack"] == "axolotl"
     assert best.launch in [c.value for c in at.code]
     assert "axolotl train axolotl_config.yaml" in best.launch and f"micro_batch_size: {best.micro_batch}" in best.launch
+    assert "CutCrossEntropyPlugin" not in best.launch
+    # with the sidebar's fused cross-entropy on, the plan is sized and launched with it
+    at = open_link("plan", {"model": "llama-3.1-70b", "goal": "fine-tune", "ptok": "20", "mode": "training", "stack": "axolotl", "fce": "True"})
+    no_exception(at)
+    fused = plan(Goal(goal="fine-tune", model="llama-3.1-70b", tokens=20e6, training_stack="axolotl", fused_cross_entropy=True)).cheapest
+    assert fused is not None and fused.launch in [c.value for c in at.code] and "CutCrossEntropyPlugin" in fused.launch

@@ -552,3 +552,21 @@ def test_axolotl_configs_that_axolotl_accepts():
     assert "Axolotl cannot run this" in launch_command({**base, "accelerator": "v100-32gb", "method": "full", "precision": "fp16"})
     r = plan(Goal.model_validate({"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 2e7, "methods": ["full"], "training_stack": "axolotl"}))
     assert r.plans and all(get_accelerator(p.accelerator).supports_bf16 for p in r.plans)
+
+
+def test_a_goal_with_a_fused_cross_entropy_plans_and_launches_it():
+    """Goal.fused_cross_entropy (the Plan page passes the sidebar's): the plans are sized with the fused loss on a stack
+    that takes it (never more memory, so at least as cheap), their scenario carries it to the launch text (TRL's
+    --use_liger_kernel), and a plan's own scenario is sized with it."""
+    from core.memory.estimate import estimate_memory
+    from core.scenario import Scenario
+
+    spec = {"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 2e7, "methods": ["full"]}
+    plain, fused = (plan(Goal.model_validate({**spec, "fused_cross_entropy": f})) for f in (False, True))
+    assert plain.cheapest is not None and fused.cheapest is not None
+    assert fused.cheapest.cost <= plain.cheapest.cost
+    assert fused.cheapest.scenario["fused_cross_entropy"] is True and "fused_cross_entropy" not in plain.cheapest.scenario
+    assert "--use_liger_kernel" in settings(fused.cheapest.launch) and "--use_liger_kernel" not in settings(plain.cheapest.launch)
+    sized = estimate_memory(Scenario.model_validate(fused.cheapest.scenario))
+    assert sized.fits and sized.activation_parts is not None
+    assert sized.activation_parts.logits == 0.25 * fused.cheapest.micro_batch * 2048 * 128_256  # the fused loss, 8B's vocabulary

@@ -146,6 +146,7 @@ def test_sharding_engines_run_peft_adapters_in_16_bits() -> None:
     # DeepSpeed's own stack at ZeRO-3 builds the model under zero.Init, whose later adapters the engine leaves fp32
     assert [lora_fp32_inputs(sc("deepspeed", z)) for z in (0, 1, 2, 3)] == [False, False, False, True]
     assert lora_fp32_inputs(sc("hf", 2, "fp32")) and not lora_fp32_inputs(sc("torchtune", 0))
+
     ddp, zero2 = (estimate_memory(sc("hf", z)).memory_per_device_bytes.activations for z in (0, 2))
     assert zero2 < ddp
 
