@@ -179,6 +179,8 @@ def fit_details() -> str:
 # The answer first, then the bars (above the fold at 1280 x 720 and 1024 x 768); the presenter view draws the bars
 # first, at large type, with the inputs that move them beside them (app_pages/shared/presenter.py).
 presenter = presenting(values)
+if result.stack_problem:  # the sidebar asks for what its stack or part does not run: said once, the figures still shown
+    st.warning(plain(result.stack_problem) + ": the figures below are for the setup as set.", icon=":material/warning:")
 if not presenter:
     headline()
 with chart_with_controls("memory"):

@@ -59,7 +59,10 @@ with st.container():  # one slot whether or not the warning shows (the chart bel
 cheapest, fastest = pick(priced, spot)  # the planner's definitions (core/money/picks.py)
 mine = [o for o in priced if o.accelerator_id == acc.id]
 
-est = cached_estimate(KEY, *PRICES).training
+full = cached_estimate(KEY, *PRICES)
+est = full.training
+if full.stack_problem:  # the sidebar asks for what its stack or part does not run (data/stack_layouts.csv): said once
+    st.warning(plain(full.stack_problem) + ": the figures below are for the setup as set.", icon=":material/warning:")
 c = st.columns(4)
 metric(c[0], "Compute", flops_text(est.flops), help=f"{est.flops:.3g} FLOPs = {sc.train_tokens / 1e9:,.3g} B tokens x {est.flops_per_token:.3g} FLOPs per token")
 metric(c[1], "Device-hours", f"{est.gpu_hours:,.0f}", help=f"on {acc.name}: {est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%}")

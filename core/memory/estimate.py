@@ -116,6 +116,10 @@ class MemoryResult(BaseModel):
     engine_reserved_bytes: int | None = None  # what the serving engine takes at start (vLLM gpu_memory_utilization)
     fit_capacity_bytes: int = 0  # what the scenario must fit in: usable memory, or the engine's reservation
     peak_phase: str = ""  # training: when the peak happens, "loss" or "optimizer step"
+    # training: why the scenario's training stack or part cannot run it as set (data/stack_layouts.csv: a ZeRO stage,
+    # tensor or pipeline parallelism, QLoRA's kernels, Axolotl's fp16 full fine-tune), or None; the figures are still
+    # the scenario's
+    stack_problem: str | None = None
     kv_pool_bytes: int | None = None  # engines that pre-allocate: the KV-cache pool per device (vLLM "KV cache size")
     # the pools in sequences of seq_len tokens (vLLM "Maximum concurrency"), over the replica: expert-parallel, the sum
     # of the ranks' pools (each rank holds its own sequences; vLLM logs it per data-parallel engine, 1/n of this)
@@ -257,6 +261,7 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
         engine_reserved_bytes=None if capacity == usable else round(capacity),
         fit_capacity_bytes=round(capacity),
         peak_phase=phase,
+        stack_problem=_problem(sc),
         states=ev.states,
         activation_parts=peak.parts if peak else None,
         **_kv_pool(sc, ev, layout, comps, capacity, usable),
