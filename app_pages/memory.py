@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.shared.charts import capacity_text, component_label, layout_text
-from app_pages.shared.context import page_header, priced
+from app_pages.shared.context import page_header, priced, stack_problem_warning
 from app_pages.shared.memory_views import breakdown_chart, fits_on_chart, help_basis, help_rows, sweep_chart
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls, presenting
@@ -179,8 +179,7 @@ def fit_details() -> str:
 # The answer first, then the bars (above the fold at 1280 x 720 and 1024 x 768); the presenter view draws the bars
 # first, at large type, with the inputs that move them beside them (app_pages/shared/presenter.py).
 presenter = presenting(values)
-if result.stack_problem:  # the sidebar asks for what its stack or part does not run: said once, the figures still shown
-    st.warning(plain(result.stack_problem) + ": the figures below are for the setup as set.", icon=":material/warning:")
+stack_problem_warning(result.stack_problem)
 if not presenter:
     headline()
 with chart_with_controls("memory"):

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages.shared.context import as_mode, page_header, stop_page, training_tokens
+from app_pages.shared.context import as_mode, page_header, stack_problem_warning, stop_page, training_tokens
 from app_pages.shared.context import priced as price_list
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls
@@ -61,8 +61,7 @@ mine = [o for o in priced if o.accelerator_id == acc.id]
 
 full = cached_estimate(KEY, *PRICES)
 est = full.training
-if full.stack_problem:  # the sidebar asks for what its stack or part does not run (data/stack_layouts.csv): said once
-    st.warning(plain(full.stack_problem) + ": the figures below are for the setup as set.", icon=":material/warning:")
+stack_problem_warning(full.stack_problem)
 c = st.columns(4)
 metric(c[0], "Compute", flops_text(est.flops), help=f"{est.flops:.3g} FLOPs = {sc.train_tokens / 1e9:,.3g} B tokens x {est.flops_per_token:.3g} FLOPs per token")
 metric(c[1], "Device-hours", f"{est.gpu_hours:,.0f}", help=f"on {acc.name}: {est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%}")

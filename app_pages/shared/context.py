@@ -116,3 +116,10 @@ def priced() -> tuple[str, Any]:
         mode = "" if not prices.own_rows else " (the catalog's rows for the others)" if context().values.get("pmode") != "only" else " (only these)"
         st.caption(plain(prices.summary() + mode + "; sidebar: Your own prices."))
     return prices.args
+
+
+def stack_problem_warning(problem: str | None) -> None:
+    """The one line saying the sidebar asks for what its training stack or part does not run (the estimate's
+    `stack_problem`, data/stack_layouts.csv); the page's figures below stay the scenario's."""
+    if problem:
+        st.warning(plain(problem) + ": the figures below are for the setup as set.", icon=":material/warning:")

@@ -241,13 +241,15 @@ def full_state_bytes(sc: Scenario) -> StateBytes:
     return StateBytes(4.0, 4.0, 4.0, 0.0, 2.0, "mixed precision under autocast: fp32 parameters")
 
 
+def fused_loss(sc: Scenario) -> bool:
+    """The scenario asks for a fused cross-entropy and its stack takes one (stacks.FUSED_CROSS_ENTROPY_STACKS)."""
+    return sc.fused_cross_entropy and sc.training_stack in FUSED_CROSS_ENTROPY_STACKS
+
+
 def loss_logits_bytes(sc: Scenario) -> float:
-    """Bytes per token and vocabulary entry at the loss step: the stack's own loss, or a fused cross-entropy where the
-    scenario asks for one and the stack takes it (stacks.FUSED_CROSS_ENTROPY_STACKS)."""
+    """Bytes per token and vocabulary entry at the loss step: the stack's own loss, or a fused cross-entropy."""
     own = stack_of(sc).logits_bytes
-    if sc.fused_cross_entropy and sc.training_stack in FUSED_CROSS_ENTROPY_STACKS:
-        return min(own, FUSED_LOSS_LOGITS_BYTES)
-    return own
+    return min(own, FUSED_LOSS_LOGITS_BYTES) if fused_loss(sc) else own
 
 
 def lora_fp32_inputs(sc: Scenario) -> bool:

@@ -22,6 +22,7 @@ from core.memory.components import (
     TrainingStates,
     engine_reservation,
     expert_parallel_ranks,
+    fused_loss,
     gpu_layer_share,
     host_resident_bytes,
     inference_components,
@@ -261,7 +262,7 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
         engine_reserved_bytes=None if capacity == usable else round(capacity),
         fit_capacity_bytes=round(capacity),
         peak_phase=phase,
-        stack_problem=_problem(sc),
+        stack_problem=None if light else _problem(sc),
         states=ev.states,
         activation_parts=peak.parts if peak else None,
         **_kv_pool(sc, ev, layout, comps, capacity, usable),
@@ -753,7 +754,7 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
                 )
             )
         out += [Text.of("{note}", note=note) for note in stack.notes]
-        if sc.fused_cross_entropy and sc.training_stack in FUSED_CROSS_ENTROPY_STACKS:
+        if fused_loss(sc):
             out.append(
                 Text.of(
                     "fused cross-entropy (Liger Kernel / Cut Cross-Entropy, for the model types they patch): the loss holds a chunk of the logits "

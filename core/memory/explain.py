@@ -17,6 +17,7 @@ from core.memory.components import (
     checkpointing,
     engine_reservation,
     expert_parallel_ranks,
+    fused_loss,
     kv_share,
     lora_params,
     loss_logits_bytes,
@@ -290,7 +291,7 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     # the activations before sharding that the breakdown's activations were built from (training_peak)
     tokens = sc.seq_len * sc.batch_size
     per_layer_token = float(parts.all_layers) / arch.num_layers / tokens
-    fused = " (fused cross-entropy)" if loss_logits_bytes(sc) < stack.logits_bytes else ""
+    fused = " (fused cross-entropy)" if fused_loss(sc) else ""
     loss = f"{bytes_mark(float(parts.logits))} loss step{fused} ({loss_logits_bytes(sc):g} B x {tokens:,} tokens x {arch.vocab_size:,} vocabulary)"
     if checkpointing(sc):
         where = "in CPU memory" if stack.checkpoints_offloaded else "on the device"

@@ -9,7 +9,7 @@ from typing import Any
 from core.catalog.api_prices import load_api_prices, monthly_usd
 from core.catalog.presets import preset
 from core.catalog.prices import PriceRow
-from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS
+from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, FUSED_LOSS_LOGITS_BYTES
 from core.money.pricing import DAYS_PER_MONTH
 from core.plan import frontier as fr
 from core.plan.goal import Goal
@@ -161,8 +161,8 @@ def assumptions(goal: Goal) -> list[str]:
             f"Accelerators for inference only are left out ({', '.join(sorted(INFERENCE_ONLY))}); QLoRA only on CUDA or ROCm GPUs (bitsandbytes' 4-bit kernels).",
             *(
                 [
-                    "The loss is a fused cross-entropy (Liger Kernel / Cut Cross-Entropy): 0.25 bytes a token and vocabulary entry "
-                    "instead of the stack's own (core/memory/stacks.py)."
+                    f"The loss is a fused cross-entropy (Liger Kernel / Cut Cross-Entropy): {FUSED_LOSS_LOGITS_BYTES:g} bytes a token and "
+                    "vocabulary entry instead of the stack's own (core/memory/stacks.py)."
                 ]
                 if goal.fused_cross_entropy and goal.training_stack in FUSED_CROSS_ENTROPY_STACKS
                 else []

@@ -639,8 +639,8 @@ def _axolotl(p: _Facts) -> list[str]:
     (docs/cli.qmd: launcher arguments after `--`; docs/multi-node.qmd)."""
     cfg = _axolotl_config(p)
     out = [_comment("Axolotl reads the whole run from its YAML config; set datasets[0].type to your data's format (alpaca: instruction / input / output)")]
-    if p.accelerator is not None and part_problem(p.accelerator, p.method, "axolotl"):
-        out.append(_comment(f"Axolotl cannot run this: {part_problem(p.accelerator, p.method, 'axolotl')}"))
+    if p.accelerator is not None and (problem := part_problem(p.accelerator, p.method, "axolotl")):
+        out.append(_comment(f"Axolotl cannot run this: {problem}"))
     if p.fused_cross_entropy and "plugins" not in cfg:
         out.append(_comment("no fused cross-entropy: Cut Cross-Entropy needs 16-bit training"))
     if _tp_with_data_parallel(p):
