@@ -22,6 +22,9 @@ from core.model.formats import FORMATS
 SEQ_OPTIONS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
 BATCH_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 RANK_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+# The stacks that train QLoRA on another base than their own (a GPTQ checkpoint), and those bases.
+QLORA_BASE_STACKS = frozenset(k for k, s in STACKS.items() if s.qlora_other_bases)
+QLORA_OTHER_BASES = tuple(sorted({b for s in STACKS.values() for b in s.qlora_other_bases}))
 
 Values = dict[str, Any]
 Kind = Literal["choice", "int", "float", "bool"]
@@ -64,6 +67,10 @@ class Field:
     lo_set: float | None = None  # zero_is_unset: the least value that sets the field (0 or lo_set..hi, the scenario's bound)
     unset: Any = None  # another widget value that leaves the scenario field out (e.g. -1 = all layers)
     applies: Callable[[Values], bool] = _always  # whether it shapes the scenario (and shows) for these values
+    # Another input sets the same scenario field where this one does not apply (their `applies` never overlap): a
+    # scenario value outside this input's options stands for its default (QLoRA's base: a format that is no QLoRA base
+    # trains on the stack's NF4).
+    others_as_default: bool = False
 
     def parse(self, raw: Any) -> Any:
         """The value a URL string stands for, or raise ValueError."""
@@ -113,6 +120,8 @@ class Field:
         """Whether the widget value stands for the scenario value exactly (a slider snaps to its nearest stop)."""
         if scenario_value is None:
             return True
+        if self.others_as_default and scenario_value not in self.options:
+            scenario_value = self.default
         back = self.to_scenario(widget_value)
         if isinstance(scenario_value, float) and isinstance(back, int | float) and not isinstance(back, bool):
             return math.isclose(back, scenario_value, rel_tol=1e-9)
@@ -120,7 +129,7 @@ class Field:
 
     def scenario_text(self, value: Any) -> str:
         """A scenario's value in this input's terms (its scale and labels), exactly: not snapped to a slider stop."""
-        if value is None:
+        if value is None or (self.others_as_default and value not in self.options):
             return self.fmt(self.default)
         if self.scale != 1.0:
             value = value / self.scale
@@ -142,7 +151,7 @@ class Field:
 
     def from_scenario(self, value: Any) -> Any:
         """The widget value that shows a scenario value (nearest slider stop for sliders)."""
-        if value is None:
+        if value is None or (self.others_as_default and value not in self.options):
             return self.default
         if self.scale != 1.0:
             value = value / self.scale
@@ -296,6 +305,21 @@ def fields() -> dict[str, Field]:
             section="workload",
             scenario="weights_format",
             applies=lambda v: inference(v) or v.get("method") == "lora",
+        ),
+        Field(
+            "qbase",
+            "QLoRA base",
+            "choice",
+            "nf4",
+            ("nf4", *QLORA_OTHER_BASES),
+            labels={"nf4": "NF4 (bitsandbytes, from the 16-bit checkpoint)", "gptq-4bit": "GPTQ 4-bit checkpoint"},
+            section="workload",
+            scenario="weights_format",
+            applies=lambda v: training(v) and v.get("method") == "qlora" and v.get("stack", "hf") in QLORA_BASE_STACKS,
+            others_as_default=True,
+            help="The frozen 4-bit model QLoRA trains adapters on: bitsandbytes quantizes the 16-bit checkpoint to NF4 as it loads, "
+            "or PEFT trains on a published GPTQ checkpoint, which dequantizes every weight in each forward pass (slower) and skips "
+            "the fp32 upcast. The Hugging Face and Axolotl stacks take either",
         ),
         Field(
             "opt",

@@ -83,7 +83,11 @@ def build_scenario(values: Values, config_text: str) -> tuple[Scenario | None, s
 
 def input_labels() -> dict[str, str]:
     """Scenario field -> the label of the input that sets it (a message names what the reader sees)."""
-    return {f.scenario: f.label for f in fields().values() if f.scenario}
+    out: dict[str, str] = {}
+    for f in fields().values():
+        if f.scenario and not f.others_as_default:  # a shared scenario field is named by its main input
+            out.setdefault(f.scenario, f.label)
+    return out
 
 
 def scenario_values(sc: Scenario) -> Values:

@@ -33,7 +33,7 @@ from core.catalog.accelerators import get_accelerator
 from core.layout import Layout
 from core.memory.activations import LayerCosts, layer_activation_bytes, logits_bytes
 from core.memory.engines import ENGINES
-from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, FUSED_LOSS_LOGITS_BYTES, STACKS, TrainingStack
+from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, FUSED_LOSS_LOGITS_BYTES, GPTQ_BASE, STACKS, TrainingStack
 from core.model.architecture import ATTENTION_ROLES, MLP_ROLES, Architecture, WeightGroup
 from core.model.formats import FORMATS, KV_CACHE_BYTES, WeightFormat, routed_expert_bytes, weight_bytes
 from core.scenario import Scenario
@@ -175,8 +175,39 @@ def master_layout(sc: Scenario) -> bool:
     return mixed(sc) and (stack_of(sc).mixed_layout == "master" or sc.zero_stage >= 1)
 
 
+def qlora_base(sc: Scenario) -> WeightFormat:
+    """QLoRA's frozen 4-bit base: the scenario's weights_format where the stack trains LoRA on that format
+    (TrainingStack.qlora_other_bases: a GPTQ checkpoint), else the stack's own (bitsandbytes NF4; MLX's 4-bit)."""
+    stack = stack_of(sc)
+    return FORMATS[sc.weights_format if sc.weights_format in stack.qlora_other_bases else stack.qlora_base_format]
+
+
+def gptq_base(sc: Scenario) -> bool:
+    """QLoRA on a GPTQ checkpoint: its linears dequantize in PyTorch ops under autograd (core/speed/timing.py
+    GPTQ_DEQUANT_BYTES_PER_PARAM; the dequantized weights kept for the backward pass: dequantized_weight_bytes)."""
+    return sc.method == "qlora" and qlora_base(sc).id == GPTQ_BASE
+
+
 def qlora_upcast(sc: Scenario) -> bool:
-    return sc.method == "qlora" and stack_of(sc).qlora_upcast
+    """prepare_model_for_kbit_training's fp32 upcast, which PEFT skips for a GPTQ model (huggingface/peft@5d602fd
+    src/peft/utils/other.py: `if not is_gptq_quantized and ...` around the cast)."""
+    return sc.method == "qlora" and stack_of(sc).qlora_upcast and not gptq_base(sc)
+
+
+def dequantized_weight_bytes(sc: Scenario, arch: Architecture) -> tuple[float, float]:
+    """A GPTQ base's linears dequantize to a 16-bit weight and multiply it in PyTorch (GPTQModel's / auto-gptq's torch
+    QuantLinear: dequantize_weight, then matmul), so autograd keeps each dequantized weight for the backward pass (the
+    input's gradient needs it). Bytes for every block's (what a step without checkpointing keeps) and for the largest
+    block's (what recomputing one checkpointed block keeps); (0, 0) for any other base."""
+    if not gptq_base(sc):
+        return 0.0, 0.0
+    quantized = quantized_params(arch)
+    return 2.0 * quantized, 2.0 * quantized / arch.num_layers
+
+
+def quantized_params(arch: Architecture) -> float:
+    """The weights a 4-bit base quantizes: every linear layer's (the blocks'; embeddings and norms stay 16-bit)."""
+    return sum(g.params for g in arch.weight_groups if g.is_linear) * arch.param_scale
 
 
 def act_bytes(sc: Scenario) -> float:
@@ -281,7 +312,7 @@ def training_states(sc: Scenario, arch: Architecture) -> TrainingStates:
         copies = copies_per_param * n
         largest = max(g.in_features * g.out_features for g in arch.weight_groups) * arch.param_scale
         return TrainingStates(param * n, copies, grad * n, opt, n, param, grad * largest, grad * head, table)
-    base = FORMATS[stack_of(sc).qlora_base_format] if sc.method == "qlora" else FORMATS[sc.weights_format]
+    base = qlora_base(sc) if sc.method == "qlora" else FORMATS[sc.weights_format]
     if sc.method == "lora" and sc.precision == "fp32":
         base = FORMATS["fp32"]
     if qlora_upcast(sc):  # prepare_model_for_kbit_training: every non-quantized parameter in fp32
@@ -345,6 +376,7 @@ class ActivationParts(NamedTuple):
     largest: Any  # one block's: what checkpointing rebuilds at a time
     checkpoints: Any  # under checkpointing, each block's input (layers x tokens x h x residual bytes); else 0
     logits: Any  # the loss step's buffer (stack's bytes x tokens x vocabulary)
+    dequantized: Any = 0.0  # a GPTQ base's 16-bit weights autograd keeps (every block's, or one recomputed block's)
 
 
 class TrainingPeak(NamedTuple):
@@ -451,21 +483,24 @@ def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, ba
     offloaded: Any = 0.0
     recompute: Any = 0.0
     inputs: Any = 0.0
+    every_block, one_block = dequantized_weight_bytes(sc, arch)
     if checkpointing(sc):
         # Full recomputation keeps each block's input (2sbh bytes in 16-bit; Korthikanti Table 2) and rebuilds one
         # block at a time during the backward pass.
         inputs = arch.num_layers * seq * batch * arch.hidden_size * residual_bytes(sc)
         if stack.checkpoints_offloaded:
             offloaded, inputs = inputs, 2 * seq * batch * arch.hidden_size * residual_bytes(sc)  # a block in flight
-        kept, recompute = inputs, largest
+        dequantized = one_block
+        kept, recompute = inputs, largest + dequantized
     else:
-        kept = all_layers
+        dequantized = every_block
+        kept = all_layers + dequantized
     # Sequence parallelism splits every activation over the TP group (Korthikanti Sec. 4.2.2); the loss is
     # vocabulary-parallel. Under 1F1B the first pipeline stage holds L/p layers for p micro-batches in flight, i.e.
     # L layers' worth (Sec. 4.2.3); the last stage holds the loss.
     whole_loss = logits_bytes(seq, batch, arch.vocab_size, loss_logits_bytes(sc))
     # hop: the unsharded pieces -> ActivationParts (MemoryResult.activation_parts, what Explain prints)
-    parts = ActivationParts(all_layers, largest, inputs if not stack.checkpoints_offloaded else offloaded, whole_loss)
+    parts = ActivationParts(all_layers, largest, inputs if not stack.checkpoints_offloaded else offloaded, whole_loss, dequantized)
     loss = whole_loss / tp
     if pp == 1:
         return _Kept(kept / tp, recompute / tp, offloaded / tp), loss, parts

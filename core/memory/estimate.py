@@ -20,14 +20,18 @@ from core.memory.components import (
     ActivationParts,
     Components,
     TrainingStates,
+    checkpointing,
     engine_reservation,
     expert_parallel_ranks,
     fused_loss,
+    gptq_base,
     gpu_layer_share,
     host_resident_bytes,
     inference_components,
     kv_cache_bytes_per_token,
     kv_headroom,
+    qlora_base,
+    qlora_upcast,
     runtime_of,
     sram_resident,
     training_peak,
@@ -229,7 +233,7 @@ def estimate_memory(sc: Scenario, ev: Evaluator | None = None, light: bool = Fal
     fits = bool(comps.total <= capacity) and ev.host_fits(layout, sc.batch_size, sc.seq_len)
     needed = devices_needed(sc, ev, capacity)
     seq_limit = max(arch.max_context, sc.seq_len)
-    fmt = FORMATS[STACKS[sc.training_stack].qlora_base_format] if sc.mode == "training" and sc.method == "qlora" else FORMATS[sc.weights_format]
+    fmt = qlora_base(sc) if sc.mode == "training" and sc.method == "qlora" else FORMATS[sc.weights_format]
     if sc.mode == "training" and sc.method == "full":
         fmt = FORMATS["fp32" if sc.precision == "fp32" else "bf16"]
     return MemoryResult.model_construct(
@@ -763,9 +767,17 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
             )
         elif sc.fused_cross_entropy:
             out.append(Text.of("fused_cross_entropy is not used: {label} has its own loss", label=stack.label))
-        if sc.method == "qlora" and sc.weights_format != stack.qlora_base_format:
-            out.append(Text.of("QLoRA keeps the frozen base in {label}; weights_format is not used", label=FORMATS[stack.qlora_base_format].label))
-        if sc.method == "qlora" and stack.qlora_upcast and not sc.gradient_checkpointing:
+        if sc.method == "qlora" and sc.weights_format != qlora_base(sc).id:
+            out.append(Text.of("QLoRA keeps the frozen base in {label}; weights_format is not used", label=qlora_base(sc).label))
+        if gptq_base(sc):
+            out.append(
+                Text.of(
+                    "QLoRA on a GPTQ checkpoint: no fp32 upcast (PEFT skips it for GPTQ); every forward pass dequantizes each weight in "
+                    "PyTorch ops, and autograd keeps the 16-bit weight for the backward pass ({kept})",
+                    kept="one block's at a time, with checkpointing" if checkpointing(sc) else "every block's, without checkpointing",
+                )
+            )
+        if sc.method == "qlora" and qlora_upcast(sc) and not sc.gradient_checkpointing:
             out.append(Text.of("gradient checkpointing counted on: prepare_model_for_kbit_training enables it"))
         if sc.tensor_parallel > 1:
             out.append(Text.of("tensor parallelism with sequence parallelism: activations split over the TP group"))

@@ -21,6 +21,7 @@ from core.memory.components import (
     kv_share,
     lora_params,
     loss_logits_bytes,
+    qlora_base,
     qlora_upcast,
     residual_bytes,
     runtime_of,
@@ -270,7 +271,7 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
         ]
     else:
         n_ad = lora_params(arch, sc.lora_rank, sc.lora_targets)
-        base = "NF4" if sc.method == "qlora" else FORMATS[sc.weights_format].label
+        base = qlora_base(sc).label if sc.method == "qlora" else FORMATS[sc.weights_format].label
         upcast = " (embeddings, norms and head upcast to fp32)" if qlora_upcast(sc) else ""
         ab = adapter_bytes(sc)
         rows = [
@@ -302,6 +303,10 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
         attn = "FlashAttention: no s^2 terms" if sc.flash_attention else "eager attention keeps the s^2 scores"
         formula = "layers x per-layer activations + the loss step (stack's bytes x tokens x vocabulary)"
         numbers = f"{arch.num_layers} x {per_layer_token:,.0f} B per token per layer ({attn}; {act_bytes(sc):g}-byte activations) x {tokens:,} tokens + {loss}"
+    if float(parts.dequantized):
+        kept = "one recomputed block's" if checkpointing(sc) else "every block's"
+        formula += " + the GPTQ weights autograd keeps dequantized"
+        numbers += f" + {bytes_mark(float(parts.dequantized))} ({kept} GPTQ weights dequantized to 2 B, kept for the backward pass)"
     if sc.tensor_parallel > 1 or sc.pipeline_parallel > 1:
         numbers += f", / TP {sc.tensor_parallel} (sequence parallel), 1F1B with PP {sc.pipeline_parallel}"
     if result.peak_phase == "optimizer step":

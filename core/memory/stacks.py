@@ -44,6 +44,9 @@ FUSED_LOSS_LOGITS_BYTES = 0.25
 # patch the model types they list (Llama, Mistral, Qwen, Gemma and others).
 FUSED_CROSS_ENTROPY_STACKS = frozenset({"hf", "axolotl", "deepspeed"})
 
+# A GPTQ checkpoint as QLoRA's frozen base (core/model/formats.py "gptq-4bit": 4-bit, g128).
+GPTQ_BASE = "gptq-4bit"
+
 StackId = Literal["hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "mlx-lm", "hf-xla", "axolotl"]
 
 
@@ -84,6 +87,10 @@ class TrainingStack(NamedTuple):
     # (components.mixed). Axolotl: bf16 -> torch_dtype bfloat16 (src/axolotl/utils/config/__init__.py), its FSDP2 does
     # not upcast the trainable parameters.
     mixed_loads_16bit: bool = False
+    # Other frozen 4-bit bases QLoRA trains LoRA on where the scenario's weights_format names one (components.qlora_base):
+    # a GPTQ checkpoint through PEFT (huggingface/peft@5d602fd src/peft/tuners/lora/gptq.py, GPTQModel or auto-gptq
+    # kernels) or Axolotl's `gptq: true` (axolotl-ai-cloud/axolotl@067b021 examples/llama-2/gptq-lora.yml).
+    qlora_other_bases: tuple[str, ...] = ()
 
 
 _HF = TrainingStack(
@@ -112,6 +119,7 @@ _HF = TrainingStack(
     ),
     eager_launches=True,
     adapters_16bit_zero_stages=(1, 2, 3),
+    qlora_other_bases=(GPTQ_BASE,),
 )
 
 STACKS: dict[str, TrainingStack] = {
@@ -278,6 +286,7 @@ STACKS: dict[str, TrainingStack] = {
         _HF._replace(
             eager_launches=False,  # compiled by XLA
             adapters_16bit_zero_stages=(),  # SPMD FSDPv2 under PyTorch/XLA: not measured here
+            qlora_other_bases=(),  # no GPTQ kernels on TPU
             id="hf-xla",
             label="Hugging Face Trainer + PEFT on PyTorch/XLA (TPU)",
             source="the Hugging Face stack's code (transformers causal-LM loss, LlamaRMSNorm, PEFT LoraLayer) run by PyTorch/XLA: "

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from core.catalog.expert_parallel import load_expert_parallel
 from core.catalog.presets import preset, preset_ids
 from core.catalog.stack_layouts import part_problem
+from core.memory.stacks import STACKS
 
 if TYPE_CHECKING:
     from core.catalog.accelerators import Accelerator
@@ -86,6 +87,9 @@ class _Facts:
         self.gradient_checkpointing = bool(sc.get("gradient_checkpointing", False))
         self.fused_cross_entropy = bool(sc.get("fused_cross_entropy", False))
         self.stack = str(sc.get("training_stack", "hf"))
+        # QLoRA on a GPTQ checkpoint where the stack trains on one (core/memory/components.qlora_base), else on NF4
+        stack = STACKS.get(self.stack)
+        self.gptq_base = self.method == "qlora" and stack is not None and self.weights_format in stack.qlora_other_bases
         self.engine = str(sc.get("serving_engine", "vllm"))
         self.expert_parallel = self.serving and bool(sc.get("expert_parallel", False)) and tp > 1
         # vLLM's data-parallel engines and TensorRT-LLM's attention-DP ranks each schedule their own requests: the
@@ -572,11 +576,12 @@ def _hf(p: _Facts) -> list[str]:
         args.append("--gradient_checkpointing")
     if p.method in ("lora", "qlora"):
         args += ["--use_peft", ("--lora_r", LORA_RANK), ("--lora_target_modules", "all-linear")]
-    if p.method == "qlora":
+    if p.method == "qlora" and not p.gptq_base:
         args += ["--load_in_4bit", ("--bnb_4bit_quant_type", "nf4")]
     if p.fused_cross_entropy:
         args.append("--use_liger_kernel")  # Liger Kernel (pip install liger-kernel): its fused linear cross-entropy, norms and SwiGLU
     out = [_comment("TRL's SFT trainer over Accelerate (trl passes the accelerate launch flags on); ./data holds train.jsonl")]
+    out += _gptq_note(p)
     if _tp_with_data_parallel(p):
         out.append(
             _comment(
@@ -589,16 +594,31 @@ def _hf(p: _Facts) -> list[str]:
     return out
 
 
+def _gptq_note(p: _Facts) -> list[str]:
+    """QLoRA on a GPTQ base loads a published GPTQ checkpoint (its config.json's quantization_config), not the 16-bit one."""
+    if not p.gptq_base:
+        return []
+    return [
+        _comment(
+            "QLoRA on a GPTQ base: point the model at its GPTQ 4-bit checkpoint (a '-GPTQ-Int4' repo; pip install gptqmodel "
+            "optimum), which PEFT trains LoRA on; no bitsandbytes"
+        )
+    ]
+
+
 def _axolotl_config(p: _Facts) -> dict[str, Any]:
     """Axolotl's YAML config for the plan (key names from axolotl-ai-cloud/axolotl@067b021
     src/axolotl/utils/schemas/config.py and its docs/multi-gpu.qmd, nd_parallelism.qmd)."""
     cfg: dict[str, Any] = {"base_model": p.model}
     if p.fused_cross_entropy and p.precision != "fp32":  # Cut Cross-Entropy (integrations/cut_cross_entropy: 16-bit only)
         cfg["plugins"] = ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]
-    if p.method == "qlora":
+    if p.gptq_base:  # LoRA on a GPTQ checkpoint (examples/llama-2/gptq-lora.yml; adapter qlora refuses gptq)
+        cfg |= {"gptq": True, "gptq_disable_exllama": True}
+    elif p.method == "qlora":
         cfg["load_in_4bit"] = True
     if p.method in ("lora", "qlora"):
-        cfg |= {"adapter": p.method, "lora_r": LORA_RANK, "lora_alpha": 2 * LORA_RANK, "lora_target_linear": True}
+        adapter = "lora" if p.gptq_base else p.method
+        cfg |= {"adapter": adapter, "lora_r": LORA_RANK, "lora_alpha": 2 * LORA_RANK, "lora_target_linear": True}
     cfg |= {
         "datasets": [{"path": "data/train.jsonl", "ds_type": "json", "type": "alpaca"}],
         "output_dir": "./outputs",
@@ -639,6 +659,7 @@ def _axolotl(p: _Facts) -> list[str]:
     (docs/cli.qmd: launcher arguments after `--`; docs/multi-node.qmd)."""
     cfg = _axolotl_config(p)
     out = [_comment("Axolotl reads the whole run from its YAML config; set datasets[0].type to your data's format (alpaca: instruction / input / output)")]
+    out += _gptq_note(p)
     if p.accelerator is not None and (problem := part_problem(p.accelerator, p.method, "axolotl")):
         out.append(_comment(f"Axolotl cannot run this: {problem}"))
     if p.fused_cross_entropy and "plugins" not in cfg:

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator
 from core.layout import Layout
-from core.memory.components import checkpointing, lora_fp32_inputs, lora_params
+from core.memory.components import checkpointing, gptq_base, lora_fp32_inputs, lora_params, qlora_upcast, quantized_params
 from core.memory.engines import EAGER_LAYER_OVERHEAD_S
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
@@ -79,6 +79,20 @@ LORA_FP32_BYTES_PER_ADAPTER_DIM = 75.0
 # at 2,048) are slower than this, at about 14-24 bytes a parameter and pass (tests/core/test_finetune_speeds.py), an older
 # bitsandbytes or the Ampere part; nothing here separates the two.
 DEQUANT_BYTES_PER_PARAM = 2.5
+# QLoRA on a GPTQ checkpoint (components.gptq_base): at training's token counts auto-gptq's QuantLinear (and
+# GPTQModel's torch kernel) dequantizes the whole weight in PyTorch ops and multiplies it with torch.matmul
+# (AutoGPTQ/AutoGPTQ@9f7d370 auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py forward, from kernel_switch_threshold =
+# 128 rows on), so autograd keeps the 16-bit weight for the backward pass: it is dequantized in every forward pass (2
+# with recomputation, 1 without), not again in the backward. The ops read and write about 18 bytes a weight (the int32
+# words shifted into an expanded int32 tensor, cast to int8, masked, the zeros subtracted, the fp16 scales multiplied
+# in, the 16-bit weight written, then read by the matmul). Calibrated on ms-swift's benchmark (modelscope/ms-swift
+# docs/source_en/LLM/Benchmark.md, "Quantization": A100, auto_gptq 0.5.1, batch 1, max length 2,048, checkpointing):
+# a GPTQ Int4 sample takes 0.256 s longer than a bf16 one on Qwen-7B-Chat (2.05 vs 4.31 samples/s) and 0.485 s on
+# Qwen-14B-Chat (1.15 vs 2.60), 40.2 and 39.2 bytes a quantized weight and forward pass at the A100's 2.04 TB/s
+# (tests/core/test_qlora_gptq.py): these small-integer elementwise kernels run at under half the bandwidth. Checked
+# on Qwen's own README (finetune.py, auto-gptq, A100: Qwen-7B and -14B Q-LoRA at 256-8,192 tokens, twelve rows of
+# tests/data/finetune_speeds.csv).
+GPTQ_DEQUANT_BYTES_PER_PARAM = 40.0
 # peft.prepare_model_for_kbit_training (STACKS qlora_upcast) casts every parameter bitsandbytes left unquantized to
 # fp32: the output head (its forward and input-gradient matmuls, 4 FLOPs per head parameter and token, run on the
 # FP32 units) and the norms and embeddings (the residual stream and the norms' outputs turn fp32: more bytes per
@@ -135,9 +149,11 @@ def default_mfu(sc: Scenario) -> tuple[float | None, str]:
     if sc.mfu is not None:
         return sc.mfu, f"MFU {sc.mfu:.0%} set by the scenario"
     why = f"matmuls at {MATMUL_EFFICIENCY:.0%} of peak plus bandwidth-bound work per layer and token (fitted on our H100 runs)"
-    if sc.method == "qlora":
+    if gptq_base(sc):
+        why += f"; QLoRA's GPTQ dequantization in PyTorch ops as {GPTQ_DEQUANT_BYTES_PER_PARAM:g} bytes of traffic a weight and forward pass"
+    elif sc.method == "qlora":
         why += f"; QLoRA's NF4 dequantization as {DEQUANT_BYTES_PER_PARAM:g} bytes of traffic a weight and pass"
-        if STACKS[sc.training_stack].qlora_upcast:
+        if qlora_upcast(sc):
             why += "; prepare_model_for_kbit_training's fp32 output head and residual stream (fitted on our H200 QLoRA runs)"
     return None, why
 
@@ -172,17 +188,20 @@ def _fp32_ops_per_s(acc: Accelerator) -> float:
 
 
 def _quantized_params(sc: Scenario, arch: Architecture) -> float:
-    return sum(g.params for g in arch.weight_groups if g.is_linear) * arch.param_scale
+    return quantized_params(arch)
 
 
 def dequant_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator) -> float:
-    """QLoRA's dequantization time per token (0 for other methods): every NF4 weight, every pass of every
-    micro-batch, as traffic at the device's bandwidth; devices splitting the model split it too (training_time
-    divides the tokens by all devices)."""
+    """QLoRA's dequantization time per token (0 for other methods): every 4-bit weight, every pass of every
+    micro-batch that dequantizes it (NF4: each forward and backward pass; GPTQ: each forward pass), as traffic at the
+    device's bandwidth; devices splitting the model split it too (training_time divides the tokens by all devices)."""
     if sc.method != "qlora":
         return 0.0
-    passes = 3 if checkpointing(sc) else 2
-    traffic_bytes = passes * _quantized_params(sc, arch) * DEQUANT_BYTES_PER_PARAM
+    if gptq_base(sc):
+        passes, per_param = (2 if checkpointing(sc) else 1), GPTQ_DEQUANT_BYTES_PER_PARAM
+    else:
+        passes, per_param = (3 if checkpointing(sc) else 2), DEQUANT_BYTES_PER_PARAM
+    traffic_bytes = passes * _quantized_params(sc, arch) * per_param
     return traffic_bytes / acc.memory_bandwidth_bytes_per_s / (sc.batch_size * sc.seq_len)
 
 
@@ -200,7 +219,7 @@ def overhead_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerato
 def upcast_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator) -> float:
     """prepare_model_for_kbit_training's fp32 upcast per token, all devices of a replica together (0 unless QLoRA on
     a stack that calls it): the fp32 output head at the FP32 rate and the fp32 residual stream at the bandwidth."""
-    if sc.method != "qlora" or not STACKS[sc.training_stack].qlora_upcast:
+    if not qlora_upcast(sc):
         return 0.0
     head = UPCAST_HEAD_FP32_OPS_PER_PARAM * arch.vocab_size * arch.hidden_size / _fp32_ops_per_s(acc)
     return head + UPCAST_BYTES_PER_LAYER_HIDDEN * arch.num_layers * arch.hidden_size / acc.memory_bandwidth_bytes_per_s

@@ -570,3 +570,22 @@ def test_a_goal_with_a_fused_cross_entropy_plans_and_launches_it():
     sized = estimate_memory(Scenario.model_validate(fused.cheapest.scenario))
     assert sized.fits and sized.activation_parts is not None
     assert sized.activation_parts.logits == 0.25 * fused.cheapest.micro_batch * 2048 * 128_256  # the fused loss, 8B's vocabulary
+
+
+def test_qlora_on_a_gptq_base_loads_the_gptq_checkpoint_not_bitsandbytes():
+    """A QLoRA scenario on a GPTQ base (core/memory/components.qlora_base) launches LoRA on the GPTQ checkpoint: TRL
+    without --load_in_4bit and with a note to point at the GPTQ repo; Axolotl with gptq: true and adapter lora (its
+    schema refuses adapter qlora with gptq); every name in the flag table. On NF4, bitsandbytes as before; a stack
+    without GPTQ (torchtune) trains on NF4 whatever the scenario's weights_format."""
+    base = {"model": "llama-3.1-8b", "mode": "training", "method": "qlora", "accelerator": "a100-sxm-80gb", "batch_size": 2}
+    for wf in ("gptq-4bit", "nf4"):
+        gptq = wf == "gptq-4bit"
+        hf_text = launch_command({**base, "training_stack": "hf", "weights_format": wf})
+        hf = settings(hf_text)
+        assert ("--load_in_4bit" in hf) is not gptq and "--use_peft" in hf and set(hf) <= set(table()["hf"])
+        assert ("GPTQ 4-bit checkpoint" in hf_text) is gptq
+        ax = settings(launch_command({**base, "training_stack": "axolotl", "weights_format": wf}))
+        assert ax.get("gptq", False) is gptq and ax.get("load_in_4bit", False) is not gptq and set(ax) <= set(table()["axolotl"])
+        assert ax["adapter"] == ("lora" if gptq else "qlora")
+    torchtune = launch_command({**base, "training_stack": "torchtune", "weights_format": "gptq-4bit"})
+    assert "GPTQ" not in torchtune and "qlora" in torchtune
