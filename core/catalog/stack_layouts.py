@@ -3,16 +3,24 @@ ZeRO / FSDP sharding stages, tensor and pipeline parallelism, several nodes, LoR
 The planner never proposes what its stack cannot run; a sidebar scenario that asks for it is told so in one line.
 
 bitsandbytes' 4-bit kernels (QLoRA) need a CUDA or ROCm GPU: bitsandbytes docs, "Installation" (CUDA; ROCm for AMD;
-other backends preview only), so no TPU, Trainium, Gaudi or Apple part trains QLoRA here."""
+other backends preview only), so no TPU, Trainium, Gaudi or Apple part trains QLoRA here. 8-bit AdamW is bitsandbytes'
+block-wise AdamW8bit (or torchao's AdamW8bit where bitsandbytes' breaks under FSDP2 or tensor parallelism: Axolotl's
+validation), CUDA or ROCm kernels as well: the same parts (torchao: "We only test on CPU and CUDA", torchao/optim/README.md).
+
+Each stack's `optimizers` are the scenario's optimizers (core/scenario.Optimizer) its launch command sets with the
+trainer's own names (core/plan/launch.py), `qlora_optimizers` those it runs on a QLoRA base where fewer (LitGPT's
+bitsandbytes precision builds PagedAdamW whatever is asked), each row with its `optimizers_source`."""
 
 from __future__ import annotations
 
 import functools
+from typing import get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
 from core.catalog.engine_hardware import engine_problem
+from core.scenario import Optimizer
 
 LAYOUTS_CSV = DATA_DIR / "stack_layouts.csv"
 QLORA_VENDORS = frozenset({"nvidia", "amd"})
@@ -25,6 +33,9 @@ MLX_STACK = "mlx-lm"
 # loaders/model.py _configure_embedding_dtypes): no full fine-tune on a part without bf16.
 AXOLOTL_STACK = "axolotl"
 KINDS = frozenset({"gpu", "npu", "tpu", "apple", "unified", "lpu", "wafer"})  # data/accelerators.csv kinds
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+OPTIMIZER_LABELS = {"adamw": "AdamW", "adamw-8bit": "8-bit AdamW", "sgd": "SGD with momentum", "adafactor": "Adafactor"}
+EIGHT_BIT_OPTIMIZERS = frozenset({"adamw-8bit"})  # bitsandbytes' (or torchao's) 8-bit states: CUDA or ROCm kernels
 
 
 class StackLayouts(BaseModel):
@@ -42,6 +53,9 @@ class StackLayouts(BaseModel):
     source: str = Field(min_length=10)
     pipeline_zero_stages: tuple[int, ...] | None = None  # the ZeRO stages it runs with pipeline parallelism (None: all)
     hardware: tuple[str, ...] = ("gpu", "npu")  # accelerator kinds it runs on (npu: Optimum Neuron / Habana; apple: PyTorch MPS or MLX; unified: DGX Spark, Strix Halo)
+    optimizers: tuple[str, ...]  # the scenario optimizers its launch sets (core/scenario.Optimizer)
+    optimizers_source: str = Field(min_length=10)
+    qlora_optimizers: tuple[str, ...] | None = None  # those it runs on a QLoRA base, where fewer (None: all of optimizers)
 
     @field_validator("zero_stages", "pipeline_zero_stages", mode="before")
     @classmethod
@@ -49,6 +63,20 @@ class StackLayouts(BaseModel):
         if value == "":
             return None
         return tuple(int(s) for s in value.split(";")) if isinstance(value, str) else value
+
+    @field_validator("optimizers", "qlora_optimizers", mode="before")
+    @classmethod
+    def _optimizers(cls, value: object) -> object:
+        names = tuple(value.split(";")) if isinstance(value, str) else value
+        if not isinstance(names, tuple | list) or not names or not set(names) <= set(OPTIMIZERS):
+            raise ValueError(f"optimizers must name optimizers among {list(OPTIMIZERS)}")
+        return names
+
+    @model_validator(mode="after")
+    def _qlora_subset(self) -> StackLayouts:
+        if self.qlora_optimizers is not None and not set(self.qlora_optimizers) <= set(self.optimizers):
+            raise ValueError("qlora_optimizers must be among optimizers")
+        return self
 
     @field_validator("hardware", mode="before")
     @classmethod
@@ -64,8 +92,10 @@ def load_stack_layouts() -> dict[str, StackLayouts]:
     return {r.stack: r for r in read_catalog_rows(LAYOUTS_CSV, StackLayouts)}
 
 
-def layout_problem(stack: str, method: str, zero_stage: int, tensor_parallel: int, pipeline_parallel: int, data_parallel: int = 1) -> str | None:
-    """Why `stack` cannot run this layout, in one line, or None."""
+def layout_problem(
+    stack: str, method: str, zero_stage: int, tensor_parallel: int, pipeline_parallel: int, data_parallel: int = 1, optimizer: str = "adamw"
+) -> str | None:
+    """Why `stack` cannot run this layout (with this optimizer), in one line, or None."""
     s = load_stack_layouts().get(stack)
     if s is None:
         return None  # a stack the table does not describe is not held to it
@@ -89,7 +119,36 @@ def layout_problem(stack: str, method: str, zero_stage: int, tensor_parallel: in
         return f"{stack} does not shard a QLoRA base (FSDP + QLoRA)"
     if method == "qlora" and tensor_parallel > 1:
         return "a bitsandbytes 4-bit base is not split by tensor parallelism"
+    return stack_optimizer_problem(stack, method, optimizer)
+
+
+def stack_optimizer_problem(stack: str, method: str, optimizer: str) -> str | None:
+    """Why `stack` cannot run `optimizer` (data/stack_layouts.csv `optimizers`, `qlora_optimizers`), or None."""
+    s = load_stack_layouts().get(stack)
+    if s is None:
+        return None
+    label = OPTIMIZER_LABELS.get(optimizer, optimizer)
+    if optimizer not in s.optimizers:
+        return f"{stack} has no {label} (it runs {', '.join(OPTIMIZER_LABELS[o] for o in s.optimizers)})"
+    if method == "qlora" and s.qlora_optimizers is not None and optimizer not in s.qlora_optimizers:
+        return f"{stack} trains a QLoRA base with {' or '.join(OPTIMIZER_LABELS[o] for o in s.qlora_optimizers)} only, not {label}"
     return None
+
+
+def part_optimizer_problem(acc: Accelerator, optimizer: str) -> str | None:
+    """Why `acc` cannot run `optimizer`'s kernels (8-bit AdamW: bitsandbytes' CUDA or ROCm kernels), or None."""
+    if optimizer in EIGHT_BIT_OPTIMIZERS and (acc.vendor not in QLORA_VENDORS or acc.kind != "gpu"):
+        return f"{acc.name}: no bitsandbytes 8-bit optimizer kernels (8-bit AdamW needs a CUDA or ROCm GPU)"
+    return None
+
+
+def optimizer_problem(stack: str, method: str, optimizer: str, acc: Accelerator | None) -> str | None:
+    """Why `stack` on `acc` cannot run `optimizer`, or None: the stack's table row, then the part's kernels (mlx-lm's
+    optimizers are MLX's own, on whatever MLX runs on)."""
+    problem = stack_optimizer_problem(stack, method, optimizer)
+    if problem is None and acc is not None and stack != MLX_STACK:
+        problem = part_optimizer_problem(acc, optimizer)
+    return problem
 
 
 def stack_for(stack: str, kind: str) -> str | None:
@@ -106,14 +165,16 @@ def spans_nodes_ok(stack: str) -> bool:
     return s is None or s.multi_node
 
 
-def part_problem(acc: Accelerator, method: str, stack: str | None = None) -> str | None:
-    """Why `acc` cannot train with `method` (under `stack`), or None (QLoRA needs bitsandbytes' CUDA or ROCm kernels,
-    but for mlx-lm, which runs where MLX runs and quantizes its own base)."""
+def part_problem(acc: Accelerator, method: str, stack: str | None = None, optimizer: str = "adamw") -> str | None:
+    """Why `acc` cannot train with `method` and `optimizer` (under `stack`), or None (QLoRA and 8-bit AdamW need
+    bitsandbytes' CUDA or ROCm kernels, but for mlx-lm, which runs where MLX runs and quantizes its own base)."""
     if stack == MLX_STACK:
         problem = engine_problem("mlx", acc)
         return None if problem is None else problem.replace("mlx does not run", "mlx-lm (MLX) does not run", 1)
     if method == "qlora" and (acc.vendor not in QLORA_VENDORS or acc.kind != "gpu"):
         return f"{acc.name}: no bitsandbytes 4-bit kernels (QLoRA needs a CUDA or ROCm GPU)"
+    if (problem := part_optimizer_problem(acc, optimizer)) is not None:
+        return problem
     if stack == AXOLOTL_STACK and method == "full" and not acc.supports_bf16:
         return f"{acc.name}: no bf16, and Axolotl's full fine-tune in fp16 fails (fp16 gradients that AMP cannot unscale, or fp32 norms meeting fp16 weights)"
     return None

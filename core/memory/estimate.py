@@ -529,12 +529,12 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
 
 
 def _problem(sc: Scenario) -> str | None:
-    """Why the scenario's training stack or part cannot run it (data/stack_layouts.csv), or None."""
+    """Why the scenario's training stack or part cannot run it, its optimizer included (data/stack_layouts.csv), or None."""
     if sc.mode != "training":
         return None
     stack = sc.training_stack
-    return layout_problem(stack, sc.method, sc.zero_stage, sc.tensor_parallel, sc.pipeline_parallel, sc.data_parallel) or part_problem(
-        get_accelerator(sc.accelerator), sc.method, stack
+    return layout_problem(stack, sc.method, sc.zero_stage, sc.tensor_parallel, sc.pipeline_parallel, sc.data_parallel, sc.optimizer) or part_problem(
+        get_accelerator(sc.accelerator), sc.method, stack, sc.optimizer
     )
 
 

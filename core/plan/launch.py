@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.catalog.expert_parallel import load_expert_parallel
 from core.catalog.presets import preset, preset_ids
-from core.catalog.stack_layouts import part_problem
+from core.catalog.stack_layouts import optimizer_problem, part_problem
 from core.memory.stacks import STACKS
 
 if TYPE_CHECKING:
@@ -35,6 +35,9 @@ LORA_RANK = 16  # the planner's LoRA: rank 16 on all linear layers (core/plan/__
 OWN_STACK_VENDORS = frozenset({"groq", "cerebras"})  # their chips run the vendor's own serving stack
 MLX_LORA_SCALE = 20.0  # mlx-lm's default lora_parameters scale (mlx_lm/lora.py CONFIG_DEFAULTS)
 MLX_SERVER_PORT = 8080  # mlx_lm.server's default port
+# SGD's momentum where the trainer's default has none (torch.optim.SGD and MLX's SGD: momentum 0): the memory counts one
+# momentum buffer (core/memory/components.py OPTIMIZER_STATE_BYTES); 0.9 is Megatron-LM's --sgd-momentum default
+SGD_MOMENTUM = 0.9
 
 
 def launch_command(plan_or_scenario: Any) -> str:
@@ -86,6 +89,7 @@ class _Facts:
         self.zero_stage = int(sc.get("zero_stage", 0) or 0)
         self.gradient_checkpointing = bool(sc.get("gradient_checkpointing", False))
         self.fused_cross_entropy = bool(sc.get("fused_cross_entropy", False))
+        self.optimizer = str(sc.get("optimizer", "adamw") or "adamw")
         self.stack = str(sc.get("training_stack", "hf"))
         # QLoRA on a GPTQ checkpoint where the stack trains on one (core/memory/components.qlora_base), else on NF4
         stack = STACKS.get(self.stack)
@@ -105,6 +109,9 @@ class _Facts:
         self.accelerator = _known_accelerator(self.accelerator_id)
         self.accelerator_name, self.vendor, self.per_instance = self._accelerator(plan)
         self.model, self.model_note = _model_id(sc.get("model"))
+        # why the training stack (on this part) cannot run the scenario's optimizer (data/stack_layouts.csv), or None:
+        # then the text says so and sets no optimizer, rather than another one than the memory counts
+        self.optimizer_problem = None if self.serving else optimizer_problem(self.stack, self.method, self.optimizer, self.accelerator)
 
     @classmethod
     def of(cls, value: Any) -> _Facts:
@@ -443,8 +450,15 @@ def _mlx_lora(p: _Facts) -> list[str]:
     ]
     if p.gradient_checkpointing:
         args.append("--grad-checkpoint")
+    config: dict[str, Any] = {}
     if p.method != "full":
-        out.append(_file("lora_config.yaml", _yaml({"lora_parameters": {"rank": LORA_RANK, "scale": MLX_LORA_SCALE, "dropout": 0.0}})))
+        config["lora_parameters"] = {"rank": LORA_RANK, "scale": MLX_LORA_SCALE, "dropout": 0.0}
+    if not p.optimizer_problem:  # mlx_lm/lora.py --optimizer (adam by default); SGD's momentum (MLX's default 0) in the config
+        args.append(("--optimizer", p.optimizer))
+        if p.optimizer == "sgd":
+            config["optimizer_config"] = {"sgd": {"momentum": SGD_MOMENTUM}}
+    if config:
+        out.append(_file("lora_config.yaml", _yaml(config)))
         args.append(("--config", "lora_config.yaml"))
     out.append(_command(["mlx_lm.lora"], args))
     return out
@@ -494,6 +508,8 @@ def _training(p: _Facts) -> str:
     }.get(p.stack)
     if body is None:
         return "\n".join([*lines, _comment(f"no launch command for training stack {p.stack!r}")])
+    if p.optimizer_problem:
+        lines.append(_comment(f"{p.stack} cannot run this optimizer: {p.optimizer_problem}; no optimizer is set below"))
     return "\n".join([*lines, *body(p)])
 
 
@@ -560,6 +576,37 @@ def _load_dtype(p: _Facts) -> str:
     return "bfloat16" if "bf16" in p.precision else "float16" if "fp16" in p.precision else "float32"
 
 
+def _transformers_optim(p: _Facts, sharded: bool) -> tuple[str, str | None] | None:
+    """Transformers' `optim` name for the scenario's optimizer (TrainingArguments: TRL's flag, Unsloth's SFTConfig,
+    Axolotl's `optimizer`) and its `optim_args`, or None where the stack cannot run it. Names from
+    huggingface/transformers@0a14d8d src/transformers/trainer_optimizer.py: adamw_torch (torch.optim.AdamW),
+    adamw_bnb_8bit (bitsandbytes' block-wise AdamW8bit), sgd (torch.optim.SGD, whose momentum is 0 unless optim_args
+    sets it: _get_sgd passes them on), adafactor (Transformers' Adafactor, no first moment). Under FSDP2 or tensor
+    parallelism 8-bit AdamW is torchao's adamw_torch_8bit (the same 8-bit block-wise states, block 256): bitsandbytes'
+    fails there (Axolotl's validation: "FSDP2 not compatible with adamw_bnb_8bit, use adamw_torch_8bit instead", and
+    tensor_parallel_size refused with it)."""
+    if p.optimizer_problem:
+        return None
+    if p.optimizer == "adamw-8bit":
+        return ("adamw_torch_8bit" if sharded else "adamw_bnb_8bit"), None
+    if p.optimizer == "sgd":
+        return "sgd", f"momentum={SGD_MOMENTUM}"
+    return ("adafactor" if p.optimizer == "adafactor" else "adamw_torch"), None
+
+
+def _torchao_note(optim: tuple[str, str | None] | None) -> list[str]:
+    if optim is None or optim[0] != "adamw_torch_8bit":
+        return []
+    return [_comment("8-bit AdamW under FSDP2 or tensor parallelism: torchao's AdamW8bit (pip install torchao), where bitsandbytes' fails")]
+
+
+def _optim_args(optim: tuple[str, str | None] | None) -> list[tuple[str, Any] | str]:
+    """TRL's --optim (and --optim_args) flags."""
+    if optim is None:
+        return []
+    return [("--optim", optim[0]), *([("--optim_args", optim[1])] if optim[1] else [])]
+
+
 def _hf(p: _Facts) -> list[str]:
     args: list[tuple[str, Any] | str] = [
         ("--accelerate_config", "accelerate_config.yaml"),
@@ -572,6 +619,8 @@ def _hf(p: _Facts) -> list[str]:
     if mixed != "no":
         args.append(f"--{mixed}")
     config = _accelerate_config(p)
+    optim = _transformers_optim(p, config["distributed_type"] == "FSDP" or p.tensor_parallel > 1)
+    args += _optim_args(optim)
     if p.gradient_checkpointing and config["distributed_type"] != "FSDP":  # under FSDP: fsdp_activation_checkpointing
         args.append("--gradient_checkpointing")
     if p.method in ("lora", "qlora"):
@@ -580,7 +629,7 @@ def _hf(p: _Facts) -> list[str]:
         args += ["--load_in_4bit", ("--bnb_4bit_quant_type", "nf4")]
     if p.fused_cross_entropy:
         args.append("--use_liger_kernel")  # Liger Kernel (pip install liger-kernel): its fused linear cross-entropy, norms and SwiGLU
-    out = [_comment("TRL's SFT trainer over Accelerate (trl passes the accelerate launch flags on); ./data holds train.jsonl")]
+    out = [_comment("TRL's SFT trainer over Accelerate (trl passes the accelerate launch flags on); ./data holds train.jsonl"), *_torchao_note(optim)]
     out += _gptq_note(p)
     if _tp_with_data_parallel(p):
         out.append(
@@ -651,6 +700,12 @@ def _axolotl_config(p: _Facts) -> dict[str, Any]:
     if p.tensor_parallel > 1:
         cfg["tensor_parallel_size"] = p.tensor_parallel
         cfg["dp_shard_size"] = p.data_parallel
+    # Transformers' optimizer names (docs/optimizers.qmd); optim_args as a mapping (core/builders/base.py joins it
+    # into TrainingArguments' "momentum=0.9"); torchao's 8-bit AdamW under FSDP2 or TP (validation.py refuses bitsandbytes')
+    if (optim := _transformers_optim(p, sharded or p.tensor_parallel > 1)) is not None:
+        cfg["optimizer"] = optim[0]
+        if optim[1]:
+            cfg["optim_args"] = {"momentum": SGD_MOMENTUM}
     return cfg
 
 
@@ -666,6 +721,8 @@ def _axolotl(p: _Facts) -> list[str]:
         out.append(_comment("no fused cross-entropy: Cut Cross-Entropy needs 16-bit training"))
     if _tp_with_data_parallel(p):
         out.append(_comment(f"Axolotl pairs tensor parallelism with sharded data parallelism only: the {p.data_parallel} data-parallel ranks shard with FSDP2"))
+    if cfg.get("optimizer") == "adamw_torch_8bit":
+        out += _torchao_note(("adamw_torch_8bit", None))
     if "deepspeed" in cfg:
         out.append("axolotl fetch deepspeed_configs")
     out.append(_file("axolotl_config.yaml", _yaml(cfg)))
@@ -689,6 +746,7 @@ def _hf_xla(p: _Facts) -> list[str]:
     """TRL's SFT trainer on PyTorch/XLA: SPMD FSDPv2 over the slice's chips (Transformers' fsdp_config xla_fsdp_v2),
     one process per TPU host."""
     args = _sft_args(p)
+    args += _optim_args(_transformers_optim(p, False))  # no 8-bit AdamW on a TPU (data/stack_layouts.csv)
     if "bf16" in p.precision and p.precision != "bf16-true":
         args.append("--bf16")
     if p.zero_stage == 3:
@@ -735,14 +793,38 @@ def _torchtune(p: _Facts) -> list[str]:
         f"tokenizer.max_seq_len={p.seq_len}",
         "checkpointer.checkpoint_dir=./model",
     ]
+    component = _torchtune_optimizer(p, distributed)
+    if component is not None:
+        overrides.append(f"optimizer._component_={component}")
+        if p.optimizer == "sgd":
+            overrides.append(f"optimizer.momentum={SGD_MOMENTUM}")
+        if component not in ("torch.optim.AdamW", "torch.optim.SGD"):
+            out.append(_comment(f"if the config's optimizer sets fused (torch.optim.AdamW's argument), add ~optimizer.fused: {component} takes no such argument"))
+        if component.startswith("torchao."):
+            out.append(_comment("8-bit AdamW in a distributed recipe: torchao's (pip install torchao; before 0.11 torchao.prototype.low_bit_optim.AdamW8bit)"))
     out.append(_command(["tune", "download", _q(p.model)], [("--output-dir", "./model")]))
     out.append(_command(["tune", "run"], [*launcher, recipe, ("--config", config), *overrides]))
     return out
 
 
+def _torchtune_optimizer(p: _Facts, distributed: bool) -> str | None:
+    """The optimizer's _component_ (every torchtune config names one; the single-device full configs default to
+    bitsandbytes' PagedAdamW8bit, so AdamW is written too), or None where torchtune cannot run it. torchtune's docs
+    (docs/source/tutorials/memory_optimizations.rst, Lower Precision Optimizers): torchao's 8-bit optimizers in every
+    recipe, bitsandbytes' in single-device ones."""
+    if p.optimizer_problem:
+        return None
+    eight_bit = "torchao.optim.AdamW8bit" if distributed else "bitsandbytes.optim.PagedAdamW8bit"
+    return {"adamw-8bit": eight_bit, "sgd": "torch.optim.SGD", "adafactor": "torch.optim.Adafactor"}.get(p.optimizer, "torch.optim.AdamW")
+
+
 def _unsloth(p: _Facts) -> list[str]:
     four_bit = p.method == "qlora"
     bf16 = "bf16" in p.precision
+    optim = _transformers_optim(p, p.processes > 1 and p.zero_stage == 3)  # FSDP through Accelerate: torchao's 8-bit
+    optim_kwargs = [] if optim is None else [f"        optim={json.dumps(optim[0])},"]
+    if optim is not None and optim[1]:
+        optim_kwargs.append(f"        optim_args={json.dumps(optim[1])},")
     script = [
         "from datasets import load_dataset",
         "from trl import SFTConfig, SFTTrainer",
@@ -777,17 +859,29 @@ def _unsloth(p: _Facts) -> list[str]:
         f"        bf16={bf16},",
         f"        fp16={not bf16 and 'fp16' in p.precision},",
         f"        gradient_checkpointing={p.gradient_checkpointing and p.method == 'full'},",
+        *optim_kwargs,
         '        output_dir="outputs",',
         "    ),",
         ")",
         "trainer.train()",
     ]
-    out = [_file("train_unsloth.py", "\n".join(script))]
+    out = [*_torchao_note(optim), _file("train_unsloth.py", "\n".join(script))]
     if p.processes > 1:
         out.append(_command(["accelerate", "launch"], [*(["--use_fsdp"] if p.zero_stage == 3 else []), ("--num_processes", p.processes), "train_unsloth.py"]))
     else:
         out.append("python train_unsloth.py")
     return out
+
+
+# LitGPT's --optimizer (Lightning-AI/litgpt@2685705 litgpt/utils.py instantiate_torch_optimizer): a torch.optim class
+# name or a dotted class path, or a {class_path, init_args} mapping (as JSON: litgpt issue #1905) for SGD's momentum.
+# A QLoRA base (--quantize bnb.*) trains with bitsandbytes' PagedAdamW whatever AdamW is named.
+_LITGPT_OPTIMIZER = {
+    "adamw": "AdamW",
+    "adamw-8bit": "bitsandbytes.optim.AdamW8bit",
+    "sgd": json.dumps({"class_path": "torch.optim.SGD", "init_args": {"momentum": SGD_MOMENTUM}}),
+    "adafactor": "Adafactor",
+}
 
 
 def _litgpt(p: _Facts) -> list[str]:
@@ -807,6 +901,8 @@ def _litgpt(p: _Facts) -> list[str]:
         args.append(("--quantize", "bnb.nf4"))
     if p.method in ("lora", "qlora"):
         args.append(("--lora_r", LORA_RANK))
+    if not p.optimizer_problem:
+        args.append(("--optimizer", _LITGPT_OPTIMIZER[p.optimizer]))
     out = [_comment(f"gradient accumulation {p.accumulation} = global batch / (micro-batch x {p.data_parallel} data-parallel ranks); several devices run FSDP")]
     if p.method == "full":
         out.append(_comment("pretraining: litgpt pretrain takes the same flags"))
@@ -827,18 +923,35 @@ def _deepspeed_config(p: _Facts) -> dict[str, Any]:
     }
     if p.tensor_parallel > 1:
         cfg["tensor_parallel"] = {"autotp_size": p.tensor_parallel}
+    # the optimizer block (deepspeedai/DeepSpeed@edaa722 runtime/engine.py _configure_basic_optimizer): AdamW, or a
+    # torch.optim class by name; 8-bit AdamW is a client optimizer (bitsandbytes) passed to deepspeed.initialize
+    block = {"adamw": {"type": "AdamW"}, "sgd": {"type": "SGD", "params": {"momentum": SGD_MOMENTUM}}, "adafactor": {"type": "Adafactor"}}
+    if not p.optimizer_problem and p.optimizer in block:
+        cfg["optimizer"] = block[p.optimizer]
+    if not p.optimizer_problem and p.optimizer != "adamw" and p.zero_stage >= 1:
+        cfg["zero_allow_untested_optimizer"] = True  # ZeRO asserts on an optimizer outside its tested list (SGD, Adafactor, bitsandbytes')
     return cfg
 
 
 def _deepspeed(p: _Facts) -> list[str]:
-    out = [_comment("train.py: your training script; it loads --model_name_or_path and calls deepspeed.initialize(args=args, model=model, ...) with the config below")]
+    config = _deepspeed_config(p)
+    if "optimizer" in config:
+        init = "deepspeed.initialize(args=args, model=model, model_parameters=model.parameters()) with the config below (which builds the optimizer)"
+    elif p.optimizer == "adamw-8bit" and not p.optimizer_problem:
+        init = (
+            "deepspeed.initialize(args=args, model=model, optimizer=bitsandbytes.optim.AdamW8bit(model.parameters())) with the config below: "
+            "8-bit AdamW is bitsandbytes', a client optimizer"
+        )
+    else:
+        init = "deepspeed.initialize(args=args, model=model, model_parameters=model.parameters(), optimizer=...) with the config below"
+    out = [_comment(f"train.py: your training script; it loads --model_name_or_path and calls {init}")]
     if p.pipeline_parallel > 1:
         out.append(_comment(f"pipeline parallel {p.pipeline_parallel}: build the model as deepspeed.pipe.PipelineModule(layers, num_stages={p.pipeline_parallel})"))
     if p.gradient_checkpointing:
         out.append(_comment("gradient checkpointing: turn it on in the model (model.gradient_checkpointing_enable() for a Transformers model)"))
     if p.fused_cross_entropy:
         out.append(_comment("fused cross-entropy: apply Liger Kernel's patch before building the model (liger_kernel.transformers.apply_liger_kernel_to_llama or kin)"))
-    out.append(_file("ds_config.json", json.dumps(_deepspeed_config(p), indent=2)))
+    out.append(_file("ds_config.json", json.dumps(config, indent=2)))
     launcher: list[tuple[str, Any] | str] = [("--num_nodes", p.instances), ("--num_gpus", p.per_instance)]
     if p.multi_node:
         launcher += [("--hostfile", "hostfile"), '--master_addr "$MAIN_IP"', ("--master_port", MASTER_PORT)]
@@ -870,6 +983,8 @@ def _megatron(p: _Facts) -> list[str]:
         ("--tokenizer-model", p.model),
         "--bf16" if "bf16" in p.precision else "--fp16",
     ]
+    if not p.optimizer_problem:  # adam: Adam with decoupled weight decay (AdamW); sgd: momentum 0.9 by default, written
+        args += [("--optimizer", "sgd"), ("--sgd-momentum", SGD_MOMENTUM)] if p.optimizer == "sgd" else [("--optimizer", "adam")]
     if p.zero_stage >= 1:
         args.append("--use-distributed-optimizer")
     if p.gradient_checkpointing:

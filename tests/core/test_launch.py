@@ -165,6 +165,8 @@ REQUIRED = {
     "hf-xla": {"micro_batch", "gradient_accumulation_steps", "seq_len", "precision"},
     "axolotl": {"model", "micro_batch", "gradient_accumulation_steps", "seq_len", "precision"},
 }
+for _stack in ("mlx-lm", "hf", "torchtune", "unsloth", "litgpt", "deepspeed", "megatron", "hf-xla", "axolotl"):
+    REQUIRED[_stack] = REQUIRED[_stack] | {"optimizer"}  # the plans' AdamW is written, not left to the trainer's default
 TENSOR_PARALLEL_STACKS = {"hf", "deepspeed", "megatron", "axolotl"}
 SINGLE_MACHINE_STACKS = {"unsloth", "mlx-lm"}  # data/stack_layouts.csv: multi_node false
 
@@ -589,3 +591,154 @@ def test_qlora_on_a_gptq_base_loads_the_gptq_checkpoint_not_bitsandbytes():
         assert ax["adapter"] == ("lora" if gptq else "qlora")
     torchtune = launch_command({**base, "training_stack": "torchtune", "weights_format": "gptq-4bit"})
     assert "GPTQ" not in torchtune and "qlora" in torchtune
+
+
+# --- the scenario's optimizer -------------------------------------------------------------------------------------
+
+OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "adafactor")
+TRANSFORMERS_OPTIM = {"adamw_torch": "adamw", "adamw_bnb_8bit": "adamw-8bit", "adamw_torch_8bit": "adamw-8bit", "sgd": "sgd", "adafactor": "adafactor"}
+TORCH_CLASS = {
+    "torch.optim.AdamW": "adamw",
+    "AdamW": "adamw",
+    "bitsandbytes.optim.PagedAdamW8bit": "adamw-8bit",
+    "bitsandbytes.optim.AdamW8bit": "adamw-8bit",
+    "torchao.optim.AdamW8bit": "adamw-8bit",
+    "torch.optim.SGD": "sgd",
+    "SGD": "sgd",
+    "torch.optim.Adafactor": "adafactor",
+    "Adafactor": "adafactor",
+}
+STACK_PART = {"hf-xla": "tpu-v5e", "mlx-lm": "apple-m3-max"}  # else an H100
+
+
+def optimizer_written(stack: str, found: dict[str, Any], text: str) -> tuple[str | None, float | None]:
+    """The optimizer a launch text sets, read back with the trainer's own names (the scenario's name, or None for
+    none), and the SGD momentum it sets (None for none)."""
+    momentum: Any = None
+    if stack in ("hf", "hf-xla", "unsloth", "axolotl"):
+        name = found.get("optimizer" if stack == "axolotl" else "optim" if stack == "unsloth" else "--optim")
+        args = found.get("optim_args" if stack == "unsloth" else "--optim_args")
+        if args is not None:
+            key, _, value = str(args).partition("=")
+            momentum = value if key == "momentum" else None
+        momentum = found.get("optim_args.momentum", momentum)
+        return (None if name is None else TRANSFORMERS_OPTIM[name]), None if momentum is None else float(momentum)
+    if stack == "torchtune":
+        name = found.get("optimizer._component_")
+        momentum = found.get("optimizer.momentum")
+    elif stack == "litgpt":
+        name = found.get("--optimizer")
+        if name is not None and name.startswith("{"):
+            spec = json.loads(name)
+            name, momentum = spec["class_path"], spec["init_args"].get("momentum")
+    elif stack == "deepspeed":
+        name = found.get("optimizer.type")
+        momentum = found.get("optimizer.params.momentum")
+        if name is None and "optimizer=bitsandbytes.optim.AdamW8bit(model.parameters())" in text:
+            name = "bitsandbytes.optim.AdamW8bit"  # a client optimizer, built in the script
+    elif stack == "megatron":
+        name = {"adam": "AdamW", "sgd": "SGD", None: None}[found.get("--optimizer")]
+        momentum = found.get("--sgd-momentum")
+    else:  # mlx-lm: --optimizer takes the scenario's names
+        name = found.get("--optimizer")
+        momentum = found.get("optimizer_config.sgd.momentum")
+        return name, None if momentum is None else float(momentum)
+    return (None if name is None else TORCH_CLASS[name]), None if momentum is None else float(momentum)
+
+
+def _optimizer_scenario(stack: str, optimizer: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "model": "llama-3.1-8b",
+        "mode": "training",
+        "method": "full",
+        "precision": "bf16",
+        "accelerator": STACK_PART.get(stack, "h100-sxm"),
+        "batch_size": 1,
+        "training_stack": stack,
+        "optimizer": optimizer,
+        **extra,
+    }
+
+
+def _stack_problem(sc: dict[str, Any]) -> str | None:
+    from core.memory.estimate import estimate_memory
+    from core.scenario import Scenario
+
+    return estimate_memory(Scenario.model_validate(sc)).stack_problem
+
+
+@pytest.mark.parametrize("stack", _stacks())
+def test_every_stack_launches_the_optimizer_the_memory_counts(stack):
+    """A scenario with 8-bit AdamW, SGD or Adafactor launched the trainer's default AdamW (or, for torchtune's
+    single-device full configs, bitsandbytes' 8-bit one), so the run did not match the memory the app showed. Now each
+    stack writes the scenario's optimizer in its own names (every one in data/launch_flags.csv), SGD with a momentum
+    buffer as the memory counts; where the stack or part cannot run it, the estimate's stack_problem and the text say
+    so, and the text sets no optimizer."""
+    from core.catalog.stack_layouts import load_stack_layouts
+
+    runs = load_stack_layouts()[stack].optimizers
+    for optimizer in OPTIMIZERS:
+        for extra in ({}, {"method": "lora"}, {"zero_stage": 3, "data_parallel": 4}):
+            sc = _optimizer_scenario(stack, optimizer, **extra)
+            if extra.get("zero_stage") == 3 and stack in ("mlx-lm", "megatron"):
+                continue  # one device / no ZeRO-3: another problem than the optimizer's
+            text = launch_command(sc)
+            found = settings(text)
+            assert set(found) <= set(table()[stack]), f"{stack}: not in data/launch_flags.csv: {sorted(set(found) - set(table()[stack]))}\n{text}"
+            written, momentum = optimizer_written(stack, found, text)
+            problem = _stack_problem(sc)
+            if optimizer in runs:
+                assert problem is None, f"{stack} {optimizer} {extra}: {problem}"
+                assert written == optimizer, f"{stack} {optimizer} {extra}: wrote {written}\n{text}"
+                assert (momentum is not None and momentum > 0) is (optimizer == "sgd"), text
+                assert "cannot run this optimizer" not in text
+            else:
+                assert problem is not None and "no " in problem, f"{stack} {optimizer}: no stack_problem"
+                assert f"# {stack} cannot run this optimizer: {problem}" in text, text
+                assert written is None, text
+
+
+def test_eight_bit_adamw_is_bitsandbytes_on_one_gpu_and_torchao_where_bitsandbytes_fails():
+    """bitsandbytes' 8-bit AdamW fails under FSDP2 and tensor parallelism (Axolotl's validation refuses it there and
+    names torchao's adamw_torch_8bit); torchtune takes bitsandbytes' in its single-device recipes only."""
+    one = {"optimizer": "adamw-8bit"}
+    sharded = {"optimizer": "adamw-8bit", "zero_stage": 3, "data_parallel": 4}
+    tp = {"optimizer": "adamw-8bit", "tensor_parallel": 2}
+    for stack, key in (("hf", "--optim"), ("axolotl", "optimizer"), ("unsloth", "optim")):
+        assert settings(launch_command(_optimizer_scenario(stack, **one)))[key] == "adamw_bnb_8bit"
+        assert settings(launch_command(_optimizer_scenario(stack, **sharded)))[key] == "adamw_torch_8bit"
+    for stack, key in (("hf", "--optim"), ("axolotl", "optimizer")):
+        assert settings(launch_command(_optimizer_scenario(stack, **tp)))[key] == "adamw_torch_8bit"
+    assert settings(launch_command(_optimizer_scenario("torchtune", **one)))["optimizer._component_"] == "bitsandbytes.optim.PagedAdamW8bit"
+    assert settings(launch_command(_optimizer_scenario("torchtune", **sharded)))["optimizer._component_"] == "torchao.optim.AdamW8bit"
+    ds = settings(launch_command(_optimizer_scenario("deepspeed", **{**sharded, "zero_stage": 2})))
+    assert "optimizer.type" not in ds and ds["zero_allow_untested_optimizer"] is True
+    assert "zero_allow_untested_optimizer" not in settings(launch_command(_optimizer_scenario("deepspeed", "adamw", zero_stage=2, data_parallel=4)))
+
+
+def test_an_optimizer_a_part_or_a_qlora_base_cannot_run_is_said_not_launched():
+    """8-bit AdamW needs bitsandbytes' CUDA or ROCm kernels (not an Apple part, a TPU, Trainium or Gaudi); LitGPT's
+    QLoRA builds bitsandbytes' PagedAdamW whatever is asked, so it trains a QLoRA base with AdamW only."""
+    for stack, part in (("hf", "apple-m3-max"), ("hf", "gaudi3"), ("torchtune", "trainium2")):
+        sc = _optimizer_scenario(stack, "adamw-8bit", accelerator=part)
+        problem = _stack_problem(sc)
+        assert problem and "bitsandbytes 8-bit" in problem, (stack, part, problem)
+        text = launch_command(sc)
+        assert f"cannot run this optimizer: {problem}" in text and optimizer_written(stack, settings(text), text)[0] is None
+    assert _stack_problem(_optimizer_scenario("hf", "sgd", accelerator="apple-m3-max")) is None
+    assert _stack_problem(_optimizer_scenario("mlx-lm", "adafactor")) is None  # MLX's own optimizers on an Apple part
+    qlora = _optimizer_scenario("litgpt", "sgd", method="qlora")
+    problem = _stack_problem(qlora)
+    assert problem and "QLoRA" in problem and "cannot run this optimizer" in launch_command(qlora)
+    assert _stack_problem(_optimizer_scenario("litgpt", "adamw", method="qlora")) is None
+    assert "--optimizer" in settings(launch_command(_optimizer_scenario("litgpt", "adamw", method="qlora")))
+
+
+def test_the_planners_plans_stay_adamw():
+    """The planner plans AdamW only: its scenarios name no other optimizer and their texts write AdamW."""
+    r = plan(Goal(goal="fine-tune", model="llama-3.1-8b", tokens=2e7))
+    assert r.plans
+    for p in r.plans:
+        assert p.scenario.get("optimizer", "adamw") == "adamw"
+        stack = p.scenario["training_stack"]
+        assert optimizer_written(stack, settings(p.launch), p.launch)[0] == "adamw", p.launch

@@ -1,0 +1,89 @@
+"""data/stack_layouts.csv's optimizer columns (`optimizers`, `qlora_optimizers`, `optimizers_source`): validated on
+load, and held by layout_problem / part_problem (the estimate's stack_problem) with the planner's AdamW untouched."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from core.catalog.accelerators import CatalogError, get_accelerator, read_catalog_rows
+from core.catalog.stack_layouts import LAYOUTS_CSV, OPTIMIZERS, StackLayouts, layout_problem, load_stack_layouts, optimizer_problem, part_problem
+
+
+def test_every_stack_names_its_optimizers_with_a_source():
+    rows = load_stack_layouts()
+    assert set(OPTIMIZERS) == {"adamw", "adamw-8bit", "sgd", "adafactor"}
+    for s in rows.values():
+        assert "adamw" in s.optimizers, s.stack  # the planner plans AdamW on every stack
+        assert set(s.optimizers) <= set(OPTIMIZERS) and len(set(s.optimizers)) == len(s.optimizers)
+        assert "http" in s.optimizers_source, s.stack
+    assert set(rows["megatron"].optimizers) == {"adamw", "sgd"}  # --optimizer: adam, sgd, muon, ... (no Adafactor)
+    assert "adamw-8bit" not in rows["mlx-lm"].optimizers and "adamw-8bit" not in rows["hf-xla"].optimizers
+    assert rows["litgpt"].qlora_optimizers == ("adamw",)
+
+
+def _rewritten(tmp_path: Path, **cells: str) -> Path:
+    """The table with the hf row's cells replaced."""
+    with LAYOUTS_CSV.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    rows[0].update(cells)
+    out = tmp_path / "stack_layouts.csv"
+    with out.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return out
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [
+        {"optimizers": "adamw;lion"},  # not a scenario optimizer
+        {"optimizers": ""},  # required
+        {"optimizers_source": ""},  # unsourced
+        {"optimizers": "adamw;sgd", "qlora_optimizers": "adafactor"},  # QLoRA's must be among the stack's
+    ],
+)
+def test_a_bad_optimizer_cell_is_refused_on_load(tmp_path, cells):
+    with pytest.raises(CatalogError):
+        read_catalog_rows(_rewritten(tmp_path, **cells), StackLayouts)
+    assert read_catalog_rows(_rewritten(tmp_path), StackLayouts)  # the table itself loads
+
+
+def test_the_optimizer_checks():
+    h100, tpu, mac, gaudi = (get_accelerator(a) for a in ("h100-sxm", "tpu-v5e", "apple-m3-max", "gaudi3"))
+    # the stack's row
+    assert layout_problem("megatron", "full", 0, 8, 4, 1, "adafactor") == "megatron has no Adafactor (it runs AdamW, SGD with momentum)"
+    assert layout_problem("megatron", "full", 0, 8, 4, 1, "sgd") is None
+    assert layout_problem("mlx-lm", "lora", 0, 1, 1, 1, "adamw-8bit") is not None
+    assert layout_problem("litgpt", "qlora", 0, 1, 1, 1, "adamw-8bit") is not None and layout_problem("litgpt", "lora", 0, 1, 1, 1, "adamw-8bit") is None
+    # the part's kernels: 8-bit AdamW needs bitsandbytes' CUDA or ROCm kernels, like QLoRA's 4-bit base
+    assert part_problem(h100, "full", "hf", "adamw-8bit") is None
+    for part in (tpu, mac, gaudi):
+        assert "bitsandbytes 8-bit" in (part_problem(part, "full", "hf", "adamw-8bit") or ""), part.id
+        assert part_problem(part, "full", "hf", "sgd") is None
+    assert part_problem(mac, "lora", "mlx-lm", "adafactor") is None  # MLX's own optimizers
+    assert optimizer_problem("hf", "full", "adamw-8bit", mac) == part_problem(mac, "full", "hf", "adamw-8bit")
+    assert optimizer_problem("mlx-lm", "lora", "sgd", mac) is None
+    # the default is the planner's AdamW: every caller that names no optimizer gets the answers it had
+    for stack in load_stack_layouts():
+        assert layout_problem(stack, "full", 0, 1, 1) == layout_problem(stack, "full", 0, 1, 1, 1, "adamw")
+        assert part_problem(h100, "qlora", stack) == part_problem(h100, "qlora", stack, "adamw")
+
+
+def test_the_estimate_says_it_and_offers_no_8bit_adamw_where_it_cannot_run():
+    """The estimate's stack_problem names the optimizer's problem; its fixes no longer offer 8-bit AdamW on a part
+    or stack that cannot run it (a fix may not add a problem: core/memory/estimate._fix)."""
+    from core.memory.estimate import _fix, estimate_memory
+    from core.scenario import Scenario
+
+    base = {"model": "llama-3.1-8b", "mode": "training", "method": "full", "batch_size": 1, "seq_len": 2048}
+    eight = estimate_memory(Scenario.model_validate({**base, "accelerator": "tpu-v5e", "training_stack": "hf-xla", "optimizer": "adamw-8bit"}))
+    assert eight.stack_problem and "8-bit AdamW" in eight.stack_problem
+    for part, stack, offered in (("tpu-v5e", "hf-xla", False), ("h100-sxm", "megatron", False), ("apple-m3-max", "mlx-lm", False), ("h100-sxm", "hf", True)):
+        sc = Scenario.model_validate({**base, "accelerator": part, "training_stack": stack})
+        assert estimate_memory(sc).stack_problem is None, (part, stack)
+        fix = _fix(sc, ("8-bit AdamW",), {"optimizer": "adamw-8bit"}, 1e30, None)  # room for anything: only the problem can refuse it
+        assert (fix is not None) is offered, (part, stack)
