@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
 from core.catalog.engine_hardware import engine_problem
-from core.scenario import Optimizer
+from core.scenario import Offload, Optimizer
 
 LAYOUTS_CSV = DATA_DIR / "stack_layouts.csv"
 QLORA_VENDORS = frozenset({"nvidia", "amd"})
@@ -35,6 +35,7 @@ AXOLOTL_STACK = "axolotl"
 KINDS = frozenset({"gpu", "npu", "tpu", "apple", "unified", "lpu", "wafer"})  # data/accelerators.csv kinds
 OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
 OPTIMIZER_LABELS = {"adamw": "AdamW", "adamw-8bit": "8-bit AdamW", "sgd": "SGD with momentum", "adafactor": "Adafactor"}
+OFFLOADS = frozenset(o for o in get_args(Offload) if o != "none")
 EIGHT_BIT_OPTIMIZERS = frozenset({"adamw-8bit"})  # bitsandbytes' (or torchao's) 8-bit states: CUDA or ROCm kernels
 
 
@@ -56,6 +57,8 @@ class StackLayouts(BaseModel):
     optimizers: tuple[str, ...]  # the scenario optimizers its launch sets (core/scenario.Optimizer)
     optimizers_source: str = Field(min_length=10)
     qlora_optimizers: tuple[str, ...] | None = None  # those it runs on a QLoRA base, where fewer (None: all of optimizers)
+    offload: tuple[str, ...] = ()  # the scenario's CPU offloads its launch sets (core/scenario.Offload, not "none")
+    offload_source: str = Field(min_length=10)
 
     @field_validator("zero_stages", "pipeline_zero_stages", mode="before")
     @classmethod
@@ -70,6 +73,14 @@ class StackLayouts(BaseModel):
         names = tuple(value.split(";")) if isinstance(value, str) else value
         if not isinstance(names, tuple | list) or not names or not set(names) <= set(OPTIMIZERS):
             raise ValueError(f"optimizers must name optimizers among {list(OPTIMIZERS)}")
+        return names
+
+    @field_validator("offload", mode="before")
+    @classmethod
+    def _offloads(cls, value: object) -> object:
+        names = tuple(n for n in value.split(";") if n) if isinstance(value, str) else value
+        if not isinstance(names, tuple | list) or not set(names) <= OFFLOADS:
+            raise ValueError(f"offload must name offloads among {sorted(OFFLOADS)}")
         return names
 
     @model_validator(mode="after")
@@ -93,9 +104,16 @@ def load_stack_layouts() -> dict[str, StackLayouts]:
 
 
 def layout_problem(
-    stack: str, method: str, zero_stage: int, tensor_parallel: int, pipeline_parallel: int, data_parallel: int = 1, optimizer: str = "adamw"
+    stack: str,
+    method: str,
+    zero_stage: int,
+    tensor_parallel: int,
+    pipeline_parallel: int,
+    data_parallel: int = 1,
+    optimizer: str = "adamw",
+    offload: str = "none",
 ) -> str | None:
-    """Why `stack` cannot run this layout (with this optimizer), in one line, or None."""
+    """Why `stack` cannot run this layout (with this optimizer and CPU offload), in one line, or None."""
     s = load_stack_layouts().get(stack)
     if s is None:
         return None  # a stack the table does not describe is not held to it
@@ -119,6 +137,10 @@ def layout_problem(
         return f"{stack} does not shard a QLoRA base (FSDP + QLoRA)"
     if method == "qlora" and tensor_parallel > 1:
         return "a bitsandbytes 4-bit base is not split by tensor parallelism"
+    if offload != "none" and offload not in s.offload:
+        if s.offload:
+            return f"{stack} offloads the optimizer states to the CPU, not the parameters"
+        return f"{stack} has no CPU offload"
     return stack_optimizer_problem(stack, method, optimizer)
 
 

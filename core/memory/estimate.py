@@ -533,7 +533,7 @@ def _problem(sc: Scenario) -> str | None:
     if sc.mode != "training":
         return None
     stack = sc.training_stack
-    return layout_problem(stack, sc.method, sc.zero_stage, sc.tensor_parallel, sc.pipeline_parallel, sc.data_parallel, sc.optimizer) or part_problem(
+    return layout_problem(stack, sc.method, sc.zero_stage, sc.tensor_parallel, sc.pipeline_parallel, sc.data_parallel, sc.optimizer, sc.offload) or part_problem(
         get_accelerator(sc.accelerator), sc.method, stack, sc.optimizer
     )
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.catalog.expert_parallel import load_expert_parallel
 from core.catalog.presets import preset, preset_ids
-from core.catalog.stack_layouts import optimizer_problem, part_problem
+from core.catalog.stack_layouts import load_stack_layouts, optimizer_problem, part_problem
 from core.memory.stacks import STACKS
 
 if TYPE_CHECKING:
@@ -38,6 +38,8 @@ MLX_SERVER_PORT = 8080  # mlx_lm.server's default port
 # SGD's momentum where the trainer's default has none (torch.optim.SGD and MLX's SGD: momentum 0): the memory counts one
 # momentum buffer (core/memory/components.py OPTIMIZER_STATE_BYTES); 0.9 is Megatron-LM's --sgd-momentum default
 SGD_MOMENTUM = 0.9
+FSDP_OFFLOAD_STACKS = frozenset({"hf", "axolotl", "torchtune"})  # their ZeRO-3 is FSDP, whose CPU offload takes the parameters too
+AXOLOTL_DS_CONFIG = "ds_config.json"  # Axolotl's DeepSpeed json, written by the launch text (_axolotl_deepspeed_config)
 
 
 def launch_command(plan_or_scenario: Any) -> str:
@@ -89,6 +91,7 @@ class _Facts:
         self.zero_stage = int(sc.get("zero_stage", 0) or 0)
         self.gradient_checkpointing = bool(sc.get("gradient_checkpointing", False))
         self.fused_cross_entropy = bool(sc.get("fused_cross_entropy", False))
+        self.offload = str(sc.get("offload", "none"))  # ZeRO-Offload: none, optimizer, optimizer+params (ZeRO-3)
         self.optimizer = str(sc.get("optimizer", "adamw") or "adamw")
         self.stack = str(sc.get("training_stack", "hf"))
         # QLoRA on a GPTQ checkpoint where the stack trains on one (core/memory/components.qlora_base), else on NF4
@@ -510,7 +513,21 @@ def _training(p: _Facts) -> str:
         return "\n".join([*lines, _comment(f"no launch command for training stack {p.stack!r}")])
     if p.optimizer_problem:
         lines.append(_comment(f"{p.stack} cannot run this optimizer: {p.optimizer_problem}; no optimizer is set below"))
+    if p.offload != "none" and (problem := _offload_problem(p)):
+        lines.append(_comment(f"{problem}: more device memory than the scenario counts"))
+    elif p.offload == "optimizer" and p.zero_stage == 3 and p.stack in FSDP_OFFLOAD_STACKS:
+        lines.append(_comment("FSDP's CPU offload moves the parameters with the optimizer states: less device memory than the scenario counts, slower steps"))
     return "\n".join([*lines, *body(p)])
+
+
+def _offload_problem(p: _Facts) -> str | None:
+    """Why the stack cannot offload as the scenario counts (data/stack_layouts.csv `offload`), or None."""
+    s = load_stack_layouts().get(p.stack)
+    if s is None or p.offload in s.offload:
+        return None
+    if s.offload:
+        return f"{p.stack} offloads the optimizer states only: the parameters stay on the device"
+    return f"{p.stack} has no CPU offload: the command below keeps everything on the device"
 
 
 def _node_args(p: _Facts) -> list[tuple[str, Any] | str]:
@@ -527,7 +544,7 @@ def _accelerate_config(p: _Facts) -> dict[str, Any]:
         "num_processes": p.processes,
         "mixed_precision": _MIXED.get(p.precision, "no"),
     }
-    if p.processes == 1:
+    if p.processes == 1 and p.offload == "none":
         cfg["distributed_type"] = "NO"
     elif p.zero_stage == 3 or _tp_with_data_parallel(p):
         cfg["distributed_type"] = "FSDP"
@@ -538,9 +555,13 @@ def _accelerate_config(p: _Facts) -> dict[str, Any]:
             "fsdp_activation_checkpointing": p.gradient_checkpointing,
             "fsdp_state_dict_type": "SHARDED_STATE_DICT",
         }
+        if p.offload != "none":  # FSDP's CPUOffload: parameters, gradients and optimizer states (Accelerate fsdp_offload_params)
+            cfg["fsdp_config"]["fsdp_offload_params"] = True
     elif p.zero_stage in (1, 2):
         cfg["distributed_type"] = "DEEPSPEED"
         cfg["deepspeed_config"] = {"zero_stage": p.zero_stage, "gradient_accumulation_steps": p.accumulation}
+        if p.offload != "none":  # ZeRO-Offload of the optimizer states (Accelerate deepspeed_config offload_optimizer_device)
+            cfg["deepspeed_config"]["offload_optimizer_device"] = "cpu"
     else:
         cfg["distributed_type"] = "MULTI_GPU"
     if p.tensor_parallel > 1:
@@ -695,8 +716,10 @@ def _axolotl_config(p: _Facts) -> dict[str, Any]:
             "activation_checkpointing": p.gradient_checkpointing,
             "state_dict_type": "SHARDED_STATE_DICT",
         }
+        if p.offload != "none":  # FSDP's CPU offload (src/axolotl/utils/schemas/fsdp.py offload_params)
+            cfg["fsdp_config"]["offload_params"] = True
     elif p.zero_stage in (1, 2):
-        cfg["deepspeed"] = f"deepspeed_configs/zero{p.zero_stage}.json"
+        cfg["deepspeed"] = AXOLOTL_DS_CONFIG
     if p.tensor_parallel > 1:
         cfg["tensor_parallel_size"] = p.tensor_parallel
         cfg["dp_shard_size"] = p.data_parallel
@@ -724,7 +747,7 @@ def _axolotl(p: _Facts) -> list[str]:
     if cfg.get("optimizer") == "adamw_torch_8bit":
         out += _torchao_note(("adamw_torch_8bit", None))
     if "deepspeed" in cfg:
-        out.append("axolotl fetch deepspeed_configs")
+        out.append(_file(AXOLOTL_DS_CONFIG, json.dumps(_axolotl_deepspeed_config(p), indent=2)))
     out.append(_file("axolotl_config.yaml", _yaml(cfg)))
     args: list[tuple[str, Any] | str] = []
     if p.multi_node:
@@ -793,6 +816,12 @@ def _torchtune(p: _Facts) -> list[str]:
         f"tokenizer.max_seq_len={p.seq_len}",
         "checkpointer.checkpoint_dir=./model",
     ]
+    if p.method == "full":  # the fused step the plan counts at one micro-batch a step (STACKS grads_freed_in_backward)
+        overrides.append(f"optimizer_in_bwd={p.accumulation == 1}")
+    if p.offload != "none" and distributed:  # FSDP2's CPU offload: parameters, gradients and optimizer states
+        overrides.append("fsdp_cpu_offload=True")
+    elif p.offload != "none":
+        out.append(_comment("CPU offload: torchtune offloads through FSDP in its distributed recipes (fsdp_cpu_offload); one device keeps it all"))
     component = _torchtune_optimizer(p, distributed)
     if component is not None:
         overrides.append(f"optimizer._component_={component}")
@@ -910,6 +939,33 @@ def _litgpt(p: _Facts) -> list[str]:
     return out
 
 
+def _zero_optimization(p: _Facts) -> dict[str, Any]:
+    """DeepSpeed's zero_optimization block: the stage, and ZeRO-Offload as the scenario counts it (the optimizer states
+    and gradients in CPU memory; with optimizer+params at stage 3 the parameters too: DeepSpeed config-json docs,
+    offload_optimizer / offload_param)."""
+    block: dict[str, Any] = {"stage": p.zero_stage}
+    if p.offload != "none" and p.zero_stage >= 1:
+        block["offload_optimizer"] = {"device": "cpu"}
+    if p.offload == "optimizer+params" and p.zero_stage == 3:
+        block["offload_param"] = {"device": "cpu"}
+    return block
+
+
+def _axolotl_deepspeed_config(p: _Facts) -> dict[str, Any]:
+    """The DeepSpeed json of an Axolotl run at ZeRO 1-2, written out rather than fetched: Axolotl's own
+    deepspeed_configs/zero2.json offloads the optimizer to the CPU (axolotl-ai-cloud/axolotl@067b021), which the plan
+    does not count unless it offloads. The Trainer builds the optimizer and fills the batch keys (values that match)."""
+    bf16 = "bf16" in p.precision
+    return {
+        "zero_optimization": _zero_optimization(p),
+        "bf16": {"enabled": bf16},
+        "fp16": {"enabled": not bf16 and "fp16" in p.precision},
+        "train_micro_batch_size_per_gpu": p.micro_batch,
+        "gradient_accumulation_steps": p.accumulation,
+        "train_batch_size": p.global_batch,
+    }
+
+
 def _deepspeed_config(p: _Facts) -> dict[str, Any]:
     bf16 = "bf16" in p.precision
     cfg: dict[str, Any] = {
@@ -917,7 +973,7 @@ def _deepspeed_config(p: _Facts) -> dict[str, Any]:
         "gradient_accumulation_steps": p.accumulation,
         "train_batch_size": p.global_batch,
         "gradient_clipping": 1.0,
-        "zero_optimization": {"stage": p.zero_stage},
+        "zero_optimization": _zero_optimization(p),
         "bf16": {"enabled": bf16},
         "fp16": {"enabled": not bf16 and "fp16" in p.precision},
     }
@@ -987,6 +1043,8 @@ def _megatron(p: _Facts) -> list[str]:
         args += [("--optimizer", "sgd"), ("--sgd-momentum", SGD_MOMENTUM)] if p.optimizer == "sgd" else [("--optimizer", "adam")]
     if p.zero_stage >= 1:
         args.append("--use-distributed-optimizer")
+    if p.offload != "none" and p.zero_stage >= 1:  # the hybrid-device optimizer (arguments.py: needs the precision-aware one)
+        args += ["--optimizer-cpu-offload", "--use-precision-aware-optimizer"]
     if p.gradient_checkpointing:
         args += [("--recompute-granularity", "full"), ("--recompute-method", "uniform"), ("--recompute-num-layers", 1)]
     out.append(_command(["torchrun"], args))

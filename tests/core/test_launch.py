@@ -742,3 +742,55 @@ def test_the_planners_plans_stay_adamw():
         assert p.scenario.get("optimizer", "adamw") == "adamw"
         stack = p.scenario["training_stack"]
         assert optimizer_written(stack, settings(p.launch), p.launch)[0] == "adamw", p.launch
+
+
+# --- CPU offload and the fused optimizer step -----------------------------------------------------------------------
+
+OFFLOAD_KEYS = {
+    "hf": {"optimizer": ("deepspeed_config.offload_optimizer_device", "cpu"), "optimizer+params": ("fsdp_config.fsdp_offload_params", True)},
+    "axolotl": {"optimizer": ("zero_optimization.offload_optimizer.device", "cpu"), "optimizer+params": ("fsdp_config.offload_params", True)},
+    "deepspeed": {"optimizer": ("zero_optimization.offload_optimizer.device", "cpu"), "optimizer+params": ("zero_optimization.offload_param.device", "cpu")},
+    "torchtune": {"optimizer": ("fsdp_cpu_offload", "True"), "optimizer+params": ("fsdp_cpu_offload", "True")},
+    "megatron": {"optimizer": ("--optimizer-cpu-offload", None)},
+}
+
+
+@pytest.mark.parametrize("stack", sorted(OFFLOAD_KEYS))
+def test_cpu_offload_reaches_the_config_and_nothing_offloads_without_it(stack):
+    """A scenario's CPU offload (the memory it moves off the device: core/memory/components.py training_peak) is set in
+    the stack's own key, every name in the flag table; without offload no key is set. Axolotl's ZeRO-2 writes its own
+    DeepSpeed json: Axolotl's zero2.json offloads the optimizer, which a plan without offload does not count."""
+    zero = {"optimizer": 2 if stack != "megatron" else 1, "optimizer+params": 3}
+    base = {"model": "llama-3.1-8b", "mode": "training", "method": "full", "accelerator": "a100-sxm-80gb", "batch_size": 2, "data_parallel": 4, "training_stack": stack}
+    for offload, (key, value) in OFFLOAD_KEYS[stack].items():
+        on = settings(launch_command({**base, "zero_stage": zero[offload], "offload": offload}))
+        off = settings(launch_command({**base, "zero_stage": zero[offload]}))
+        assert on[key] == value and set(on) <= set(table()[stack]), (stack, offload, on)
+        assert not any("offload" in k for k in off), (stack, offload, off)
+
+
+def test_a_stack_without_offload_says_so_in_the_text_and_the_estimate():
+    from core.memory.estimate import estimate_memory
+    from core.scenario import Scenario
+
+    sc = {"model": "llama-3.1-8b", "mode": "training", "method": "full", "accelerator": "a100-sxm-80gb", "data_parallel": 4, "zero_stage": 3, "offload": "optimizer"}
+    text = launch_command({**sc, "training_stack": "litgpt"})
+    assert "litgpt has no CPU offload" in text
+    assert estimate_memory(Scenario.model_validate({**sc, "training_stack": "litgpt"})).stack_problem == "litgpt has no CPU offload"
+    assert estimate_memory(Scenario.model_validate({**sc, "training_stack": "deepspeed"})).stack_problem is None
+    params = {**sc, "zero_stage": 1, "offload": "optimizer", "training_stack": "megatron"}
+    assert estimate_memory(Scenario.model_validate(params)).stack_problem is None
+    fsdp = launch_command({**sc, "training_stack": "hf"})
+    assert "FSDP's CPU offload moves the parameters with the optimizer states" in fsdp
+
+
+@pytest.mark.parametrize(("accumulation", "fused"), [(1, "True"), (4, "False")])
+def test_torchtunes_full_fine_tune_fuses_the_step_as_the_plan_counts(accumulation, fused):
+    """torchtune's full fine-tune with one micro-batch a step is counted with the optimizer step fused into the backward
+    pass (STACKS grads_freed_in_backward): the launch sets optimizer_in_bwd=True; with accumulation it must be False
+    (the recipes refuse both together, and the single-device configs default to True)."""
+    sc = {"model": "llama-3.1-8b", "mode": "training", "method": "full", "accelerator": "a100-sxm-80gb", "training_stack": "torchtune"}
+    for devices in (1, 4):
+        found = settings(launch_command({**sc, "gradient_accumulation_steps": accumulation, "data_parallel": devices, "zero_stage": 3 if devices > 1 else 0}))
+        assert found["optimizer_in_bwd"] == fused
+    assert "optimizer_in_bwd" not in settings(launch_command({**sc, "method": "lora"}))

@@ -87,3 +87,21 @@ def test_the_estimate_says_it_and_offers_no_8bit_adamw_where_it_cannot_run():
         assert estimate_memory(sc).stack_problem is None, (part, stack)
         fix = _fix(sc, ("8-bit AdamW",), {"optimizer": "adamw-8bit"}, 1e30, None)  # room for anything: only the problem can refuse it
         assert (fix is not None) is offered, (part, stack)
+
+
+def test_every_stack_names_its_cpu_offloads_and_the_estimate_holds_it():
+    """The `offload` column (stop 39): the stacks whose launch sets the scenario's CPU offload, validated on load; a
+    scenario that asks a stack for one it lacks gets one line, the planner (no offload) is untouched."""
+    rows = load_stack_layouts()
+    assert {k for k, s in rows.items() if s.offload} == {"hf", "torchtune", "deepspeed", "megatron", "axolotl"}
+    assert rows["megatron"].offload == ("optimizer",)  # --optimizer-cpu-offload: no parameter offload
+    assert all(len(s.offload_source) > 10 for s in rows.values())
+    assert layout_problem("litgpt", "full", 3, 1, 1, 4, offload="optimizer") == "litgpt has no CPU offload"
+    assert layout_problem("megatron", "full", 1, 1, 1, 4, offload="optimizer") is None
+    assert layout_problem("deepspeed", "full", 3, 1, 1, 4, offload="optimizer+params") is None
+    assert layout_problem("litgpt", "full", 3, 1, 1, 4) is None
+
+
+def test_a_bad_offload_cell_is_refused(tmp_path):
+    with pytest.raises(CatalogError):
+        read_catalog_rows(_rewritten(tmp_path, offload="gpu"), StackLayouts)
