@@ -15,7 +15,14 @@ from core.catalog.accelerators import get_accelerator
 from core.memory.engines import EAGER_LAYER_OVERHEAD_S
 from core.money.cost import pick
 from core.money.run_bill import HORIZON_HOURS, SETUP_HOURS
-from core.speed.timing import DEQUANT_BYTES_PER_PARAM, LAUNCH_BOUND_NOTED_FRACTION, MATMUL_EFFICIENCY, OVERHEAD_BYTES_PER_LAYER_HIDDEN
+from core.speed.timing import (
+    DEQUANT_BYTES_PER_PARAM,
+    GPTQ_DEQUANT_BYTES_PER_PARAM,
+    LAUNCH_BOUND_NOTED_FRACTION,
+    MATMUL_EFFICIENCY,
+    OVERHEAD_BYTES_PER_LAYER_HIDDEN,
+    dequant_words,
+)
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
 if sc.mode != "training":
@@ -99,8 +106,8 @@ if sc.method == "qlora":
     if est.upcast_fraction > 0:
         st.caption(
             md(
-                "QLoRA's time: dequantizing the 4-bit base in every pass is {dequant} of it; the Hugging Face recipe's fp32 "
-                "upcast is {upcast}: stacks without it run QLoRA near LoRA's speed.",
+                f"QLoRA's time: {dequant_words(sc)} is {{dequant}} of it; the Hugging Face recipe's fp32 upcast is {{upcast}}: "
+                "stacks without it run QLoRA near LoRA's speed.",  # dequant_words: the code's own words, not escaped
                 dequant=f"{est.dequant_fraction:.0%}",
                 upcast=f"{est.upcast_fraction:.0%}",
             ),
@@ -109,7 +116,7 @@ if sc.method == "qlora":
             "without it, 2,925 with it).",
         )
     else:
-        st.caption(md("QLoRA's time: dequantizing the 4-bit base in every pass is {dequant} of it.", dequant=f"{est.dequant_fraction:.0%}"))
+        st.caption(md(f"QLoRA's time: {dequant_words(sc)} is {{dequant}} of it.", dequant=f"{est.dequant_fraction:.0%}"))
 
 if est.launch_bound_fraction >= LAUNCH_BOUND_NOTED_FRACTION:
     st.caption(
@@ -176,16 +183,19 @@ with st.expander("How this is computed"):
         + md(
             "Time per token = FLOPs / (devices x dense peak x {eff}) + work bound by memory bandwidth or the FP32 units "
             "({overhead} bytes per layer x hidden unit per token, PEFT's fp32 adapter traffic, QLoRA's dequantization as "
-            "{dequant} bytes of traffic a weight and pass, the Hugging Face recipe's fp32 upcast of the output head and "
+            "{dequant} bytes of traffic a weight and pass ({gptq} a weight and forward pass on a GPTQ base), the Hugging Face "
+            "recipe's fp32 upcast of the output head and "
             "residual stream), fitted on our H100 and H200 runs; an eager stack's micro-batch takes at least its kernel "
-            "launches (layers x 3 passes' worth, 4 with recomputation, x {launch} ms). Checked on published fine-tunes on 1-128 GPUs "
-            "(Answer AI, torchtune, NeMo AutoModel, XTuner, torchtitan, Qwen's own scripts and others) and single-node pretraining runs "
+            "launches (layers x 3 passes' worth, 4 with recomputation, x {launch} ms). Checked on published fine-tunes on "
+            "1-128 GPUs (Answer AI, torchtune, NeMo AutoModel, XTuner, torchtitan, Axolotl, LLaMA-Factory, Unsloth, Qwen's own "
+            "scripts and others) and single-node pretraining runs "
             "(Method page). "
             "Setting the sidebar's *MFU* replaces this with FLOPs / (devices x peak x MFU), the way published large runs "
             "quote it (Llama 3.1 405B: 38-43% on H100s). Each run adds {setup} of setup and its communication. ",
             eff=f"{MATMUL_EFFICIENCY:.0%}",
             launch=f"{EAGER_LAYER_OVERHEAD_S * 1e3:.2f}",
             dequant=f"{DEQUANT_BYTES_PER_PARAM:g}",
+            gptq=f"{GPTQ_DEQUANT_BYTES_PER_PARAM:g}",
             overhead=f"{OVERHEAD_BYTES_PER_LAYER_HIDDEN:,.0f}",
             setup=hours_text(SETUP_HOURS),
         )

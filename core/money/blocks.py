@@ -19,7 +19,7 @@ from core.money.pricing import cheapest_replica_row, label, replica_usd_per_hour
 from core.money.run_bill import SETUP_HOURS, cheapest_bill, run_time
 from core.scenario import Scenario
 from core.speed.roofline import COMPUTE_EFF, inference_speed, roofline
-from core.speed.timing import LAUNCH_BOUND_NOTED_FRACTION, forward_passes
+from core.speed.timing import LAUNCH_BOUND_NOTED_FRACTION, dequant_words, forward_passes
 
 _OUT = ConfigDict(frozen=True)
 
@@ -140,7 +140,7 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
     ]
     if sc.method == "qlora":
         notes.append(
-            f"QLoRA: dequantizing the 4-bit base in every pass is {t.dequant_fraction:.0%} of the time"
+            f"QLoRA: {dequant_words(sc)} is {t.dequant_fraction:.0%} of the time"
             + (
                 f"; prepare_model_for_kbit_training's fp32 upcast (output head and residual stream) {t.upcast_fraction:.0%}: "
                 "stacks that skip it run QLoRA near LoRA's speed (our H200, Llama 3.1 8B: 6,530 against 2,925 tokens/s with it)"

@@ -191,6 +191,13 @@ def _quantized_params(sc: Scenario, arch: Architecture) -> float:
     return quantized_params(arch)
 
 
+def dequant_words(sc: Scenario) -> str:
+    """What QLoRA's dequantization time is, in words for a sentence ("... is 20% of the time")."""
+    if gptq_base(sc):
+        return "dequantizing the GPTQ base in PyTorch ops in every forward pass"
+    return "dequantizing the 4-bit base in every pass"
+
+
 def dequant_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator) -> float:
     """QLoRA's dequantization time per token (0 for other methods): every 4-bit weight, every pass of every
     micro-batch that dequantizes it (NF4: each forward and backward pass; GPTQ: each forward pass), as traffic at the

@@ -37,6 +37,9 @@ def test_the_two_bases_give_different_figures():
             at = open_link(page, {**QLORA, "qbase": base, "gc": "false"})
             no_exception(at)
             shown[base] = metric(at, label)
+            if page == "training":  # the time's share says which dequantization it is
+                said = " ".join(c.value for c in at.caption)
+                assert ("dequantizing the GPTQ base in PyTorch ops in every forward pass" in said) is (base == "gptq-4bit")
         assert shown["gptq-4bit"] != shown["nf4"], (page, shown)
 
 
