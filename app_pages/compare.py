@@ -11,7 +11,7 @@ from app_pages.shared.context import page_header, priced, stop_page
 from app_pages.shared.fields import fields
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate
-from app_pages.shared.scenario_io import saved_scenario
+from app_pages.shared.scenario_io import saved_scenario, scenario_values
 from app_pages.shared.serving_section import monthly_serving_usd, traffic_of_values
 from app_pages.shared.state import MAX_SAVED, saved_rows, set_saved_rows
 from app_pages.shared.style import COMPONENT_COLORS, layout
@@ -123,7 +123,8 @@ st.markdown("**Every setting of the saved scenarios**")
 settings = {}
 for f in fields().values():
     if f.scenario:
-        settings[f.label] = [f.scenario_text(getattr(s, f.scenario)) for _, s, _ in results]  # exact: not a slider's stop
+        # exact: not a slider's stop; an input sharing its scenario field with another (the QLoRA base) only where it applies
+        settings[f.label] = ["—" if f.others_as_default and not f.applies(scenario_values(s)) else f.scenario_text(getattr(s, f.scenario)) for _, s, _ in results]
 show_table(pd.DataFrame(settings, index=names).T, width="stretch")
 
 st.caption(plain("Saved scenarios are kept in this page's link (parameter cmp): copy the address bar to share the comparison."))

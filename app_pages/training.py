@@ -101,12 +101,13 @@ if est.run_usd is not None and est.run_hours is not None:
             days=f"{HORIZON_HOURS / 24:.0f}",
         )
     )
-if sc.method == "qlora":
+if sc.method == "qlora" or est.dequant_fraction > 0:  # QLoRA, or LoRA on a GPTQ checkpoint
+    adapter_method = "QLoRA" if sc.method == "qlora" else "LoRA"
     # one short line above the chart; what the upcast is and what was measured sit in its tooltip
     if est.upcast_fraction > 0:
         st.caption(
             md(
-                f"QLoRA's time: {dequant_words(sc)} is {{dequant}} of it; the Hugging Face recipe's fp32 upcast is {{upcast}}: "
+                f"{adapter_method}'s time: {dequant_words(sc)} is {{dequant}} of it; the Hugging Face recipe's fp32 upcast is {{upcast}}: "
                 "stacks without it run QLoRA near LoRA's speed.",  # dequant_words: the code's own words, not escaped
                 dequant=f"{est.dequant_fraction:.0%}",
                 upcast=f"{est.upcast_fraction:.0%}",
@@ -116,7 +117,7 @@ if sc.method == "qlora":
             "without it, 2,925 with it).",
         )
     else:
-        st.caption(md(f"QLoRA's time: {dequant_words(sc)} is {{dequant}} of it.", dequant=f"{est.dequant_fraction:.0%}"))
+        st.caption(md(f"{adapter_method}'s time: {dequant_words(sc)} is {{dequant}} of it.", dequant=f"{est.dequant_fraction:.0%}"))
 
 if est.launch_bound_fraction >= LAUNCH_BOUND_NOTED_FRACTION:
     st.caption(

@@ -47,7 +47,8 @@ default), the frozen base stays in its format. **QLoRA** stores the base in NF4 
 $4 + 8/64 + 32/(64\cdot256) \approx 4.127$ bits per weight (Dettmers et al. 2023, Sec. 3). On a GPTQ 4-bit checkpoint
 instead (Hugging Face and Axolotl stacks), each linear layer dequantizes its whole weight in PyTorch ops in every forward
 pass and autograd keeps the 16-bit weight for the backward pass: about 40 bytes of memory traffic per weight and pass
-(calibrated on ms-swift's A100 benchmark, checked on Qwen's twelve published Q-LoRA runs), and without checkpointing
+(auto-gptq's unfused ops, calibrated on ms-swift's A100 benchmark, checked on Qwen's twelve published Q-LoRA runs; an
+upper bound for GPTQModel's compiled kernel), and without checkpointing
 $2\,\text{B}$ per quantized weight kept; PEFT skips QLoRA's fp32 upcast for GPTQ models.
 """,
     ),

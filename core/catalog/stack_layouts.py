@@ -137,11 +137,57 @@ def layout_problem(
         return f"{stack} does not shard a QLoRA base (FSDP + QLoRA)"
     if method == "qlora" and tensor_parallel > 1:
         return "a bitsandbytes 4-bit base is not split by tensor parallelism"
-    if offload != "none" and offload not in s.offload:
-        if s.offload:
-            return f"{stack} offloads the optimizer states to the CPU, not the parameters"
-        return f"{stack} has no CPU offload"
-    return stack_optimizer_problem(stack, method, optimizer)
+    return offload_problem(stack, offload) or offload_optimizer_problem(stack, zero_stage, offload, optimizer) or stack_optimizer_problem(stack, method, optimizer)
+
+
+def offload_problem(stack: str, offload: str) -> str | None:
+    """Why `stack` cannot offload as asked (data/stack_layouts.csv `offload`), or None."""
+    s = load_stack_layouts().get(stack)
+    if s is None or offload == "none" or offload in s.offload:
+        return None
+    if s.offload:
+        return f"{stack} offloads the optimizer states to the CPU, not the parameters"
+    return f"{stack} has no CPU offload"
+
+
+# The optimizer that steps offloaded states. DeepSpeed's ZeRO-Offload steps them with its own CPU Adam: Accelerate
+# replaces the trainer's optimizer by DeepSpeedCPUAdam when offload_optimizer is on (zero_force_ds_cpu_optimizer,
+# true by default: huggingface/accelerate accelerator.py _prepare_deepspeed), and DeepSpeed refuses a client optimizer
+# with ZeRO-Offload (deepspeedai/DeepSpeed runtime/engine.py _configure_optimizer: ZeRORuntimeException); its own
+# config can build a torch optimizer by name (SGD, Adafactor). FSDP's CPU offload steps the trainer's torch optimizer on
+# CPU tensors, which bitsandbytes' and torchao's 8-bit kernels (CUDA) do not take. Megatron's --optimizer-cpu-offload is
+# its HybridDeviceOptimizer, built around Adam. Not run here: read from the sources.
+DEEPSPEED_ENGINE_OFFLOAD_STACKS = frozenset({"hf", "axolotl"})  # ZeRO 1-2 through Accelerate's DeepSpeed
+FSDP_OFFLOAD_STACKS = frozenset({"hf", "axolotl", "torchtune"})  # their ZeRO-3 is FSDP: CPUOffload takes the parameters too
+
+
+def offload_optimizer_problem(stack: str, zero_stage: int, offload: str, optimizer: str) -> str | None:
+    """Why the offloaded optimizer states cannot be `optimizer`'s under `stack`, or None (AdamW always can)."""
+    if offload == "none" or optimizer == "adamw":
+        return None
+    label = OPTIMIZER_LABELS.get(optimizer, optimizer)
+    if stack in DEEPSPEED_ENGINE_OFFLOAD_STACKS and zero_stage in (1, 2):
+        return f"ZeRO-Offload steps with DeepSpeed's CPU Adam (Accelerate replaces the trainer's optimizer): AdamW, not {label}"
+    if stack == "deepspeed" and optimizer in EIGHT_BIT_OPTIMIZERS:
+        return "ZeRO-Offload refuses a client optimizer such as bitsandbytes' 8-bit AdamW"
+    if stack in FSDP_OFFLOAD_STACKS and zero_stage == 3 and optimizer in EIGHT_BIT_OPTIMIZERS:
+        return "FSDP's CPU offload steps the optimizer on CPU tensors, which 8-bit AdamW's GPU kernels do not take"
+    if stack == "megatron":
+        return f"Megatron's CPU offload (its hybrid-device optimizer) runs Adam, not {label}"
+    return None
+
+
+def base_problem(base: str, zero_stage: int, offload: str, tensor_parallel: int) -> str | None:
+    """Why a GPTQ base cannot be laid out so, or None: GPTQ's QuantLinear keeps its 4-bit weights as buffers
+    (AutoGPTQ@9f7d370 qlinear_cuda_old.py register_buffer; GPTQModel's likewise), and ZeRO-3 / FSDP shard and offload
+    parameters only, nor does PEFT split them for tensor parallelism."""
+    if base != "gptq-4bit":
+        return None
+    if zero_stage == 3 or offload == "optimizer+params":
+        return "a GPTQ base's 4-bit weights are buffers: ZeRO-3 / FSDP neither shard nor offload them (every device holds all of them)"
+    if tensor_parallel > 1:
+        return "a GPTQ base is not split by tensor parallelism"
+    return None
 
 
 def stack_optimizer_problem(stack: str, method: str, optimizer: str) -> str | None:

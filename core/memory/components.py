@@ -33,7 +33,7 @@ from core.catalog.accelerators import get_accelerator
 from core.layout import Layout
 from core.memory.activations import LayerCosts, layer_activation_bytes, logits_bytes
 from core.memory.engines import ENGINES
-from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, FUSED_LOSS_LOGITS_BYTES, GPTQ_BASE, STACKS, TrainingStack
+from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, FUSED_LOSS_LOGITS_BYTES, STACKS, TrainingStack, trains_on_gptq
 from core.model.architecture import ATTENTION_ROLES, MLP_ROLES, Architecture, WeightGroup
 from core.model.formats import FORMATS, KV_CACHE_BYTES, WeightFormat, routed_expert_bytes, weight_bytes
 from core.scenario import Scenario
@@ -183,9 +183,10 @@ def qlora_base(sc: Scenario) -> WeightFormat:
 
 
 def gptq_base(sc: Scenario) -> bool:
-    """QLoRA on a GPTQ checkpoint: its linears dequantize in PyTorch ops under autograd (core/speed/timing.py
-    GPTQ_DEQUANT_BYTES_PER_PARAM; the dequantized weights kept for the backward pass: dequantized_weight_bytes)."""
-    return sc.method == "qlora" and qlora_base(sc).id == GPTQ_BASE
+    """LoRA on a GPTQ checkpoint (QLoRA on a GPTQ base, or LoRA with GPTQ weights: one PEFT run, stacks.trains_on_gptq):
+    its linears dequantize in PyTorch ops under autograd (core/speed/timing.py GPTQ_DEQUANT_BYTES_PER_PARAM; the
+    dequantized weights kept for the backward pass: dequantized_weight_bytes)."""
+    return trains_on_gptq(sc.method, sc.weights_format, sc.training_stack)
 
 
 def qlora_upcast(sc: Scenario) -> bool:
@@ -201,8 +202,7 @@ def dequantized_weight_bytes(sc: Scenario, arch: Architecture) -> tuple[float, f
     block's (what recomputing one checkpointed block keeps); (0, 0) for any other base."""
     if not gptq_base(sc):
         return 0.0, 0.0
-    quantized = quantized_params(arch)
-    return 2.0 * quantized, 2.0 * quantized / arch.num_layers
+    return 2.0 * quantized_params(arch), 2.0 * arch.largest_layer_params  # the largest block's (norms included: a few kB)
 
 
 def quantized_params(arch: Architecture) -> float:

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from core.catalog.accelerators import get_accelerator
-from core.catalog.stack_layouts import layout_problem, part_problem
+from core.catalog.stack_layouts import base_problem, layout_problem, part_problem
 from core.catalog.wired_limit import raise_limit_advice, wired_limit_text
 from core.layout import Layout
 from core.memory.components import (
@@ -533,8 +533,11 @@ def _problem(sc: Scenario) -> str | None:
     if sc.mode != "training":
         return None
     stack = sc.training_stack
-    return layout_problem(stack, sc.method, sc.zero_stage, sc.tensor_parallel, sc.pipeline_parallel, sc.data_parallel, sc.optimizer, sc.offload) or part_problem(
-        get_accelerator(sc.accelerator), sc.method, stack, sc.optimizer
+    base = base_problem(qlora_base(sc).id, sc.zero_stage, sc.offload, sc.tensor_parallel) if gptq_base(sc) else None
+    return (
+        base
+        or layout_problem(stack, sc.method, sc.zero_stage, sc.tensor_parallel, sc.pipeline_parallel, sc.data_parallel, sc.optimizer, sc.offload)
+        or part_problem(get_accelerator(sc.accelerator), sc.method, stack, sc.optimizer)
     )
 
 
@@ -772,8 +775,9 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
         if gptq_base(sc):
             out.append(
                 Text.of(
-                    "QLoRA on a GPTQ checkpoint: no fp32 upcast (PEFT skips it for GPTQ); every forward pass dequantizes each weight in "
-                    "PyTorch ops, and autograd keeps the 16-bit weight for the backward pass ({kept})",
+                    "LoRA on a GPTQ checkpoint: no fp32 upcast (PEFT skips it for GPTQ); every forward pass dequantizes each weight in "
+                    "PyTorch ops, and autograd keeps the 16-bit weight for the backward pass ({kept}); the time is auto-gptq's "
+                    "unfused dequantization, an upper bound for GPTQModel's compiled one",
                     kept="one block's at a time, with checkpointing" if checkpointing(sc) else "every block's, without checkpointing",
                 )
             )

@@ -88,8 +88,8 @@ class TrainingStack(NamedTuple):
     # not upcast the trainable parameters.
     mixed_loads_16bit: bool = False
     # Other frozen 4-bit bases QLoRA trains LoRA on where the scenario's weights_format names one (components.qlora_base):
-    # a GPTQ checkpoint through PEFT (huggingface/peft@5d602fd src/peft/tuners/lora/gptq.py, GPTQModel or auto-gptq
-    # kernels) or Axolotl's `gptq: true` (axolotl-ai-cloud/axolotl@067b021 examples/llama-2/gptq-lora.yml).
+    # a GPTQ checkpoint through PEFT (huggingface/peft@5d602fd src/peft/tuners/lora/gptq.py: GPTQModel's kernels; in
+    # 2023 auto-gptq's) or Axolotl's `gptq: true` (axolotl-ai-cloud/axolotl@067b021 examples/llama-2/gptq-lora.yml).
     qlora_other_bases: tuple[str, ...] = ()
 
 
@@ -299,3 +299,11 @@ STACKS: dict[str, TrainingStack] = {
         ),
     )
 }
+
+
+def trains_on_gptq(method: str, weights_format: str, stack_id: str) -> bool:
+    """LoRA (or QLoRA) on a GPTQ checkpoint: the stack trains LoRA on that format (TrainingStack.qlora_other_bases) and
+    the scenario's weights_format names it. PEFT's LoRA on a GPTQ model is one run, asked as QLoRA on a GPTQ base or as
+    LoRA on GPTQ weights (core/memory/components.gptq_base; core/plan/launch.py)."""
+    stack = STACKS.get(stack_id)
+    return method in ("lora", "qlora") and weights_format == GPTQ_BASE and stack is not None and GPTQ_BASE in stack.qlora_other_bases

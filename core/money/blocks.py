@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.prices import PriceRow
 from core.layout import Layout
-from core.memory.components import checkpointing
+from core.memory.components import checkpointing, gptq_base
 from core.memory.engines import EAGER_LAYER_OVERHEAD_S
 from core.memory.estimate import Evaluator, MemoryResult, estimate_memory, fit_capacity
 from core.memory.fit import max_batch
@@ -138,9 +138,9 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
         f"with communication: +{rt.comm_overhead:.0%} (TP all-reduces, pipeline bubble, exposed gradient all-reduce, interruptions at cluster scale); "
         "pessimistic, as the MFU defaults already include some",
     ]
-    if sc.method == "qlora":
+    if sc.method == "qlora" or gptq_base(sc):
         notes.append(
-            f"QLoRA: {dequant_words(sc)} is {t.dequant_fraction:.0%} of the time"
+            f"{'QLoRA' if sc.method == 'qlora' else 'LoRA'}: {dequant_words(sc)} is {t.dequant_fraction:.0%} of the time"
             + (
                 f"; prepare_model_for_kbit_training's fp32 upcast (output head and residual stream) {t.upcast_fraction:.0%}: "
                 "stacks that skip it run QLoRA near LoRA's speed (our H200, Llama 3.1 8B: 6,530 against 2,925 tokens/s with it)"

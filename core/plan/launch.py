@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from core.catalog.expert_parallel import load_expert_parallel
 from core.catalog.presets import preset, preset_ids
-from core.catalog.stack_layouts import load_stack_layouts, optimizer_problem, part_problem
-from core.memory.stacks import STACKS
+from core.catalog.stack_layouts import FSDP_OFFLOAD_STACKS, offload_optimizer_problem, offload_problem, optimizer_problem, part_problem
+from core.memory.stacks import trains_on_gptq
 
 if TYPE_CHECKING:
     from core.catalog.accelerators import Accelerator
 
+GPTQ_PLACEHOLDER = "REPLACE_WITH_THE_GPTQ_CHECKPOINT"  # LoRA on a GPTQ base loads a GPTQ repo, not the 16-bit one
 PLACEHOLDER_MODEL = "REPLACE_WITH_YOUR_MODEL"  # a model given by config or parameter count has no repository we know
 GPU_MEMORY_FRACTION = 0.90  # vLLM's --gpu-memory-utilization default (0.9); SGLang's --mem-fraction-static likewise
 MASTER_PORT = 29500  # torchrun's default rendezvous port
@@ -38,7 +39,6 @@ MLX_SERVER_PORT = 8080  # mlx_lm.server's default port
 # SGD's momentum where the trainer's default has none (torch.optim.SGD and MLX's SGD: momentum 0): the memory counts one
 # momentum buffer (core/memory/components.py OPTIMIZER_STATE_BYTES); 0.9 is Megatron-LM's --sgd-momentum default
 SGD_MOMENTUM = 0.9
-FSDP_OFFLOAD_STACKS = frozenset({"hf", "axolotl", "torchtune"})  # their ZeRO-3 is FSDP, whose CPU offload takes the parameters too
 AXOLOTL_DS_CONFIG = "ds_config.json"  # Axolotl's DeepSpeed json, written by the launch text (_axolotl_deepspeed_config)
 
 
@@ -94,9 +94,8 @@ class _Facts:
         self.offload = str(sc.get("offload", "none"))  # ZeRO-Offload: none, optimizer, optimizer+params (ZeRO-3)
         self.optimizer = str(sc.get("optimizer", "adamw") or "adamw")
         self.stack = str(sc.get("training_stack", "hf"))
-        # QLoRA on a GPTQ checkpoint where the stack trains on one (core/memory/components.qlora_base), else on NF4
-        stack = STACKS.get(self.stack)
-        self.gptq_base = self.method == "qlora" and stack is not None and self.weights_format in stack.qlora_other_bases
+        # LoRA on a GPTQ checkpoint where the stack trains on one (core/memory/components.gptq_base), else QLoRA on NF4
+        self.gptq_base = not self.serving and trains_on_gptq(self.method, self.weights_format, self.stack)
         self.engine = str(sc.get("serving_engine", "vllm"))
         self.expert_parallel = self.serving and bool(sc.get("expert_parallel", False)) and tp > 1
         # vLLM's data-parallel engines and TensorRT-LLM's attention-DP ranks each schedule their own requests: the
@@ -112,6 +111,9 @@ class _Facts:
         self.accelerator = _known_accelerator(self.accelerator_id)
         self.accelerator_name, self.vendor, self.per_instance = self._accelerator(plan)
         self.model, self.model_note = _model_id(sc.get("model"))
+        if self.gptq_base:  # the 16-bit checkpoint would train plain LoRA: the text names a placeholder to replace
+            self.model_note = f"replace {GPTQ_PLACEHOLDER} with the GPTQ 4-bit checkpoint of {self.model} (a '-GPTQ-Int4' repo or path)"
+            self.model = GPTQ_PLACEHOLDER
         # why the training stack (on this part) cannot run the scenario's optimizer (data/stack_layouts.csv), or None:
         # then the text says so and sets no optimizer, rather than another one than the memory counts
         self.optimizer_problem = None if self.serving else optimizer_problem(self.stack, self.method, self.optimizer, self.accelerator)
@@ -513,21 +515,13 @@ def _training(p: _Facts) -> str:
         return "\n".join([*lines, _comment(f"no launch command for training stack {p.stack!r}")])
     if p.optimizer_problem:
         lines.append(_comment(f"{p.stack} cannot run this optimizer: {p.optimizer_problem}; no optimizer is set below"))
-    if p.offload != "none" and (problem := _offload_problem(p)):
-        lines.append(_comment(f"{problem}: more device memory than the scenario counts"))
+    if problem := offload_problem(p.stack, p.offload):
+        lines.append(_comment(f"{problem}: the command below keeps them on the device, more memory than the scenario counts"))
     elif p.offload == "optimizer" and p.zero_stage == 3 and p.stack in FSDP_OFFLOAD_STACKS:
         lines.append(_comment("FSDP's CPU offload moves the parameters with the optimizer states: less device memory than the scenario counts, slower steps"))
+    if problem := offload_optimizer_problem(p.stack, p.zero_stage, p.offload, p.optimizer):
+        lines.append(_comment(f"{problem}: the run steps with AdamW, whose states the scenario does not count"))
     return "\n".join([*lines, *body(p)])
-
-
-def _offload_problem(p: _Facts) -> str | None:
-    """Why the stack cannot offload as the scenario counts (data/stack_layouts.csv `offload`), or None."""
-    s = load_stack_layouts().get(p.stack)
-    if s is None or p.offload in s.offload:
-        return None
-    if s.offload:
-        return f"{p.stack} offloads the optimizer states only: the parameters stay on the device"
-    return f"{p.stack} has no CPU offload: the command below keeps everything on the device"
 
 
 def _node_args(p: _Facts) -> list[tuple[str, Any] | str]:
@@ -544,7 +538,7 @@ def _accelerate_config(p: _Facts) -> dict[str, Any]:
         "num_processes": p.processes,
         "mixed_precision": _MIXED.get(p.precision, "no"),
     }
-    if p.processes == 1 and p.offload == "none":
+    if p.processes == 1 and p.zero_stage == 0:  # ZeRO on one GPU still runs its engine (16-bit adapters, offload), as counted
         cfg["distributed_type"] = "NO"
     elif p.zero_stage == 3 or _tp_with_data_parallel(p):
         cfg["distributed_type"] = "FSDP"
@@ -670,8 +664,8 @@ def _gptq_note(p: _Facts) -> list[str]:
         return []
     return [
         _comment(
-            "QLoRA on a GPTQ base: point the model at its GPTQ 4-bit checkpoint (a '-GPTQ-Int4' repo; pip install gptqmodel "
-            "optimum), which PEFT trains LoRA on; no bitsandbytes"
+            "LoRA on a GPTQ 4-bit checkpoint (pip install gptqmodel optimum; no bitsandbytes): PEFT trains the adapters on it. "
+            "Its time is counted for auto-gptq's unfused dequantization, an upper bound for GPTQModel's compiled one"
         )
     ]
 
@@ -790,7 +784,7 @@ def _hf_xla(p: _Facts) -> list[str]:
 
 
 def _torchtune(p: _Facts) -> list[str]:
-    distributed = p.processes > 1
+    distributed = p.processes > 1 or p.offload != "none"  # CPU offload is FSDP's (fsdp_cpu_offload): the distributed recipe, one process too
     kind = "full_finetune" if p.method == "full" else "lora_finetune"
     recipe = f"{kind}_{'distributed' if distributed else 'single_device'}"
     suffix = {"full": "full", "lora": "lora", "qlora": "qlora"}[p.method if p.method in ("full", "lora", "qlora") else "full"]
@@ -818,10 +812,8 @@ def _torchtune(p: _Facts) -> list[str]:
     ]
     if p.method == "full":  # the fused step the plan counts at one micro-batch a step (STACKS grads_freed_in_backward)
         overrides.append(f"optimizer_in_bwd={p.accumulation == 1}")
-    if p.offload != "none" and distributed:  # FSDP2's CPU offload: parameters, gradients and optimizer states
+    if p.offload != "none":  # FSDP2's CPU offload: parameters, gradients and optimizer states
         overrides.append("fsdp_cpu_offload=True")
-    elif p.offload != "none":
-        out.append(_comment("CPU offload: torchtune offloads through FSDP in its distributed recipes (fsdp_cpu_offload); one device keeps it all"))
     component = _torchtune_optimizer(p, distributed)
     if component is not None:
         overrides.append(f"optimizer._component_={component}")
@@ -963,6 +955,7 @@ def _axolotl_deepspeed_config(p: _Facts) -> dict[str, Any]:
         "train_micro_batch_size_per_gpu": p.micro_batch,
         "gradient_accumulation_steps": p.accumulation,
         "train_batch_size": p.global_batch,
+        "gradient_clipping": "auto",  # the Trainer's max_grad_norm, as in Axolotl's own configs
     }
 
 

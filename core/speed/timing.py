@@ -90,8 +90,10 @@ DEQUANT_BYTES_PER_PARAM = 2.5
 # a GPTQ Int4 sample takes 0.256 s longer than a bf16 one on Qwen-7B-Chat (2.05 vs 4.31 samples/s) and 0.485 s on
 # Qwen-14B-Chat (1.15 vs 2.60), 40.2 and 39.2 bytes a quantized weight and forward pass at the A100's 2.04 TB/s
 # (tests/core/test_qlora_gptq.py): these small-integer elementwise kernels run at under half the bandwidth. Checked
-# on Qwen's own README (finetune.py, auto-gptq, A100: Qwen-7B and -14B Q-LoRA at 256-8,192 tokens, twelve rows of
-# tests/data/finetune_speeds.csv).
+# on the same table's Qwen-72B (38.7) and on Qwen's own README (finetune.py, auto-gptq, A100: Qwen-7B and -14B Q-LoRA
+# at 256-8,192 tokens, twelve rows of tests/data/finetune_speeds.csv). An upper bound for today's stack: PEFT now
+# trains GPTQ through GPTQModel (huggingface/peft@5d602fd src/peft/tuners/lora/gptq.py), whose torch kernel compiles
+# the dequantization into one kernel (about 5-7 bytes a weight by its ops); not measured here.
 GPTQ_DEQUANT_BYTES_PER_PARAM = 40.0
 # peft.prepare_model_for_kbit_training (STACKS qlora_upcast) casts every parameter bitsandbytes left unquantized to
 # fp32: the output head (its forward and input-gradient matmuls, 4 FLOPs per head parameter and token, run on the
@@ -187,10 +189,6 @@ def _fp32_ops_per_s(acc: Accelerator) -> float:
     return peak_tflops(acc, "fp32").tflops * 1e12
 
 
-def _quantized_params(sc: Scenario, arch: Architecture) -> float:
-    return quantized_params(arch)
-
-
 def dequant_words(sc: Scenario) -> str:
     """What QLoRA's dequantization time is, in words for a sentence ("... is 20% of the time")."""
     if gptq_base(sc):
@@ -202,13 +200,13 @@ def dequant_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator
     """QLoRA's dequantization time per token (0 for other methods): every 4-bit weight, every pass of every
     micro-batch that dequantizes it (NF4: each forward and backward pass; GPTQ: each forward pass), as traffic at the
     device's bandwidth; devices splitting the model split it too (training_time divides the tokens by all devices)."""
-    if sc.method != "qlora":
+    if sc.method != "qlora" and not gptq_base(sc):
         return 0.0
     if gptq_base(sc):
         passes, per_param = (2 if checkpointing(sc) else 1), GPTQ_DEQUANT_BYTES_PER_PARAM
     else:
         passes, per_param = (3 if checkpointing(sc) else 2), DEQUANT_BYTES_PER_PARAM
-    traffic_bytes = passes * _quantized_params(sc, arch) * per_param
+    traffic_bytes = passes * quantized_params(arch) * per_param
     return traffic_bytes / acc.memory_bandwidth_bytes_per_s / (sc.batch_size * sc.seq_len)
 
 

@@ -66,3 +66,13 @@ def test_a_scenario_of_another_format_shows_as_nf4_and_messages_name_the_weight_
     gptq = Scenario(model="llama-3.1-8b", mode="training", method="qlora", weights_format="gptq-4bit")
     assert scenario_values(gptq)["qbase"] == "gptq-4bit"
     assert input_labels()["weights_format"] == fields()["fmt"].label
+
+
+def test_the_compare_table_shows_the_base_only_where_it_applies():
+    """The Compare page's settings table: a serving scenario's QLoRA base is a dash, not NF4."""
+    for link, want in (({"model": "llama-3.1-8b", "mode": "inference"}, "—"), ({**QLORA, "qbase": "gptq-4bit"}, "GPTQ 4-bit checkpoint")):
+        at = open_link("compare", link)
+        next(b for b in at.button if b.label == "Save current scenario").click().run()
+        no_exception(at)
+        settings = at.dataframe[-1].value
+        assert list(settings.loc["QLoRA base"]) == [want]

@@ -44,12 +44,12 @@ import pytest
 
 from core.catalog.accelerators import get_accelerator
 from core.layout import Layout
-from core.memory.components import gptq_base, lora_fp32_inputs, qlora_upcast
+from core.memory.components import gptq_base, lora_fp32_inputs, qlora_upcast, quantized_params
 from core.memory.stacks import STACKS
 from core.money.run_bill import run_time
 from core.scenario import Scenario
 from core.speed.comm import interruption_overhead
-from core.speed.timing import DEQUANT_BYTES_PER_PARAM, GPTQ_DEQUANT_BYTES_PER_PARAM, _quantized_params, peak_tflops, training_time
+from core.speed.timing import DEQUANT_BYTES_PER_PARAM, GPTQ_DEQUANT_BYTES_PER_PARAM, peak_tflops, training_time
 from tests.core.configs import model_spec
 from tests.core.recorded import check_row
 
@@ -110,7 +110,7 @@ def implied_dequantization(row: dict[str, str], passes: int = 3) -> tuple[float,
     # the GPU's work without dequantization: not the time the GPU waits for an eager stack's launches either (a
     # micro-batch takes the longer of its GPU work and its launches: core/speed/timing.py launch_floor_seconds_per_token)
     extra_s = tokens / published_tokens_per_s(row) - t.wall_hours * 3600 * (1 - t.dequant_fraction - t.launch_bound_fraction)
-    weights = _quantized_params(sc, sc.architecture)
+    weights = quantized_params(sc.architecture)
     return extra_s, weights, extra_s / (passes * weights) * acc.memory_bandwidth_bytes_per_s
 
 

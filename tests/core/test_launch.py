@@ -31,7 +31,7 @@ from core.catalog.accelerators import get_accelerator
 from core.catalog.expert_parallel import load_expert_parallel, supports_expert_parallel
 from core.catalog.presets import preset
 from core.plan import Goal, plan
-from core.plan.launch import HEREDOC_END, PLACEHOLDER_MODEL, launch_command
+from core.plan.launch import GPTQ_PLACEHOLDER, HEREDOC_END, PLACEHOLDER_MODEL, launch_command
 from core.plan.result import Plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -586,6 +586,8 @@ def test_qlora_on_a_gptq_base_loads_the_gptq_checkpoint_not_bitsandbytes():
         hf = settings(hf_text)
         assert ("--load_in_4bit" in hf) is not gptq and "--use_peft" in hf and set(hf) <= set(table()["hf"])
         assert ("GPTQ 4-bit checkpoint" in hf_text) is gptq
+        # the 16-bit checkpoint would train plain LoRA: a GPTQ run names a placeholder to replace, and says so
+        assert (hf["--model_name_or_path"] == GPTQ_PLACEHOLDER) is gptq and (f"replace {GPTQ_PLACEHOLDER}" in hf_text) is gptq
         ax = settings(launch_command({**base, "training_stack": "axolotl", "weights_format": wf}))
         assert ax.get("gptq", False) is gptq and ax.get("load_in_4bit", False) is not gptq and set(ax) <= set(table()["axolotl"])
         assert ax["adapter"] == ("lora" if gptq else "qlora")
@@ -794,3 +796,58 @@ def test_torchtunes_full_fine_tune_fuses_the_step_as_the_plan_counts(accumulatio
         found = settings(launch_command({**sc, "gradient_accumulation_steps": accumulation, "data_parallel": devices, "zero_stage": 3 if devices > 1 else 0}))
         assert found["optimizer_in_bwd"] == fused
     assert "optimizer_in_bwd" not in settings(launch_command({**sc, "method": "lora"}))
+
+
+def test_zero_on_one_gpu_runs_its_engine_as_the_estimate_counts_it():
+    """A one-GPU Hugging Face scenario at ZeRO 1-2 is counted with DeepSpeed's 16-bit adapters (components.lora_fp32_inputs):
+    its launch runs DeepSpeed (it ran without an engine until stop 39); at ZeRO 0 it runs plain."""
+    sc = {"model": "llama-3.1-8b", "mode": "training", "method": "lora", "accelerator": "a100-sxm-80gb", "training_stack": "hf"}
+    assert settings(launch_command({**sc, "zero_stage": 2}))["distributed_type"] == "DEEPSPEED"
+    assert settings(launch_command({**sc, "zero_stage": 3}))["distributed_type"] == "FSDP"
+    assert settings(launch_command(sc))["distributed_type"] == "NO"
+
+
+@pytest.mark.parametrize(
+    ("stack", "zero", "optimizer", "words"),
+    [
+        ("hf", 2, "sgd", "DeepSpeed's CPU Adam"),
+        ("axolotl", 1, "adamw-8bit", "DeepSpeed's CPU Adam"),
+        ("deepspeed", 2, "adamw-8bit", "refuses a client optimizer"),
+        ("hf", 3, "adamw-8bit", "8-bit AdamW's GPU kernels"),
+        ("megatron", 1, "sgd", "runs Adam"),
+    ],
+)
+def test_offloaded_states_are_stepped_by_the_optimizer_the_engine_allows(stack, zero, optimizer, words):
+    """With CPU offload the engine picks the optimizer: Accelerate swaps the trainer's for DeepSpeed's CPU Adam, DeepSpeed
+    refuses a client optimizer, FSDP's offload steps CPU tensors (no 8-bit kernels), Megatron's offload runs Adam. The
+    estimate says so in one line and so does the launch text; AdamW, and SGD on the DeepSpeed stack's own config, pass."""
+    from core.memory.estimate import estimate_memory
+    from core.scenario import Scenario
+
+    sc = {"model": "llama-3.1-8b", "mode": "training", "method": "full", "accelerator": "a100-sxm-80gb", "data_parallel": 4, "zero_stage": zero}
+    sc |= {"offload": "optimizer", "training_stack": stack, "optimizer": optimizer}
+    problem = estimate_memory(Scenario.model_validate(sc)).stack_problem
+    assert problem is not None and words in problem
+    assert words in launch_command(sc)
+    assert estimate_memory(Scenario.model_validate({**sc, "optimizer": "adamw"})).stack_problem is None
+    if stack == "deepspeed":
+        assert estimate_memory(Scenario.model_validate({**sc, "optimizer": "sgd"})).stack_problem is None
+
+
+def test_torchtune_offload_on_one_gpu_runs_the_distributed_recipe():
+    """torchtune offloads through FSDP (fsdp_cpu_offload) in its distributed recipes only: one GPU with offload runs
+    full_finetune_distributed on one process, as the estimate counts the offload."""
+    sc = {
+        "model": "llama-3.1-8b",
+        "mode": "training",
+        "method": "full",
+        "accelerator": "a100-sxm-80gb",
+        "training_stack": "torchtune",
+        "zero_stage": 3,
+        "offload": "optimizer",
+    }
+    text = launch_command(sc)
+    _, commands = parse(text)
+    run = next(c for c in commands if c[:2] == ["tune", "run"])
+    assert "full_finetune_distributed" in run and run[run.index("--nproc_per_node") + 1] == "1"
+    assert settings(text)["fsdp_cpu_offload"] == "True"

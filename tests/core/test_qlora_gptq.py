@@ -48,9 +48,30 @@ def test_the_constant_is_ms_swifts_extra_time_a_sample() -> None:
         implied[name] = extra_s / (2 * quantized_params(_qwen(name).architecture)) * A100.memory_bandwidth_bytes_per_s
     assert implied == pytest.approx({"config:qwen-7b": 40.2, "config:qwen-14b": 39.2}, abs=0.1)
     assert GPTQ_DEQUANT_BYTES_PER_PARAM == round(sum(implied.values()) / len(implied))
-    # the ops' own traffic (int32 words shifted into int32, cast to int8, masked, zeros subtracted, scales multiplied,
-    # the fp16 weight written and read): about 18 bytes; the kernels run at under half the bandwidth
-    assert 18 / GPTQ_DEQUANT_BYTES_PER_PARAM < 0.5
+
+
+def test_qwen_72b_is_an_out_of_sample_check_of_the_constant() -> None:
+    """CHECK: the same table's Qwen-72B-Chat, GPTQ Int4 on one A100 at 0.23 samples/s against bf16 at 0.59 (two A100s
+    through device_map: the layers one after another, one GPU's time), not used in the calibration: 69.8 billion
+    quantized weights, 38.7 bytes a weight and forward pass, 3% under the constant."""
+    sc = _qwen("config:qwen-72b")
+    weights = quantized_params(sc.architecture)
+    implied = (1 / 0.23 - 1 / 0.59) / (2 * weights) * A100.memory_bandwidth_bytes_per_s
+    assert weights == pytest.approx(69.79e9, rel=1e-3)
+    assert implied == pytest.approx(38.75, abs=0.05) and abs(implied / GPTQ_DEQUANT_BYTES_PER_PARAM - 1) < 0.05
+
+
+@pytest.mark.parametrize(("name", "saved_gib"), [("config:qwen-7b", 27.74 - 19.21), ("config:qwen-14b", 40.14 - 23.30)])
+def test_the_memory_a_gptq_base_saves_is_ms_swifts(name: str, saved_gib: float) -> None:
+    """CHECK (memory, not calibrated): ms-swift's GPU memory of bf16 LoRA minus GPTQ Int4 LoRA on the same data (its
+    table: 27.74 - 19.21 GiB on Qwen-7B-Chat, 40.14 - 23.30 on 14B; LoRA rank 8 on c_attn, 2,048 tokens, checkpointing)
+    against the model's difference of peaks (the 16-bit base against the 4-bit one and the block autograd keeps
+    dequantized): +4.6% and +3.2%. The absolute peaks are not checked: the samples' lengths are not published."""
+    kw = {"model": model_spec(name), "mode": "training", "accelerator": A100.id, "batch_size": 1, "seq_len": 2048}
+    kw |= {"gradient_checkpointing": True, "lora_rank": 8, "lora_targets": "attention", "training_stack": "hf"}
+    bf16 = estimate_memory(Scenario(method="lora", precision="bf16", **kw)).reserved_peak_bytes
+    gptq = estimate_memory(Scenario(method="qlora", weights_format="gptq-4bit", **kw)).reserved_peak_bytes
+    assert (bf16 - gptq) / 2**30 == pytest.approx(saved_gib, rel=0.06)
 
 
 def test_the_model_reproduces_its_calibration() -> None:
@@ -73,18 +94,21 @@ def test_a_gptq_base_has_no_fp32_upcast_and_dequantizes_in_forward_passes_only()
     assert dequant_seconds_per_token(gptq, arch, A100) == pytest.approx(2 * GPTQ_DEQUANT_BYTES_PER_PARAM * per_pass_s)
     assert dequant_seconds_per_token(nf4, arch, A100) == pytest.approx(3 * DEQUANT_BYTES_PER_PARAM * per_pass_s)
     no_gc = _qwen("config:qwen-7b", gradient_checkpointing=False)
-    assert not checkpointing(no_gc)  # no prepare_model_for_kbit_training upcast forces it on a GPTQ base
+    # TRL calls prepare_model_for_kbit_training only for bitsandbytes models (is_loaded_in_4bit), so a GPTQ model
+    # checkpoints as the run asks (Qwen's finetune.py, which calls it, asked for checkpointing anyway)
+    assert not checkpointing(no_gc)
     assert dequant_seconds_per_token(no_gc, arch, A100) == pytest.approx(GPTQ_DEQUANT_BYTES_PER_PARAM * per_pass_s)
 
 
 def test_autograd_keeps_the_dequantized_weights() -> None:
     """Without checkpointing every block's dequantized 16-bit weight is kept for the backward pass (2 bytes a
-    quantized weight); with it, one block's while it is recomputed. An NF4 base keeps none (bitsandbytes dequantizes
+    quantized weight); with it, the largest block's while it is recomputed. An NF4 base keeps none (bitsandbytes dequantizes
     again in the backward)."""
     gc = _qwen("config:qwen-7b")
     no_gc = _qwen("config:qwen-7b", gradient_checkpointing=False)
     q = quantized_params(gc.architecture)
-    assert dequantized_weight_bytes(no_gc, no_gc.architecture) == pytest.approx((2 * q, 2 * q / gc.architecture.num_layers))
+    # with checkpointing, the largest block's linears (a dense model: every block's, norms included: within 0.01%)
+    assert dequantized_weight_bytes(no_gc, no_gc.architecture) == pytest.approx((2 * q, 2 * q / gc.architecture.num_layers), rel=1e-4)
     assert dequantized_weight_bytes(_qwen("config:qwen-7b", weights_format="nf4"), gc.architecture) == (0.0, 0.0)
     # memory: the step without checkpointing holds at least the whole dequantized model more than the same on NF4
     # without its upcast (Axolotl: no upcast, same activations otherwise)
@@ -109,3 +133,30 @@ def test_without_the_upcast_nf4_is_faster_than_gptq_as_in_ms_swifts_table() -> N
     hours = {base: training_time(_qwen("config:qwen-7b", weights_format=base, training_stack="axolotl"), A100, 1, 1e6).wall_hours for base in ("gptq-4bit", "nf4")}
     assert hours["nf4"] < hours["gptq-4bit"]
     assert hours["gptq-4bit"] / hours["nf4"] == pytest.approx(2.41 / 2.05, rel=0.15)
+
+
+def test_lora_on_gptq_weights_is_the_same_run_as_qlora_on_a_gptq_base() -> None:
+    """PEFT's LoRA on a GPTQ model, asked as QLoRA on a GPTQ base or as LoRA with GPTQ weights: one estimate."""
+    for gc in (True, False):
+        qlora = _qwen("config:qwen-7b", gradient_checkpointing=gc)
+        lora = _qwen("config:qwen-7b", gradient_checkpointing=gc, method="lora")
+        assert gptq_base(lora)
+        assert estimate_memory(lora).reserved_peak_bytes == estimate_memory(qlora).reserved_peak_bytes
+        assert training_time(lora, A100, 1, 1e6).wall_hours == pytest.approx(training_time(qlora, A100, 1, 1e6).wall_hours)
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"zero_stage": 3, "data_parallel": 8}, "ZeRO-3 / FSDP neither shard nor offload them"),
+        ({"tensor_parallel": 2}, "not split by tensor parallelism"),
+    ],
+)
+def test_a_gptq_base_is_not_sharded_and_the_estimate_says_so(fields: dict, words: str) -> None:
+    """GPTQ's 4-bit weights are buffers (AutoGPTQ's and GPTQModel's QuantLinear register them), which ZeRO-3 / FSDP and
+    tensor parallelism do not split: such a layout gets one line (the estimate's stack_problem); NF4 under FSDP is
+    sharded (bitsandbytes' quant_storage) and says nothing."""
+    problem = estimate_memory(_qwen("config:qwen-7b", **fields)).stack_problem
+    assert problem is not None and words in problem
+    if fields.get("zero_stage") == 3:
+        assert estimate_memory(_qwen("config:qwen-7b", weights_format="nf4", **fields)).stack_problem is None
