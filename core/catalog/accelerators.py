@@ -81,6 +81,11 @@ class Accelerator(BaseModel):
     # reference node design (e.g. DGX H100: 8x ConnectX-7 400 Gb/s for 8 GPUs = 50 GB/s), named in the row's source
     # and notes; blank where no reference design is published: core/speed/comm.py then uses its per-kind default.
     scale_out_gbps_per_device: float | None = _Positive
+    # The dense 16-bit tensor rate a long GEMM sustains where the part's power cap holds its clocks well under the
+    # datasheet's peak (bf16_tflops), measured and named in the row's notes; blank elsewhere (the datasheet's peak times
+    # the speed models' efficiencies). Caps the matmul rate of training (core/speed/timing.py) and of serving's compute
+    # (core/speed/roofline.py): tensor_flops_per_s.
+    sustained_tensor_tflops: float | None = _Positive
     launch_year: int = Field(ge=2010, le=2035)
     purchase_usd: float | None = _Positive
     supports_bf16: bool
@@ -100,6 +105,14 @@ class Accelerator(BaseModel):
         if self.scale_out_gbps_per_device is not None and self.scale_out_gbps_per_device > MAX_SCALE_OUT_GBPS_PER_DEVICE:
             raise ValueError(f"scale_out_gbps_per_device must be <= {MAX_SCALE_OUT_GBPS_PER_DEVICE:g} GB/s (1.6 Tb/s per device); it is in GB/s per direction, not Gb/s")
         return self
+
+    def tensor_flops_per_s(self, peak_tflops: float, efficiency: float) -> float:
+        """The rate long matmuls run at: `efficiency` of `peak_tflops`, but no more than the sustained 16-bit rate where
+        the catalog has one and the peak is the 16-bit one (a power-capped T4: 24 of its 65 TFLOP/s)."""
+        rate = peak_tflops * 1e12 * efficiency
+        if self.sustained_tensor_tflops is not None and peak_tflops == self.bf16_tflops:
+            rate = min(rate, self.sustained_tensor_tflops * 1e12)
+        return rate
 
     @property
     def weights_in_sram(self) -> bool:

@@ -140,7 +140,7 @@ class _Roof:
         self.tp, self.pp = layout.tensor_parallel, layout.pipeline_parallel
         peak = inference_peak_tflops(acc, sc.weights_format)
         self.peak = peak
-        self.flops_per_s = peak.tflops * 1e12 * COMPUTE_EFF
+        self.flops_per_s = acc.tensor_flops_per_s(peak.tflops, COMPUTE_EFF)
         self.engine = ENGINES[sc.serving_engine]
         self.bw_eff = bandwidth_efficiency(sc.weights_format, sc.serving_engine)
         self.bytes_per_s = acc.memory_bandwidth_bytes_per_s * self.bw_eff

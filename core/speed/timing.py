@@ -297,7 +297,8 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
     else:
         upcast_token_s = upcast_seconds_per_token(sc, arch, acc)
         upcast_s = tokens / devices * upcast_token_s
-        per_device_token_s = per_token / (peak_flops * MATMUL_EFFICIENCY) + overhead_seconds_per_token(sc, arch, acc) + upcast_token_s
+        matmul_flops = acc.tensor_flops_per_s(peak.tflops, MATMUL_EFFICIENCY)  # capped where power holds the clocks down
+        per_device_token_s = per_token / matmul_flops + overhead_seconds_per_token(sc, arch, acc) + upcast_token_s
         work_s = tokens / devices * per_device_token_s
         mfu = flops / (devices * peak_flops * work_s)
     dequant_s = tokens / devices * dequant_seconds_per_token(sc, arch, acc)

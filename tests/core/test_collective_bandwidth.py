@@ -2,7 +2,6 @@
 in core/speed/comm.py: the table's published rows with their sources, and the invariants (a ring never beats the line
 rate, a larger ring never does better per device, achievable never above the line rate for any part)."""
 
-import csv
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from core.catalog.accelerators import CatalogError, get_accelerator, load_accelerators, read_catalog_rows
 from core.catalog.collective_bandwidth import COLLECTIVE_BANDWIDTH_CSV, CollectiveBandwidth, family_of, link_fraction, load_collective_bandwidth, network_fraction
 from core.speed.comm import DEVICES_PER_NODE, INTER_NODE_GBPS, collective_gbps, link_gbps
+from tests.core.csv_rows import with_cells
 
 ROWS = load_collective_bandwidth()
 
@@ -92,14 +92,7 @@ def test_collective_rates_inside_and_across_nodes():
 
 
 def _write(tmp_path: Path, **changes: str) -> Path:
-    rows = list(csv.DictReader(COLLECTIVE_BANDWIDTH_CSV.open(newline="", encoding="utf-8")))
-    rows[2].update(changes)
-    path = tmp_path / "collective_bandwidth.csv"
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    return path
+    return with_cells(COLLECTIVE_BANDWIDTH_CSV, tmp_path, 2, changes)
 
 
 @pytest.mark.parametrize(

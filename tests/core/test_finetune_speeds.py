@@ -134,15 +134,15 @@ def test_suspect_rows_are_the_ones_physics_rules_out() -> None:
 
 def test_the_rows_cover_every_method_and_each_program() -> None:
     """Issue #27's 'LoRA, QLoRA and full fine-tune throughput per stack': each method is checked on rows within
-    tolerance, on one GPU and on several (two to sixteen nodes included), by eleven programs (Unsloth's rows run through
-    LLaMA-Factory)."""
+    tolerance, on one GPU and on several (two to sixteen nodes included), by twelve programs (Unsloth's own notebook, and
+    Unsloth through LLaMA-Factory)."""
     within = [r for r in CHECKED if r["status"] == "check"]
     assert {r["method"] for r in within} == {"full", "lora", "qlora"}
-    programs = {"Answer.AI", "torchtune", "NeMo", "Hugging", "DeepSpeed", "torchtitan", "fms-fsdp", "XTuner", "Qwen", "Axolotl", "LLaMA-Factory"}
+    programs = {"Answer.AI", "torchtune", "NeMo", "Hugging", "DeepSpeed", "torchtitan", "fms-fsdp", "XTuner", "Qwen", "Axolotl", "LLaMA-Factory", "Unsloth"}
     assert {r["program"].split()[0] for r in within} == programs
     assert {int(r["devices"]) for r in within} >= {1, 2, 4, 8, 16, 64, 128}
     assert any(int(r["tensor_parallel"]) > 1 for r in within)
-    assert len(within) == 70 and len(ROWS) == 84
+    assert len(within) == 71 and len(ROWS) == 84
     # issue #27's stacks: Unsloth's rows (through LLaMA-Factory) within on LoRA and QLoRA
     assert {r["method"] for r in within if r["modelled_as"] == "unsloth"} == {"lora", "qlora"}
 

@@ -3,13 +3,13 @@ load, and held by layout_problem / part_problem (the estimate's stack_problem) w
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import pytest
 
 from core.catalog.accelerators import CatalogError, get_accelerator, read_catalog_rows
 from core.catalog.stack_layouts import LAYOUTS_CSV, OPTIMIZERS, StackLayouts, layout_problem, load_stack_layouts, optimizer_problem, part_problem
+from tests.core.csv_rows import with_cells
 
 
 def test_every_stack_names_its_optimizers_with_a_source():
@@ -26,15 +26,7 @@ def test_every_stack_names_its_optimizers_with_a_source():
 
 def _rewritten(tmp_path: Path, **cells: str) -> Path:
     """The table with the hf row's cells replaced."""
-    with LAYOUTS_CSV.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    rows[0].update(cells)
-    out = tmp_path / "stack_layouts.csv"
-    with out.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    return out
+    return with_cells(LAYOUTS_CSV, tmp_path, 0, cells)
 
 
 @pytest.mark.parametrize(
