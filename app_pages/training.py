@@ -4,6 +4,7 @@ import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header, stack_problem_warning, stop_page, training_tokens
 from app_pages.shared.context import priced as price_list
+from app_pages.shared.launch_section import CODE_HEIGHT_PX
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls
 from app_pages.shared.results import cached_estimate
@@ -13,8 +14,10 @@ from app_pages.shared.training_views import TOP_COLORS, curve_figure, offers_tab
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.memory.engines import EAGER_LAYER_OVERHEAD_S
+from core.memory.stacks import STACKS
 from core.money.cost import pick
 from core.money.run_bill import HORIZON_HOURS, SETUP_HOURS
+from core.plan.launch import launch_command
 from core.speed.timing import (
     DEQUANT_BYTES_PER_PARAM,
     GPTQ_DEQUANT_BYTES_PER_PARAM,
@@ -174,6 +177,19 @@ with right:
             "Clusters by the week, AWS EC2 Capacity Blocks by the day up to 14 days): its cost pays whole terms, at "
             "least the minimum, as the curve and the Plan page bill it."
         )
+
+with st.expander("Run this setup: the command and the trainer's config"):
+    # the sidebar's scenario as set (its layout, optimizer, offload, base): what the estimate above counts
+    st.code(launch_command(sc.model_dump(mode="json", exclude_none=True)), language="bash", height=CODE_HEIGHT_PX)
+    st.caption(
+        md(
+            "For the sidebar's setup as set: {devices} x {acc}, {stack}. The Plan page writes the command of a planned "
+            "run. Flag names from each trainer's documentation (data/launch_flags.csv); lines starting with # say what to replace.",
+            devices=sc.data_parallel * sc.tensor_parallel * sc.pipeline_parallel,
+            acc=acc.name,
+            stack=STACKS[sc.training_stack].label,
+        )
+    )
 
 with st.expander("How this is computed"):
     t = (mine or [cheapest])[0]

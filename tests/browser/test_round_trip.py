@@ -36,8 +36,8 @@ SAVED = [{"name": "LoRA 7B", "scenario": {"model": "qwen2.5-7b", "mode": "traini
 LINKS = {
     # training on a preset: every training input set, the price list and the Compare set in the link
     "training": {
-        "model": "qwen2.5-7b", "mode": "training", "acc": "a100-sxm-80gb", "batch": "4", "seq": "2048", "method": "lora",
-        "opt": "adamw-8bit", "prec": "fp16", "stack": "axolotl", "ga": "4", "gc": "True", "flash": "False", "fce": "True",
+        "model": "qwen2.5-7b", "mode": "training", "acc": "a100-sxm-80gb", "batch": "4", "seq": "2048", "method": "qlora",
+        "qbase": "gptq-4bit", "opt": "adamw-8bit", "prec": "fp16", "stack": "axolotl", "ga": "4", "gc": "True", "flash": "False", "fce": "True",
         "rank": "32", "targets": "attention", "zero": "2", "dp": "2", "tokens": "0.5", "mfu": "35.0", "units": "GB",
         "pmode": "only", "prc": encode_blob(PRICES), "cmp": encode_blob(json.dumps(SAVED)),
     },
