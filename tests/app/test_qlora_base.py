@@ -76,3 +76,12 @@ def test_the_compare_table_shows_the_base_only_where_it_applies():
         no_exception(at)
         settings = at.dataframe[-1].value
         assert list(settings.loc["QLoRA base"]) == [want]
+
+
+@pytest.mark.parametrize("bad", ["<b>x</b>", "=HYPERLINK(1)", "nan", "bf16"])
+def test_a_hostile_base_in_a_link_is_one_escaped_warning_and_nf4(bad):
+    at = open_link("memory", {**QLORA, "qbase": bad})
+    no_exception(at)
+    said = [w.value for w in at.warning if "qbase" in w.value or "QLoRA base" in w.value]
+    assert len(said) == 1 and "<b>" not in said[0], said
+    assert [s.value for s in at.selectbox if s.label == "QLoRA base"] == ["nf4"]
