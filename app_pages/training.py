@@ -20,6 +20,7 @@ from core.money.run_bill import HORIZON_HOURS, SETUP_HOURS
 from core.plan.launch import launch_command
 from core.speed.timing import (
     DEQUANT_BYTES_PER_PARAM,
+    FP32_GEMM_EFFICIENCY,
     GPTQ_DEQUANT_BYTES_PER_PARAM,
     LAUNCH_BOUND_NOTED_FRACTION,
     MATMUL_EFFICIENCY,
@@ -115,9 +116,11 @@ if sc.method == "qlora" or est.dequant_fraction > 0:  # QLoRA, or LoRA on a GPTQ
                 dequant=f"{est.dequant_fraction:.0%}",
                 upcast=f"{est.upcast_fraction:.0%}",
             ),
-            help="The upcast is `prepare_model_for_kbit_training`: output head and residual stream in fp32. torchtune, "
-            "Unsloth, or the Hugging Face stack without that call skip it (our H200, Llama 3.1 8B: 6,530 tokens/s "
-            "without it, 2,925 with it).",
+            help="The upcast is `prepare_model_for_kbit_training`: norms, embeddings and output head in fp32, so the "
+            "head's matmuls run in fp32, and attention too unless FlashAttention-2 takes it back to 16-bit (the "
+            "sidebar's FlashAttention on a part that has it); SDPA runs grouped-query attention in fp32 on its math "
+            "path, the whole square of scores. torchtune, Unsloth, Axolotl, or the Hugging Face stack without that "
+            "call skip it (our H200 with SDPA, Llama 3.1 8B: 6,530 tokens/s without it, 2,925 with it).",
         )
     else:
         st.caption(md(f"{adapter_method}'s time: {dequant_words(sc)} is {{dequant}} of it.", dequant=f"{est.dequant_fraction:.0%}"))
@@ -201,8 +204,8 @@ with st.expander("How this is computed"):
             "Time per token = FLOPs / (devices x dense peak x {eff}) + work bound by memory bandwidth or the FP32 units "
             "({overhead} bytes per layer x hidden unit per token, PEFT's fp32 adapter traffic, QLoRA's dequantization as "
             "{dequant} bytes of traffic a weight and pass ({gptq} a weight and forward pass on a GPTQ base), the Hugging Face "
-            "recipe's fp32 upcast of the output head and "
-            "residual stream), fitted on our H100 and H200 runs; an eager stack's micro-batch takes at least its kernel "
+            "recipe's fp32 upcast: the output head's matmuls and attention in fp32 at {sgemm} of the FP32 peak, as profiled on "
+            "our H200), fitted on our H100 and H200 runs; an eager stack's micro-batch takes at least its kernel "
             "launches (layers x 3 passes' worth, 4 with recomputation, x {launch} ms). Checked on published fine-tunes on "
             "1-128 GPUs (Answer AI, torchtune, NeMo AutoModel, XTuner, torchtitan, Axolotl, LLaMA-Factory, Unsloth, Qwen's own "
             "scripts and others) and single-node pretraining runs "
@@ -213,6 +216,7 @@ with st.expander("How this is computed"):
             launch=f"{EAGER_LAYER_OVERHEAD_S * 1e3:.2f}",
             dequant=f"{DEQUANT_BYTES_PER_PARAM:g}",
             gptq=f"{GPTQ_DEQUANT_BYTES_PER_PARAM:g}",
+            sgemm=f"{FP32_GEMM_EFFICIENCY:.0%}",
             overhead=f"{OVERHEAD_BYTES_PER_LAYER_HIDDEN:,.0f}",
             setup=hours_text(SETUP_HOURS),
         )

@@ -15,13 +15,33 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from core.catalog.presets import DATA_DIR
+from core.catalog.presets import DATA_DIR, preset
 from core.memory.estimate import MemoryResult, estimate_memory
 from core.scenario import Scenario
 
 MEASURED = DATA_DIR / "measurements" / "h100-2026-11-23.jsonl"
 # torch.cuda.get_device_name() -> our accelerator id; a row without `versions` is from the H100 run (copied without them)
 GPU = {"NVIDIA H100 80GB HBM3": "h100-sxm", "NVIDIA H200": "h200"}
+
+
+def harness_config(model: str, shape: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Llama-family config.json the harness builds a dense preset as (bench/gpu/harness.py), with a row's `shape`
+    overrides (config.json fields) on top: what a Scenario's `hf_config` takes for such a row."""
+    a = preset(model).architecture
+    return {
+        "model_type": "llama",
+        "hidden_size": a.hidden_size,
+        "intermediate_size": a.intermediate_size,
+        "num_hidden_layers": a.num_layers,
+        "num_attention_heads": a.num_heads,
+        "num_key_value_heads": a.num_kv_heads,
+        "vocab_size": a.vocab_size,
+        "tie_word_embeddings": a.tie_embeddings,
+        "max_position_embeddings": a.max_context,
+        "head_dim": a.head_dim,
+        "rope_theta": 500000.0,
+        **(shape or {}),
+    }
 
 
 class Measured(BaseModel):
@@ -46,7 +66,8 @@ class Measured(BaseModel):
                 what = f"Q{what} {r.get('quant', 'nf4')}" + (" no-prep" if r.get("kbit_prep") is False else "")
             gc = " +GC" if r.get("gradient_checkpointing") else ""
             attn = " eager" if r.get("attn") == "eager" else ""
-            return f"train {self.model} {what} b{self.batch_size} x {r['seq_len']:,}{gc}{attn}"
+            shape = "".join(f" {k}={v}" for k, v in (r.get("shape") or {}).items())
+            return f"train {self.model} {what} b{self.batch_size} x {r['seq_len']:,}{gc}{attn}{shape}"
         if self.kind == "infer":
             return f"generate {self.model} b{self.batch_size} x {r['prompt_len']:,} + {r['new_tokens']}"
         if self.kind == "prefill":
@@ -69,13 +90,15 @@ class Measured(BaseModel):
 
     def scenario(self) -> Scenario | None:
         r = self.row
-        base: dict[str, Any] = {"model": self.model, "accelerator": self.accelerator, "batch_size": self.batch_size}
+        model: Any = {"hf_config": harness_config(self.model, r["shape"])} if r.get("shape") is not None else self.model
+        base: dict[str, Any] = {"model": model, "accelerator": self.accelerator, "batch_size": self.batch_size}
         if self.kind == "train":
             base.update(
                 mode="training",
                 seq_len=r["seq_len"],
                 gradient_checkpointing=bool(r.get("gradient_checkpointing")),
-                flash_attention=r.get("attn", "sdpa") != "eager",
+                # SDPA: FlashAttention's kernels in 16-bit, but not under QLoRA's fp32 upcast (components.fp32_attention)
+                flash_attention=r.get("attn", "sdpa") != "eager" and not (r["precision"] == "qlora" and r.get("kbit_prep", True)),
                 training_stack="hf",
             )
             if r["precision"] in ("lora", "qlora"):

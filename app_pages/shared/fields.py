@@ -370,7 +370,17 @@ def fields() -> dict[str, Field]:
             help="Micro-batches per optimizer step: the global batch grows, memory per device does not",
         ),
         Field("gc", "Gradient checkpointing", "bool", False, widget="toggle", section="workload", scenario="gradient_checkpointing", applies=training),
-        Field("flash", "FlashAttention", "bool", True, widget="toggle", section="workload", scenario="flash_attention"),
+        Field(
+            "flash",
+            "FlashAttention",
+            "bool",
+            True,
+            widget="toggle",
+            section="workload",
+            scenario="flash_attention",
+            help="Attention without the s^2 scores. QLoRA on the Hugging Face stack: FlashAttention-2 "
+            "(--attn_implementation flash_attention_2) keeps attention 16-bit; off, SDPA runs it in fp32",
+        ),
         Field(
             "fce",
             "Fused cross-entropy",

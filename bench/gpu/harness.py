@@ -12,6 +12,7 @@ case's allocator state or out-of-memory never leaks into the next. Compare the o
     python3 bench/gpu/harness.py --grid prefill --out $OUT/run.jsonl --budget-s 420  # prompt processing, dense and MoE
     python3 bench/gpu/harness.py --grid longctx --out $OUT/run.jsonl --budget-s 170  # decode over a long KV cache
     python3 bench/gpu/harness.py --grid qcheck --out $OUT/run.jsonl --budget-s 430  # QLoRA's time, out of sample
+    python3 bench/gpu/harness.py --grid head --out $OUT/run.jsonl --budget-s 400    # the fp32 head's cost by shape
     python3 bench/gpu/harness.py --list --grid h200                     # print the cases, run nothing
     python3 bench/gpu/harness.py --device cpu ...                       # plumbing check on a CPU: numbers mean nothing
     python3 bench/gpu/compare.py $OUT/run.jsonl
@@ -41,31 +42,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from core.catalog.presets import preset  # noqa: E402
+from core.measured import harness_config  # noqa: E402
 
 DEVICE = "cuda"  # --device cpu runs the same code on a CPU to check the plumbing (memory then reads 0)
-GRIDS = ("smoke", "h100", "h200", "speed", "prefill", "longctx", "qcheck")
+GRIDS = ("smoke", "h100", "h200", "speed", "prefill", "longctx", "qcheck", "head")
 WARMUP_STEPS = 2
 LORA16 = {"r": 16, "targets": "all-linear"}
 TIMED_STEPS = 6
-
-
-def _config_shape(model: str) -> dict[str, Any]:
-    """The Llama-family config.json fields of a preset, as transformers' LlamaConfig wants them."""
-    a = preset(model).architecture
-    return {
-        "model_type": "llama",
-        "hidden_size": a.hidden_size,
-        "intermediate_size": a.intermediate_size,
-        "num_hidden_layers": a.num_layers,
-        "num_attention_heads": a.num_heads,
-        "num_key_value_heads": a.num_kv_heads,
-        "vocab_size": a.vocab_size,
-        "tie_word_embeddings": a.tie_embeddings,
-        "max_position_embeddings": a.max_context,
-        "head_dim": a.head_dim,
-        "rope_theta": 500000.0,
-    }
 
 
 def grid(name: str) -> list[dict[str, Any]]:
@@ -85,6 +68,8 @@ def grid(name: str) -> list[dict[str, Any]]:
         return _grid_prefill()
     if name == "qcheck":
         return _grid_qcheck()
+    if name == "head":
+        return _grid_head()
     if name == "longctx":
         # decode steps over a long cache: is transformers' grouped-query K/V copied out to every query head
         # (repeat_kv, 1 + 2 x groups reads of the cache) or read once (SDPA's enable_gqa)?
@@ -164,6 +149,19 @@ def _grid_qcheck() -> list[dict[str, Any]]:
         dict(qlora, model="mistral-nemo-12b", **q, timed_steps=4, limit_s=130),
         dict(qlora, model="mistral-nemo-12b", precision="lora", limit_s=70),
     ]
+
+
+def _grid_head() -> list[dict[str, Any]]:
+    """QLoRA's fp32 upcast by the head's shape (issue #27; Gemma 2 9B's 256k head was +34%): pairs with and without
+    `prepare_model_for_kbit_training` on one small body, so each pair's difference is the upcast alone, and across
+    pairs only the head changes: Llama 3.2 1B's body (16 layers of 2,048, tied) with 256k, 32k and its own 128k
+    vocabulary, the 128k head untied, then Gemma 2's 3,584-wide 256k tied head on 8 layers of its own width.
+    `shape` overrides the preset's config.json fields."""
+    pair = dict(kind="train", model="llama-3.2-1b", seq_len=2048, batch_size=4, gradient_checkpointing=True, lora=LORA16, precision="qlora", quant="nf4", limit_s=60)
+    gemma = {"hidden_size": 3584, "intermediate_size": 14336, "num_hidden_layers": 8, "num_attention_heads": 16}
+    gemma.update(num_key_value_heads=8, head_dim=256, vocab_size=256000)
+    shapes = [{"vocab_size": 256000}, {"vocab_size": 32000}, gemma, {}, {"tie_word_embeddings": False}]
+    return [dict(pair, shape=shape, kbit_prep=prep) for shape in shapes for prep in (True, False)]
 
 
 def _grid_prefill() -> list[dict[str, Any]]:
@@ -263,7 +261,7 @@ def _build(case: dict[str, Any]) -> Any:
         cfg = AutoConfig.for_model(published.pop("model_type"), **published)
         with torch.device(DEVICE):
             return AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16, attn_implementation=case.get("attn", "sdpa"), experts_implementation=case["experts"])
-    cfg = LlamaConfig(**{k: v for k, v in _config_shape(case["model"]).items() if k != "model_type"})
+    cfg = LlamaConfig(**{k: v for k, v in harness_config(case["model"], case.get("shape")).items() if k != "model_type"})
     cfg._attn_implementation = case.get("attn", "sdpa")
     dtype = torch.float32 if case.get("precision") == "mixed" else torch.bfloat16
     if case.get("quant") == "nf4":  # QLoRA the common way: bitsandbytes NF4 + prepare_model_for_kbit_training

@@ -195,6 +195,28 @@ def qlora_upcast(sc: Scenario) -> bool:
     return sc.method == "qlora" and stack_of(sc).qlora_upcast and not gptq_base(sc)
 
 
+def fp32_attention(sc: Scenario) -> bool:
+    """QLoRA's fp32 upcast makes q, k and v fp32 (the norms' outputs are fp32; bitsandbytes' Linear4bit returns its
+    input's dtype). FlashAttention-2 (the scenario's FlashAttention, on a part that runs it) casts them back to the
+    16-bit type (transformers' flash-attention integration); SDPA, taken without it, runs attention in fp32, where no
+    FlashAttention kernel does (our H200 profile, 2026-11-27: data/measurements/speed/h200-upcast-profile-2026-11-27.jsonl)."""
+    if not qlora_upcast(sc):
+        return False
+    fa2_part = get_accelerator(sc.accelerator).supports_bf16  # FlashAttention-2: Ampere or newer (core/speed/attention.py)
+    return not (sc.flash_attention and fa2_part)
+
+
+def fp32_math_attention(sc: Scenario, arch: Architecture) -> bool:
+    """fp32 attention of grouped-query heads: SDPA's math path (transformers passes enable_gqa, which the memory-efficient
+    kernel does not take), the whole square of fp32 scores. Multi-head attention takes the memory-efficient kernel."""
+    return fp32_attention(sc) and arch.num_kv_heads < arch.num_heads
+
+
+# The math path's fp32 scores at the peak, bytes a score element of the block being recomputed: the softmax's fp32
+# probabilities it keeps for the backward pass and the two fp32 gradients its backward holds with them.
+MATH_ATTENTION_SCORE_BYTES = 12.0
+
+
 def dequantized_weight_bytes(sc: Scenario, arch: Architecture) -> tuple[float, float]:
     """A GPTQ base's linears dequantize to a 16-bit weight and multiply it in PyTorch (GPTQModel's / auto-gptq's torch
     QuantLinear: dequantize_weight, then matmul), so autograd keeps each dequantized weight for the backward pass (the
@@ -479,7 +501,11 @@ def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, ba
     costs = layer_costs(sc, arch)  # hop: Scenario (rank, targets, precision, stack) -> LayerCosts (bytes per token)
     stack = stack_of(sc)
     # hop: LayerCosts x seq x batch -> bytes of every block, and of the largest
-    all_layers, largest = layer_activation_bytes(arch, seq, batch, flash=sc.flash_attention, costs=costs)
+    flash = sc.flash_attention
+    if fp32_attention(sc):  # SDPA in fp32: the math path keeps the scores, the memory-efficient kernel none
+        flash = not fp32_math_attention(sc, arch)
+        costs = costs._replace(softmax_bytes=MATH_ATTENTION_SCORE_BYTES)
+    all_layers, largest = layer_activation_bytes(arch, seq, batch, flash=flash, costs=costs)
     offloaded: Any = 0.0
     recompute: Any = 0.0
     inputs: Any = 0.0

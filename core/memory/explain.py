@@ -10,6 +10,7 @@ from core.layout import Layout
 from core.memory.components import (
     FRAGMENTATION_FLOOR_BYTES,
     FRAGMENTATION_OF_LOSS_BUFFER,
+    MATH_ATTENTION_SCORE_BYTES,
     METAL_RUNTIME,
     OPTIMIZER_STATE_BYTES,
     act_bytes,
@@ -17,6 +18,7 @@ from core.memory.components import (
     checkpointing,
     engine_reservation,
     expert_parallel_ranks,
+    fp32_math_attention,
     fused_loss,
     kv_share,
     lora_params,
@@ -298,7 +300,10 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
         where = "in CPU memory" if stack.checkpoints_offloaded else "on the device"
         formula = "layers x the block input (kept " + where + ") + one block recomputed + the loss step"
         inputs = f"{arch.num_layers} x {residual_bytes(sc):g} B x {tokens:,} tokens x h {arch.hidden_size} ({bytes_mark(float(parts.checkpoints))})"
-        numbers = f"{inputs} + {bytes_mark(float(parts.largest))} + {loss}"
+        block = bytes_mark(float(parts.largest))
+        if fp32_math_attention(sc, arch):  # the recomputed block's fp32 scores (components.MATH_ATTENTION_SCORE_BYTES)
+            block += f" (with its fp32 attention scores, {MATH_ATTENTION_SCORE_BYTES:g} B x {arch.num_heads} heads x s^2 x batch: QLoRA's upcast on SDPA's math path)"
+        numbers = f"{inputs} + {block} + {loss}"
     else:
         attn = "FlashAttention: no s^2 terms" if sc.flash_attention else "eager attention keeps the s^2 scores"
         formula = "layers x per-layer activations + the loss step (stack's bytes x tokens x vocabulary)"

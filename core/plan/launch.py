@@ -96,6 +96,7 @@ class _Facts:
         self.stack = str(sc.get("training_stack", "hf"))
         # LoRA on a GPTQ checkpoint where the stack trains on one (core/memory/components.gptq_base), else QLoRA on NF4
         self.gptq_base = not self.serving and trains_on_gptq(self.method, self.weights_format, self.stack)
+        # the scenario's FlashAttention on a part that runs FlashAttention-2 (core/memory/components.fp32_attention)
         self.engine = str(sc.get("serving_engine", "vllm"))
         self.expert_parallel = self.serving and bool(sc.get("expert_parallel", False)) and tp > 1
         # vLLM's data-parallel engines and TensorRT-LLM's attention-DP ranks each schedule their own requests: the
@@ -109,6 +110,7 @@ class _Facts:
         if plan is not None and getattr(plan, "reservation", None):
             self.where += f", a reserved {plan.reservation}"
         self.accelerator = _known_accelerator(self.accelerator_id)
+        self.flash_attention_2 = bool(sc.get("flash_attention", True)) and (self.accelerator is None or self.accelerator.supports_bf16)
         self.accelerator_name, self.vendor, self.per_instance = self._accelerator(plan)
         self.model, self.model_note = _model_id(sc.get("model"))
         if self.gptq_base:  # the 16-bit checkpoint would train plain LoRA: the text names a placeholder to replace
@@ -642,10 +644,12 @@ def _hf(p: _Facts) -> list[str]:
         args += ["--use_peft", ("--lora_r", LORA_RANK), ("--lora_target_modules", "all-linear")]
     if p.method == "qlora" and not p.gptq_base:
         args += ["--load_in_4bit", ("--bnb_4bit_quant_type", "nf4")]
+        if p.flash_attention_2:  # prepare_model_for_kbit_training makes q, k, v fp32: FlashAttention-2 casts them back
+            args.append(("--attn_implementation", "flash_attention_2"))
     if p.fused_cross_entropy:
         args.append("--use_liger_kernel")  # Liger Kernel (pip install liger-kernel): its fused linear cross-entropy, norms and SwiGLU
     out = [_comment("TRL's SFT trainer over Accelerate (trl passes the accelerate launch flags on); ./data holds train.jsonl"), *_torchao_note(optim)]
-    out += _gptq_note(p)
+    out += _gptq_note(p) + _upcast_note(p)
     if _tp_with_data_parallel(p):
         out.append(
             _comment(
@@ -656,6 +660,16 @@ def _hf(p: _Facts) -> list[str]:
     out.append(_file("accelerate_config.yaml", _yaml(config)))
     out.append(_command(["trl", "sft"], args))
     return out
+
+
+def _upcast_note(p: _Facts) -> list[str]:
+    """TRL's QLoRA calls prepare_model_for_kbit_training, whose fp32 norms make attention fp32 (core/memory/components.
+    fp32_attention): FlashAttention-2 takes it back to 16-bit; without it SDPA runs it in fp32, which the numbers count."""
+    if p.method != "qlora" or p.gptq_base:
+        return []
+    if p.flash_attention_2:
+        return [_comment("FlashAttention-2 (pip install flash-attn --no-build-isolation) keeps attention 16-bit under QLoRA's fp32 upcast")]
+    return [_comment("QLoRA's fp32 upcast runs attention in fp32 on SDPA (no FlashAttention-2 here): the time and memory counted")]
 
 
 def _gptq_note(p: _Facts) -> list[str]:

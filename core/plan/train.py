@@ -55,6 +55,9 @@ class _Shape:
     min_ranks: int  # data-parallel ranks this memory figure was sized at (ZeRO-3 shards over them)
     single: bool  # sized for one device alone (no communication buffers)
     bytes_per_device: np.ndarray  # over MICRO_BATCHES
+    # QLoRA's fp32 upcast: attention in 16-bit on parts that run FlashAttention-2, in fp32 on SDPA elsewhere
+    # (core/memory/components.fp32_attention), sized for each; None: the same on every part
+    fa2_part: bool | None = None
 
 
 def global_sequences(goal: Goal, total_params: float) -> int:
@@ -101,18 +104,21 @@ def _shapes(goal: Goal, stack: str) -> list[_Shape]:
             if not gc and qlora_upcast(sc):  # the usual QLoRA recipe turns checkpointing on itself
                 continue
             arch = sc.architecture
-            ev = Evaluator(sc, arch)
             tps = [t for t in (1, 2, 4, 8) if arch.num_heads % t == 0]
             layouts = [(0, 1, 1, 1, True), (0, 1, 1, 2, False)]
             layouts += [(0, t, 1, 1, False) for t in tps if t > 1]
             layouts += [(0, tps[-1], p, 1, False) for p in (2, 4, 8, 16) if p <= arch.num_layers]
             layouts += [(3, 1, 1, d, False) for d in ZERO3_RANKS]
-            for zero, tp, pp, dp, single in layouts:
-                if layout_problem(stack, method, zero, tp, pp, 1 if single else max(dp, 2)) is not None:  # replicated unless single
-                    continue  # the stack cannot run it (data/stack_layouts.csv)
-                comps = ev.components(Layout(dp, tp, pp), MICRO_BATCHES, goal.seq_len, zero_stage=zero)[0]
-                total = np.broadcast_to(np.asarray(comps.total, dtype=np.float64), MICRO_BATCHES.shape)
-                out.append(_Shape(method, sc.precision, gc, zero, tp, pp, dp, single, total))
+            # base_scenario's part runs FlashAttention-2; under QLoRA's upcast a part without it runs fp32 SDPA
+            variants = [(sc, True), (sc.model_copy(update={"flash_attention": False}), False)] if qlora_upcast(sc) else [(sc, None)]
+            for variant, fa2_part in variants:
+                ev = Evaluator(variant, arch)
+                for zero, tp, pp, dp, single in layouts:
+                    if layout_problem(stack, method, zero, tp, pp, 1 if single else max(dp, 2)) is not None:  # replicated unless single
+                        continue  # the stack cannot run it (data/stack_layouts.csv)
+                    comps = ev.components(Layout(dp, tp, pp), MICRO_BATCHES, goal.seq_len, zero_stage=zero)[0]
+                    total = np.broadcast_to(np.asarray(comps.total, dtype=np.float64), MICRO_BATCHES.shape)
+                    out.append(_Shape(method, sc.precision, gc, zero, tp, pp, dp, single, total, fa2_part))
     return out
 
 
@@ -342,7 +348,7 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
         if stack not in shapes_of:
             shapes_of[stack] = _shapes(goal, stack)
         shapes = shapes_of[stack]
-        usable = [s for s in shapes if part_problem(acc, s.method, stack) is None]
+        usable = [s for s in shapes if part_problem(acc, s.method, stack) is None and s.fa2_part in (None, acc.supports_bf16)]
         if not usable:
             skipped.append(part_problem(acc, shapes[0].method, goal.training_stack) if shapes else f"{aid}: nothing to train")  # type: ignore[arg-type]
             continue

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator
 from core.layout import Layout
-from core.memory.components import checkpointing, gptq_base, lora_fp32_inputs, lora_params, qlora_upcast, quantized_params
+from core.memory.components import checkpointing, fp32_attention, fp32_math_attention, gptq_base, lora_fp32_inputs, lora_params, qlora_upcast, quantized_params
 from core.memory.engines import EAGER_LAYER_OVERHEAD_S
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
@@ -96,18 +96,24 @@ DEQUANT_BYTES_PER_PARAM = 2.5
 # the dequantization into one kernel (about 5-7 bytes a weight by its ops); not measured here.
 GPTQ_DEQUANT_BYTES_PER_PARAM = 40.0
 # peft.prepare_model_for_kbit_training (STACKS qlora_upcast) casts every parameter bitsandbytes left unquantized to
-# fp32: the output head (its forward and input-gradient matmuls, 4 FLOPs per head parameter and token, run on the
-# FP32 units) and the norms and embeddings (the residual stream and the norms' outputs turn fp32: more bytes per
-# layer x hidden unit and token, at the bandwidth). Both fitted on our H200's two pairs of QLoRA runs with and
-# without it (same card, batch and checkpointing; Llama 3.1 8B: 1.55 s a step more, Llama 2 13B, whose 32k
-# vocabulary gives a quarter of the 8B's head: 0.95 s): 18.3 fp32 operations per head parameter and token (those 4
-# FLOPs at 22% of the FP32 peak) and 1,656 bytes per layer x hidden unit and token. Checked on the H100's 8B QLoRA
-# row (2,630 tokens/s; this says 2,640) and the H200's 1B (the extra over LoRA +13%); out of sample on the H200
-# (tests/core/test_measured_h200_qcheck.py, estimates written before the run): Qwen2.5-14B, Gemma 2 9B's sizes,
-# Mistral NeMo 12B and the 8B at batch 1 within 25% (-10% to +15%; NeMo's QLoRA 0.0%), the extra over LoRA -12% on
-# Qwen, +8% on NeMo and +34% on Gemma's 256k head (a recorded miss: the head term's fp32 rate is taken as shape-free).
-UPCAST_HEAD_FP32_OPS_PER_PARAM = 18.3
-UPCAST_BYTES_PER_LAYER_HIDDEN = 1656.0
+# fp32: norms, embeddings and the output head. What that costs, read off a profile of one step on our H200 (2026-11-27,
+# bench/gpu/upcast_profile.py; pairs with and without it, bench/gpu/harness.py grid `head`):
+# - the output head's two matmuls (forward and input gradient: 4 FLOPs a head parameter and token) run as fp32 GEMMs;
+# - the norms' fp32 outputs make q, k and v fp32 (bitsandbytes' Linear4bit returns its input's dtype), so attention
+#   runs in fp32, where no FlashAttention kernel does. PyTorch's SDPA then takes its math path for grouped-query
+#   attention (transformers passes enable_gqa, which the memory-efficient kernel does not take): the whole square of
+#   scores as fp32 GEMMs, plus the scores' elementwise passes (scale, mask, softmax and their gradients) at the
+#   bandwidth. Multi-head attention takes the memory-efficient kernel in fp32 (causal, no scores kept).
+# fp32 GEMMs (cuBLAS SGEMM; TF32 off, as PyTorch leaves it) at FP32_GEMM_EFFICIENCY of the FP32 peak: 49.4-51.2 of
+# 67 TFLOP/s for the head's two matmuls at seven head shapes on our H200 (bench/gpu/head_gemm.py, 2026-11-27).
+FP32_GEMM_EFFICIENCY = 0.75
+# Bytes a score element moves per pass of the step (forward_passes) on the math path: fitted on one pair, Llama 3.2 1B's
+# body with a 32k head at b4 x 2,048 (the pair where attention is most of the upcast); every other pair is a check
+# (tests/core/test_upcast_terms.py).
+UPCAST_SCORE_BYTES_PER_PASS = 34.0
+# The memory-efficient kernel's fp32 rate for multi-head attention, as a fraction of the FP32 peak: fitted on the one
+# multi-head pair we measured (Llama 2 13B, our H200's speed grid); no check row.
+FP32_EFFICIENT_ATTENTION_FRACTION = 0.47
 # Kept for readers of earlier results: the fixed MFUs this model replaced (issue #27).
 MFU_DEFAULTS: dict[str, tuple[float, str]] = {
     "full": (0.40, "former default for full training (Llama 3.1 405B 38-43%, Megatron GPT-3 45%)"),
@@ -156,7 +162,7 @@ def default_mfu(sc: Scenario) -> tuple[float | None, str]:
     elif sc.method == "qlora":
         why += f"; QLoRA's NF4 dequantization as {DEQUANT_BYTES_PER_PARAM:g} bytes of traffic a weight and pass"
         if qlora_upcast(sc):
-            why += "; prepare_model_for_kbit_training's fp32 output head and residual stream (fitted on our H200 QLoRA runs)"
+            why += "; prepare_model_for_kbit_training's fp32 output head and fp32 attention (profiled on our H200 QLoRA runs)"
     return None, why
 
 
@@ -223,11 +229,27 @@ def overhead_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerato
 
 def upcast_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator) -> float:
     """prepare_model_for_kbit_training's fp32 upcast per token, all devices of a replica together (0 unless QLoRA on
-    a stack that calls it): the fp32 output head at the FP32 rate and the fp32 residual stream at the bandwidth."""
+    a stack that calls it): the fp32 output head and attention in fp32 in place of the 16-bit attention the matmuls
+    count (the comment above FP32_GEMM_EFFICIENCY)."""
     if not qlora_upcast(sc):
         return 0.0
-    head = UPCAST_HEAD_FP32_OPS_PER_PARAM * arch.vocab_size * arch.hidden_size / _fp32_ops_per_s(acc)
-    return head + UPCAST_BYTES_PER_LAYER_HIDDEN * arch.num_layers * arch.hidden_size / acc.memory_bandwidth_bytes_per_s
+    sgemm = _fp32_ops_per_s(acc) * FP32_GEMM_EFFICIENCY
+    head_s = 4.0 * arch.vocab_size * arch.hidden_size / sgemm
+    if not fp32_attention(sc):  # FlashAttention-2 takes q, k and v back to 16-bit: the head alone
+        return head_s
+    if fp32_math_attention(sc, arch):  # SDPA's math path: the whole square, its scores' passes at the bandwidth
+        scores = forward_passes(sc) * arch.num_heads * sc.seq_len * arch.num_layers  # score elements a token
+        fp32_attention_s = training_attention_flops_per_token(sc, arch, flash=False) / sgemm
+        fp32_attention_s += UPCAST_SCORE_BYTES_PER_PASS * scores / acc.memory_bandwidth_bytes_per_s
+    else:
+        fp32_attention_s = training_attention_flops_per_token(sc, arch) / (_fp32_ops_per_s(acc) * FP32_EFFICIENT_ATTENTION_FRACTION)
+    half_attention_s = training_attention_flops_per_token(sc, arch, flash_attention(acc)) / _matmul_flops(sc, acc)
+    return head_s + max(0.0, fp32_attention_s - half_attention_s)
+
+
+def _matmul_flops(sc: Scenario, acc: Accelerator) -> float:
+    """The training matmuls' rate: MATMUL_EFFICIENCY of the precision's peak, capped where power holds the clocks down."""
+    return acc.tensor_flops_per_s(peak_tflops(acc, sc.precision).tflops, MATMUL_EFFICIENCY)
 
 
 # A stack that runs PyTorch eagerly (STACKS eager_launches) launches every op's kernels from the CPU, one after another;
@@ -297,8 +319,7 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
     else:
         upcast_token_s = upcast_seconds_per_token(sc, arch, acc)
         upcast_s = tokens / devices * upcast_token_s
-        matmul_flops = acc.tensor_flops_per_s(peak.tflops, MATMUL_EFFICIENCY)  # capped where power holds the clocks down
-        per_device_token_s = per_token / matmul_flops + overhead_seconds_per_token(sc, arch, acc) + upcast_token_s
+        per_device_token_s = per_token / _matmul_flops(sc, acc) + overhead_seconds_per_token(sc, arch, acc) + upcast_token_s
         work_s = tokens / devices * per_device_token_s
         mfu = flops / (devices * peak_flops * work_s)
     dequant_s = tokens / devices * dequant_seconds_per_token(sc, arch, acc)

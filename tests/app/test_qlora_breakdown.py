@@ -12,23 +12,29 @@ def _captions(at) -> str:
     return " ".join(c.value for c in at.caption)
 
 
-def _cli_fractions(stack: str) -> tuple[float, float]:
+def _cli_fractions(stack: str, flash: bool = True) -> tuple[float, float]:
     # the page's defaults for the rest (field table: batch 1, 4,096 tokens, no checkpointing, LoRA rank 16)
     sc = {"model": "llama-3.1-8b", "mode": "training", "method": "qlora", "accelerator": "h100-sxm", "training_stack": stack, "train_tokens": 1e9}
-    sc |= {"batch_size": 1, "seq_len": 4096}
+    sc |= {"batch_size": 1, "seq_len": 4096, "flash_attention": flash}
     t = _cli("estimate", sc)["training"]
     return t["dequant_fraction"], t["upcast_fraction"]
 
 
 def test_the_hugging_face_recipe_shows_its_fp32_upcast() -> None:
-    at = open_link("training", LINK)
-    no_exception(at)
-    text = _captions(at)
-    dequant, upcast = _cli_fractions("hf")
-    assert upcast > 0.3 and dequant < 0.05  # the recipe's upcast, not the dequantization, is QLoRA's cost here
-    assert f"pass is {dequant:.0%} of it" in text and f"fp32 upcast is {upcast:.0%}: stacks without it" in text
-    tip = next(c.help for c in at.caption if "QLoRA's time" in c.value)
-    assert "`prepare_model_for_kbit_training`: output head and residual stream in fp32" in tip
+    """With FlashAttention off (SDPA, as our GPU harness ran) the upcast's fp32 attention is most of QLoRA's cost;
+    with FlashAttention-2 only the fp32 head is left of it."""
+    shares = {}
+    for flash in ("false", "true"):
+        at = open_link("training", {**LINK, "flash": flash})
+        no_exception(at)
+        text = _captions(at)
+        dequant, upcast = _cli_fractions("hf", flash == "true")
+        assert f"pass is {dequant:.0%} of it" in text and f"fp32 upcast is {upcast:.0%}: stacks without it" in text
+        tip = next(c.help for c in at.caption if "QLoRA's time" in c.value)
+        assert "`prepare_model_for_kbit_training`: norms, embeddings and output head in fp32" in tip and "FlashAttention-2" in tip
+        shares[flash] = (dequant, upcast)
+    assert shares["false"][1] > 0.5 and shares["false"][0] < 0.05  # the recipe's upcast, not the dequantization
+    assert 0.1 < shares["true"][1] < 0.3
 
 
 def test_a_stack_without_the_upcast_shows_the_dequantization_alone() -> None:

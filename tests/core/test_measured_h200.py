@@ -162,7 +162,7 @@ def test_harness_grid_h200_is_what_ran() -> None:
         assert any(harness._same_case(m.row, c) for c in cases), m.label
     for m in ROWS:
         if m.kind == "train" and m.row["precision"] == "bf16-true":
-            assert parse_hf_config(harness._config_shape(m.model)).total_params == m.row["total_params"]
+            assert parse_hf_config(harness.harness_config(m.model)).total_params == m.row["total_params"]
 
 
 def test_the_borderline_band_is_the_measured_error():
