@@ -65,7 +65,7 @@ class Measured(BaseModel):
             if r.get("precision") == "qlora":
                 what = f"Q{what} {r.get('quant', 'nf4')}" + (" no-prep" if r.get("kbit_prep") is False else "")
             gc = " +GC" if r.get("gradient_checkpointing") else ""
-            attn = " eager" if r.get("attn") == "eager" else ""
+            attn = f" {r['attn']}" if r.get("attn") in ("eager", "sdpa_bf16") else ""
             shape = "".join(f" {k}={v}" for k, v in (r.get("shape") or {}).items())
             return f"train {self.model} {what} b{self.batch_size} x {r['seq_len']:,}{gc}{attn}{shape}"
         if self.kind == "infer":
@@ -97,8 +97,9 @@ class Measured(BaseModel):
                 mode="training",
                 seq_len=r["seq_len"],
                 gradient_checkpointing=bool(r.get("gradient_checkpointing")),
-                # SDPA: FlashAttention's kernels in 16-bit, but not under QLoRA's fp32 upcast (components.fp32_attention)
-                flash_attention=r.get("attn", "sdpa") != "eager" and not (r["precision"] == "qlora" and r.get("kbit_prep", True)),
+                # SDPA: FlashAttention's kernels in 16-bit, but not under QLoRA's fp32 upcast (components.fp32_attention);
+                # `sdpa_bf16` casts q, k and v to bf16 first, as the FlashAttention-2 integration does
+                flash_attention=r.get("attn") == "sdpa_bf16" or (r.get("attn", "sdpa") != "eager" and not (r["precision"] == "qlora" and r.get("kbit_prep", True))),
                 training_stack="hf",
             )
             if r["precision"] in ("lora", "qlora"):

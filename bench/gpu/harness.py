@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 from core.measured import harness_config  # noqa: E402
 
 DEVICE = "cuda"  # --device cpu runs the same code on a CPU to check the plumbing (memory then reads 0)
-GRIDS = ("smoke", "h100", "h200", "speed", "prefill", "longctx", "qcheck", "head")
+GRIDS = ("smoke", "h100", "h200", "speed", "prefill", "longctx", "qcheck", "head", "fa2")
 WARMUP_STEPS = 2
 LORA16 = {"r": 16, "targets": "all-linear"}
 TIMED_STEPS = 6
@@ -70,6 +70,11 @@ def grid(name: str) -> list[dict[str, Any]]:
         return _grid_qcheck()
     if name == "head":
         return _grid_head()
+    if name == "fa2":
+        # QLoRA's upcast with attention taken back to bf16, as transformers' FlashAttention-2 integration does
+        # (`attn: sdpa_bf16`, _register_sdpa_bf16): what the upcast costs on that path (the fp32 head alone?)
+        pair = dict(kind="train", seq_len=2048, batch_size=4, gradient_checkpointing=True, lora=LORA16, precision="qlora", quant="nf4", attn="sdpa_bf16")
+        return [dict(pair, model="llama-3.2-1b", shape={"vocab_size": 32000}, limit_s=60), dict(pair, model="llama-3.1-8b", limit_s=110)]
     if name == "longctx":
         # decode steps over a long cache: is transformers' grouped-query K/V copied out to every query head
         # (repeat_kv, 1 + 2 x groups reads of the cache) or read once (SDPA's enable_gqa)?
@@ -252,8 +257,26 @@ def _published_config(model: str) -> dict[str, Any]:
     return cfg
 
 
+def _register_sdpa_bf16() -> None:
+    """An attention implementation `sdpa_bf16`: SDPA on q, k and v cast to bf16 when they arrive in fp32, as
+    transformers' FlashAttention-2 integration casts them (flash-attn is not installed on the lent GPU)."""
+    import torch
+    from transformers import AttentionInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    def sdpa_bf16(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, **kw: Any) -> Any:
+        if query.dtype == torch.float32:
+            query, key, value = (t.to(torch.bfloat16) for t in (query, key, value))
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kw)
+
+    AttentionInterface.register("sdpa_bf16", sdpa_bf16)
+
+
 def _build(case: dict[str, Any]) -> Any:
     import torch
+
+    if case.get("attn") == "sdpa_bf16":
+        _register_sdpa_bf16()
     from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig
 
     if case.get("experts"):  # an MoE: its own architecture from the published config, experts as the case asks

@@ -195,21 +195,23 @@ def qlora_upcast(sc: Scenario) -> bool:
     return sc.method == "qlora" and stack_of(sc).qlora_upcast and not gptq_base(sc)
 
 
-def fp32_attention(sc: Scenario) -> bool:
+def fp32_attention(sc: Scenario, acc: Any = None) -> bool:
     """QLoRA's fp32 upcast makes q, k and v fp32 (the norms' outputs are fp32; bitsandbytes' Linear4bit returns its
     input's dtype). FlashAttention-2 (the scenario's FlashAttention, on a part that runs it) casts them back to the
     16-bit type (transformers' flash-attention integration); SDPA, taken without it, runs attention in fp32, where no
-    FlashAttention kernel does (our H200 profile, 2026-11-27: data/measurements/speed/h200-upcast-profile-2026-11-27.jsonl)."""
+    FlashAttention kernel does (our H200 profile, 2026-11-27: data/measurements/speed/h200-upcast-profile-2026-11-27.jsonl).
+    `acc`: the part it runs on (an Accelerator; default the scenario's). Memory and time on a part take it from there, so
+    a caller that sizes one scenario for many parts keys its sizing on this answer."""
     if not qlora_upcast(sc):
         return False
-    fa2_part = get_accelerator(sc.accelerator).supports_bf16  # FlashAttention-2: Ampere or newer (core/speed/attention.py)
-    return not (sc.flash_attention and fa2_part)
+    part = acc if acc is not None else get_accelerator(sc.accelerator)
+    return not (sc.flash_attention and part.supports_bf16)  # FlashAttention-2: Ampere or newer (core/speed/attention.py)
 
 
-def fp32_math_attention(sc: Scenario, arch: Architecture) -> bool:
+def fp32_math_attention(sc: Scenario, arch: Architecture, acc: Any = None) -> bool:
     """fp32 attention of grouped-query heads: SDPA's math path (transformers passes enable_gqa, which the memory-efficient
     kernel does not take), the whole square of fp32 scores. Multi-head attention takes the memory-efficient kernel."""
-    return fp32_attention(sc) and arch.num_kv_heads < arch.num_heads
+    return fp32_attention(sc, acc) and arch.num_kv_heads < arch.num_heads
 
 
 # The math path's fp32 scores at the peak, bytes a score element of the block being recomputed: the softmax's fp32

@@ -12,7 +12,7 @@ from core.catalog.accelerators import get_accelerator, load_accelerators
 from core.catalog.ecosystem import EcosystemEntry, ecosystem_for, platform_of
 from core.catalog.prices import PriceRow
 from core.layout import Layout
-from core.memory.components import sram_resident
+from core.memory.components import fp32_attention, sram_resident
 from core.memory.estimate import Evaluator
 from core.memory.fit import MAX_DEVICES
 from core.money.blocks import estimate_blocks
@@ -118,11 +118,12 @@ def compare_accelerators(sc: Scenario, accelerator_ids: Iterable[str] | None = N
     ids = [a.id for a in load_accelerators()] if accelerator_ids is None else list(accelerator_ids)
     # memory per device does not depend on the device: sized once for all, once more for SRAM-resident chips (no GPU
     # runtime on them)
-    evs: dict[bool, Evaluator] = {}
+    # (and per QLoRA attention path: fp32 on SDPA, or FlashAttention-2: components.fp32_attention)
+    evs: dict[tuple[bool, bool], Evaluator] = {}
     out = []
     for aid in ids:
         sc_a = sc.model_copy(update={"accelerator": aid})
-        sram = sram_resident(sc_a)
-        ev = evs[sram] if sram in evs else evs.setdefault(sram, Evaluator(sc_a, sc.architecture))
+        key = (sram_resident(sc_a), fp32_attention(sc_a))
+        ev = evs[key] if key in evs else evs.setdefault(key, Evaluator(sc_a, sc.architecture))
         out.append(_row(sc, aid, rows, ev))
     return tuple(out)

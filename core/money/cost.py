@@ -22,6 +22,7 @@ from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import Reservation
 from core.layout import Layout
+from core.memory.components import fp32_attention
 from core.memory.estimate import Evaluator, devices_needed, fit_capacity, own_layout
 from core.memory.fit import MAX_DEVICES
 from core.money import picks
@@ -128,7 +129,8 @@ def _counts(base: Layout, wanted: Iterable[int] | None, own_devices: int) -> lis
 
 
 def _timings(sc: Scenario, acc: Accelerator, device_counts: Iterable[int] | None, ev: Evaluator | None = None) -> tuple[list[_Timed], str | None]:
-    """Per-device memory does not depend on the device: one Evaluator (`ev`) serves every accelerator."""
+    """Per-device memory depends on the device only through QLoRA's attention path (components.fp32_attention): one
+    Evaluator (`ev`) serves every accelerator of the same path."""
     ev = ev or Evaluator(sc, sc.architecture)
     needed = devices_needed(sc, ev, fit_capacity(sc, float(acc.usable_memory_bytes)))
     base = None if needed is None else (Layout(needed.data_parallel, needed.tensor_parallel, needed.pipeline_parallel), needed.zero_stage)
@@ -206,12 +208,16 @@ def training_options(
     counts = None if device_counts is None else tuple(device_counts)
     options: list[TrainingOption] = []
     skipped: list[str] = []
-    ev = Evaluator(sc, sc.architecture)
+    evs: dict[bool, Evaluator] = {}  # by QLoRA's attention path on the part (fp32 on SDPA, or FlashAttention-2)
     for aid in ids:
         if not rows_for(aid, pool):
             skipped.append(f"{aid}: no price row")
             continue
-        timed, why = _timings(sc, get_accelerator(aid), counts, ev)
+        acc = get_accelerator(aid)
+        path = fp32_attention(sc, acc)
+        if path not in evs:
+            evs[path] = Evaluator(sc.model_copy(update={"accelerator": aid}), sc.architecture)
+        timed, why = _timings(sc, acc, counts, evs[path])
         if why:
             skipped.append(why)
         before = len(options)

@@ -1014,6 +1014,10 @@ def _deepspeed(p: _Facts) -> list[str]:
         out.append(_comment("gradient checkpointing: turn it on in the model (model.gradient_checkpointing_enable() for a Transformers model)"))
     if p.fused_cross_entropy:
         out.append(_comment("fused cross-entropy: apply Liger Kernel's patch before building the model (liger_kernel.transformers.apply_liger_kernel_to_llama or kin)"))
+    if p.method == "qlora" and not p.gptq_base:
+        load = 'attn_implementation="flash_attention_2"' if p.flash_attention_2 else 'attn_implementation="sdpa"'
+        out.append(_comment(f"QLoRA: load the 4-bit model with {load} before prepare_model_for_kbit_training"))
+        out += _upcast_note(p)
     out.append(_file("ds_config.json", json.dumps(config, indent=2)))
     launcher: list[tuple[str, Any] | str] = [("--num_nodes", p.instances), ("--num_gpus", p.per_instance)]
     if p.multi_node:

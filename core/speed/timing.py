@@ -235,11 +235,13 @@ def upcast_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator)
         return 0.0
     sgemm = _fp32_ops_per_s(acc) * FP32_GEMM_EFFICIENCY
     head_s = 4.0 * arch.vocab_size * arch.hidden_size / sgemm
-    if not fp32_attention(sc):  # FlashAttention-2 takes q, k and v back to 16-bit: the head alone
+    if not fp32_attention(sc, acc):  # FlashAttention-2 takes q, k and v back to 16-bit: the head alone
         return head_s
-    if fp32_math_attention(sc, arch):  # SDPA's math path: the whole square, its scores' passes at the bandwidth
+    if fp32_math_attention(sc, arch, acc):  # SDPA's math path: the whole square, its scores' passes at the bandwidth
         scores = forward_passes(sc) * arch.num_heads * sc.seq_len * arch.num_layers  # score elements a token
-        fp32_attention_s = training_attention_flops_per_token(sc, arch, flash=False) / sgemm
+        # the whole masked square on every layer, sliding-window layers too (the math path computes it, then masks)
+        width = arch.num_heads * (arch.qk_head_dim + arch.value_head_dim)
+        fp32_attention_s = forward_passes(sc) * 2.0 * width * sc.seq_len * arch.num_layers / sgemm
         fp32_attention_s += UPCAST_SCORE_BYTES_PER_PASS * scores / acc.memory_bandwidth_bytes_per_s
     else:
         fp32_attention_s = training_attention_flops_per_token(sc, arch) / (_fp32_ops_per_s(acc) * FP32_EFFICIENT_ATTENTION_FRACTION)

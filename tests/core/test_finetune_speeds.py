@@ -161,14 +161,14 @@ def test_answer_ai_is_timed_as_a_stack_without_fp32_adapters_or_upcast() -> None
 def test_qwens_q_lora_rows_need_their_gptq_base() -> None:
     """Timed on a bitsandbytes NF4 base instead, Qwen's twelve Q-LoRA rows miss: under the Hugging Face stack (with
     prepare_model_for_kbit_training's fp32 upcast, FlashAttention-2 keeping attention 16-bit: the fp32 head alone) 6
-    of 12, -29% to +199% (11 of 12 under the upcast's earlier fitted model, until 2026-11-27); without the upcast (as LitGPT, how they
-    were timed until 2026-11-27) the eight rows at 256-2,048 tokens, +42% to +284%: GPTQ's dequantization is a cost a
+    of 12 (half or more is what the test holds), -29% to +199% (11 of 12 under the upcast's earlier fitted model, until
+    2026-11-27); without the upcast (as LitGPT, how they were timed until 2026-11-27) the eight rows at 256-2,048 tokens, +42% to +284%: GPTQ's dequantization is a cost a
     micro-batch that bitsandbytes' 2.5 bytes a weight and pass leave out. On their GPTQ base all twelve are within
     (test_published_fine_tuning_speeds)."""
     rows = [r for r in ROWS if r["program"].startswith("Qwen") and r["method"] == "qlora"]
     as_nf4_hf = {r["id"]: modelled_tokens_per_s(dict(r, base_format="")) / published_tokens_per_s(r) - 1 for r in rows}
     as_nf4_litgpt = {r["id"]: modelled_tokens_per_s(dict(r, base_format="", modelled_as="litgpt")) / published_tokens_per_s(r) - 1 for r in rows}
-    assert len(rows) == 12 and sum(abs(e) > 0.25 for e in as_nf4_hf.values()) == 6, as_nf4_hf
+    assert len(rows) == 12 and sum(abs(e) > 0.25 for e in as_nf4_hf.values()) >= 6, as_nf4_hf  # half or more
     missed = {i for i, e in as_nf4_litgpt.items() if abs(e) > 0.25}
     assert missed == {r["id"] for r in rows if int(r["seq_len"]) <= 2048}, as_nf4_litgpt
     assert all(0.4 < as_nf4_litgpt[i] < 2.9 for i in missed), as_nf4_litgpt
