@@ -23,6 +23,7 @@ from core.memory.components import (
     checkpointing,
     engine_reservation,
     expert_parallel_ranks,
+    fp32_attention,
     fused_loss,
     gptq_base,
     gpu_layer_share,
@@ -326,14 +327,14 @@ def _kv_pool(sc: Scenario, ev: Evaluator, layout: Layout, comps: Components, cap
 
 
 def devices_needed_by_accelerator(sc: Scenario, accelerator_ids: list[str]) -> dict[str, LayoutResult | None]:
-    """Smallest fitting layout on each accelerator. Per-device memory does not
-    depend on the device but for SRAM-resident chips, so two evaluators serve them all."""
+    """Smallest fitting layout on each accelerator. Per-device memory does not depend on the device but for
+    SRAM-resident chips and QLoRA's attention path (components.fp32_attention), so a few evaluators serve them all."""
     out: dict[str, LayoutResult | None] = {}
-    evs: dict[bool, Evaluator] = {}
+    evs: dict[tuple[bool, bool], Evaluator] = {}
     for a in accelerator_ids:
         sc_a = sc.model_copy(update={"accelerator": a})
-        sram = sram_resident(sc_a)  # SRAM chips carry no GPU runtime: an evaluator of their own
-        ev = evs[sram] if sram in evs else evs.setdefault(sram, Evaluator(sc_a, sc.architecture))
+        key = (sram_resident(sc_a), fp32_attention(sc_a))  # SRAM chips carry no GPU runtime: an evaluator of their own
+        ev = evs[key] if key in evs else evs.setdefault(key, Evaluator(sc_a, sc.architecture))
         out[a] = devices_needed(sc_a, ev, fit_capacity(sc_a, float(get_accelerator(a).usable_memory_bytes)))
     return out
 
