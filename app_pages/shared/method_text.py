@@ -50,6 +50,14 @@ pass and autograd keeps the 16-bit weight for the backward pass: about 40 bytes 
 (auto-gptq's unfused ops, calibrated on ms-swift's A100 benchmark, checked on Qwen's twelve published Q-LoRA runs; an
 upper bound for GPTQModel's compiled kernel), and without checkpointing
 $2\,\text{B}$ per quantized weight kept; PEFT skips QLoRA's fp32 upcast for GPTQ models.
+
+**QLoRA's fp32 upcast** (the Hugging Face stack's `prepare_model_for_kbit_training`; torchtune, Unsloth and Axolotl
+skip it) casts norms, embeddings and the output head to fp32. Profiled on our H200: the head's two matmuls run as
+fp32 GEMMs ($4 \cdot V \cdot h$ FLOPs per token at 75% of the FP32 peak, measured), and the fp32 norms make attention
+fp32. FlashAttention-2 casts it back to 16-bit (the sidebar's *FlashAttention* on a part that has it; the launch
+passes `--attn_implementation flash_attention_2`); otherwise SDPA runs it in fp32: grouped-query heads on its math
+path (the whole square of scores as fp32 GEMMs, plus 34 bytes per score element and pass, and 12 bytes per score
+element of the recomputed block in memory), multi-head attention on the memory-efficient kernel.
 """,
     ),
     (
