@@ -215,8 +215,9 @@ def training_options(
             continue
         acc = get_accelerator(aid)
         path = fp32_attention(sc, acc)
-        if path not in evs:
-            evs[path] = Evaluator(sc.model_copy(update={"accelerator": aid}), sc.architecture)
+        if path not in evs:  # the scenario itself where its own part takes the same path (every non-QLoRA scenario)
+            sized = sc if path == fp32_attention(sc) else sc.model_copy(update={"accelerator": aid})
+            evs[path] = Evaluator(sized, sc.architecture)
         timed, why = _timings(sc, acc, counts, evs[path])
         if why:
             skipped.append(why)
