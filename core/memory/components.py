@@ -214,6 +214,12 @@ def fp32_math_attention(sc: Scenario, arch: Architecture, acc: Any = None) -> bo
     return fp32_attention(sc, acc) and arch.num_kv_heads < arch.num_heads
 
 
+def part_memory_key(sc: Scenario) -> tuple[bool, bool]:
+    """What a scenario's per-device memory takes from its part: SRAM residence (no GPU runtime) and QLoRA's attention
+    path. A caller that sizes one scenario for many parts keeps one Evaluator per key."""
+    return sram_resident(sc), fp32_attention(sc)
+
+
 # The math path's fp32 scores at the peak, bytes a score element of the block being recomputed: the softmax's fp32
 # probabilities it keeps for the backward pass and the two fp32 gradients its backward holds with them.
 MATH_ATTENTION_SCORE_BYTES = 12.0

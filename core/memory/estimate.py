@@ -23,7 +23,6 @@ from core.memory.components import (
     checkpointing,
     engine_reservation,
     expert_parallel_ranks,
-    fp32_attention,
     fused_loss,
     gptq_base,
     gpu_layer_share,
@@ -31,6 +30,7 @@ from core.memory.components import (
     inference_components,
     kv_cache_bytes_per_token,
     kv_headroom,
+    part_memory_key,
     qlora_base,
     qlora_upcast,
     runtime_of,
@@ -333,7 +333,7 @@ def devices_needed_by_accelerator(sc: Scenario, accelerator_ids: list[str]) -> d
     evs: dict[tuple[bool, bool], Evaluator] = {}
     for a in accelerator_ids:
         sc_a = sc.model_copy(update={"accelerator": a})
-        key = (sram_resident(sc_a), fp32_attention(sc_a))  # SRAM chips carry no GPU runtime: an evaluator of their own
+        key = part_memory_key(sc_a)  # SRAM chips carry no GPU runtime; QLoRA's attention path: an evaluator each
         ev = evs[key] if key in evs else evs.setdefault(key, Evaluator(sc_a, sc.architecture))
         out[a] = devices_needed(sc_a, ev, fit_capacity(sc_a, float(get_accelerator(a).usable_memory_bytes)))
     return out

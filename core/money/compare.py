@@ -12,7 +12,7 @@ from core.catalog.accelerators import get_accelerator, load_accelerators
 from core.catalog.ecosystem import EcosystemEntry, ecosystem_for, platform_of
 from core.catalog.prices import PriceRow
 from core.layout import Layout
-from core.memory.components import fp32_attention, sram_resident
+from core.memory.components import part_memory_key
 from core.memory.estimate import Evaluator
 from core.memory.fit import MAX_DEVICES
 from core.money.blocks import estimate_blocks
@@ -123,7 +123,7 @@ def compare_accelerators(sc: Scenario, accelerator_ids: Iterable[str] | None = N
     out = []
     for aid in ids:
         sc_a = sc.model_copy(update={"accelerator": aid})
-        key = (sram_resident(sc_a), fp32_attention(sc_a))
+        key = part_memory_key(sc_a)
         ev = evs[key] if key in evs else evs.setdefault(key, Evaluator(sc_a, sc.architecture))
         out.append(_row(sc, aid, rows, ev))
     return tuple(out)
