@@ -115,6 +115,13 @@ class Accelerator(BaseModel):
         return rate
 
     @property
+    def runs_flash_attention_2(self) -> bool:
+        """FlashAttention-2 runs here: it needs Ampere or newer, which on NVIDIA parts are the ones with bf16 (a T4 or
+        V100 falls back to SDPA); the rest of the catalog follows the same column (Dao, FlashAttention-2 README:
+        "Ampere, Ada, or Hopper GPUs"; ROCm's port for MI200/MI300)."""
+        return self.supports_bf16
+
+    @property
     def weights_in_sram(self) -> bool:
         """The model lives in on-chip SRAM (SRAM_KINDS): chips are counted to hold the weights."""
         return self.kind in SRAM_KINDS

@@ -205,7 +205,7 @@ def fp32_attention(sc: Scenario, acc: Any = None) -> bool:
     if not qlora_upcast(sc):
         return False
     part = acc if acc is not None else get_accelerator(sc.accelerator)
-    return not (sc.flash_attention and part.supports_bf16)  # FlashAttention-2: Ampere or newer (core/speed/attention.py)
+    return not (sc.flash_attention and part.runs_flash_attention_2)
 
 
 def fp32_math_attention(sc: Scenario, arch: Architecture, acc: Any = None) -> bool:

@@ -110,7 +110,7 @@ class _Facts:
         if plan is not None and getattr(plan, "reservation", None):
             self.where += f", a reserved {plan.reservation}"
         self.accelerator = _known_accelerator(self.accelerator_id)
-        self.flash_attention_2 = bool(sc.get("flash_attention", True)) and (self.accelerator is None or self.accelerator.supports_bf16)
+        self.flash_attention_2 = bool(sc.get("flash_attention", True)) and (self.accelerator is None or self.accelerator.runs_flash_attention_2)
         self.accelerator_name, self.vendor, self.per_instance = self._accelerator(plan)
         self.model, self.model_note = _model_id(sc.get("model"))
         if self.gptq_base:  # the 16-bit checkpoint would train plain LoRA: the text names a placeholder to replace
@@ -708,10 +708,10 @@ def _axolotl_config(p: _Facts) -> dict[str, Any]:
     cfg["bf16"] = "bf16" in p.precision  # explicit: Axolotl's default "auto" turns bf16 on wherever the part has it
     if "fp16" in p.precision:
         cfg["fp16"] = True
-    # FlashAttention-2 needs Ampere or later (the parts with bf16, core/speed/attention.py) and 16-bit inputs (fp32 runs
+    # FlashAttention-2 needs a part that runs it (Accelerator.runs_flash_attention_2) and 16-bit inputs (fp32 runs
     # use SDPA); packing needs it for a full fine-tune (Axolotl's validation: packing without it in fp16 "is likely to
     # raise errors", src/axolotl/utils/schemas/validation.py)
-    fa2 = (p.accelerator is None or p.accelerator.supports_bf16) and p.precision != "fp32"
+    fa2 = (p.accelerator is None or p.accelerator.runs_flash_attention_2) and p.precision != "fp32"
     cfg["sample_packing"] = fa2 or p.method != "full"
     cfg["attn_implementation"] = "flash_attention_2" if fa2 else "sdpa"
     sharded = p.zero_stage == 3 or _tp_with_data_parallel(p)

@@ -348,7 +348,7 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
         if stack not in shapes_of:
             shapes_of[stack] = _shapes(goal, stack)
         shapes = shapes_of[stack]
-        usable = [s for s in shapes if part_problem(acc, s.method, stack) is None and s.fa2_part in (None, acc.supports_bf16)]
+        usable = [s for s in shapes if part_problem(acc, s.method, stack) is None and s.fa2_part in (None, acc.runs_flash_attention_2)]
         if not usable:
             skipped.append(part_problem(acc, shapes[0].method, goal.training_stack) if shapes else f"{aid}: nothing to train")  # type: ignore[arg-type]
             continue

@@ -9,8 +9,8 @@ from core.model.architecture import Architecture
 
 
 def flash_attention(acc: Accelerator) -> bool:
-    """FlashAttention-2 needs Ampere or newer: on NVIDIA parts, the ones with bf16 (data/accelerators.csv)."""
-    return acc.supports_bf16
+    """Whether the engines' and trainers' attention runs FlashAttention-2 on this part (Accelerator.runs_flash_attention_2)."""
+    return acc.runs_flash_attention_2
 
 
 def attention_flops_per_token(arch: Architecture, context: float) -> float:
