@@ -21,8 +21,9 @@ from core.catalog.providers import Reservation
 from core.layout import Layout
 from core.money.pricing import instance_usd_per_hour, instances_for, on_demand_ok, reservation_holds, reserved_rows_for, training_rows_for
 from core.scenario import Scenario
-from core.speed.comm import training_comm
-from core.speed.timing import TrainingTime, training_time
+from core.speed.comm import comm_step, training_comm
+from core.speed.timing import TokenCosts, TrainingTime, training_seconds, training_time
+from core.units import SECONDS_PER_HOUR
 
 # Billed beyond the computation on each rented instance: booting, pulling the container and the weights, the last
 # checkpoint. A policy default (a goal may set its own, Goal.setup_hours): 15 minutes is what a cold start of a
@@ -50,12 +51,33 @@ class RunTime(NamedTuple):
         return 1.0 / (1.0 + self.comm_overhead)
 
 
-def run_time(sc: Scenario, acc: Accelerator, layout: Layout, *, batch: int | None = None, accumulation: int | None = None, tokens: float | None = None) -> RunTime:
+def run_time(
+    sc: Scenario,
+    acc: Accelerator,
+    layout: Layout,
+    *,
+    batch: int | None = None,
+    accumulation: int | None = None,
+    tokens: float | None = None,
+    costs: TokenCosts | None = None,
+) -> RunTime:
     """The scenario's run on `layout` (its ZeRO stage is the scenario's): ideal time and communication overhead, each
-    step `accumulation` micro-batches of `batch` sequences per rank (default: the scenario's)."""
-    t = training_time(sc, acc, layout.devices, tokens, layout=layout)  # the layout: the offload's steps (core/speed/offload.py)
+    step `accumulation` micro-batches of `batch` sequences per rank (default: the scenario's). `costs`:
+    token_costs(sc, acc), when the caller times the scenario on many layouts of the part."""
+    t = training_time(sc, acc, layout.devices, tokens, layout=layout, costs=costs)  # the layout: the offload's steps (core/speed/offload.py)
     comm = training_comm(sc, sc.architecture, acc, layout, t.flops_per_token, t.peak_tflops_per_device * t.mfu, batch=batch, accumulation=accumulation)
     return RunTime(t, comm.overhead_fraction)
+
+
+def run_hours(sc: Scenario, acc: Accelerator, layout: Layout, costs: TokenCosts, *, batch: int, accumulation: int) -> tuple[float, float]:
+    """run_time's (compute_hours, scaling_efficiency) over the scenario's tokens, from the same formulas without the
+    models written out: the planner's search times thousands of layouts (core/plan/train.py)."""
+    if sc.train_tokens is None or sc.train_tokens <= 0 or layout.devices < 1:
+        rt = run_time(sc, acc, layout, batch=batch, accumulation=accumulation, costs=costs)  # its own message
+        return rt.compute_hours, rt.scaling_efficiency
+    s = training_seconds(sc, acc, layout.devices, sc.train_tokens, layout, costs)
+    overhead = comm_step(sc, sc.architecture, acc, layout, costs.flops_per_token, costs.peak.tflops * s.mfu, batch=batch, accumulation=accumulation).overhead_fraction
+    return s.seconds / SECONDS_PER_HOUR * (1.0 + overhead), 1.0 / (1.0 + overhead)
 
 
 def billed_hours(compute_hours: float, setup_hours: float = SETUP_HOURS) -> float:

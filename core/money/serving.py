@@ -41,8 +41,8 @@ from core.money.blocks import estimate_blocks
 from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH, on_demand_ok, serving_rows_for, wider_orders
 from core.scenario import Scenario
 from core.speed.expert_parallel import MAX_TOKENS_PER_RANK
-from core.speed.load import load_curve
-from core.speed.roofline import roofline, serving_curve
+from core.speed.load import PartLoad, load_curves
+from core.speed.roofline import replica_output_tokens_per_s, roofline, roofs_of
 from core.units import SECONDS_PER_DAY
 
 _OUT = ConfigDict(frozen=True)
@@ -171,27 +171,52 @@ def memory_by_batch(sc: Scenario, layout: Layout) -> np.ndarray:
 def replica_capacity(sc: Scenario, acc: Accelerator, layout: Layout, traffic: Traffic, memory: np.ndarray | None = None) -> ReplicaCapacity | str:
     """The largest batch that fits on `acc` and meets the traffic's latency targets, with the speeds up to it; or why
     there is none. `sc` is a request of the traffic (request_scenario); `memory` is memory_by_batch(sc, layout)."""
+    return replica_capacities(sc, [acc], layout, traffic, memory)[0]
+
+
+def replica_capacities(sc: Scenario, accs: list[Accelerator], layout: Layout, traffic: Traffic, memory: np.ndarray | None = None) -> list[ReplicaCapacity | str]:
+    """replica_capacity of one request scenario and layout on each part of `accs`, their load curves solved together
+    (core/speed/load.load_curves): the planner's search sizes a candidate on every part at once."""
     total = memory_by_batch(sc, layout) if memory is None else memory
-    fits = total <= fit_capacity(sc, float(acc.usable_memory_bytes))
-    if not fits.any():
-        return f"a {sc.seq_len:,}-token request does not fit"
-    n_fit = int(np.flatnonzero(fits).max()) + 1
-    if (ranks := expert_parallel_ranks(sc, layout)) > 1:
-        n_fit = min(n_fit, MAX_TOKENS_PER_RANK * ranks)  # DeepEP's low-latency buffers: at most 256 decodes a rank
+    out: list[ReplicaCapacity | str] = []
+    parts: list[PartLoad] = []
+    for acc in accs:
+        fits = total <= fit_capacity(sc, float(acc.usable_memory_bytes))
+        if not fits.any():
+            out.append(f"a {sc.seq_len:,}-token request does not fit")
+            continue
+        n_fit = int(np.flatnonzero(fits).max()) + 1
+        if (ranks := expert_parallel_ranks(sc, layout)) > 1:
+            n_fit = min(n_fit, MAX_TOKENS_PER_RANK * ranks)  # DeepEP's low-latency buffers: at most 256 decodes a rank
+        out.append("")  # answered below
+        parts.append(PartLoad(acc, roofline(sc, acc, layout), BATCHES[:n_fit], n_fit))
     prompt, output = traffic.input_tokens_per_request, traffic.output_tokens_per_request
-    roof = roofline(sc, acc, layout)
     targets = (traffic.ttft_s, traffic.tokens_per_s_per_user)
-    load = load_curve(sc, acc, layout, BATCHES[:n_fit], prompt, output, max_running=n_fit, keys=LOAD_KEYS, roof=roof, within=targets)
-    top = len(load["time_to_first_token_p90_s"])  # the figures up to the last batch meeting both targets at p90
-    if top == 0:
-        return f"no batch meets {traffic.tokens_per_s_per_user:g} tokens/s per user within {traffic.ttft_s:g} s to the first token (for 90% of requests)"
-    curve = {
-        "time_to_first_token_s": load["time_to_first_token_p50_s"],
-        "decode_tokens_per_s": load["tokens_per_s_per_user_p50"],
-        "output_tokens_per_s": serving_curve(sc, acc, layout, BATCHES[:top], prompt, output, roof)["output_tokens_per_s"],
-        **load,
-    }
-    return ReplicaCapacity(layout.tensor_parallel, layout.pipeline_parallel, n_fit, top, curve)
+    loads = load_curves(sc, layout, parts, prompt, output, keys=LOAD_KEYS, within=targets)
+    tops = [len(load["time_to_first_token_p90_s"]) for load in loads]  # the batches up to the last meeting both targets at p90
+    # one replica's output tokens/s up to each part's top batch: the parts with a plain step in one pass (_Roofs)
+    plain = [j for j, (p, top) in enumerate(zip(parts, tops, strict=True)) if top and p.roof.ep_ranks == 1]
+    speeds: dict[int, np.ndarray] = {}
+    if len(plain) > 1:
+        rows = replica_output_tokens_per_s(roofs_of([parts[j].roof for j in plain]), BATCHES[: max(tops[j] for j in plain)], prompt, output)
+        speeds = {j: rows[r, : tops[j]] for r, j in enumerate(plain)}
+    answers = iter(range(len(parts)))
+    for i, got in enumerate(out):
+        if got:
+            continue
+        j = next(answers)
+        part, load, top = parts[j], loads[j], tops[j]
+        if top == 0:
+            out[i] = f"no batch meets {traffic.tokens_per_s_per_user:g} tokens/s per user within {traffic.ttft_s:g} s to the first token (for 90% of requests)"
+            continue
+        curve = {
+            "time_to_first_token_s": load["time_to_first_token_p50_s"],
+            "decode_tokens_per_s": load["tokens_per_s_per_user_p50"],
+            "output_tokens_per_s": speeds[j] if j in speeds else replica_output_tokens_per_s(part.roof, BATCHES[:top], prompt, output),
+            **load,
+        }
+        out[i] = ReplicaCapacity(layout.tensor_parallel, layout.pipeline_parallel, len(part.concurrency), top, curve)
+    return out
 
 
 def rents_many(row: PriceRow) -> bool:

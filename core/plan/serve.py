@@ -32,7 +32,7 @@ from core.money.serving import (
     bill,
     fleet_usd_per_month,
     memory_by_batch,
-    replica_capacity,
+    replica_capacities,
     serving_rows,
     size_fleet,
 )
@@ -140,22 +140,28 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
                 if sc.architecture.num_heads % tp or (tp > 1 and goal.serving_engine in SINGLE_DEVICE_ENGINES):
                     continue
                 sized.append((fmt, kv, tp, sc, memory_by_batch(sc, Layout(1, tp, 1))))
-    options: list[ServingOption] = []
-    skipped: list[str] = []
+    # Which parts each candidate runs on (and in what form), then every candidate's capacity on all its parts at once
+    # (replica_capacities: one numpy pass per candidate), then the fleets and bills part by part.
+    accs: dict[str, Accelerator] = {}
+    skip: dict[str, str] = {}  # per part, why it has no plan (the parts in the catalog's order)
+    rentable_of: dict[str, dict[int, list[PriceRow]]] = {}
+    runs: dict[str, list[int]] = {}  # per part: the candidates (indices of `sized`) it may run
+    by_candidate: dict[tuple[int, bool], list[str]] = {}  # (candidate, in fp16 on a part without bf16): its parts
     for aid in dict.fromkeys(r.accelerator_id for r in rows):
         if wanted is not None and aid not in wanted:
             continue
-        acc = get_accelerator(aid)
+        acc = accs[aid] = get_accelerator(aid)  # the parts in the catalog's order (the skipped lines keep it)
         if (problem := engine_problem(goal.serving_engine, acc)) is not None:
-            skipped.append(problem)  # the engine does not run there (data/engine_hardware.csv)
+            skip[aid] = problem  # the engine does not run there (data/engine_hardware.csv)
             continue
-        found, why = False, "no layout fits"
         # the rows that can hold a tensor-parallel group of each size (a TPU row prices one chip of a slice)
         rentable = {tp: [r for r in serving_rows(rows, aid, tp, spot) if tp <= r.accelerators_per_instance or acc.kind == "tpu"] for tp in TENSOR_PARALLEL}
+        rentable_of[aid] = rentable
         # formats whose request fits one device of this part: their replicas are single devices, with no all-to-alls
         # to pay, and the expert-parallel layouts are not searched for them (a user may still set one)
         one_device = {(f, k) for f, k, t, c, m in sized if t == 1 and m[0] <= fit_capacity(c, float(acc.usable_memory_bytes))} if goal.expert_parallel else set()
-        for fmt, kv, tp, sc, total in sized:
+        runs[aid] = []
+        for j, (fmt, kv, tp, sc, _) in enumerate(sized):
             if sc.expert_parallel and (fmt, kv) in one_device:
                 continue
             if "fp8" in (fmt, kv) and not acc.supports_fp8:
@@ -164,11 +170,25 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
                 continue  # no kernels for it on this part (AWQ before Turing; neither on AMD, TPU, Neuron)
             if not rentable[tp]:
                 continue
-            if not acc.supports_bf16 and "bf16" in (fmt, kv):
-                # no bf16 before Ampere: the same bytes in fp16, as the engine runs them there (--dtype float16)
-                fmt = "fp16" if fmt == "bf16" else fmt
-                sc = sc.model_copy(update={"weights_format": fmt, "kv_cache_format": "fp16" if kv == "bf16" else kv})
-            cap = replica_capacity(sc, acc, Layout(1, tp, 1), traffic, total)
+            fp16 = not acc.supports_bf16 and "bf16" in (fmt, kv)
+            runs[aid].append(j)
+            by_candidate.setdefault((j, fp16), []).append(aid)
+    caps: dict[tuple[str, int], tuple[str, Scenario, ReplicaCapacity | str]] = {}
+    for (j, fp16), aids in by_candidate.items():
+        fmt, kv, tp, sc, total = sized[j]
+        if fp16:
+            # no bf16 before Ampere: the same bytes in fp16, as the engine runs them there (--dtype float16)
+            fmt = "fp16" if fmt == "bf16" else fmt
+            sc = sc.model_copy(update={"weights_format": fmt, "kv_cache_format": "fp16" if kv == "bf16" else kv})
+        for aid, cap in zip(aids, replica_capacities(sc, [accs[a] for a in aids], Layout(1, tp, 1), traffic, total), strict=True):
+            caps[(aid, j)] = (fmt, sc, cap)
+    options: list[ServingOption] = []
+    for aid, candidates in runs.items():
+        acc, rentable = accs[aid], rentable_of[aid]
+        found, why = False, "no layout fits"
+        for j in candidates:
+            tp = sized[j][2]
+            fmt, sc, cap = caps[(aid, j)]
             if isinstance(cap, str):
                 if not cap.startswith("a "):  # memory is the default reason; a latency miss says more
                     why = cap
@@ -185,8 +205,8 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
                 options.append(ServingOption(acc, row, price, sc, fmt, tp, cap, f, traffic, cost, 1.0 / float(decode[f.batch - 1]), within))
                 found = True
         if not found:
-            skipped.append(f"{aid}: {why}")
-    return options, skipped, len(options)
+            skip[aid] = f"{aid}: {why}"
+    return options, [skip[a] for a in accs if a in skip], len(options)
 
 
 def serving_plan_of(goal: Goal, o: ServingOption) -> Plan:

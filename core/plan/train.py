@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,11 +24,12 @@ from core.memory.estimate import Evaluator
 from core.memory.fit import MAX_DEVICES
 from core.memory.stacks import STACKS
 from core.money.pricing import forms_cluster, on_demand_ok, reservation_holds, reserved_cluster, wider_orders
-from core.money.run_bill import HORIZON_HOURS, bill, cheapest_bill, reserved_usd_per_instance_hour, run_time
+from core.money.run_bill import HORIZON_HOURS, bill, cheapest_bill, reserved_usd_per_instance_hour, run_hours, run_time
 from core.plan.goal import Goal
 from core.plan.result import Plan, rental_fields
 from core.scenario import Scenario
 from core.speed.comm import MICROBATCHES_PER_STAGE
+from core.speed.timing import TokenCosts, token_costs
 
 MICRO_BATCHES = np.array([1, 2, 4, 8, 16, 32], dtype=np.float64)
 ZERO3_RANKS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -150,7 +151,23 @@ class _Candidate:
     micro_batch: int
 
 
-def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_seqs: int, stack: str = "hf") -> list[tuple[_Candidate, int]]:
+class _Fitting(NamedTuple):
+    """What _candidates takes from one part, the same for every rental of it: the shapes worth renting on its memory
+    (_fitting_shapes), the ZeRO-3 shapes, and each shape's largest micro-batch that fits (by its index in `shapes`)."""
+
+    fitting: list[_Shape]
+    zero3: list[_Shape]
+    largest: dict[int, int]
+
+
+def _part_fit(shapes: list[_Shape], acc: Accelerator) -> _Fitting:
+    cap = float(acc.usable_memory_bytes)
+    # _largest_batch of every shape at once: the largest micro-batch whose bytes fit, 0 where none does
+    largest = np.where(np.stack([s.bytes_per_device for s in shapes]) <= cap, MICRO_BATCHES, 0).max(axis=1)
+    return _Fitting(_fitting_shapes(shapes, cap), [s for s in shapes if s.zero_stage == 3], {id(s): int(b) for s, b in zip(shapes, largest, strict=True)})
+
+
+def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_seqs: int, stack: str = "hf", fit: _Fitting | None = None) -> list[tuple[_Candidate, int]]:
     """(layout, instances) pairs for one rental (a price row): each shape on 1, 2, 4, ... instances (from `rental.first`), every
     device used as a data-parallel rank while the global batch allows. A job spans several instances only when they
     are whole nodes (8 GPUs, 16 Trainium chips; TPU chips of one pod) of a provider that rents them on a cluster
@@ -158,12 +175,12 @@ def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_s
     single hosts have ordinary networking and run one at a time."""
     row = rental.row
     k = row.accelerators_per_instance
-    cap = float(acc.usable_memory_bytes)
     tpu = acc.kind == "tpu"
     out = []
-    zero3 = [s for s in shapes if s.zero_stage == 3]
+    fit = fit or _part_fit(shapes, acc)
+    zero3 = fit.zero3
     spans = rental.spans_nodes and spans_nodes_ok(stack)
-    for s in _fitting_shapes(shapes, cap):
+    for s in fit.fitting:
         if s.zero_stage == 3 and s.min_ranks != ZERO3_RANKS[0]:
             continue  # ZeRO-3 is walked below from its smallest fitting rank count
         group = s.tensor_parallel * s.pipeline_parallel
@@ -188,7 +205,7 @@ def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_s
             if s.zero_stage == 3:
                 same = [z for z in zero3 if (z.method, z.gradient_checkpointing) == (s.method, s.gradient_checkpointing) and z.min_ranks <= dp]
                 sized = max(same, key=lambda z: z.min_ranks)
-            b = _largest_batch(sized, cap)
+            b = fit.largest[id(sized)]
             if b:
                 b = min(b, 1 << int(math.log2(max(1, per_rank_cap // dp))))
                 out.append((_Candidate(sized, dp, b), n))
@@ -331,7 +348,11 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
     skipped: list[str] = []
     scenarios: dict[tuple[str, str, bool, int, int], Scenario] = {}
     timed: dict[tuple[Any, ...], tuple[float, float]] = {}
-    for aid in dict.fromkeys(r.accelerator_id for r in rows):
+    costs: dict[tuple[Any, ...], TokenCosts] = {}
+    rows_of: dict[str, tuple[PriceRow, ...]] = {}
+    for r in rows:
+        rows_of[r.accelerator_id] = (*rows_of.get(r.accelerator_id, ()), r)
+    for aid in rows_of:
         if wanted is not None and aid not in wanted:
             continue
         acc = get_accelerator(aid)
@@ -353,9 +374,10 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
             skipped.append(part_problem(acc, shapes[0].method, goal.training_stack) if shapes else f"{aid}: nothing to train")  # type: ignore[arg-type]
             continue
         found = False
-        for rental in training_rows(rows, aid, spot):
+        fit = _part_fit(usable, acc)  # the same for every rental of the part
+        for rental in training_rows(rows_of[aid], aid, spot):  # its own rows: every rental is one of them
             row, price = rental.row, rental.price
-            for cand, _ in _candidates(usable, acc, rental, global_seqs, stack):
+            for cand, _ in _candidates(usable, acc, rental, global_seqs, stack, fit):
                 s, dp, b = cand.shape, cand.data_parallel, cand.micro_batch
                 used = dp * s.tensor_parallel * s.pipeline_parallel
                 accumulation = max(1, math.ceil(global_seqs / (dp * b)), MICROBATCHES_PER_STAGE * s.pipeline_parallel if s.pipeline_parallel > 1 else 1)
@@ -366,8 +388,10 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
                     skey = (stack, s.method, s.gradient_checkpointing, b, s.zero_stage)
                     if skey not in scenarios:
                         scenarios[skey] = base_scenario(goal, s.method, s.gradient_checkpointing, stack, batch_size=b, zero_stage=s.zero_stage)
-                    rt = run_time(scenarios[skey], acc, Layout(dp, s.tensor_parallel, s.pipeline_parallel), batch=b, accumulation=accumulation)
-                    timed[key] = (rt.compute_hours, rt.scaling_efficiency)
+                    ckey = (*skey, aid)
+                    if ckey not in costs:
+                        costs[ckey] = token_costs(scenarios[skey], acc)  # the same on every layout of the part
+                    timed[key] = run_hours(scenarios[skey], acc, Layout(dp, s.tensor_parallel, s.pipeline_parallel), costs[ckey], batch=b, accumulation=accumulation)
                 compute_hours, efficiency = timed[key]
                 # The one bill (core/money/run_bill.py): setup + computation, the instances the used devices need.
                 billed = bill(row, used, compute_hours, spot=spot, setup_hours=goal.setup_hours, reservation=rental.reservation)

@@ -41,6 +41,7 @@ GPU-hours with interruptions 10.5% under the model card's (docs/CLUSTER.md).
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -231,6 +232,32 @@ def training_comm(
     `batch` sequences (default: the scenario's) before the gradient all-reduce,
     at least 4 per pipeline stage when pipelined; only the last micro-batch's
     backward pass hides that all-reduce."""
+    c = comm_step(sc, arch, acc, layout, flops_per_token, achieved_tflops, batch=batch, accumulation=accumulation)
+    return TrainingComm.model_construct(
+        microbatches_per_step=c.microbatches,
+        compute_s_per_step=c.ideal_s,
+        tensor_parallel_s_per_step=c.tensor_parallel_s,
+        pipeline_bubble_fraction=c.bubble,
+        data_parallel_s_per_step=c.data_parallel_s,
+        data_parallel_exposed_s_per_step=c.exposed_s,
+        step_s=c.step_s,
+        interruption_loss_fraction=interruption_loss_fraction(c.devices),
+        overhead_fraction=c.overhead_fraction,
+    )
+
+
+def comm_step(
+    sc: Scenario,
+    arch: Architecture,
+    acc: Accelerator,
+    layout: Layout,
+    flops_per_token: float,
+    achieved_tflops: float,
+    *,
+    batch: int | None = None,
+    accumulation: int | None = None,
+) -> _CommStep:
+    """training_comm's formulas (its docstring), as plain numbers."""
     dp, tp, pp = layout
     act_bytes = 4 if sc.precision == "fp32" else 2
     tokens_mb = (batch or sc.batch_size) * sc.seq_len
@@ -273,17 +300,24 @@ def training_comm(
         exposed = max(0.0, dp_s - backward * stage_compute)
     ideal = m * stage_compute
     step = (m + pp - 1) * (stage_compute + stage_tp) + exposed
-    return TrainingComm.model_construct(
-        microbatches_per_step=m,
-        compute_s_per_step=ideal,
-        tensor_parallel_s_per_step=m * stage_tp,
-        pipeline_bubble_fraction=bubble,
-        data_parallel_s_per_step=dp_s,
-        data_parallel_exposed_s_per_step=exposed,
-        step_s=step,
-        interruption_loss_fraction=interruption_loss_fraction(dp * tp * pp),
-        overhead_fraction=step * (1.0 + interruption_overhead(dp * tp * pp)) / ideal - 1.0 if ideal > 0 else 0.0,
-    )
+    return _CommStep(m, ideal, m * stage_tp, bubble, dp_s, exposed, step, dp * tp * pp)
+
+
+class _CommStep(NamedTuple):
+    """training_comm's figures before they are written out (the planner reads the overhead alone)."""
+
+    microbatches: int
+    ideal_s: float
+    tensor_parallel_s: float
+    bubble: float
+    data_parallel_s: float
+    exposed_s: float
+    step_s: float
+    devices: int
+
+    @property
+    def overhead_fraction(self) -> float:
+        return self.step_s * (1.0 + interruption_overhead(self.devices)) / self.ideal_s - 1.0 if self.ideal_s > 0 else 0.0
 
 
 def backward_share(sc: Scenario, arch: Architecture, flops_per_token: float, flash: bool) -> float:
@@ -300,6 +334,13 @@ def decode_tp_s(arch: Architecture, acc: Accelerator, tp: int, pp: int, tokens: 
     pipeline stage (2 per layer, messages of tokens x hidden x 2 bytes)."""
     if tp <= 1:
         return 0.0
+    return tp_allreduces_s(arch, collective_gbps(acc, tp), tp, pp, tokens)
+
+
+def tp_allreduces_s(arch: Architecture, gbps: Any, tp: int, pp: int, tokens: Any) -> Any:
+    """decode_tp_s at a collective bandwidth of `gbps` (GB/s; an array of several parts' may broadcast with `tokens`)."""
+    if tp <= 1:
+        return 0.0
     msg = tokens * arch.hidden_size * 2.0
     # the engines' own all-reduce kernels, not NCCL's protocols: see "Message size" above
-    return math.ceil(arch.num_layers / pp) * tp_allreduces_per_layer(False, False) * allreduce_s(msg, tp, collective_gbps(acc, tp))
+    return math.ceil(arch.num_layers / pp) * tp_allreduces_per_layer(False, False) * allreduce_s(msg, tp, gbps)

@@ -61,7 +61,7 @@ from core.catalog.accelerators import Accelerator
 from core.layout import Layout
 from core.memory.engines import ENGINES
 from core.scenario import Arrivals, Scenario
-from core.speed.roofline import _Roof, roofline
+from core.speed.roofline import _Roof, roofline, roofs_of
 
 # Standard normal quantiles of the percentiles reported.
 Z = {50: 0.0, 90: 1.2815515655446004}
@@ -179,30 +179,114 @@ def load_curve(
     benchmark's synchronised closed loop (module docstring)."""
     s = scheduler or scenario_scheduler(sc, prompt_tokens, acc)
     roof = roof or roofline(sc, acc, layout)
-    users = np.asarray(concurrency, dtype=np.float64)
-    users = np.minimum(np.where(users >= 1.0, users, 1.0), 1e9)  # NaN and below one: one user
-    cap = float(max(1, s.max_num_seqs if max_running is None else min(s.max_num_seqs, max_running)))
-    wanted = set(ALL_KEYS if keys is None else keys) | ({"time_to_first_token_p90_s", "tokens_per_s_per_user_p90"} if within else set())
+    users = _users(concurrency)
+    cap = _cap(s, max_running)
+    wanted = _wanted(keys, within)
     if arrivals == "synchronised":
         n = np.minimum(np.round(users), cap)
         return _finish(_synchronised(sc, acc, layout, roof, n, prompt_tokens, output_tokens, s, int(cap)), users, n, output_tokens, wanted, within, keys)
+    setup = _steady_setup(s, prompt_tokens, output_tokens)
+    grid, running = _steady_grid(*_step_times(roof, setup, prompt_tokens), setup)
+    return _read_off(grid, running, users, cap, output_tokens, wanted, within, keys)
+
+
+def load_curves(
+    sc: Scenario,
+    layout: Layout,
+    parts: list[PartLoad],
+    prompt_tokens: int,
+    output_tokens: int,
+    keys: Iterable[str] | None = None,
+    within: tuple[float, float] | None = None,
+) -> list[dict[str, np.ndarray]]:
+    """load_curve (steady arrivals) of one scenario and layout on several parts: the parts that share a scheduler are
+    solved in one numpy pass (core/speed/roofline._Roofs), each answer the one load_curve gives for that part alone.
+    The planner's search asks for a candidate on every part this way (core/money/serving.replica_capacities)."""
+    out: dict[int, dict[str, np.ndarray]] = {}
+    groups: dict[Scheduler, list[int]] = {}
+    for i, p in enumerate(parts):
+        if p.roof.ep_ranks > 1:  # an expert-parallel step is per rank (core/speed/ep_step.py): on its own
+            out[i] = load_curve(sc, p.acc, layout, p.concurrency, prompt_tokens, output_tokens, max_running=p.max_running, keys=keys, roof=p.roof, within=within)
+        else:
+            groups.setdefault(scenario_scheduler(sc, prompt_tokens, p.acc), []).append(i)
+    wanted = _wanted(keys, within)
+    for s, members in groups.items():
+        setup = _steady_setup(s, prompt_tokens, output_tokens)
+        roofs = [parts[i].roof for i in members]
+        grid, running = _steady_grid(*_step_times(roofs_of(roofs), setup, prompt_tokens), setup)
+        for row, i in enumerate(members):
+            own, own_running = (grid, running) if len(members) == 1 else ({k: v[row] for k, v in grid.items()}, running[row])
+            p = parts[i]
+            out[i] = _read_off(own, own_running, _users(p.concurrency), _cap(s, p.max_running), output_tokens, wanted, within, keys)
+    return [out[i] for i in range(len(parts))]
+
+
+class PartLoad(NamedTuple):
+    """One part load_curves reads a scenario on: its roof (roofline(sc, acc, layout)), the numbers of concurrent users
+    and the running requests' cap (load_curve's `concurrency` and `max_running`)."""
+
+    acc: Accelerator
+    roof: _Roof
+    concurrency: np.ndarray
+    max_running: int | None = None
+
+
+def _users(concurrency: np.ndarray) -> np.ndarray:
+    users = np.asarray(concurrency, dtype=np.float64)
+    return np.minimum(np.where(users >= 1.0, users, 1.0), 1e9)  # NaN and below one: one user
+
+
+def _cap(s: Scheduler, max_running: int | None) -> float:
+    return float(max(1, s.max_num_seqs if max_running is None else min(s.max_num_seqs, max_running)))
+
+
+def _wanted(keys: Iterable[str] | None, within: tuple[float, float] | None) -> set[str]:
+    return set(ALL_KEYS if keys is None else keys) | ({"time_to_first_token_p90_s", "tokens_per_s_per_user_p90"} if within else set())
+
+
+class _Setup(NamedTuple):
+    """What the steady state's grid takes from the scheduler and the request (load_curve)."""
+
+    prompt: float  # prompt tokens prefilled (those not found in the prefix cache)
+    steps_out: float  # decode steps after the prefill's token
+    context: float  # a decoding user's mean context
+    intake: float  # the server's intake time of one request
+    d: np.ndarray  # mean numbers of decoding users the steady state is solved at
+    chunks: np.ndarray  # steps one prompt's prefill takes, at each d
+
+
+def _steady_setup(s: Scheduler, prompt_tokens: int, output_tokens: int) -> _Setup:
     hit = min(max(float(s.prefix_cache_hit_fraction), 0.0), 0.999)
     prompt = max(1.0, prompt_tokens * (1.0 - hit))
-    steps_out = max(float(output_tokens) - 1.0, 1e-9)  # decode steps after the prefill's token
-    context = prompt_tokens + output_tokens / 2.0
     budget = float(max(1, s.max_num_batched_tokens))
-    intake = max(float(s.request_intake_s), 0.0)  # the request's own intake (independent arrivals rarely queue for it)
-
     # The steady state at each mean number d of decoding users (explicit in d, so no iteration over users):
     d = _decoding_grid(float(max(1, s.max_num_seqs)))  # the same grid whatever the memory's room
     room = np.maximum(budget - d, 1.0) if s.chunked_prefill else budget
-    chunks = np.ceil(prompt / room - 1e-9)  # steps one prompt's prefill takes
-    # decode-only steps and steps carrying one chunk, in one pass over the roofline
-    both = roof.mixed_step(np.concatenate([d, d]), context, np.concatenate([np.zeros_like(d), prompt / chunks * np.ones_like(d)]), prompt_tokens)[0]
-    t0, t1 = np.split(np.maximum(both, 1e-12), 2)
+    return _Setup(
+        prompt=prompt,
+        steps_out=max(float(output_tokens) - 1.0, 1e-9),
+        context=prompt_tokens + output_tokens / 2.0,
+        intake=max(float(s.request_intake_s), 0.0),  # the request's own intake (independent arrivals rarely queue for it)
+        d=d,
+        chunks=np.ceil(prompt / room - 1e-9),
+    )
+
+
+def _step_times(roof: _Roof, setup: _Setup, prompt_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """(decode-only step, step carrying one chunk) at each d, in one pass over the roofline (a row per part of _Roofs)."""
+    d, n = setup.d, len(setup.d)
+    both = roof.mixed_step(np.concatenate([d, d]), setup.context, np.concatenate([np.zeros_like(d), setup.prompt / setup.chunks * np.ones_like(d)]), prompt_tokens)[0]
+    both = np.maximum(both, 1e-12)
+    return both[..., :n], both[..., n:]
+
+
+def _steady_grid(t0: np.ndarray, t1: np.ndarray, setup: _Setup) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The steady state's figures and running users at each d (module docstring): elementwise, so `t0` and `t1` may
+    hold a row per part."""
+    d, chunks, steps_out, intake = setup.d, setup.chunks, setup.steps_out, setup.intake
     extra, service = np.maximum(t1 - t0, 0.0), chunks * t1
     load = chunks * extra  # extra seconds a decoding user waits per prompt that arrives while it decodes
-    others = 1.0  # share of the running users that are not the one looked at: 1 - 1/running
+    others: float | np.ndarray = 1.0  # share of the running users that are not the one looked at: 1 - 1/running
     for _ in range(PASSES):
         # a decoding user's step carries another's chunk with probability rate x others x chunks x itl, so
         # itl = t0 / (1 - rate x others x chunks x extra); with d = rate x steps_out x itl (Little's law):
@@ -218,7 +302,7 @@ def load_curve(
         ttft = residual + queue + service
         running = rate * ttft + d  # Little's law over a whole request
         others = 1.0 - 1.0 / np.maximum(running, 1.0)
-    running = np.maximum.accumulate(running)
+    running = np.maximum.accumulate(running, axis=-1)
     share = np.minimum(rate * others * chunks * itl, 1.0)  # a decoding user's steps that carry a chunk
     grid: dict[str, np.ndarray] = {
         "time_to_first_token_mean_s": ttft,
@@ -228,13 +312,28 @@ def load_curve(
     }
     spread = np.sqrt(share * (1.0 - share) / steps_out)
     scale = queue / np.maximum(rho, 1e-9)  # the wait, when there is one, about exponential with this mean
-    # p50 and p90 at once (rows): no wait while the queue is empty more than 1 - q of the time
-    q_wait = scale * np.log(np.maximum(rho / _TAILS, 1.0))
+    # p50 and p90 at once (the leading axis): no wait while the queue is empty more than 1 - q of the time
+    z, tails = (a.reshape((len(Z),) + (1,) * t0.ndim) for a in (_Z, _TAILS))
+    q_wait = scale * np.log(np.maximum(rho / tails, 1.0))
     ttft_q = residual + q_wait + service
-    itl_q = t0 + np.minimum(share + _Z * spread, 1.0) * extra
+    itl_q = t0 + np.minimum(share + z * spread, 1.0) * extra
     for row, q in enumerate(Z):
         grid[f"time_to_first_token_p{q}_s"] = ttft_q[row]
         grid[f"inter_token_latency_p{q}_s"] = itl_q[row]
+    return grid, running
+
+
+def _read_off(
+    grid: dict[str, np.ndarray],
+    running: np.ndarray,
+    users: np.ndarray,
+    cap: float,
+    output_tokens: int,
+    wanted: set[str],
+    within: tuple[float, float] | None,
+    keys: Iterable[str] | None,
+) -> dict[str, np.ndarray]:
+    """One part's figures at its numbers of users, from its steady-state grid (load_curve)."""
     if within is not None:  # the grid's first miss bounds the users worth interpolating (the figures grow with users)
         ttft_max, speed_min = within
         miss = (grid["time_to_first_token_p90_s"] > ttft_max) | (grid["inter_token_latency_p90_s"] * speed_min > 1.0)

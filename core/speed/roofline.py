@@ -37,7 +37,7 @@ from core.model.architecture import MLP_ROLES, Architecture
 from core.model.formats import FORMATS, routed_expert_bytes, weight_bytes
 from core.scenario import Scenario
 from core.speed.attention import attention_flops_per_token
-from core.speed.comm import ALLREDUCE_LATENCY_S, decode_tp_s, tp_allreduces_per_layer
+from core.speed.comm import ALLREDUCE_LATENCY_S, collective_gbps, tp_allreduces_per_layer, tp_allreduces_s
 from core.speed.ep_step import EpParts, ep_parts
 from core.speed.moe import MOE_LAYER_FIXED_S, experts_untouched_fraction, grouped_gemm_compute_efficiency, moe_bandwidth_efficiency
 from core.speed.timing import inference_peak_tflops
@@ -133,11 +133,28 @@ def _experts_read(arch: Architecture, parts: tuple[float, float, float], tokens:
 
 
 class _Roof:
-    """One scenario on one device type and layout: the roofline pieces."""
+    """One scenario on one device type and layout: the roofline pieces. The part's own rates (PART_RATES) are floats
+    here; _Roofs holds several parts' as columns, and the same step formulas then time every part at once."""
+
+    # the part's own figures, the only ones that differ between parts for one scenario and layout (_Roofs)
+    flops_per_s: Any
+    bytes_per_s: Any
+    expert_bytes_per_s: Any
+    expert_flops_per_s: Any
+    host_bytes_per_s: Any
+    memory_bytes_per_s: Any
+    tp_gbps: Any
+    step_overhead_s: Any
+    prefill_step_s: Any
+    decode_sequence_layer_s: Any
+    decode_sequence_s: Any
+    prefill_launch_s: Any
 
     def __init__(self, sc: Scenario, acc: Accelerator, layout: Layout):
         self.sc, self.acc, self.arch = sc, acc, sc.architecture
         self.tp, self.pp = layout.tensor_parallel, layout.pipeline_parallel
+        self.memory_bytes_per_s = acc.memory_bandwidth_bytes_per_s
+        self.tp_gbps = collective_gbps(acc, self.tp) if self.tp > 1 else 0.0  # the engines' all-reduces (tp_allreduces_s)
         peak = inference_peak_tflops(acc, sc.weights_format)
         self.peak = peak
         self.flops_per_s = acc.tensor_flops_per_s(peak.tflops, COMPUTE_EFF)
@@ -239,7 +256,7 @@ class _Roof:
             roof = np.maximum(t_mem, t_cmp)
         stage = (
             roof
-            + decode_tp_s(a, self.acc, self.tp, self.pp, tokens)
+            + tp_allreduces_s(a, self.tp_gbps, self.tp, self.pp, tokens)
             + self.step_overhead_s
             + decodes * self.decode_sequence_s
             + np.where(np.asarray(prefill_tokens) > 0, self.prefill_step_s, 0.0)
@@ -263,11 +280,49 @@ class _Roof:
         t_copy = np.ceil(tokens / UBATCH_TOKENS) * host_weights / HOST_TO_DEVICE_BYTES_PER_S
         # an MoE layer that routes and combines in separate kernels (transformers): their traffic per routed row
         routed_rows = tokens * a.experts_per_token * a.moe_layers * self.on_device
-        t_unfused = routed_rows * self.engine.prefill_moe_unfused_bytes / self.tp / self.acc.memory_bandwidth_bytes_per_s
+        t_unfused = routed_rows * self.engine.prefill_moe_unfused_bytes / self.tp / self.memory_bytes_per_s
         # the GPU's time or the CPU's launches, whichever is longer (they overlap): checked on our H100 prefill of
         # Llama 3.1 8B, 512 tokens (38.1 ms measured, launch-bound; data/measurements/speed/h100-2026-11-26.jsonl)
         gpu = np.maximum(t_cmp, t_mem) + t_unfused
-        return np.maximum(gpu, self.pp * self.prefill_launch_s) + self.pp * (decode_tp_s(a, self.acc, self.tp, self.pp, tokens) + self.prefill_step_s) + t_copy
+        return np.maximum(gpu, self.pp * self.prefill_launch_s) + self.pp * (tp_allreduces_s(a, self.tp_gbps, self.tp, self.pp, tokens) + self.prefill_step_s) + t_copy
+
+
+# The _Roof attributes that differ between parts for one scenario and layout (_Roofs stacks them).
+PART_RATES = (
+    "flops_per_s",
+    "bytes_per_s",
+    "expert_bytes_per_s",
+    "expert_flops_per_s",
+    "host_bytes_per_s",
+    "memory_bytes_per_s",
+    "tp_gbps",
+    "step_overhead_s",
+    "prefill_step_s",
+    "decode_sequence_layer_s",
+    "decode_sequence_s",
+    "prefill_launch_s",
+)
+
+
+class _Roofs(_Roof):
+    """Several parts' roofs of one scenario and layout, each part's rates (PART_RATES) a row of a column: the step
+    formulas of _Roof (mixed_step, decode_step, prefill) then answer a row per part in one numpy pass, every element
+    the number the part's own _Roof gives. The planner's search times a candidate on every part at once this way
+    (core/speed/load.load_curves). Not for an expert-parallel replica (its step is per rank: core/speed/ep_step.py)."""
+
+    def __init__(self, roofs: list[_Roof]):  # the parts' own roofs, made already: nothing is derived twice
+        first = roofs[0]
+        if first.ep_ranks > 1 or any(r.sc is not first.sc or (r.tp, r.pp) != (first.tp, first.pp) for r in roofs):
+            raise ValueError("_Roofs stacks one scenario and layout's roofs, not expert-parallel")
+        self.__dict__.update({k: v for k, v in first.__dict__.items() if k not in ("acc", "peak")})  # no one part's
+        for name in PART_RATES:
+            setattr(self, name, np.array([[float(getattr(r, name))] for r in roofs]))
+        self.parts = len(roofs)
+
+
+def roofs_of(roofs: list[_Roof]) -> _Roof:
+    """One roof for the parts' roofs: the roof itself for one, _Roofs for several."""
+    return roofs[0] if len(roofs) == 1 else _Roofs(roofs)
 
 
 def stage_seconds(sc: Scenario, acc: Accelerator, share: float, layers: int, batch: int, context: float, prompt: int) -> tuple[float, float]:
@@ -368,13 +423,26 @@ def serving_curve(
     roof = roof or _Roof(sc, acc, layout)
     b = np.asarray(batches, dtype=np.float64)
     step, _, _ = roof.decode_step(b, prompt_tokens + output_tokens / 2.0)
-    cycle = roof.prefill(b, prompt_tokens) + output_tokens * step
     ttft = float(roof.prefill(1, prompt_tokens))
     return {
         "time_to_first_token_s": np.full(b.shape, ttft),
         "decode_tokens_per_s": 1.0 / step,
-        "output_tokens_per_s": b * output_tokens / cycle,
+        "output_tokens_per_s": amortised_output_tokens_per_s(roof, b, step, prompt_tokens, output_tokens),
     }
+
+
+def amortised_output_tokens_per_s(roof: _Roof, batches: np.ndarray, step_s: Any, prompt_tokens: int, output_tokens: int) -> Any:
+    """One replica's output tokens/s at each batch (decode steps of `step_s`), each batch's prefill amortised over its
+    outputs: the serving cost basis. A row per part for _Roofs."""
+    cycle = roof.prefill(batches, prompt_tokens) + output_tokens * step_s
+    return batches * output_tokens / cycle
+
+
+def replica_output_tokens_per_s(roof: _Roof, batches: np.ndarray, prompt_tokens: int, output_tokens: int) -> Any:
+    """serving_curve's output tokens/s alone (a row per part for _Roofs: the planner's search, every part at once)."""
+    b = np.asarray(batches, dtype=np.float64)
+    step, _, _ = roof.decode_step(b, prompt_tokens + output_tokens / 2.0)
+    return amortised_output_tokens_per_s(roof, b, step, prompt_tokens, output_tokens)
 
 
 class DecodePoint(BaseModel):

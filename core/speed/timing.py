@@ -297,34 +297,66 @@ class TrainingTime(BaseModel):
     launch_bound_fraction: float = 0.0  # share of the time the GPU waits for an eager stack's kernel launches (short micro-batches)
 
 
-def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | None = None, *, layout: Layout | None = None) -> TrainingTime:
-    """Training time on `devices` devices (communication not included: core/speed/comm.py). With the scenario's
-    `mfu`: FLOPs / (devices x peak x MFU); otherwise per token, the matmuls at MATMUL_EFFICIENCY of the peak plus
-    the bandwidth-bound work (overhead_seconds_per_token) and QLoRA's fp32 upcast (upcast_seconds_per_token); QLoRA's
-    dequantization on top of either."""
-    tokens = sc.train_tokens if tokens is None else tokens
-    if tokens is None or tokens <= 0:
-        raise ValueError("train_tokens must be set (> 0) to estimate training time")
-    if devices < 1:
-        raise ValueError("devices must be >= 1")
+class TokenCosts(NamedTuple):
+    """What training_time takes from the scenario and the part alone, the same on any number of devices (the
+    planner's search times one scenario on many layouts of a part: core/plan/train.py)."""
+
+    flops_per_token: float
+    peak: PeakCompute
+    mfu: float | None  # the scenario's own MFU, or None: the per-token model
+    why: str
+    upcast_token_s: float  # QLoRA's fp32 upcast per token (per-token model only)
+    per_device_token_s: float  # a token's time, all devices of a replica together (per-token model only)
+    dequant_token_s: float
+    flash: bool  # FlashAttention on this part
+
+
+def token_costs(sc: Scenario, acc: Accelerator) -> TokenCosts:
     arch = sc.architecture
-    per_token = training_flops_per_token(sc, arch, flash_attention(acc))
+    flash = flash_attention(acc)
+    per_token = training_flops_per_token(sc, arch, flash)
     peak = peak_tflops(acc, sc.precision)
     if peak.tflops <= 0:
         raise ValueError(f"{acc.id} has no throughput figure in the catalog")
     mfu, why = default_mfu(sc)
+    upcast_token_s = per_device_token_s = 0.0
+    if mfu is None:
+        upcast_token_s = upcast_seconds_per_token(sc, arch, acc)
+        per_device_token_s = per_token / _matmul_flops(sc, acc) + overhead_seconds_per_token(sc, arch, acc) + upcast_token_s
+    return TokenCosts(per_token, peak, mfu, why, upcast_token_s, per_device_token_s, dequant_seconds_per_token(sc, arch, acc), flash)
+
+
+class TrainingSeconds(NamedTuple):
+    """training_time's parts in seconds (no model built: the planner's search times thousands of layouts)."""
+
+    flops: float
+    work_s: float  # the matmuls and bandwidth-bound work, with the launches' wait
+    dequant_s: float
+    offload_s: float
+    upcast_s: float  # of work_s
+    launch_wait_s: float  # of work_s
+    mfu: float  # achieved, over the GPU's whole time
+
+    @property
+    def seconds(self) -> float:
+        return self.work_s + self.dequant_s + self.offload_s
+
+
+def training_seconds(sc: Scenario, acc: Accelerator, devices: int, tokens: float, layout: Layout | None, c: TokenCosts) -> TrainingSeconds:
+    """training_time's formulas (its docstring), for `tokens` > 0 on `devices` >= 1 with the part's token_costs `c`."""
+    arch = sc.architecture
+    per_token, peak = c.flops_per_token, c.peak
+    mfu = c.mfu
     flops = per_token * tokens
     peak_flops = peak.tflops * 1e12
     upcast_s = 0.0
     if mfu is not None:
         work_s = flops / (devices * peak_flops * mfu)
     else:
-        upcast_token_s = upcast_seconds_per_token(sc, arch, acc)
-        upcast_s = tokens / devices * upcast_token_s
-        per_device_token_s = per_token / _matmul_flops(sc, acc) + overhead_seconds_per_token(sc, arch, acc) + upcast_token_s
-        work_s = tokens / devices * per_device_token_s
+        upcast_s = tokens / devices * c.upcast_token_s
+        work_s = tokens / devices * c.per_device_token_s
         mfu = flops / (devices * peak_flops * work_s)
-    dequant_s = tokens / devices * dequant_seconds_per_token(sc, arch, acc)
+    dequant_s = tokens / devices * c.dequant_token_s
     launch_wait_s = 0.0
     if sc.mfu is None:  # the CPU's launches bound the GPU's work from below (launch_floor_seconds_per_token)
         tensor_parallel = layout.tensor_parallel if layout is not None else sc.tensor_parallel
@@ -333,25 +365,42 @@ def training_time(sc: Scenario, acc: Accelerator, devices: int, tokens: float | 
         mfu = flops / (devices * peak_flops * work_s)
     # --- ZeRO-Offload / ZeRO-Infinity (core/speed/offload.py): host-link copies and the CPU optimizer step the GPU
     # waits for; the MFU reported is over the GPU's whole time, waits included.
-    offload_s = offload_time(sc, arch, acc, devices, tokens, work_s + dequant_s, per_token, flash_attention(acc), layout).seconds
+    offload_s = offload_time(sc, arch, acc, devices, tokens, work_s + dequant_s, per_token, c.flash, layout).seconds
     if offload_s > 0 and sc.mfu is None:
         mfu = mfu * work_s / (work_s + offload_s)
     # --- end of the offload term
-    seconds = work_s + dequant_s + offload_s
+    return TrainingSeconds(flops, work_s, dequant_s, offload_s, upcast_s, launch_wait_s, mfu)
+
+
+def training_time(
+    sc: Scenario, acc: Accelerator, devices: int, tokens: float | None = None, *, layout: Layout | None = None, costs: TokenCosts | None = None
+) -> TrainingTime:
+    """Training time on `devices` devices (communication not included: core/speed/comm.py). With the scenario's
+    `mfu`: FLOPs / (devices x peak x MFU); otherwise per token, the matmuls at MATMUL_EFFICIENCY of the peak plus
+    the bandwidth-bound work (overhead_seconds_per_token) and QLoRA's fp32 upcast (upcast_seconds_per_token); QLoRA's
+    dequantization on top of either. `costs`: token_costs(sc, acc), when the caller has it already."""
+    tokens = sc.train_tokens if tokens is None else tokens
+    if tokens is None or tokens <= 0:
+        raise ValueError("train_tokens must be set (> 0) to estimate training time")
+    if devices < 1:
+        raise ValueError("devices must be >= 1")
+    c = costs or token_costs(sc, acc)
+    s = training_seconds(sc, acc, devices, tokens, layout, c)
+    seconds, mfu = s.seconds, s.mfu
     return TrainingTime.model_construct(
         tokens=tokens,
-        flops_per_token=per_token,
-        flops=flops,
+        flops_per_token=c.flops_per_token,
+        flops=s.flops,
         devices=devices,
-        peak_tflops_per_device=peak.tflops,
-        peak_basis=peak.basis,
+        peak_tflops_per_device=c.peak.tflops,
+        peak_basis=c.peak.basis,
         mfu=mfu,
-        mfu_source=why if sc.mfu is not None else f"{mfu:.0%} achieved: {why}" + ("; kernel launches set the time" if launch_wait_s > 0 else ""),
+        mfu_source=c.why if sc.mfu is not None else f"{mfu:.0%} achieved: {c.why}" + ("; kernel launches set the time" if s.launch_wait_s > 0 else ""),
         tokens_per_s=tokens / seconds,
         wall_hours=seconds / SECONDS_PER_HOUR,
         gpu_hours=devices * seconds / SECONDS_PER_HOUR,
-        dequant_fraction=dequant_s / seconds,
-        upcast_fraction=upcast_s / seconds,
-        offload_fraction=offload_s / seconds,
-        launch_bound_fraction=launch_wait_s / seconds,
+        dequant_fraction=s.dequant_s / seconds,
+        upcast_fraction=s.upcast_s / seconds,
+        offload_fraction=s.offload_s / seconds,
+        launch_bound_fraction=s.launch_wait_s / seconds,
     )
