@@ -84,7 +84,9 @@ class Accelerator(BaseModel):
     # The dense 16-bit tensor rate a long GEMM sustains where the part's power cap holds its clocks well under the
     # datasheet's peak (bf16_tflops), measured and named in the row's notes; blank elsewhere (the datasheet's peak times
     # the speed models' efficiencies). Caps the matmul rate of training (core/speed/timing.py) and of serving's compute
-    # (core/speed/roofline.py): tensor_flops_per_s.
+    # (core/speed/roofline.py): tensor_flops_per_s. A T4 at 70 W (24 of 65); AMD's MI300X and MI325X, whose GEMMs
+    # run near 1.2 GHz of the 2.1 GHz the peak assumes (668.4 and 784.9 of 1,307: the maximum achievable matmul FLOPS
+    # PyTorch measures, tests/core/test_amd_matmul_ceiling.py).
     sustained_tensor_tflops: float | None = _Positive
     launch_year: int = Field(ge=2010, le=2035)
     purchase_usd: float | None = _Positive
