@@ -152,11 +152,15 @@ def inference_peak_tflops(acc: Accelerator, weights_format: str) -> PeakCompute:
     return peak_tflops(acc, "fp32" if weights_format == "fp32" else "bf16")
 
 
-def default_mfu(sc: Scenario) -> tuple[float | None, str]:
-    """(MFU, why): the scenario's own `mfu`, or None: the per-token model decides (training_time)."""
+def default_mfu(sc: Scenario, acc: Accelerator | None = None) -> tuple[float | None, str]:
+    """(MFU, why): the scenario's own `mfu`, or None: the per-token model decides (training_time). With the part,
+    `why` names its matmul rate where a measured ceiling caps it (Accelerator.sustained_tensor_tflops)."""
     if sc.mfu is not None:
         return sc.mfu, f"MFU {sc.mfu:.0%} set by the scenario"
-    why = f"matmuls at {MATMUL_EFFICIENCY:.0%} of peak plus bandwidth-bound work per layer and token (fitted on our H100 runs)"
+    matmuls = f"matmuls at {MATMUL_EFFICIENCY:.0%} of peak"
+    if acc is not None and (peak := peak_tflops(acc, sc.precision).tflops * 1e12) > 0 and (rate := _matmul_flops(sc, acc)) < peak * MATMUL_EFFICIENCY:
+        matmuls = f"matmuls at {rate / 1e12:,.0f} TFLOP/s, the part's measured sustained rate ({rate / peak:.0%} of peak)"
+    why = f"{matmuls} plus bandwidth-bound work per layer and token (fitted on our H100 runs)"
     if gptq_base(sc):
         why += f"; QLoRA's GPTQ dequantization in PyTorch ops as {GPTQ_DEQUANT_BYTES_PER_PARAM:g} bytes of traffic a weight and forward pass"
     elif sc.method == "qlora":
@@ -318,7 +322,7 @@ def token_costs(sc: Scenario, acc: Accelerator) -> TokenCosts:
     peak = peak_tflops(acc, sc.precision)
     if peak.tflops <= 0:
         raise ValueError(f"{acc.id} has no throughput figure in the catalog")
-    mfu, why = default_mfu(sc)
+    mfu, why = default_mfu(sc, acc)
     upcast_token_s = per_device_token_s = 0.0
     if mfu is None:
         upcast_token_s = upcast_seconds_per_token(sc, arch, acc)

@@ -72,6 +72,10 @@ def test_the_cap_is_the_measured_ceiling_and_binds_only_where_the_peak_is_out_of
         assert acc.tensor_flops_per_s(acc.bf16_tflops, MATMUL_EFFICIENCY) == pytest.approx(ceiling * 1e12)
     h100 = get_accelerator("h100-sxm")  # its 795 TFLOP/s ceiling is what MATMUL_EFFICIENCY stands for: no cap
     assert h100.sustained_tensor_tflops is None and h100.bf16_tflops * MATMUL_EFFICIENCY < 795
+    # the estimate's explanation names the rate it used
+    sc = Scenario(model="llama-3.1-8b", method="lora", train_tokens=1e8)
+    assert "matmuls at 668 TFLOP/s, the part's measured sustained rate (51% of peak)" in training_time(sc, get_accelerator("mi300x"), 1).mfu_source
+    assert "matmuls at 78% of peak" in training_time(sc, h100, 1).mfu_source
 
 
 @pytest.mark.parametrize("row_id", [i for i, r in ROWS.items() if r["kind"] == "ratio"])
