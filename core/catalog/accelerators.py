@@ -57,6 +57,13 @@ class UnknownAcceleratorError(CatalogError, KeyError):
     """Raised by get_accelerator for an id not in the catalog (also a KeyError)."""
 
 
+# The share of its datasheet's dense peak the reference part's longest GEMMs reach (the maximum achievable matmul
+# FLOPS, stas00/ml-engineering compute/accelerator/README.md@744d01e MAMF table): an H100 SXM at 794.5 of 989 TFLOP/s
+# in BF16 and 1,402.6 of 1,979 in FP8. The speed models' efficiencies (MATMUL_EFFICIENCY, COMPUTE_EFF) were fitted on
+# H100s; Accelerator.tensor_flops_per_s scales them to a part whose own ceiling is lower.
+REFERENCE_CEILING = {"16-bit": 794.5 / 989.0, "fp8": 1402.6 / 1979.0}
+
+
 class Accelerator(BaseModel):
     """One accelerator device as a framework sees it (e.g. one GK210 of a K80 board)."""
 
@@ -83,11 +90,14 @@ class Accelerator(BaseModel):
     scale_out_gbps_per_device: float | None = _Positive
     # The dense 16-bit tensor rate a long GEMM sustains where the part's power cap holds its clocks well under the
     # datasheet's peak (bf16_tflops), measured and named in the row's notes; blank elsewhere (the datasheet's peak times
-    # the speed models' efficiencies). Caps the matmul rate of training (core/speed/timing.py) and of serving's compute
-    # (core/speed/roofline.py): tensor_flops_per_s. A T4 at 70 W (24 of 65); AMD's MI300X and MI325X, whose GEMMs
+    # the speed models' efficiencies). Sets the matmul rate of training (core/speed/timing.py) and of serving's compute
+    # (core/speed/roofline.py) in its place: tensor_flops_per_s. A T4 at 70 W (24 of 65); AMD's MI300X and MI325X, whose GEMMs
     # run near 1.2 GHz of the 2.1 GHz the peak assumes (668.4 and 784.9 of 1,307: the maximum achievable matmul FLOPS
     # PyTorch measures, tests/core/test_amd_matmul_ceiling.py).
     sustained_tensor_tflops: float | None = _Positive
+    # The same for the FP8 peak (fp8_tflops): the FP8 GEMM rate the part's own library measures at most, where it is
+    # well under the datasheet's (MI300X 1,273 of 2,615); blank elsewhere.
+    sustained_fp8_tflops: float | None = _Positive
     launch_year: int = Field(ge=2010, le=2035)
     purchase_usd: float | None = _Positive
     supports_bf16: bool
@@ -109,11 +119,15 @@ class Accelerator(BaseModel):
         return self
 
     def tensor_flops_per_s(self, peak_tflops: float, efficiency: float) -> float:
-        """The rate long matmuls run at: `efficiency` of `peak_tflops`, but no more than the sustained 16-bit rate where
-        the catalog has one and the peak is the 16-bit one (a power-capped T4: 24 of its 65 TFLOP/s)."""
+        """The rate matmuls run at: `efficiency` of `peak_tflops`. The speed models' efficiencies were fitted on parts
+        whose longest GEMMs reach REFERENCE_CEILING of their peak (the H100's); on a part whose measured ceiling is
+        lower (sustained_tensor_tflops for the 16-bit peak, sustained_fp8_tflops for the FP8 one) the efficiency
+        applies to the ceiling scaled by that reference instead: a power-capped T4 trains at 0.78 x 24 / 0.80 = 23 of
+        its 65 TFLOP/s, an MI300X at 0.78 x 668 / 0.80 = 647 of its 1,307 (tests/core/test_amd_matmul_ceiling.py)."""
         rate = peak_tflops * 1e12 * efficiency
-        if self.sustained_tensor_tflops is not None and peak_tflops == self.bf16_tflops:
-            rate = min(rate, self.sustained_tensor_tflops * 1e12)
+        for ceiling, peak, precision in ((self.sustained_tensor_tflops, self.bf16_tflops, "16-bit"), (self.sustained_fp8_tflops, self.fp8_tflops, "fp8")):
+            if ceiling is not None and peak_tflops == peak:
+                rate = min(rate, ceiling * 1e12 * efficiency / REFERENCE_CEILING[precision])
         return rate
 
     @property
