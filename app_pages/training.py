@@ -12,7 +12,7 @@ from app_pages.shared.tables import show_table
 from app_pages.shared.text import flops_text, hours_text, md, metric, plain
 from app_pages.shared.training_views import TOP_COLORS, curve_figure, offers_table, run_cost, time_cost_figure, training_curve_of, training_options_of
 from app_pages.shared.widgets import page_widget
-from core.catalog.accelerators import get_accelerator
+from core.catalog.accelerators import REFERENCE_CEILING, get_accelerator
 from core.memory.engines import EAGER_LAYER_OVERHEAD_S
 from core.memory.stacks import STACKS
 from core.money.cost import pick
@@ -206,13 +206,16 @@ with st.expander("How this is computed"):
             "{dequant} bytes of traffic a weight and pass ({gptq} a weight and forward pass on a GPTQ base), the Hugging Face "
             "recipe's fp32 upcast: the output head's matmuls and attention in fp32 at {sgemm} of the FP32 peak, as profiled on "
             "our H200), fitted on our H100 and H200 runs; an eager stack's micro-batch takes at least its kernel "
-            "launches (layers x 3 passes' worth, 4 with recomputation, x {launch} ms). Checked on published fine-tunes on "
+            "launches (layers x 3 passes' worth, 4 with recomputation, x {launch} ms). On a part whose longest matmuls stay well "
+            "under its datasheet's peak (a T4 held by its 70 W cap; AMD's MI300X and MI325X, about half), the peak is its measured "
+            "matmul ceiling over the share of its own that an H100 reaches ({ref}). Checked on published fine-tunes on "
             "1-128 GPUs (Answer AI, torchtune, NeMo AutoModel, XTuner, torchtitan, Axolotl, LLaMA-Factory, Unsloth, Qwen's own "
             "scripts and others) and single-node pretraining runs "
             "(Method page). "
             "Setting the sidebar's *MFU* replaces this with FLOPs / (devices x peak x MFU), the way published large runs "
             "quote it (Llama 3.1 405B: 38-43% on H100s). Each run adds {setup} of setup and its communication. ",
             eff=f"{MATMUL_EFFICIENCY:.0%}",
+            ref=f"{REFERENCE_CEILING['16-bit']:.0%}",
             launch=f"{EAGER_LAYER_OVERHEAD_S * 1e3:.2f}",
             dequant=f"{DEQUANT_BYTES_PER_PARAM:g}",
             gptq=f"{GPTQ_DEQUANT_BYTES_PER_PARAM:g}",
