@@ -123,8 +123,10 @@ class Accelerator(BaseModel):
         whose longest GEMMs reach REFERENCE_CEILING of their peak (the H100's); on a part whose measured ceiling is
         lower (sustained_tensor_tflops for the 16-bit peak, sustained_fp8_tflops for the FP8 one) the efficiency
         applies to the ceiling scaled by that reference instead: a power-capped T4 trains at 0.78 x 24 / 0.80 = 23 of
-        its 65 TFLOP/s, an MI300X at 0.78 x 668 / 0.80 = 647 of its 1,307 (tests/core/test_amd_matmul_ceiling.py)."""
+        its 65 TFLOP/s, an MI300X at 0.78 x 668 / 0.80 = 646 of its 1,307 (tests/core/test_amd_matmul_ceiling.py)."""
         rate = peak_tflops * 1e12 * efficiency
+        # which peak this is, by value: no capped part has two peaks of one value (a part whose FP8 and 16-bit peaks
+        # are equal, as Gaudi 3's and Trainium's, would take both ceilings here: give it one)
         for ceiling, peak, precision in ((self.sustained_tensor_tflops, self.bf16_tflops, "16-bit"), (self.sustained_fp8_tflops, self.fp8_tflops, "fp8")):
             if ceiling is not None and peak_tflops == peak:
                 rate = min(rate, ceiling * 1e12 * efficiency / REFERENCE_CEILING[precision])

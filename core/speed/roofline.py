@@ -173,7 +173,7 @@ class _Roof:
         if self.arch.is_moe:
             width = self.arch.moe_intermediate_size / (1 if self.ep_ranks > 1 else self.tp)  # EP: whole experts a rank
             eff = grouped_gemm_compute_efficiency(self.arch.hidden_size, width, COMPUTE_EFF)
-            self.expert_flops_per_s = peak.tflops * 1e12 * eff
+            self.expert_flops_per_s = acc.tensor_flops_per_s(peak.tflops, eff)  # a part's measured ceiling too
         self.on_device = gpu_layer_share(sc, self.arch)  # llama.cpp gpu_layers: the rest is read from system RAM
         self.host_bytes_per_s = host_memory_bandwidth_gbps(sc, acc, self.tp * self.pp) * 1e9 * HOST_BW_EFF  # one replica's host share
         # Kernel launches and framework time per step: per layer of this device's pipeline stage. Chips whose model

@@ -160,8 +160,8 @@ def default_mfu(sc: Scenario, acc: Accelerator | None = None) -> tuple[float | N
     matmuls = f"matmuls at {MATMUL_EFFICIENCY:.0%} of peak"
     if acc is not None and (peak := peak_tflops(acc, sc.precision).tflops * 1e12) > 0 and (rate := _matmul_flops(sc, acc)) < peak * MATMUL_EFFICIENCY:
         ceiling = acc.sustained_tensor_tflops if peak_tflops(acc, sc.precision).tflops == acc.bf16_tflops else None
-        named = f", {ceiling:,.0f} TFLOP/s," if ceiling else ""
-        matmuls = f"matmuls at {rate / 1e12:,.0f} TFLOP/s ({rate / peak:.0%} of peak: the part's measured matmul ceiling{named} caps it)"
+        named = f", {ceiling:,.0f} TFLOP/s" if ceiling else ""
+        matmuls = f"matmuls at {rate / 1e12:,.0f} TFLOP/s ({rate / peak:.0%} of peak: set by the part's measured matmul ceiling{named})"
     why = f"{matmuls} plus bandwidth-bound work per layer and token (fitted on our H100 runs)"
     if gptq_base(sc):
         why += f"; QLoRA's GPTQ dequantization in PyTorch ops as {GPTQ_DEQUANT_BYTES_PER_PARAM:g} bytes of traffic a weight and forward pass"
