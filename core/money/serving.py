@@ -178,17 +178,17 @@ def replica_capacities(sc: Scenario, accs: list[Accelerator], layout: Layout, tr
     """replica_capacity of one request scenario and layout on each part of `accs`, their load curves solved together
     (core/speed/load.load_curves): the planner's search sizes a candidate on every part at once."""
     total = memory_by_batch(sc, layout) if memory is None else memory
-    out: list[ReplicaCapacity | str] = []
+    out: list[ReplicaCapacity | str] = [f"a {sc.seq_len:,}-token request does not fit"] * len(accs)
+    where: list[int] = []  # the index in `out` of each part that holds a request
     parts: list[PartLoad] = []
-    for acc in accs:
+    for i, acc in enumerate(accs):
         fits = total <= fit_capacity(sc, float(acc.usable_memory_bytes))
         if not fits.any():
-            out.append(f"a {sc.seq_len:,}-token request does not fit")
             continue
         n_fit = int(np.flatnonzero(fits).max()) + 1
         if (ranks := expert_parallel_ranks(sc, layout)) > 1:
             n_fit = min(n_fit, MAX_TOKENS_PER_RANK * ranks)  # DeepEP's low-latency buffers: at most 256 decodes a rank
-        out.append("")  # answered below
+        where.append(i)
         parts.append(PartLoad(acc, roofline(sc, acc, layout), BATCHES[:n_fit], n_fit))
     prompt, output = traffic.input_tokens_per_request, traffic.output_tokens_per_request
     targets = (traffic.ttft_s, traffic.tokens_per_s_per_user)
@@ -197,15 +197,10 @@ def replica_capacities(sc: Scenario, accs: list[Accelerator], layout: Layout, tr
     # one replica's output tokens/s up to each part's top batch: the parts with a plain step in one pass (_Roofs)
     plain = [j for j, (p, top) in enumerate(zip(parts, tops, strict=True)) if top and p.roof.ep_ranks == 1]
     speeds: dict[int, np.ndarray] = {}
-    if len(plain) > 1:
+    if plain:
         rows = replica_output_tokens_per_s(roofs_of([parts[j].roof for j in plain]), BATCHES[: max(tops[j] for j in plain)], prompt, output)
         speeds = {j: rows[r, : tops[j]] for r, j in enumerate(plain)}
-    answers = iter(range(len(parts)))
-    for i, got in enumerate(out):
-        if got:
-            continue
-        j = next(answers)
-        part, load, top = parts[j], loads[j], tops[j]
+    for j, (i, part, load, top) in enumerate(zip(where, parts, loads, tops, strict=True)):
         if top == 0:
             out[i] = f"no batch meets {traffic.tokens_per_s_per_user:g} tokens/s per user within {traffic.ttft_s:g} s to the first token (for 90% of requests)"
             continue

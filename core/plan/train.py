@@ -123,21 +123,17 @@ def _shapes(goal: Goal, stack: str) -> list[_Shape]:
     return out
 
 
-def _largest_batch(shape: _Shape, capacity: float) -> int:
-    fits = shape.bytes_per_device <= capacity
-    return int(MICRO_BATCHES[fits].max()) if fits.any() else 0
-
-
-def _fitting_shapes(shapes: list[_Shape], capacity: float) -> list[_Shape]:
-    """The shapes worth renting for on a device of this capacity: one device, data parallelism, ZeRO-3 (walked by
-    rank count later), and of the tensor/pipeline-parallel shapes only the smallest group that fits (model
-    parallelism is for memory; it never makes a step cheaper)."""
+def _fitting_shapes(shapes: list[_Shape], largest: dict[int, int]) -> list[_Shape]:
+    """The shapes worth renting for on a device whose largest fitting micro-batch of each shape is `largest` (by the
+    shape's id; 0: none fits): one device, data parallelism, ZeRO-3 (walked by rank count later), and of the
+    tensor/pipeline-parallel shapes only the smallest group that fits (model parallelism is for memory; it never makes
+    a step cheaper)."""
     out = [s for s in shapes if s.zero_stage == 3 or s.tensor_parallel * s.pipeline_parallel == 1]
     for method, gc in dict.fromkeys((s.method, s.gradient_checkpointing) for s in shapes):
         mp = [
             s
             for s in shapes
-            if s.zero_stage == 0 and s.tensor_parallel * s.pipeline_parallel > 1 and (s.method, s.gradient_checkpointing) == (method, gc) and _largest_batch(s, capacity)
+            if s.zero_stage == 0 and s.tensor_parallel * s.pipeline_parallel > 1 and (s.method, s.gradient_checkpointing) == (method, gc) and largest[id(s)]
         ]
         if mp:
             out.append(min(mp, key=lambda s: (s.tensor_parallel * s.pipeline_parallel, s.pipeline_parallel)))
@@ -153,7 +149,7 @@ class _Candidate:
 
 class _Fitting(NamedTuple):
     """What _candidates takes from one part, the same for every rental of it: the shapes worth renting on its memory
-    (_fitting_shapes), the ZeRO-3 shapes, and each shape's largest micro-batch that fits (by its index in `shapes`)."""
+    (_fitting_shapes), the ZeRO-3 shapes, and each shape's largest micro-batch that fits (by the shape's id)."""
 
     fitting: list[_Shape]
     zero3: list[_Shape]
@@ -161,13 +157,13 @@ class _Fitting(NamedTuple):
 
 
 def _part_fit(shapes: list[_Shape], acc: Accelerator) -> _Fitting:
-    cap = float(acc.usable_memory_bytes)
-    # _largest_batch of every shape at once: the largest micro-batch whose bytes fit, 0 where none does
-    largest = np.where(np.stack([s.bytes_per_device for s in shapes]) <= cap, MICRO_BATCHES, 0).max(axis=1)
-    return _Fitting(_fitting_shapes(shapes, cap), [s for s in shapes if s.zero_stage == 3], {id(s): int(b) for s, b in zip(shapes, largest, strict=True)})
+    # every shape's largest micro-batch whose bytes fit the part, 0 where none does, in one numpy pass
+    fits = np.stack([s.bytes_per_device for s in shapes]) <= float(acc.usable_memory_bytes)
+    largest = {id(s): int(b) for s, b in zip(shapes, np.where(fits, MICRO_BATCHES, 0).max(axis=1), strict=True)}
+    return _Fitting(_fitting_shapes(shapes, largest), [s for s in shapes if s.zero_stage == 3], largest)
 
 
-def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_seqs: int, stack: str = "hf", fit: _Fitting | None = None) -> list[tuple[_Candidate, int]]:
+def _candidates(fit: _Fitting, acc: Accelerator, rental: Rental, global_seqs: int, stack: str = "hf") -> list[tuple[_Candidate, int]]:
     """(layout, instances) pairs for one rental (a price row): each shape on 1, 2, 4, ... instances (from `rental.first`), every
     device used as a data-parallel rank while the global batch allows. A job spans several instances only when they
     are whole nodes (8 GPUs, 16 Trainium chips; TPU chips of one pod) of a provider that rents them on a cluster
@@ -177,7 +173,6 @@ def _candidates(shapes: list[_Shape], acc: Accelerator, rental: Rental, global_s
     k = row.accelerators_per_instance
     tpu = acc.kind == "tpu"
     out = []
-    fit = fit or _part_fit(shapes, acc)
     zero3 = fit.zero3
     spans = rental.spans_nodes and spans_nodes_ok(stack)
     for s in fit.fitting:
@@ -349,9 +344,9 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
     scenarios: dict[tuple[str, str, bool, int, int], Scenario] = {}
     timed: dict[tuple[Any, ...], tuple[float, float]] = {}
     costs: dict[tuple[Any, ...], TokenCosts] = {}
-    rows_of: dict[str, tuple[PriceRow, ...]] = {}
+    rows_of: dict[str, list[PriceRow]] = {}
     for r in rows:
-        rows_of[r.accelerator_id] = (*rows_of.get(r.accelerator_id, ()), r)
+        rows_of.setdefault(r.accelerator_id, []).append(r)
     for aid in rows_of:
         if wanted is not None and aid not in wanted:
             continue
@@ -375,9 +370,9 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
             continue
         found = False
         fit = _part_fit(usable, acc)  # the same for every rental of the part
-        for rental in training_rows(rows_of[aid], aid, spot):  # its own rows: every rental is one of them
+        for rental in training_rows(tuple(rows_of[aid]), aid, spot):  # its own rows: every rental is one of them
             row, price = rental.row, rental.price
-            for cand, _ in _candidates(usable, acc, rental, global_seqs, stack, fit):
+            for cand, _ in _candidates(fit, acc, rental, global_seqs, stack):
                 s, dp, b = cand.shape, cand.data_parallel, cand.micro_batch
                 used = dp * s.tensor_parallel * s.pipeline_parallel
                 accumulation = max(1, math.ceil(global_seqs / (dp * b)), MICROBATCHES_PER_STAGE * s.pipeline_parallel if s.pipeline_parallel > 1 else 1)

@@ -215,9 +215,8 @@ def load_curves(
         roofs = [parts[i].roof for i in members]
         grid, running = _steady_grid(*_step_times(roofs_of(roofs), setup, prompt_tokens), setup)
         for row, i in enumerate(members):
-            own, own_running = (grid, running) if len(members) == 1 else ({k: v[row] for k, v in grid.items()}, running[row])
             p = parts[i]
-            out[i] = _read_off(own, own_running, _users(p.concurrency), _cap(s, p.max_running), output_tokens, wanted, within, keys)
+            out[i] = _read_off({k: v[row] for k, v in grid.items()}, running[row], _users(p.concurrency), _cap(s, p.max_running), output_tokens, wanted, within, keys)
     return [out[i] for i in range(len(parts))]
 
 

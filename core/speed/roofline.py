@@ -317,12 +317,11 @@ class _Roofs(_Roof):
         self.__dict__.update({k: v for k, v in first.__dict__.items() if k not in ("acc", "peak")})  # no one part's
         for name in PART_RATES:
             setattr(self, name, np.array([[float(getattr(r, name))] for r in roofs]))
-        self.parts = len(roofs)
 
 
 def roofs_of(roofs: list[_Roof]) -> _Roof:
-    """One roof for the parts' roofs: the roof itself for one, _Roofs for several."""
-    return roofs[0] if len(roofs) == 1 else _Roofs(roofs)
+    """The parts' roofs as one (_Roofs): what its step formulas answer has a row per part, for one part too."""
+    return _Roofs(roofs)
 
 
 def stage_seconds(sc: Scenario, acc: Accelerator, share: float, layers: int, batch: int, context: float, prompt: int) -> tuple[float, float]:
