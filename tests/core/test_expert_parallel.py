@@ -141,7 +141,8 @@ def test_moe_peak_capacity_against_tensorrt_llm(row):
     is calibrated on these rows; misses stay recorded with their reasons (`note`)."""
     n, measured, tol = int(row["devices"]), float(row["measured_tokens_per_s_per_gpu"]), float(row["tolerance"])
     acc = get_accelerator(row["accelerator"])
-    sc = Scenario(model=row["model"], weights_format=row["weights_format"], kv_cache_format="fp8", serving_engine="tensorrt-llm", accelerator=acc.id)
+    # the KV cache in the published llm_options: fp8, or the checkpoint's own (bf16) for gpt-oss on Hopper ("Hopper: use auto")
+    sc = Scenario(model=row["model"], weights_format=row["weights_format"], kv_cache_format=row["kv_cache_format"], serving_engine="tensorrt-llm", accelerator=acc.id)
     cap = replica_capacity(request_scenario(sc.replace(tensor_parallel=n), TRAFFIC), acc, Layout(1, n, 1), TRAFFIC)
     assert not isinstance(cap, str)
     tp = cap.output_tokens_per_s / n
