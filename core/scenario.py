@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
+from core.catalog.presets import preset
 from core.memory.engines import EngineId
 from core.memory.stacks import StackId
 from core.model.architecture import Architecture
@@ -247,8 +248,6 @@ class Scenario(BaseModel):
     @property
     def architecture(self) -> Architecture:
         if isinstance(self.model, str):
-            from core.catalog.presets import preset
-
             return preset(self.model).architecture
         return self.model.architecture
 

@@ -84,6 +84,7 @@ def on_demand_cluster(provider: str, instance_type: str = "") -> bool:
     return spans_nodes(provider, instance_type) and (known is None or known.on_demand_cluster)
 
 
+@functools.lru_cache(maxsize=1024)  # the catalog is read once (load_providers); the planner asks per price row
 def max_devices(provider: str) -> int | None:
     """The most devices one on-demand order of this provider may hold (None: no bound, for a provider the catalog
     does not list: a row of the person's own price CSV, whose capacity they know)."""

@@ -25,6 +25,7 @@ decides whether it fits.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -139,6 +140,7 @@ def lora_targets(arch: Architecture, targets: str) -> list[WeightGroup]:
     return [g for g in arch.weight_groups if g.role in roles]
 
 
+@lru_cache(maxsize=256)  # the training planner asks it for every layout of a shape
 def lora_params(arch: Architecture, rank: int, targets: str) -> int:
     """LoRA adds A (r x in) and B (out x r) to each targeted matrix
     (Hu et al. 2021, arXiv 2106.09685, Sec. 4)."""

@@ -254,15 +254,27 @@ def size_fleet(row: PriceRow, cap: ReplicaCapacity, traffic: Traffic, max_utilis
     `max_utilisation` loaded then), on whole instances of `row` (None where the row cannot be rented that many times).
     In the busiest hour each replica runs the smallest batch that still carries its share (faster for each user).
     `kind` is the part's (looked up when not given)."""
+    return size_fleets([row], cap, traffic, max_utilisation, kind or get_accelerator(row.accelerator_id).kind)[0]
+
+
+def size_fleets(rows: list[PriceRow], cap: ReplicaCapacity, traffic: Traffic, max_utilisation: float, kind: str) -> list[Fleet | None]:
+    """size_fleet on each of `rows` (of one part, of kind `kind`): the replicas needed are the capacity's, and rows
+    that rent as many replicas run them at the same batch, which is read off the curve once (the planner's search)."""
     peak = traffic.peak_output_tokens_per_s
     needed = max(1, math.ceil(peak / (cap.output_tokens_per_s * max_utilisation) - 1e-9))
-    sized = fleet(row, cap.tensor_parallel * cap.pipeline_parallel, needed, kind or get_accelerator(row.accelerator_id).kind)
-    if sized is None:
-        return None
-    replicas, instances = sized
     out = cap.curve["output_tokens_per_s"]
-    batch = int(np.argmax(out * replicas >= peak)) + 1 if out[-1] * replicas >= peak else len(out)
-    return Fleet(replicas, instances, batch)
+    batches: dict[int, int] = {}  # replicas -> the smallest batch that carries the peak with them
+    fleets: list[Fleet | None] = []
+    for row in rows:
+        sized = fleet(row, cap.tensor_parallel * cap.pipeline_parallel, needed, kind)
+        if sized is None:
+            fleets.append(None)
+            continue
+        replicas, instances = sized
+        if replicas not in batches:
+            batches[replicas] = int(np.argmax(out * replicas >= peak)) + 1 if out[-1] * replicas >= peak else len(out)
+        fleets.append(Fleet(replicas, instances, batches[replicas]))
+    return fleets
 
 
 def fleet_usd_per_month(row: PriceRow, instances: int, spot: bool = False) -> float | None:

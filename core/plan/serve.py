@@ -34,7 +34,7 @@ from core.money.serving import (
     memory_by_batch,
     replica_capacities,
     serving_rows,
-    size_fleet,
+    size_fleets,
 )
 from core.plan.goal import Goal
 from core.plan.result import Plan, rental_fields
@@ -194,8 +194,7 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
                     why = cap
                 continue
             decode = cap.curve["decode_tokens_per_s"]
-            for row in rentable[tp]:
-                f = size_fleet(row, cap, traffic, kind=acc.kind)
+            for row, f in zip(rentable[tp], size_fleets(rentable[tp], cap, traffic, 1.0, acc.kind), strict=True):
                 if f is None:  # one host: the fleet needs more instances than the listing is
                     why = "a layout fits, but the traffic needs more instances than its listings rent"
                     continue

@@ -7,6 +7,7 @@ data-parallel ranks when that fits the global batch, else shown as idle."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -149,18 +150,29 @@ class _Candidate:
 
 class _Fitting(NamedTuple):
     """What _candidates takes from one part, the same for every rental of it: the shapes worth renting on its memory
-    (_fitting_shapes), the ZeRO-3 shapes, and each shape's largest micro-batch that fits (by the shape's id)."""
+    (_fitting_shapes), the ZeRO-3 shapes of each (method, checkpointing) as (their rank counts ascending, the first
+    shape of each count), and each shape's largest micro-batch that fits (by the shape's id)."""
 
     fitting: list[_Shape]
-    zero3: list[_Shape]
+    zero3: dict[tuple[str, bool], tuple[list[int], list[_Shape]]]
     largest: dict[int, int]
+
+
+def _zero3_ladders(shapes: list[_Shape]) -> dict[tuple[str, bool], tuple[list[int], list[_Shape]]]:
+    """The ZeRO-3 shapes of each (method, checkpointing) by rank count, ascending, the first shape of each count: the
+    one _candidates sizes on dp ranks is the last whose count is at most dp."""
+    firsts: dict[tuple[str, bool], dict[int, _Shape]] = {}
+    for z in shapes:
+        if z.zero_stage == 3:
+            firsts.setdefault((z.method, z.gradient_checkpointing), {}).setdefault(z.min_ranks, z)
+    return {kind: (sorted(by), [by[r] for r in sorted(by)]) for kind, by in firsts.items()}
 
 
 def _part_fit(shapes: list[_Shape], acc: Accelerator) -> _Fitting:
     # every shape's largest micro-batch whose bytes fit the part, 0 where none does, in one numpy pass
     fits = np.stack([s.bytes_per_device for s in shapes]) <= float(acc.usable_memory_bytes)
     largest = {id(s): int(b) for s, b in zip(shapes, np.where(fits, MICRO_BATCHES, 0).max(axis=1), strict=True)}
-    return _Fitting(_fitting_shapes(shapes, largest), [s for s in shapes if s.zero_stage == 3], largest)
+    return _Fitting(_fitting_shapes(shapes, largest), _zero3_ladders(shapes), largest)
 
 
 def _candidates(fit: _Fitting, acc: Accelerator, rental: Rental, global_seqs: int, stack: str = "hf") -> list[tuple[_Candidate, int]]:
@@ -197,9 +209,9 @@ def _candidates(fit: _Fitting, acc: Accelerator, rental: Rental, global_seqs: in
                 n *= 2
                 continue
             sized = s
-            if s.zero_stage == 3:
-                same = [z for z in zero3 if (z.method, z.gradient_checkpointing) == (s.method, s.gradient_checkpointing) and z.min_ranks <= dp]
-                sized = max(same, key=lambda z: z.min_ranks)
+            if s.zero_stage == 3:  # the ZeRO-3 shape of this kind with the most ranks at most dp (the fewest bytes a device)
+                ranks, ladder = zero3[(s.method, s.gradient_checkpointing)]
+                sized = ladder[bisect.bisect_right(ranks, dp) - 1]
             b = fit.largest[id(sized)]
             if b:
                 b = min(b, 1 << int(math.log2(max(1, per_rank_cap // dp))))

@@ -341,15 +341,26 @@ def _read_off(
     # users -> the steady state: running users below the cap, the cap's state (and a wait for a slot) above it
     n = np.minimum(users, cap)
     out: dict[str, np.ndarray] = {}
-    for k, v in grid.items():
-        speed = k.replace("inter_token_latency", "tokens_per_s_per_user").removesuffix("_s") if k.startswith("inter_token") else ""
-        if k in wanted or speed in wanted or (k == "requests_per_s" and "output_tokens_per_s" in wanted):
-            out[k] = np.interp(n, running, v)
-            if speed in wanted:
-                out[speed] = 1.0 / _positive(out[k])
+    for k, speed in _grid_reads(tuple(grid), frozenset(wanted)):
+        out[k] = np.interp(n, running, grid[k])
+        if speed:
+            out[speed] = 1.0 / _positive(out[k])
     if (users > n).any() and "requests_per_s" not in out:
         out["requests_per_s"] = np.interp(n, running, grid["requests_per_s"])
     return _finish(out, users, n, output_tokens, wanted, within, keys)
+
+
+@lru_cache(maxsize=64)
+def _grid_reads(grid: tuple[str, ...], wanted: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    """The grid's figures _read_off interpolates for `wanted`, in the grid's order, each with the tokens/s per user
+    it also gives ("" for none): an inter-token latency for its own sake or for that speed, requests/s for the output
+    tokens/s."""
+    reads = []
+    for k in grid:
+        speed = k.replace("inter_token_latency", "tokens_per_s_per_user").removesuffix("_s") if k.startswith("inter_token") else ""
+        if k in wanted or speed in wanted or (k == "requests_per_s" and "output_tokens_per_s" in wanted):
+            reads.append((k, speed if speed in wanted else ""))
+    return tuple(reads)
 
 
 def _finish(

@@ -21,6 +21,7 @@ bandwidth-bound until the batch is large enough to be compute-bound.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -108,6 +109,7 @@ def weight_read_bytes(arch: Architecture, weights_format: str, tokens: Any) -> A
     return _weights_read(arch, _weight_parts(arch, weights_format), tokens)
 
 
+@lru_cache(maxsize=256)  # the same model and format on every part the planner sizes a candidate on
 def _weight_parts(arch: Architecture, weights_format: str) -> tuple[float, float, float]:
     """(all weight bytes, bytes never read: an untied embedding table, bytes of the experts' MLPs) of `arch`."""
     fmt = FORMATS[weights_format]
