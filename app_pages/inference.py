@@ -5,6 +5,7 @@ import streamlit as st
 
 from app_pages.shared.box import box_section
 from app_pages.shared.context import as_mode, page_header, priced, stop_page
+from app_pages.shared.fold import folded
 from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sidebars_layout, load_section
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls, presenting
@@ -101,8 +102,9 @@ else:
     with right:
         show(kv_figure(KEY, units.name), key="chart_kv")
 load_section(KEY)  # time to first token and tokens/s per user under load, p50 and p90 (core/speed/load.py)
-with st.expander("How this is computed"):
-    st.markdown("\n".join("- " + plain(line) for line in inf.assumptions))  # one element, not one per line
+if (fold := folded("How this is computed", "fold_inference_how")) is not None:
+    with fold:
+        st.markdown("\n".join("- " + plain(line) for line in inf.assumptions))  # one element, not one per line
 box_section(sc, units)
 # "What serving your traffic costs" is the page's lower section (app_pages/shared/serving_section.py): a fragment of
 # its own below this one, which a context move leaves as drawn.

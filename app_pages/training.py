@@ -4,6 +4,7 @@ import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header, stack_problem_warning, stop_page, training_tokens
 from app_pages.shared.context import priced as price_list
+from app_pages.shared.fold import folded
 from app_pages.shared.launch_section import CODE_HEIGHT_PX
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls
@@ -181,56 +182,58 @@ with right:
             "least the minimum, as the curve and the Plan page bill it."
         )
 
-with st.expander("Run this setup: the command and the trainer's config"):
-    # the sidebar's scenario as set (its layout, optimizer, offload, base): what the estimate above counts
-    st.code(launch_command(sc.model_dump(mode="json", exclude_none=True)), language="bash", height=CODE_HEIGHT_PX)
-    st.caption(
-        md(
-            "For the sidebar's setup as set: {devices} x {acc}, {stack}. The Plan page writes the command of a planned "
-            "run. Flag names from each trainer's documentation (data/launch_flags.csv); lines starting with # say what to replace.",
-            devices=sc.data_parallel * sc.tensor_parallel * sc.pipeline_parallel,
-            acc=acc.name,
-            stack=STACKS[sc.training_stack].label,
+if (fold := folded("Run this setup: the command and the trainer's config", "fold_training_launch")) is not None:
+    with fold:
+        # the sidebar's scenario as set (its layout, optimizer, offload, base): what the estimate above counts
+        st.code(launch_command(sc.model_dump(mode="json", exclude_none=True)), language="bash", height=CODE_HEIGHT_PX)
+        st.caption(
+            md(
+                "For the sidebar's setup as set: {devices} x {acc}, {stack}. The Plan page writes the command of a planned "
+                "run. Flag names from each trainer's documentation (data/launch_flags.csv); lines starting with # say what to replace.",
+                devices=sc.data_parallel * sc.tensor_parallel * sc.pipeline_parallel,
+                acc=acc.name,
+                stack=STACKS[sc.training_stack].label,
+            )
         )
-    )
 
-with st.expander("How this is computed"):
-    t = (mine or [cheapest])[0]
-    st.markdown(
-        f"FLOPs = {'8' if sc.gradient_checkpointing else '6'} x active parameters x tokens for full training "
-        "(Kaplan et al. 2020; 8 with full recomputation, Narayanan et al. 2021), plus attention's own FLOPs over the "
-        "context; LoRA skips the frozen weights' gradients (4 x parameters + 6 x adapter parameters). "
-        + md(
-            "Time per token = FLOPs / (devices x dense peak x {eff}) + work bound by memory bandwidth or the FP32 units "
-            "({overhead} bytes per layer x hidden unit per token, PEFT's fp32 adapter traffic, QLoRA's dequantization as "
-            "{dequant} bytes of traffic a weight and pass ({gptq} a weight and forward pass on a GPTQ base), the Hugging Face "
-            "recipe's fp32 upcast: the output head's matmuls and attention in fp32 at {sgemm} of the FP32 peak, as profiled on "
-            "our H200), fitted on our H100 and H200 runs; an eager stack's micro-batch takes at least its kernel "
-            "launches (layers x 3 passes' worth, 4 with recomputation, x {launch} ms). On a part whose longest matmuls stay well "
-            "under its datasheet's peak (a T4 held by its 70 W cap; AMD's MI300X and MI325X, about half), the peak is its measured "
-            "matmul ceiling over the share of its own that an H100 reaches ({ref}). Checked on published fine-tunes on "
-            "1-128 GPUs (Answer AI, torchtune, NeMo AutoModel, XTuner, torchtitan, Axolotl, LLaMA-Factory, Unsloth, Qwen's own "
-            "scripts and others) and single-node pretraining runs "
-            "(Method page). "
-            "Setting the sidebar's *MFU* replaces this with FLOPs / (devices x peak x MFU), the way published large runs "
-            "quote it (Llama 3.1 405B: 38-43% on H100s). Each run adds {setup} of setup and its communication. ",
-            eff=f"{MATMUL_EFFICIENCY:.0%}",
-            ref=f"{REFERENCE_CEILING['16-bit']:.0%}",
-            launch=f"{EAGER_LAYER_OVERHEAD_S * 1e3:.2f}",
-            dequant=f"{DEQUANT_BYTES_PER_PARAM:g}",
-            gptq=f"{GPTQ_DEQUANT_BYTES_PER_PARAM:g}",
-            sgemm=f"{FP32_GEMM_EFFICIENCY:.0%}",
-            overhead=f"{OVERHEAD_BYTES_PER_LAYER_HIDDEN:,.0f}",
-            setup=hours_text(SETUP_HOURS),
+if (fold := folded("How this is computed", "fold_training_how")) is not None:
+    with fold:
+        t = (mine or [cheapest])[0]
+        st.markdown(
+            f"FLOPs = {'8' if sc.gradient_checkpointing else '6'} x active parameters x tokens for full training "
+            "(Kaplan et al. 2020; 8 with full recomputation, Narayanan et al. 2021), plus attention's own FLOPs over the "
+            "context; LoRA skips the frozen weights' gradients (4 x parameters + 6 x adapter parameters). "
+            + md(
+                "Time per token = FLOPs / (devices x dense peak x {eff}) + work bound by memory bandwidth or the FP32 units "
+                "({overhead} bytes per layer x hidden unit per token, PEFT's fp32 adapter traffic, QLoRA's dequantization as "
+                "{dequant} bytes of traffic a weight and pass ({gptq} a weight and forward pass on a GPTQ base), the Hugging Face "
+                "recipe's fp32 upcast: the output head's matmuls and attention in fp32 at {sgemm} of the FP32 peak, as profiled on "
+                "our H200), fitted on our H100 and H200 runs; an eager stack's micro-batch takes at least its kernel "
+                "launches (layers x 3 passes' worth, 4 with recomputation, x {launch} ms). On a part whose longest matmuls stay well "
+                "under its datasheet's peak (a T4 held by its 70 W cap; AMD's MI300X and MI325X, about half), the peak is its measured "
+                "matmul ceiling over the share of its own that an H100 reaches ({ref}). Checked on published fine-tunes on "
+                "1-128 GPUs (Answer AI, torchtune, NeMo AutoModel, XTuner, torchtitan, Axolotl, LLaMA-Factory, Unsloth, Qwen's own "
+                "scripts and others) and single-node pretraining runs "
+                "(Method page). "
+                "Setting the sidebar's *MFU* replaces this with FLOPs / (devices x peak x MFU), the way published large runs "
+                "quote it (Llama 3.1 405B: 38-43% on H100s). Each run adds {setup} of setup and its communication. ",
+                eff=f"{MATMUL_EFFICIENCY:.0%}",
+                ref=f"{REFERENCE_CEILING['16-bit']:.0%}",
+                launch=f"{EAGER_LAYER_OVERHEAD_S * 1e3:.2f}",
+                dequant=f"{DEQUANT_BYTES_PER_PARAM:g}",
+                gptq=f"{GPTQ_DEQUANT_BYTES_PER_PARAM:g}",
+                sgemm=f"{FP32_GEMM_EFFICIENCY:.0%}",
+                overhead=f"{OVERHEAD_BYTES_PER_LAYER_HIDDEN:,.0f}",
+                setup=hours_text(SETUP_HOURS),
+            )
+            + md(
+                "The cheapest option here uses {n} x {acc} on {provider} {instance}. ",
+                n=t.devices,
+                acc=get_accelerator(t.accelerator_id).name,
+                provider=t.provider,
+                instance=t.instance_type,
+            )
+            + "Prices are the catalog's list prices (see Method for sources and dates)."
         )
-        + md(
-            "The cheapest option here uses {n} x {acc} on {provider} {instance}. ",
-            n=t.devices,
-            acc=get_accelerator(t.accelerator_id).name,
-            provider=t.provider,
-            instance=t.instance_type,
-        )
-        + "Prices are the catalog's list prices (see Method for sources and dates)."
-    )
-    if opts.skipped:
-        st.markdown("Not shown: " + plain("; ".join(opts.skipped[:8])))
+        if opts.skipped:
+            st.markdown("Not shown: " + plain("; ".join(opts.skipped[:8])))

@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.cache import shared_cache
+from app_pages.shared.fold import folded
 from app_pages.shared.plot import show
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, Units, frozen, layout
 from app_pages.shared.text import chart_text, md, metric, plain
@@ -104,6 +105,7 @@ def box_section(sc: Scenario, units: Units) -> None:
             )
         )
     show(_figure(key, ids, units.name), key="chart_box")
-    with st.expander("How the box is computed"):
-        for note in box.notes:
-            st.markdown("- " + plain(note))
+    if (fold := folded("How the box is computed", "fold_box_how")) is not None:
+        with fold:
+            for note in box.notes:
+                st.markdown("- " + plain(note))

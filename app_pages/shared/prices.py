@@ -14,6 +14,7 @@ import streamlit as st
 
 from app_pages.shared.blobs import Blob
 from app_pages.shared.cache import shared_cache
+from app_pages.shared.fold import folded
 from app_pages.shared.page_types import PriceList
 from app_pages.shared.state import PRICE_TEXT, set_price_text
 from app_pages.shared.text import plain
@@ -72,7 +73,10 @@ def price_inputs() -> None:
     """The sidebar's "Your prices" expander, where it is called (app.py: in the sidebar's inputs part): upload,
     template, mode, what was read."""
     blob = st.session_state.get(PRICE_TEXT)
-    with st.expander("Your own prices (CSV)", icon=":material/payments:", expanded=bool(isinstance(blob, Blob) or st.session_state.get("price_error"))):
+    box = folded("Your own prices (CSV)", "fold_prices", icon=":material/payments:", expanded=bool(isinstance(blob, Blob) or st.session_state.get("price_error")))
+    if box is None:  # closed: its upload, template and toggles are not drawn (app_pages/shared/fold.py)
+        return
+    with box:
         upload = st.file_uploader("Upload a price list (CSV)", type=["csv"], key="price_upload", max_upload_size=1)
         if upload is not None and st.session_state.get("price_upload_id") != upload.file_id:
             st.session_state["price_upload_id"] = upload.file_id

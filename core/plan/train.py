@@ -211,7 +211,9 @@ def _candidates(fit: _Fitting, acc: Accelerator, rental: Rental, global_seqs: in
             sized = s
             if s.zero_stage == 3:  # the ZeRO-3 shape of this kind with the most ranks at most dp (the fewest bytes a device)
                 ranks, ladder = zero3[(s.method, s.gradient_checkpointing)]
-                sized = ladder[bisect.bisect_right(ranks, dp) - 1]
+                step = bisect.bisect_right(ranks, dp) - 1
+                assert step >= 0, (dp, ranks)  # dp >= 2 = ZERO3_RANKS[0] above: s itself is on the ladder
+                sized = ladder[step]
             b = fit.largest[id(sized)]
             if b:
                 b = min(b, 1 << int(math.log2(max(1, per_rank_cap // dp))))

@@ -27,9 +27,22 @@ def browser_url(page: str) -> dict[str, str]:
     return {"url": f"http://localhost:8501/{page.replace('_', '-')}"}
 
 
-def run_app(page: str = "memory", params: dict | None = None, timeout: float = 60) -> AppTest:
+def open_folds(at: AppTest, open_: bool | None = True) -> None:
+    """Every folded section open (or closed) from the next run on: a fold is drawn only while open
+    (app_pages/shared/fold.py), and the tests check what it holds as they did before it was folded. None: each fold
+    as the app starts it (a fold's own tests)."""
+    from app_pages.shared.fold import KEYS
+
+    if open_ is None:
+        return
+    for key in KEYS:
+        at.session_state[key] = open_
+
+
+def run_app(page: str = "memory", params: dict | None = None, timeout: float = 60, folds: bool | None = True) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     at.context = browser_url(page)
+    open_folds(at, folds)
     for key, value in (params or {}).items():
         at.query_params[key] = value
     at.run()  # the root: a link with parameters opens Memory, a bare one the Plan page (app_pages/home.py)
@@ -49,7 +62,7 @@ def no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
 
-def open_link(page: str, query: dict[str, str]) -> AppTest:
+def open_link(page: str, query: dict[str, str], folds: bool | None = True) -> AppTest:
     """A shared link opened on `page`: the page is the session's first run, as for a browser opening /<url_path>?...
     (conftest.run_app runs Memory first, which consumes the link's warnings). AppTest.switch_page() cannot target a
     st.Page with a custom url_path before the first run, so this sets the page hash a browser's deep link sends:
@@ -57,6 +70,7 @@ def open_link(page: str, query: dict[str, str]) -> AppTest:
     test_deep_links_open_the_requested_page guards this use of a private attribute."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.context = browser_url(page)
+    open_folds(at, folds)
     for key, value in query.items():
         at.query_params[key] = value
     at._page_hash = calc_hash(page.replace("_", "-"))

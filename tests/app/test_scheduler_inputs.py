@@ -34,6 +34,32 @@ def test_the_defaults_are_the_engines_own():
     assert scenario_scheduler(sc, 1000, acc) == default_scheduler("vllm", 1000, acc)
 
 
+def drawn(at) -> set[str]:
+    return {e.key for e in [*at.number_input, *at.segmented_control] if e.key in KEYS}
+
+
+def test_the_inputs_are_folded_until_opened_and_keep_their_values_folded():
+    """The inputs sit in a fold drawn only while open (app_pages/shared/fold.py): a plain link starts with it closed
+    and its curves drawn; opened, the four inputs and the caption; a value set there still moves the curve and stays
+    in the link once the fold is closed again; a link that sets one opens it from the start."""
+    at = open_link("inference", {"model": "llama-3.1-8b", "seq": "4096"}, folds=None)
+    no_exception(at)
+    assert drawn(at) == set() and ttft_curve(at)[0]
+    at.session_state["fold_scheduler"] = True
+    at.run()
+    assert drawn(at) == set(KEYS) and "running requests" in scheduler_caption(at)
+    _, before = ttft_curve(at)
+    at.number_input(key="mns").set_value(16).run()
+    _, opened = ttft_curve(at)
+    at.session_state["fold_scheduler"] = False
+    at.run()
+    no_exception(at)
+    _, closed = ttft_curve(at)
+    assert drawn(at) == set() and closed == opened != before
+    assert at.query_params.get("mns") in ("16", ["16"])
+    assert drawn(open_link("inference", {"model": "llama-3.1-8b", "arrive": "synchronised"}, folds=None)) == set(KEYS)
+
+
 def test_changing_max_num_seqs_changes_the_curve():
     at = open_link("inference", {"model": "llama-3.1-8b", "seq": "4096"})
     no_exception(at)
