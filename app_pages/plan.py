@@ -7,12 +7,11 @@ from pydantic import ValidationError
 
 from app_pages.shared.cache import shared_cache
 from app_pages.shared.context import page_header, priced, stop_page
-from app_pages.shared.fields import fields
 from app_pages.shared.launch_section import launch_section
 from app_pages.shared.planning import faster_for_users, frontier_figure, goal_dict, headline, plan_table, strategies_figure
 from app_pages.shared.plot import show
 from app_pages.shared.scenario_io import scenario_values
-from app_pages.shared.state import request_values
+from app_pages.shared.state import off_default, request_values
 from app_pages.shared.style import Units, frozen
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import hours_text, md, metric, plain
@@ -46,9 +45,7 @@ with side:
     )
     for key in main:
         page_widget(key)
-    table = fields()
-    changed = [k for k in rest if st.session_state.get(k, table[k].default) != table[k].default]
-    with st.expander(more, expanded=bool(changed)):
+    with st.expander(more, expanded=bool(off_default(rest))):
         for key in rest:
             page_widget(key)
 values = {

@@ -9,10 +9,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.cache import shared_cache
-from app_pages.shared.fields import fields
 from app_pages.shared.fold import folded
 from app_pages.shared.plot import show
 from app_pages.shared.results import Rows, cached_estimate, cached_serving, scenario_of
+from app_pages.shared.state import off_default
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, FrozenFigure, Units, frozen, layout, vmarker
 from app_pages.shared.text import plain, spreadsheet_safe
 from app_pages.shared.ticks import number_ticks
@@ -119,8 +119,7 @@ def load_section(key: str) -> None:
     """The engine scheduler's inputs (folded away), then the two under-load charts side by side (stacked on a
     phone)."""
     # open from the start where a link or the reader set one of its inputs (so a refused value is in sight)
-    table = fields()
-    changed = any(st.session_state.get(k, table[k].default) != table[k].default for k in SCHEDULER_KEYS)
+    changed = bool(off_default(SCHEDULER_KEYS))
     if (fold := folded("Engine scheduler and how users arrive (what the curves below assume)", "fold_scheduler", expanded=changed)) is not None:
         with fold:
             cols = [*st.columns(2), *st.columns(2)]  # two a row: the labels name the engine's flags, and need the room

@@ -202,6 +202,12 @@ def current_values() -> Values:
     return {key: st.session_state.get(key, f.default) for key, f in fields().items()}
 
 
+def off_default(keys: tuple[str, ...]) -> list[str]:
+    """Of `keys`, the inputs the link or the reader moved off their field's default (a folded group opens for them)."""
+    table = fields()
+    return [k for k in keys if st.session_state.get(k, table[k].default) != table[k].default]
+
+
 def write_url(values: Values | None = None) -> str | None:
     """Every input that differs from its default, by its URL key, plus the blobs. Returns a note when a blob is too
     long for a link. `values`: current_values() read just before by the caller (each read is ~60 session-state

@@ -125,12 +125,17 @@ class Accelerator(BaseModel):
         applies to the ceiling scaled by that reference instead: a power-capped T4 trains at 0.78 x 24 / 0.80 = 23 of
         its 65 TFLOP/s, an MI300X at 0.78 x 668 / 0.80 = 646 of its 1,307 (tests/core/test_amd_matmul_ceiling.py)."""
         rate = peak_tflops * 1e12 * efficiency
-        # which peak this is, by value: no capped part has two peaks of one value (a part whose FP8 and 16-bit peaks
-        # are equal, as Gaudi 3's and Trainium's, would take both ceilings here: give it one)
-        for ceiling, peak, precision in ((self.sustained_tensor_tflops, self.bf16_tflops, "16-bit"), (self.sustained_fp8_tflops, self.fp8_tflops, "fp8")):
-            if ceiling is not None and peak_tflops == peak:
-                rate = min(rate, ceiling * 1e12 * efficiency / REFERENCE_CEILING[precision])
+        for ceiling, precision in self.measured_ceilings(peak_tflops):
+            rate = min(rate, ceiling * 1e12 * efficiency / REFERENCE_CEILING[precision])
         return rate
+
+    def measured_ceilings(self, peak_tflops: float) -> list[tuple[float, str]]:
+        """(measured ceiling in TFLOP/s, its precision) of this peak: sustained_tensor_tflops for the 16-bit peak,
+        sustained_fp8_tflops for the FP8 one; none where the catalog has no measurement. Which peak it is goes by
+        value: no capped part has two peaks of one value (a part whose FP8 and 16-bit peaks are equal, as Gaudi 3's
+        and Trainium's, would take both ceilings here: give it one)."""
+        pairs = ((self.sustained_tensor_tflops, self.bf16_tflops, "16-bit"), (self.sustained_fp8_tflops, self.fp8_tflops, "fp8"))
+        return [(ceiling, precision) for ceiling, peak, precision in pairs if ceiling is not None and peak_tflops == peak]
 
     @property
     def runs_flash_attention_2(self) -> bool:

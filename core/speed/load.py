@@ -239,8 +239,8 @@ def _cap(s: Scheduler, max_running: int | None) -> float:
     return float(max(1, s.max_num_seqs if max_running is None else min(s.max_num_seqs, max_running)))
 
 
-def _wanted(keys: Iterable[str] | None, within: tuple[float, float] | None) -> set[str]:
-    return set(ALL_KEYS if keys is None else keys) | ({"time_to_first_token_p90_s", "tokens_per_s_per_user_p90"} if within else set())
+def _wanted(keys: Iterable[str] | None, within: tuple[float, float] | None) -> frozenset[str]:
+    return frozenset(ALL_KEYS if keys is None else keys) | ({"time_to_first_token_p90_s", "tokens_per_s_per_user_p90"} if within else frozenset())
 
 
 class _Setup(NamedTuple):
@@ -328,7 +328,7 @@ def _read_off(
     users: np.ndarray,
     cap: float,
     output_tokens: int,
-    wanted: set[str],
+    wanted: frozenset[str],
     within: tuple[float, float] | None,
     keys: Iterable[str] | None,
 ) -> dict[str, np.ndarray]:
@@ -341,7 +341,7 @@ def _read_off(
     # users -> the steady state: running users below the cap, the cap's state (and a wait for a slot) above it
     n = np.minimum(users, cap)
     out: dict[str, np.ndarray] = {}
-    for k, speed in _grid_reads(tuple(grid), frozenset(wanted)):
+    for k, speed in _grid_reads(tuple(grid), wanted):
         out[k] = np.interp(n, running, grid[k])
         if speed:
             out[speed] = 1.0 / _positive(out[k])
@@ -364,7 +364,13 @@ def _grid_reads(grid: tuple[str, ...], wanted: frozenset[str]) -> tuple[tuple[st
 
 
 def _finish(
-    out: dict[str, np.ndarray], users: np.ndarray, n: np.ndarray, output_tokens: int, wanted: set[str], within: tuple[float, float] | None, keys: Iterable[str] | None
+    out: dict[str, np.ndarray],
+    users: np.ndarray,
+    n: np.ndarray,
+    output_tokens: int,
+    wanted: frozenset[str],
+    within: tuple[float, float] | None,
+    keys: Iterable[str] | None,
 ) -> dict[str, np.ndarray]:
     """What both arrival patterns add to their running users' figures: the wait for a slot of the users beyond the
     running cap, the replica's output tokens/s, and the `within` and `keys` cuts (load_curve)."""

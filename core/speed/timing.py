@@ -159,8 +159,8 @@ def default_mfu(sc: Scenario, acc: Accelerator | None = None) -> tuple[float | N
         return sc.mfu, f"MFU {sc.mfu:.0%} set by the scenario"
     matmuls = f"matmuls at {MATMUL_EFFICIENCY:.0%} of peak"
     if acc is not None and (peak_t := peak_tflops(acc, sc.precision).tflops) > 0 and (rate := _matmul_flops(sc, acc)) < (peak := peak_t * 1e12) * MATMUL_EFFICIENCY:
-        ceiling = acc.sustained_tensor_tflops if peak_t == acc.bf16_tflops else None
-        named = f", {ceiling:,.0f} TFLOP/s" if ceiling else ""
+        ceilings = acc.measured_ceilings(peak_t)
+        named = f", {ceilings[0][0]:,.0f} TFLOP/s" if ceilings else ""
         matmuls = f"matmuls at {rate / 1e12:,.0f} TFLOP/s ({rate / peak:.0%} of peak: set by the part's measured matmul ceiling{named})"
     why = f"{matmuls} plus bandwidth-bound work per layer and token (fitted on our H100 runs)"
     if gptq_base(sc):
