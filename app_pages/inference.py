@@ -4,7 +4,7 @@ section (app_pages/shared/serving_section.py)."""
 import streamlit as st
 
 from app_pages.shared.box import box_section
-from app_pages.shared.context import as_mode, page_header, priced, stop_page
+from app_pages.shared.context import as_mode, page_header, priced, shipped_format_note, stack_problem_warning, stop_page
 from app_pages.shared.fold import folded
 from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sidebars_layout, load_section
 from app_pages.shared.plot import show
@@ -26,6 +26,8 @@ PRICES = priced()  # the price list in use: (cache key, rows)
 KEY = sc.model_dump_json()
 result = cached_estimate(KEY, *PRICES)
 inf = result.inference
+stack_problem_warning(result.stack_problem)  # the engine has no kernels here for the weights' format (gpt-oss's MXFP4)
+shipped_format_note(sc, units)
 
 
 def headline() -> None:

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.shared.charts import capacity_text, component_label, layout_text
-from app_pages.shared.context import page_header, priced, stack_problem_warning
+from app_pages.shared.context import page_header, priced, shipped_format_note, stack_problem_warning
 from app_pages.shared.memory_views import breakdown_chart, fits_on_chart, help_basis, help_rows, sweep_chart
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls, presenting
@@ -180,6 +180,7 @@ def fit_details() -> str:
 # first, at large type, with the inputs that move them beside them (app_pages/shared/presenter.py).
 presenter = presenting(values)
 stack_problem_warning(result.stack_problem)
+shipped_format_note(sc, units)
 if not presenter:
     headline()
 with chart_with_controls("memory"):

@@ -1,5 +1,7 @@
 """Training vs inference: the one-off bill next to the monthly bill; buy vs rent."""
 
+from typing import Any
+
 import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header, priced, stop_page, training_tokens
@@ -10,6 +12,7 @@ from app_pages.shared.text import hours_text, md, metric, plain
 from app_pages.shared.train_serve_views import bills_figure, cumulative_figure, own_vs_rent_figure
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
+from core.money.blocks import TrainingEstimate
 from core.money.buy_rent import buy_vs_rent
 from core.money.serving import train_vs_serve
 
@@ -18,8 +21,8 @@ acc = get_accelerator(sc.accelerator)
 tokens, tokens_note = training_tokens(sc, values)
 train_sc, err, note = as_mode(sc, "training", train_tokens=tokens)
 serve_sc, err2, _ = as_mode(sc, "inference")
-if train_sc is None or serve_sc is None:
-    st.error(plain(err or err2 or ""))
+if train_sc is None:
+    st.error(plain(err or ""))
     stop_page()
 with st.container():  # one slot whether the note is shown or not: the charts below keep their place
     if note:
@@ -29,13 +32,27 @@ if tokens_note:
     st.caption(tokens_note)
 
 
+def training_metric(col: Any, training: TrainingEstimate) -> None:
+    metric(
+        col,
+        "Training run (one-off)",
+        f"${training.run_usd:,.0f}",
+        help=f"{training.devices} x {acc.name}, {hours_text(training.run_hours or 0.0)} with setup; {training.price_instance}",
+    )
+
+
 def bills() -> int:
     """The training bill next to the serving bill; returns the training layout's device count (0 when unpriced)."""
     st.subheader("One-off training bill vs monthly serving bill")
+    training = cached_estimate(train_sc.model_dump_json(), *PRICES).training
+    if serve_sc is None:  # the sidebar's serving engine does not run on this part: the training bill alone, and why
+        if training is not None and training.run_usd is not None:
+            training_metric(st.columns(4)[0], training)
+        st.warning(md("No serving bill: {why} (the sidebar's *Serving engine*).", why=(err2 or "").removeprefix("scenario: ")))
+        return training.devices if training is not None else 1
     traffic, months = traffic_and_targets("months")
     if traffic is None:
         return 1
-    training = cached_estimate(train_sc.model_dump_json(), *PRICES).training
     # the Inference page's bill and the Plan's serve goal: one fleet-sizing rule (core/money/serving.py)
     plan, why, _ = cached_serving(serve_sc.model_dump_json(), traffic.model_dump_json(), 1.0, *PRICES)
     if training is None or training.run_usd is None or training.run_hours is None or plan is None or plan.usd_per_month is None:
@@ -49,12 +66,7 @@ def bills() -> int:
     be = train_vs_serve(training.run_usd, plan.usd_per_month, alternative, months=months)
 
     m = st.columns(4)
-    metric(
-        m[0],
-        "Training run (one-off)",
-        f"${training.run_usd:,.0f}",
-        help=f"{training.devices} x {acc.name}, {hours_text(training.run_hours)} with setup; {training.price_instance}",
-    )
+    training_metric(m[0], training)
     metric(
         m[1],
         "Serving (per month)",

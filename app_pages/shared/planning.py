@@ -27,6 +27,9 @@ FORMAT_WORDS = {
     "gptq-4bit": "4-bit GPTQ",
     "gguf-q4_k_m": "GGUF Q4_K_M",
     "gguf-q8_0": "GGUF Q8_0",
+    "mxfp4": "MXFP4",
+    "mlx-q4": "MLX 4-bit",
+    "mlx-q8": "MLX 8-bit",
 }
 
 

@@ -8,10 +8,12 @@ anything. An engine that reaches a vendor's parts only through another build or 
 from __future__ import annotations
 
 import functools
+import re
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
+from core.catalog.collective_bandwidth import regular_expression
 
 ENGINE_HARDWARE_CSV = DATA_DIR / "engine_hardware.csv"
 UNCHECKED_VENDORS = frozenset({"groq", "cerebras", "other"})
@@ -26,6 +28,25 @@ class EngineHardware(BaseModel):
     # Vendors the engine reaches only through a build or plugin that is not the engine modelled here, with what to
     # choose instead: "apple: <one sentence>", several separated by " | " (vLLM on Apple silicon: vllm-metal).
     elsewhere: dict[str, str] = {}
+    # Parts of those vendors the engine's builds do not run on (a regular expression on data/accelerators.csv's id:
+    # generations below its compute-capability floor), why in a few words, and the source
+    refused_pattern: str = ""
+    refused_why: str = ""
+    refused_source: str = ""
+
+    @field_validator("refused_pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        return regular_expression(value) if value else value
+
+    @model_validator(mode="after")
+    def _refusal_explained(self) -> EngineHardware:
+        if self.refused_pattern and (len(self.refused_why) < 10 or len(self.refused_source) < 10):
+            raise ValueError("a refused_pattern needs refused_why and refused_source")
+        return self
+
+    def refuses(self, acc: Accelerator) -> bool:
+        return acc.vendor not in self.vendors or bool(self.refused_pattern and re.search(self.refused_pattern, acc.id))
 
     @field_validator("vendors", mode="before")
     @classmethod
@@ -51,10 +72,12 @@ def load_engine_hardware() -> dict[str, EngineHardware]:
 def engine_problem(engine: str, acc: Accelerator) -> str | None:
     """Why `engine` cannot serve on `acc`, in one line, or None."""
     row = load_engine_hardware().get(engine)
-    if row is None or acc.vendor in UNCHECKED_VENDORS or acc.vendor in row.vendors:
+    if row is None or acc.vendor in UNCHECKED_VENDORS or not row.refuses(acc):
         return None
-    others = sorted(e for e, r in load_engine_hardware().items() if acc.vendor in r.vendors)
+    others = sorted(e for e, r in load_engine_hardware().items() if not r.refuses(acc))
     choose = f"; on it: {', '.join(others)}" if others else ""
+    if acc.vendor in row.vendors:  # a generation below the engine's floor
+        return f"{engine} does not run on {acc.name}: {row.refused_why}{choose}"
     if (note := row.elsewhere.get(acc.vendor)) is not None:
         return f"{engine} as modelled here does not run on {acc.name} ({acc.vendor} hardware): {note}{choose}"
     return f"{engine} does not run on {acc.name} ({acc.vendor} hardware){choose}"

@@ -28,21 +28,18 @@ import functools
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.catalog.accelerators import DATA_DIR, read_catalog_rows
-from core.catalog.collective_bandwidth import regular_expression
-from core.text import described_pattern
+from core.catalog.row_types import AcceleratorPattern, EngineIds
 
 ENGINE_TIMING_CSV = DATA_DIR / "engine_timing.csv"
 
 
 class EngineTiming(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-    engines: str = Field(  # engine ids (core/memory/engines.py), space-separated
-        pattern=described_pattern(r"^[a-z0-9.-]+( [a-z0-9.-]+)*$", "engine ids (lower-case letters, digits, dots and dashes) separated by single spaces")
-    )
-    accelerator_pattern: str = Field(min_length=1)  # regular expression on data/accelerators.csv's id
+    engines: EngineIds
+    accelerator_pattern: AcceleratorPattern
     quantity: Literal["layer_overhead_s", "prefill_layer_overhead_s", "decode_sequence_head_layer_s"]
     value_s: float = Field(ge=0, le=1.0, allow_inf_nan=False)
     engine_version: str = Field(min_length=1)
@@ -50,11 +47,6 @@ class EngineTiming(BaseModel):
     source: str = Field(min_length=10)
     as_of: dt.date
     note: str = ""
-
-    @field_validator("accelerator_pattern")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
-        return regular_expression(value)
 
 
 @functools.cache

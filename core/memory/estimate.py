@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from core.catalog.accelerators import get_accelerator
+from core.catalog.format_kernels import format_problem, fp8_kv_with
 from core.catalog.stack_layouts import base_problem, layout_problem, part_problem
 from core.catalog.wired_limit import raise_limit_advice, wired_limit_text
 from core.layout import Layout
@@ -123,8 +124,9 @@ class MemoryResult(BaseModel):
     fit_capacity_bytes: int = 0  # what the scenario must fit in: usable memory, or the engine's reservation
     peak_phase: str = ""  # training: when the peak happens, "loss" or "optimizer step"
     # training: why the scenario's training stack or part cannot run it as set (data/stack_layouts.csv: a ZeRO stage,
-    # tensor or pipeline parallelism, QLoRA's kernels, Axolotl's fp16 full fine-tune), or None; the figures are still
-    # the scenario's
+    # tensor or pipeline parallelism, QLoRA's kernels, Axolotl's fp16 full fine-tune); serving: why the engine has no
+    # kernels on the part for the weights' format or their FP8 KV cache (data/format_kernels.csv: gpt-oss's MXFP4); or
+    # None; the figures are still the scenario's
     stack_problem: str | None = None
     kv_pool_bytes: int | None = None  # engines that pre-allocate: the KV-cache pool per device (vLLM "KV cache size")
     # the pools in sequences of seq_len tokens (vLLM "Maximum concurrency"), over the replica: expert-parallel, the sum
@@ -530,9 +532,11 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
 
 
 def _problem(sc: Scenario) -> str | None:
-    """Why the scenario's training stack or part cannot run it, its optimizer included (data/stack_layouts.csv), or None."""
+    """Why the scenario's training stack or part cannot run it, its optimizer included (data/stack_layouts.csv), or
+    why its serving engine has no kernels there for its weights' format or their FP8 KV cache (data/format_kernels.csv),
+    or None."""
     if sc.mode != "training":
-        return None
+        return None if sram_resident(sc) else _serving_problem(sc)
     stack = sc.training_stack
     base = base_problem(qlora_base(sc).id, sc.zero_stage, sc.offload, sc.tensor_parallel) if gptq_base(sc) else None
     return (
@@ -540,6 +544,15 @@ def _problem(sc: Scenario) -> str | None:
         or layout_problem(stack, sc.method, sc.zero_stage, sc.tensor_parallel, sc.pipeline_parallel, sc.data_parallel, sc.optimizer, sc.offload)
         or part_problem(get_accelerator(sc.accelerator), sc.method, stack, sc.optimizer)
     )
+
+
+def _serving_problem(sc: Scenario) -> str | None:
+    acc, engine = get_accelerator(sc.accelerator), ENGINES[sc.serving_engine].label
+    if (problem := format_problem(sc.weights_format, sc.serving_engine, acc, engine)) is not None:
+        return problem
+    if sc.kv_cache_format == "fp8" and not fp8_kv_with(sc.weights_format, sc.serving_engine, acc):
+        return f"{engine} has no FP8 KV cache with {sc.weights_format.upper()} weights on {acc.name} (data/format_kernels.csv): it caches K and V in 16 bits"
+    return None
 
 
 def _fix(sc: Scenario, changes: tuple[str | Text, ...], update: dict[str, Any], capacity: float, own_problem: str | None) -> Fix | None:

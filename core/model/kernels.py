@@ -4,6 +4,10 @@ vLLM's table of quantization kernels by GPU generation ("Supported Hardware", do
 quantization/, the same since v0.5): AWQ runs on NVIDIA from SM 7.5 (Turing) on, GPTQ from SM 7.0 (Volta) on;
 neither on AMD GPUs, TPUs or AWS Neuron. The two store the same bytes (core/model/formats.py), so a part without
 AWQ kernels but with GPTQ's serves a 4-bit checkpoint as GPTQ.
+
+vLLM's own builds left Volta in 2026 (data/engine_hardware.csv refuses it there); the Volta rule stays for the engines
+the planner still tries on a V100 with these formats (Transformers). Formats whose kernels differ by engine and part
+beyond this (MXFP4) are in data/format_kernels.csv.
 """
 
 from __future__ import annotations

@@ -235,7 +235,9 @@ def _header(p: _Facts, what: str) -> list[str]:
 
 _VLLM_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 _QUANTIZATION = {"fp8": "fp8", "awq-4bit": "awq", "gptq-4bit": "gptq"}  # runtime FP8; AWQ/GPTQ need such a checkpoint
-_GGUF_TYPE = {"fp16": "F16", "bf16": "BF16"}
+# GGUF file types of the 16-bit formats, and of MXFP4: llama.cpp's own type for gpt-oss's experts (PR #15091), the
+# other weights kept in 16 bits as in the Hugging Face checkpoint
+_GGUF_TYPE = {"fp16": "F16", "bf16": "BF16", "mxfp4": "MXFP4"}
 
 
 def _prequantized_note(p: _Facts) -> list[str]:
@@ -426,10 +428,11 @@ def _mlx_bits(weights_format: str) -> int | None:
 
 
 def _mlx_serve(p: _Facts) -> list[str]:
-    out = [
-        _comment("mlx_lm.convert writes the model in MLX's layout (a published mlx-community repo of it can be served directly)"),
-        _comment(f"the plan's {p.micro_batch} concurrent sequence(s) of {p.seq_len:,} tokens are a load for the server; no flag sets them"),
-    ]
+    load = _comment(f"the plan's {p.micro_batch} concurrent sequence(s) of {p.seq_len:,} tokens are a load for the server; no flag sets them")
+    if p.weights_format == "mxfp4":  # mlx_lm/models/gpt_oss.py loads the shipped MXFP4 experts as MLX quantized weights
+        out = [_comment("mlx-lm loads the checkpoint's MXFP4 experts as they ship: no conversion"), load]
+        return [*out, _command(["mlx_lm.server"], [("--model", p.model), ("--port", MLX_SERVER_PORT)])]
+    out = [_comment("mlx_lm.convert writes the model in MLX's layout (a published mlx-community repo of it can be served directly)"), load]
     out += _mlx_convert(p, _mlx_bits(p.weights_format))
     out.append(_command(["mlx_lm.server"], [("--model", "mlx_model"), ("--port", MLX_SERVER_PORT)]))
     return out

@@ -16,6 +16,7 @@ import numpy as np
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.engine_hardware import engine_problem
 from core.catalog.expert_parallel import supports_expert_parallel
+from core.catalog.format_kernels import format_problem, fp8_kv_with, listed_formats
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
@@ -46,6 +47,29 @@ TENSOR_PARALLEL = (1, 2, 4, 8)
 FORMATS_BY_ENGINE = {"llama.cpp": ("fp16", "gguf-q8_0", "gguf-q4_k_m"), "mlx": ("bf16", "mlx-q8", "mlx-q4")}
 DEFAULT_FORMATS = ("bf16", "fp8", "awq-4bit", "gptq-4bit")  # one 4-bit format per part: core/model/kernels.py
 FOUR_BIT = ("awq-4bit", "gptq-4bit")
+
+
+def shipped_format(model: Any) -> str | None:
+    """The quantized format a model's makers ship it in, where data/format_kernels.csv says which engines run it
+    (MXFP4: gpt-oss): a preset's published format, or a pasted config's quantization_config.quant_method. None for
+    16-bit and FP8 releases, whose AWQ, GPTQ and FP8 copies the planner's formats stand for."""
+    if isinstance(model, str):
+        from core.catalog.presets import preset
+
+        fmt: Any = preset(model).published_format
+    else:
+        quant = getattr(model, "hf_config", {}).get("quantization_config")
+        fmt = quant.get("quant_method") if isinstance(quant, dict) else None
+    return fmt if isinstance(fmt, str) and fmt in listed_formats() else None
+
+
+def searched_formats(goal: Goal) -> tuple[str, ...]:
+    """The weight formats the planner tries: the engine's (FORMATS_BY_ENGINE, DEFAULT_FORMATS), or only the format a
+    model ships quantized in. gpt-oss's experts ship in MXFP4 and every engine that runs it keeps them so: an AWQ or
+    GPTQ copy would be re-quantized from 4-bit weights, and a 16-bit one (unsloth's upcast, for fine-tuning) is four
+    times the experts' memory for no quality; the user may still set either on the Inference page."""
+    shipped = shipped_format(goal.model)
+    return (shipped,) if shipped is not None else FORMATS_BY_ENGINE.get(goal.serving_engine, DEFAULT_FORMATS)
 
 
 def traffic_of(goal: Goal) -> Traffic:
@@ -125,7 +149,7 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
     # rows of providers that may host a serving endpoint (not Colab's notebooks: data/providers.csv)
     rows = tuple(r for r in billable_prices(prices) if can_serve(r.provider))
     wanted = set(goal.accelerators) if goal.accelerators else None
-    formats = FORMATS_BY_ENGINE.get(goal.serving_engine, DEFAULT_FORMATS)
+    formats = searched_formats(goal)
     traffic = traffic_of(goal)
     spot = goal.pricing == "spot"
     sized: list[tuple[str, str, int, Scenario, np.ndarray]] = []
@@ -147,12 +171,13 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
     rentable_of: dict[str, dict[int, list[PriceRow]]] = {}
     runs: dict[str, list[int]] = {}  # per part: the candidates (indices of `sized`) it may run
     by_candidate: dict[tuple[int, bool], list[str]] = {}  # (candidate, in fp16 on a part without bf16): its parts
+    kernels_why: dict[str, str] = {}  # per part, why the engine runs none of the searched formats there
     for aid in dict.fromkeys(r.accelerator_id for r in rows):
         if wanted is not None and aid not in wanted:
             continue
         acc = accs[aid] = get_accelerator(aid)  # the parts in the catalog's order (the skipped lines keep it)
         if (problem := engine_problem(goal.serving_engine, acc)) is not None:
-            skip[aid] = problem  # the engine does not run there (data/engine_hardware.csv)
+            skip[aid] = f"{aid}: {problem}"  # the engine does not run there (data/engine_hardware.csv)
             continue
         # the rows that can hold a tensor-parallel group of each size (a TPU row prices one chip of a slice)
         rentable = {tp: [r for r in serving_rows(rows, aid, tp, spot) if tp <= r.accelerators_per_instance or acc.kind == "tpu"] for tp in TENSOR_PARALLEL}
@@ -161,7 +186,14 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         # to pay, and the expert-parallel layouts are not searched for them (a user may still set one)
         one_device = {(f, k) for f, k, t, c, m in sized if t == 1 and m[0] <= fit_capacity(c, float(acc.usable_memory_bytes))} if goal.expert_parallel else set()
         runs[aid] = []
+        # formats the engine has no kernels for on this part, and those whose FP8 KV cache it lacks there
+        # (data/format_kernels.csv: gpt-oss's MXFP4 needs Ampere or newer in vLLM; TensorRT-LLM caches it in BF16 on Hopper)
+        problems = {f: format_problem(f, goal.serving_engine, acc) for f in formats}
+        if all(problems.values()):
+            kernels_why[aid] = "; ".join(dict.fromkeys(p for p in problems.values() if p))
         for j, (fmt, kv, tp, sc, _) in enumerate(sized):
+            if problems[fmt] is not None or (kv == "fp8" and not fp8_kv_with(fmt, goal.serving_engine, acc)):
+                continue
             if sc.expert_parallel and (fmt, kv) in one_device:
                 continue
             if "fp8" in (fmt, kv) and not acc.supports_fp8:
@@ -185,7 +217,7 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
     options: list[ServingOption] = []
     for aid, candidates in runs.items():
         acc, rentable = accs[aid], rentable_of[aid]
-        found, why = False, "no layout fits"
+        found, why = False, kernels_why.get(aid, "no layout fits")
         for j in candidates:
             tp = sized[j][2]
             fmt, sc, cap = caps[(aid, j)]

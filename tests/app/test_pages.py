@@ -132,6 +132,20 @@ def test_train_vs_serve_uses_core_bills():
     assert metric(at, "Training run (one-off)") == f"${estimate(sc).training.run_usd:,.0f}"  # the one bill: setup and communication in
 
 
+def test_train_vs_serve_keeps_the_training_bill_where_the_serving_engine_cannot_run():
+    """A fine-tune the planner puts on V100s (no BF16: FP16 LoRA) loads into the sidebar with the default engine, vLLM,
+    whose builds left Volta (data/engine_hardware.csv). The page showed nothing but the refusal; the training bill
+    does not depend on the engine, so it stays, with the one line that says why there is no serving bill."""
+    at = run_app("train_vs_serve", params={"model": "llama-3.1-8b", "mode": "training", "acc": "v100-32gb"})
+    no_exception(at)
+    training = estimate(Scenario(model="llama-3.1-8b", mode="training", accelerator="v100-32gb", train_tokens=20e6)).training
+    assert training is not None and training.run_usd is not None
+    assert metric(at, "Training run (one-off)") == f"${training.run_usd:,.0f}"
+    said = [w.value.replace("\\", "") for w in at.warning if w.value.startswith("No serving bill")]
+    assert len(said) == 1 and "vllm does not run on NVIDIA V100" in said[0] and "llama.cpp" in said[0], said
+    assert not any(m.label == "Serving (per month)" for m in at.metric)
+
+
 def test_buy_vs_rent_with_typed_price():
     at = run_app("train_vs_serve", params={"acc": "h100-sxm", "buy_usd": "30000"})
     no_exception(at)

@@ -33,3 +33,38 @@ def test_a_runnable_setup_says_nothing_and_the_cli_says_it(tmp_path):
     path.write_text(json.dumps({"model": "llama-3.2-1b", "mode": "training", "method": "qlora", "accelerator": "tpu-v5e"}))
     out = subprocess.run([sys.executable, "-m", "core", "estimate", str(path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "no bitsandbytes 4-bit kernels" in json.loads(out.stdout)["stack_problem"]
+
+
+SERVING_CASES = [  # the serving engine has no kernels on the part for the weights' format or its FP8 KV cache (data/format_kernels.csv)
+    ({"acc": "t4", "engine": "vllm"}, "vLLM does not run MXFP4 on NVIDIA T4"),
+    ({"acc": "h200", "engine": "tensorrt-llm", "kv": "fp8"}, "TensorRT-LLM has no FP8 KV cache with MXFP4 weights"),
+]
+
+
+@pytest.mark.parametrize(("link", "words"), SERVING_CASES)
+@pytest.mark.parametrize("page", ["memory", "inference"])
+def test_the_page_says_what_the_serving_engine_does_not_run(page, link, words):
+    at = open_link(page, {"model": "gpt-oss-20b", "mode": "inference", "fmt": "mxfp4", **link})
+    no_exception(at)
+    said = [w.value.replace("\\", "") for w in at.warning if words in w.value.replace("\\", "")]
+    assert len(said) == 1 and "the figures below are for the setup as set" in said[0], [w.value for w in at.warning]
+    quiet = open_link(page, {"model": "gpt-oss-20b", "mode": "inference", "fmt": "mxfp4", "acc": "h200", "engine": link["engine"]})
+    assert not [w for w in quiet.warning if "figures below are for the setup as set" in w.value]
+
+
+@pytest.mark.parametrize("page", ["memory", "inference"])
+def test_a_model_served_in_another_format_than_it_ships_in_is_told_so(page):
+    """gpt-oss-120b ships its experts in MXFP4 (60.8 GiB); in the sidebar's default BF16 it is 218 GiB, four times the
+    experts, a setup nobody serves: one caption says so and names the format to choose; none where it is chosen."""
+    from core.model.formats import FORMATS, weight_bytes
+    from core.scenario import Scenario
+
+    at = open_link(page, {"model": "gpt-oss-120b", "mode": "inference"})
+    no_exception(at)
+    said = [c.value.replace("\\", "") for c in at.caption if "ships in" in c.value]
+    arch = Scenario(model="gpt-oss-120b").architecture
+    gib = weight_bytes(arch, FORMATS["mxfp4"]) / 2**30
+    assert gib == pytest.approx(60.8, abs=0.1)  # the gpt-oss model card's checkpoint size for gpt-oss-120b: 60.8 GiB
+    assert len(said) == 1 and f"{gib:,.1f} GiB of weights" in said[0] and "MXFP4 experts + BF16" in said[0], said
+    chosen = open_link(page, {"model": "gpt-oss-120b", "mode": "inference", "fmt": "mxfp4"})
+    assert not [c for c in chosen.caption if "ships in" in c.value]

@@ -46,10 +46,15 @@ def test_every_preset_evaluates(preset):
 def test_every_accelerator_evaluates(accelerator):
     from core.catalog.accelerators import get_accelerator
     from core.catalog.engine_hardware import engine_problem
+    from core.memory.engines import ENGINES
 
-    engine = next(e for e in ("vllm", "llama.cpp", "hf-transformers") if engine_problem(e, get_accelerator(accelerator)) is None)
-    inf = estimate(Scenario(model="llama-3.1-8b", accelerator=accelerator, serving_engine=engine))
-    assert inf.inference is not None and inf.inference.time_to_first_token_s > 0
+    acc = get_accelerator(accelerator)
+    engine = next((e for e in ("vllm", "llama.cpp", "hf-transformers") if engine_problem(e, acc) is None), None)
+    if engine is None:  # a part no engine's builds run on any more (the K80: data/engine_hardware.csv) says so for each
+        assert accelerator == "k80" and all(engine_problem(e, acc) for e in ENGINES)
+    else:
+        inf = estimate(Scenario(model="llama-3.1-8b", accelerator=accelerator, serving_engine=engine))
+        assert inf.inference is not None and inf.inference.time_to_first_token_s > 0
     train = estimate(Scenario(model="llama-3.1-8b", mode="training", method="qlora", train_tokens=1e8, accelerator=accelerator))
     assert train.training is not None and train.training.gpu_hours > 0
 

@@ -292,6 +292,8 @@ SERVING_GOALS = [
     {"goal": "serve", "model": "llama-3.2-1b", "requests_per_day": 500, "tokens_per_s_per_user": 5, "ttft_s": 30},
     # a mixture of experts: its plans include expert-parallel ones on the engines that have it (data/expert_parallel.csv)
     {"goal": "serve", "model": "deepseek-r1", "requests_per_day": 2_000_000, "input_tokens": 1000, "output_tokens": 1000, "expert_parallel": True},
+    # a model that ships quantized (gpt-oss: MXFP4 experts), served as it ships where the engine runs it (data/format_kernels.csv)
+    {"goal": "serve", "model": "gpt-oss-20b", "requests_per_day": 20_000},
 ]
 
 

@@ -1,0 +1,86 @@
+"""Where a serving engine has kernels for a weight format, per part (data/format_kernels.csv, one sourced row each).
+
+A format listed there (MXFP4, the format gpt-oss ships its experts in) runs only where a row says so: the first row
+whose format and engine match and whose `accelerator_pattern` matches the part's id decides. `kernel`: the engine
+keeps the weights in the format and multiplies them there (or dequantizes them tile by tile inside its kernels);
+`dequantized`: it converts them to BF16 as it loads (Transformers without its MXFP4 kernels), so the weights take 16
+bits; `unsupported`: the engine refuses the checkpoint there. A part no row matches is not documented to run it.
+Each row also says whether the engine caches K and V in FP8 with that format there (gpt-oss's attention sinks: an FP8
+KV cache on Blackwell, but not in TensorRT-LLM's or SGLang's Hopper kernels).
+
+Formats the table does not list are not restricted by it (core/model/kernels.py keeps vLLM's AWQ / GPTQ table).
+Hardware of one's own and Groq's and Cerebras' chips are not checked (core/catalog/engine_hardware.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
+from core.catalog.engine_hardware import UNCHECKED_VENDORS
+from core.catalog.row_types import AcceleratorPattern, EngineIds
+
+FORMAT_KERNELS_CSV = DATA_DIR / "format_kernels.csv"
+
+Runs = Literal["kernel", "dequantized", "unsupported"]
+
+
+class FormatKernels(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    weights_format: str = Field(min_length=1)  # an id of core/model/formats.FORMATS (a test checks)
+    engines: EngineIds
+    accelerator_pattern: AcceleratorPattern
+    runs: Runs
+    fp8_kv_cache: bool
+    source: str = Field(min_length=10)
+    as_of: dt.date
+    note: str = ""
+
+
+@functools.cache
+def load_format_kernels() -> tuple[FormatKernels, ...]:
+    return read_catalog_rows(FORMAT_KERNELS_CSV, FormatKernels)
+
+
+@functools.cache
+def listed_formats() -> frozenset[str]:
+    """The formats the table restricts."""
+    return frozenset(r.weights_format for r in load_format_kernels())
+
+
+@functools.cache
+def _row(weights_format: str, engine: str, accelerator_id: str) -> FormatKernels | None:
+    for r in load_format_kernels():
+        if r.weights_format == weights_format and engine in r.engines.split() and re.search(r.accelerator_pattern, accelerator_id):
+            return r
+    return None
+
+
+def format_problem(weights_format: str, engine: str, acc: Accelerator, engine_name: str | None = None) -> str | None:
+    """Why `engine` (written `engine_name`, else its id) does not run `weights_format` in that format on `acc`, in one
+    line, or None where it does (or the table does not restrict it)."""
+    if weights_format not in listed_formats() or acc.vendor in UNCHECKED_VENDORS:
+        return None
+    label, name = weights_format.upper(), engine_name or engine
+    row = _row(weights_format, engine, acc.id)
+    if row is None:
+        return f"{name} has no documented {label} kernels on {acc.name} (data/format_kernels.csv)"
+    if row.runs == "kernel":
+        return None
+    why = f": {row.note}" if row.note else ""
+    if row.runs == "dequantized":
+        return f"{name} dequantizes {label} to BF16 on {acc.name}{why}"
+    return f"{name} does not run {label} on {acc.name}{why}"
+
+
+def fp8_kv_with(weights_format: str, engine: str, acc: Accelerator) -> bool:
+    """Whether `engine` caches K and V in FP8 with `weights_format` on `acc`: the row's word where the table restricts
+    the format (False where no row runs it), True where it does not (the engine's own FP8 KV rule applies)."""
+    if weights_format not in listed_formats() or acc.vendor in UNCHECKED_VENDORS:
+        return True
+    row = _row(weights_format, engine, acc.id)
+    return row is not None and row.fp8_kv_cache

@@ -1,0 +1,222 @@
+"""Where engines run a format they need kernels for (data/format_kernels.csv: gpt-oss's MXFP4), and what the planner,
+the estimate and the launch command make of it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from core.catalog.accelerators import get_accelerator, load_accelerators
+from core.catalog.format_kernels import format_problem, fp8_kv_with, load_format_kernels
+from core.memory.engines import ENGINES
+from core.memory.estimate import estimate_memory
+from core.model.formats import FORMATS
+from core.plan import Goal, plan
+from core.plan.launch import launch_command
+from core.plan.serve import searched_formats, shipped_format
+from core.scenario import HFConfig, Scenario
+
+
+def test_every_row_names_a_format_engines_and_parts_of_the_catalogs():
+    ids = [a.id for a in load_accelerators()]
+    for r in load_format_kernels():
+        assert r.weights_format in FORMATS
+        assert set(r.engines.split()) <= set(ENGINES), r.engines
+        assert any(re.search(r.accelerator_pattern, i) for i in ids), f"{r.accelerator_pattern} matches no part"
+        assert r.runs != "kernel" or r.source.count(" ") > 5
+
+
+# The documented facts (data/format_kernels.csv's sources), one per engine and generation.
+@pytest.mark.parametrize(
+    ("engine", "part", "runs", "fp8_kv"),
+    [
+        ("vllm", "v100-32gb", False, False),  # GptOssMxfp4Config.get_min_capability() = 80; vLLM issue #22288
+        ("vllm", "t4", False, False),
+        ("vllm", "a100-sxm-80gb", True, False),  # the recipe: Ampere by default with Marlin MXFP4 MoE
+        ("vllm", "h100-sxm", True, True),  # vLLM's FP8 KV-cache post: gpt-oss-20b on H100 with --kv-cache-dtype fp8
+        ("vllm", "b200", True, True),
+        ("vllm", "mi300x", True, False),  # the recipe names MI300X / MI325X / MI355X
+        ("vllm", "rx-7900-xtx", False, False),  # RDNA3: no MXFP4 kernel (an emulation PR is open)
+        ("sglang", "v100-32gb", False, False),
+        ("sglang", "h200", True, False),  # no FP8 KV cache for gpt-oss on Hopper (SGLang #9782; PR #9783 Blackwell only)
+        ("sglang", "b200", True, True),
+        ("tensorrt-llm", "h200", True, False),  # its gpt-oss README's KV table: Hopper bf16 yes, fp8 no
+        ("tensorrt-llm", "b200", True, True),
+        ("tensorrt-llm", "a100-sxm-80gb", False, False),  # its gpt-oss guides name Hopper and Blackwell only
+        ("llama.cpp", "v100-32gb", True, False),  # GGML's MXFP4 type on CUDA, Metal, Vulkan, CPU (PR #15091)
+        ("llama.cpp", "apple-m2-max", True, False),
+        ("hf-transformers", "t4", True, False),  # Transformers' MXFP4 kernels from compute capability 7.5
+        ("mlx", "apple-m2-max", True, False),
+        ("deepspeed-mii", "h100-sxm", False, False),  # no gpt-oss support found
+    ],
+)
+def test_where_each_engine_runs_mxfp4(engine, part, runs, fp8_kv):
+    acc = get_accelerator(part)
+    assert (format_problem("mxfp4", engine, acc) is None) is runs
+    assert fp8_kv_with("mxfp4", engine, acc) is fp8_kv
+
+
+def test_transformers_dequantizes_mxfp4_where_it_has_no_kernels():
+    problem = format_problem("mxfp4", "hf-transformers", get_accelerator("v100-32gb"))
+    assert problem is not None and "dequantizes MXFP4 to BF16" in problem
+
+
+def test_formats_the_table_does_not_list_are_not_restricted():
+    for part in ("v100-32gb", "h200", "apple-m2-max"):
+        acc = get_accelerator(part)
+        assert format_problem("bf16", "tensorrt-llm", acc) is None
+        assert fp8_kv_with("awq-4bit", "vllm", acc)
+    assert format_problem("mxfp4", "vllm", get_accelerator("groq-lpu")) is None  # its own stack: not checked
+
+
+GPT_OSS_CONFIG = {
+    "model_type": "gpt_oss",
+    "hidden_size": 2880,
+    "intermediate_size": 2880,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "vocab_size": 201088,
+    "num_local_experts": 32,
+    "num_experts_per_tok": 4,
+    "max_position_embeddings": 131072,
+    "sliding_window": 128,
+    "layer_types": ["sliding_attention", "full_attention"] * 12,
+    "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn"]},
+}
+
+
+def test_the_planner_serves_a_model_in_the_format_it_ships():
+    assert shipped_format("gpt-oss-120b") == "mxfp4"
+    assert shipped_format("llama-3.1-8b") is None  # bf16: the engine's formats
+    assert shipped_format("deepseek-v3") is None  # fp8: AWQ and GPTQ copies of it are searched as before
+    assert shipped_format(HFConfig(hf_config=GPT_OSS_CONFIG)) == "mxfp4"  # a pasted config says it too
+    for hostile in ([1, 2], {"quant_method": ["mxfp4"]}, {"quant_method": "<b>mxfp4</b>"}, "mxfp4"):
+        assert shipped_format(HFConfig(hf_config={**GPT_OSS_CONFIG, "quantization_config": hostile})) is None
+    goal = Goal.model_validate({"goal": "serve", "model": "gpt-oss-20b", "requests_per_day": 20_000})
+    assert searched_formats(goal) == ("mxfp4",)
+    assert searched_formats(goal.model_copy(update={"model": "llama-3.1-8b"})) == ("bf16", "fp8", "awq-4bit", "gptq-4bit")
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm", "llama.cpp"])
+def test_every_gpt_oss_plan_runs_mxfp4_where_the_engine_has_kernels_for_it(engine):
+    r = plan(Goal.model_validate({"goal": "serve", "model": "gpt-oss-120b", "requests_per_day": 100_000, "serving_engine": engine}))
+    assert r.plans
+    for p in r.plans:
+        acc = get_accelerator(p.accelerator)
+        assert p.weights_format == "mxfp4"
+        assert format_problem("mxfp4", engine, acc) is None, p.accelerator
+        assert p.kv_cache_format != "fp8" or fp8_kv_with("mxfp4", engine, acc), p.accelerator
+    if engine == "tensorrt-llm":  # Hopper and Blackwell only; Hopper's KV cache in BF16
+        assert {p.accelerator for p in r.plans} <= {"h100-sxm", "h100-pcie", "h100-nvl", "h200", "h200-nvl", "gh200", "h20", "b200", "gb200", "b300", "gb300"}
+        assert all(p.kv_cache_format == "bf16" for p in r.plans if p.accelerator.startswith("h"))
+    if engine == "vllm":  # the T4 (compute capability 7.5): vLLM runs there, its MXFP4 kernels do not; skipped with the reason
+        assert any(s.startswith("t4: ") and "MXFP4" in s and "compute capability 8.0" in s for s in r.skipped)
+
+
+def test_before_this_table_gpt_oss_was_planned_in_formats_it_does_not_ship_in():
+    # The failure this guards against, as a check that can fail: the cheapest plan for gpt-oss-20b was a GPTQ copy
+    # on a V100, where vLLM does not run gpt-oss at all.
+    r = plan(Goal.model_validate({"goal": "serve", "model": "gpt-oss-20b", "requests_per_day": 20_000}))
+    assert r.cheapest is not None and r.cheapest.weights_format == "mxfp4"
+    assert not r.cheapest.accelerator.startswith(("v100", "t4", "quadro-rtx"))
+
+
+def test_the_estimate_says_where_the_engine_cannot_run_the_format_or_its_fp8_cache():
+    def problem(**kw):
+        return estimate_memory(Scenario.model_validate({"model": "gpt-oss-20b", "mode": "inference", "weights_format": "mxfp4", **kw})).stack_problem
+
+    said = problem(accelerator="t4", kv_cache_format="fp16")
+    assert said is not None and "vLLM does not run MXFP4 on NVIDIA T4" in said and "compute capability 8.0" in said
+    said = problem(accelerator="h200", serving_engine="tensorrt-llm", kv_cache_format="fp8")
+    assert said is not None and said.startswith("TensorRT-LLM has no FP8 KV cache with MXFP4 weights on NVIDIA H200")
+    assert problem(accelerator="h200", serving_engine="tensorrt-llm", kv_cache_format="bf16") is None
+    assert problem(accelerator="b200", serving_engine="tensorrt-llm", kv_cache_format="fp8") is None
+    said = problem(accelerator="v100-32gb", serving_engine="hf-transformers", kv_cache_format="fp16")
+    assert said is not None and "dequantizes MXFP4 to BF16" in said
+
+
+def test_launch_commands_load_the_shipped_mxfp4_checkpoint():
+    r = plan(Goal.model_validate({"goal": "serve", "model": "gpt-oss-20b", "requests_per_day": 2_000, "serving_engine": "llama.cpp"}))
+    assert r.cheapest is not None and "-m model-MXFP4.gguf" in r.cheapest.launch
+    vllm = plan(Goal.model_validate({"goal": "serve", "model": "gpt-oss-20b", "requests_per_day": 2_000})).cheapest
+    assert vllm is not None and "--quantization" not in vllm.launch and "--dtype auto" in vllm.launch  # vLLM reads quant_method
+
+
+def test_mlx_serves_the_shipped_mxfp4_checkpoint_without_converting_it():
+    sc = {"model": "gpt-oss-20b", "mode": "inference", "weights_format": "mxfp4", "serving_engine": "mlx", "accelerator": "apple-m2-max"}
+    text = launch_command(sc)
+    assert "mlx_lm.convert" not in text and "mlx_lm.server \\\n  --model openai/gpt-oss-20b" in text
+    check_text = launch_command({**sc, "weights_format": "mlx-q4", "model": "llama-3.1-8b"})
+    assert "mlx_lm.convert" in check_text  # other formats are converted to MLX's layout first, as before
+
+
+@pytest.mark.parametrize(
+    ("engine", "refused", "runs"),
+    [
+        ("vllm", ("k80", "m60", "v100-16gb"), ("t4", "a100-sxm-80gb", "mi250x")),  # compute capability 7.5 since 2026-04's wheels
+        ("sglang", ("v100-16gb", "t4", "mi250x"), ("a100-sxm-80gb", "mi300x")),  # sgl-kernel is built for sm_80 and up
+        ("tensorrt-llm", ("t4", "v100-16gb"), ("a10g", "l4")),  # its support matrix: Ampere and newer
+        ("deepspeed-mii", ("t4",), ("a100-sxm-80gb",)),
+        ("mlx", ("v100-16gb",), ("t4", "apple-m2-max")),  # MLX's CUDA backend: SM 7.5 and up
+        ("llama.cpp", ("k80",), ("m60", "v100-16gb", "t4")),  # CUDA 12 builds start at compute capability 5.0
+    ],
+)
+def test_an_engine_refuses_generations_below_its_floor_and_the_planner_says_why(engine, refused, runs):
+    from core.catalog.engine_hardware import engine_problem
+
+    for part in refused:
+        problem = engine_problem(engine, get_accelerator(part))
+        assert problem is not None and "\n" not in problem and problem.startswith(f"{engine} does not run on"), (part, problem)
+        with pytest.raises(ValueError, match=f"{re.escape(engine)} does not run on"):
+            Scenario.model_validate({"model": "llama-3.1-8b", "mode": "inference", "serving_engine": engine, "accelerator": part})
+    for part in runs:
+        assert engine_problem(engine, get_accelerator(part)) is None, part
+    r = plan(Goal.model_validate({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 20_000, "serving_engine": engine}))
+    assert not {p.accelerator for p in r.plans} & set(refused)
+    priced = {s.split(":")[0] for s in r.skipped}
+    for part in set(refused) & priced:
+        assert any(s.startswith(f"{part}: {engine} does not run on") for s in r.skipped)
+    assert "v100-16gb" not in refused or "v100-16gb" in priced  # a rentable refused part is listed with its reason
+
+
+@pytest.mark.parametrize(
+    ("cells", "problem"),
+    [
+        ("mxfp4,vllm,^(h100,kernel,true", "not a regular expression"),  # a pattern that does not compile
+        ("mxfp4,vllm,.,kernel,maybe", "fp8_kv_cache"),  # not a yes or no
+        ("mxfp4,vLLM Engine,.,kernel,true", "engine ids"),
+        ("mxfp4,vllm,.,fast,true", "runs"),
+    ],
+)
+def test_a_broken_row_is_refused_naming_the_file_and_field(tmp_path, monkeypatch, cells, problem):
+    import core.catalog.format_kernels as fk
+    from core.catalog.accelerators import CatalogError
+
+    bad = tmp_path / "format_kernels.csv"
+    bad.write_text(f"weights_format,engines,accelerator_pattern,runs,fp8_kv_cache,source,as_of\n{cells},a source of ten words or so,2026-11-27\n")
+    monkeypatch.setattr(fk, "FORMAT_KERNELS_CSV", bad)
+    fk.load_format_kernels.cache_clear()
+    try:
+        with pytest.raises(CatalogError, match=r"format_kernels\.csv") as exc:
+            fk.load_format_kernels()
+        assert problem in str(exc.value), str(exc.value)
+    finally:
+        fk.load_format_kernels.cache_clear()
+
+
+def test_an_engine_floor_needs_its_reason_and_source(tmp_path, monkeypatch):
+    import core.catalog.engine_hardware as eh
+    from core.catalog.accelerators import CatalogError
+
+    bad = tmp_path / "engine_hardware.csv"
+    bad.write_text("engine,vendors,as_of,source,refused_pattern\nvllm,nvidia,2026-11,a source of ten words or so,^v100-\n")
+    monkeypatch.setattr(eh, "ENGINE_HARDWARE_CSV", bad)
+    eh.load_engine_hardware.cache_clear()
+    try:
+        with pytest.raises(CatalogError, match="refused_why and refused_source"):
+            eh.load_engine_hardware()
+    finally:
+        eh.load_engine_hardware.cache_clear()
