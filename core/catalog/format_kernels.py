@@ -1,14 +1,14 @@
 """Where a serving engine has kernels for a weight format, per part (data/format_kernels.csv, one sourced row each).
 
-A format listed there (MXFP4, the format gpt-oss ships its experts in) runs only where a row says so: the first row
-whose format and engine match and whose `accelerator_pattern` matches the part's id decides. `kernel`: the engine
-keeps the weights in the format and multiplies them there (or dequantizes them tile by tile inside its kernels);
-`dequantized`: it converts them to BF16 as it loads (Transformers without its MXFP4 kernels), so the weights take 16
-bits; `unsupported`: the engine refuses the checkpoint there. A part no row matches is not documented to run it.
-Each row also says whether the engine caches K and V in FP8 with that format there (gpt-oss's attention sinks: an FP8
-KV cache on Blackwell, but not in TensorRT-LLM's or SGLang's Hopper kernels).
+A (format, engine) pair the table lists runs only where a row says so: the first row whose format and engine match
+and whose `accelerator_pattern` matches the part's id decides. `kernel`: the engine keeps the weights in the format
+and multiplies them there (or dequantizes them tile by tile inside its kernels); `dequantized`: it converts them to
+BF16 as it loads (Transformers without its MXFP4 kernels), so the weights take 16 bits; `unsupported`: the engine
+refuses the checkpoint there. A part no row of a listed pair matches is not documented to run it. Each row also says
+whether the engine caches K and V in FP8 with that format there (gpt-oss's attention sinks: an FP8 KV cache on
+Blackwell, but not in TensorRT-LLM's or SGLang's Hopper kernels).
 
-Formats the table does not list are not restricted by it (core/model/kernels.py keeps vLLM's AWQ / GPTQ table).
+Pairs the table does not list are not restricted by it (core/model/kernels.py keeps vLLM's AWQ / GPTQ table).
 Hardware of one's own and Groq's and Cerebras' chips are not checked (core/catalog/engine_hardware.py)."""
 
 from __future__ import annotations
@@ -47,9 +47,12 @@ def load_format_kernels() -> tuple[FormatKernels, ...]:
 
 
 @functools.cache
-def listed_formats() -> frozenset[str]:
-    """The formats the table restricts."""
-    return frozenset(r.weights_format for r in load_format_kernels())
+def _listed_pairs() -> frozenset[tuple[str, str]]:
+    return frozenset((r.weights_format, e) for r in load_format_kernels() for e in r.engines.split())
+
+
+def _restricted(weights_format: str, engine: str, acc: Accelerator) -> bool:
+    return (weights_format, engine) in _listed_pairs() and acc.vendor not in UNCHECKED_VENDORS
 
 
 @functools.cache
@@ -63,7 +66,7 @@ def _row(weights_format: str, engine: str, accelerator_id: str) -> FormatKernels
 def format_problem(weights_format: str, engine: str, acc: Accelerator, engine_name: str | None = None) -> str | None:
     """Why `engine` (written `engine_name`, else its id) does not run `weights_format` in that format on `acc`, in one
     line, or None where it does (or the table does not restrict it)."""
-    if weights_format not in listed_formats() or acc.vendor in UNCHECKED_VENDORS:
+    if not _restricted(weights_format, engine, acc):
         return None
     label, name = weights_format.upper(), engine_name or engine
     row = _row(weights_format, engine, acc.id)
@@ -79,8 +82,8 @@ def format_problem(weights_format: str, engine: str, acc: Accelerator, engine_na
 
 def fp8_kv_with(weights_format: str, engine: str, acc: Accelerator) -> bool:
     """Whether `engine` caches K and V in FP8 with `weights_format` on `acc`: the row's word where the table restricts
-    the format (False where no row runs it), True where it does not (the engine's own FP8 KV rule applies)."""
-    if weights_format not in listed_formats() or acc.vendor in UNCHECKED_VENDORS:
+    the pair (False where no row runs it), True where it does not (the engine's own FP8 KV rule applies)."""
+    if not _restricted(weights_format, engine, acc):
         return True
     row = _row(weights_format, engine, acc.id)
     return row is not None and row.fp8_kv_cache

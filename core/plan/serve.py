@@ -16,13 +16,14 @@ import numpy as np
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.engine_hardware import engine_problem
 from core.catalog.expert_parallel import supports_expert_parallel
-from core.catalog.format_kernels import format_problem, fp8_kv_with, listed_formats
+from core.catalog.format_kernels import format_problem, fp8_kv_with
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
 from core.layout import Layout
 from core.memory.engines import SINGLE_DEVICE_ENGINES
 from core.memory.estimate import fit_capacity
+from core.model.formats import FORMATS
 from core.model.kernels import four_bit_format
 from core.money.serving import (
     FP8_KV_ENGINES,
@@ -49,18 +50,23 @@ DEFAULT_FORMATS = ("bf16", "fp8", "awq-4bit", "gptq-4bit")  # one 4-bit format p
 FOUR_BIT = ("awq-4bit", "gptq-4bit")
 
 
+# config.json quantization_config.quant_method values (Transformers' quantizers) -> this project's weight formats
+HF_QUANT_METHODS = {"mxfp4": "mxfp4", "fp8": "fp8"}
+
+
 def shipped_format(model: Any) -> str | None:
-    """The quantized format a model's makers ship it in, where data/format_kernels.csv says which engines run it
-    (MXFP4: gpt-oss): a preset's published format, or a pasted config's quantization_config.quant_method. None for
-    16-bit and FP8 releases, whose AWQ, GPTQ and FP8 copies the planner's formats stand for."""
+    """The 4-bit-class format a model's makers ship it in (MXFP4: gpt-oss): a preset's published format, or a pasted
+    config's quantization_config.quant_method. None for 16-bit and FP8 releases, whose AWQ, GPTQ, FP8 and GGUF copies
+    the engines' formats stand for (DeepSeek-V3's FP8 release has AWQ and GGUF copies)."""
     if isinstance(model, str):
         from core.catalog.presets import preset
 
         fmt: Any = preset(model).published_format
     else:
         quant = getattr(model, "hf_config", {}).get("quantization_config")
-        fmt = quant.get("quant_method") if isinstance(quant, dict) else None
-    return fmt if isinstance(fmt, str) and fmt in listed_formats() else None
+        method = quant.get("quant_method") if isinstance(quant, dict) else None
+        fmt = HF_QUANT_METHODS.get(method) if isinstance(method, str) else None
+    return fmt if fmt in FORMATS and FORMATS[fmt].linear_bits < 8 else None
 
 
 def searched_formats(goal: Goal) -> tuple[str, ...]:

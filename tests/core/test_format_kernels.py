@@ -93,7 +93,7 @@ def test_the_planner_serves_a_model_in_the_format_it_ships():
     assert shipped_format("llama-3.1-8b") is None  # bf16: the engine's formats
     assert shipped_format("deepseek-v3") is None  # fp8: AWQ and GPTQ copies of it are searched as before
     assert shipped_format(HFConfig(hf_config=GPT_OSS_CONFIG)) == "mxfp4"  # a pasted config says it too
-    for hostile in ([1, 2], {"quant_method": ["mxfp4"]}, {"quant_method": "<b>mxfp4</b>"}, "mxfp4"):
+    for hostile in ([1, 2], {"quant_method": ["mxfp4"]}, {"quant_method": "<b>mxfp4</b>"}, "mxfp4", {"quant_method": "gguf-q2_k"}, {"quant_method": "fp8"}):
         assert shipped_format(HFConfig(hf_config={**GPT_OSS_CONFIG, "quantization_config": hostile})) is None
     goal = Goal.model_validate({"goal": "serve", "model": "gpt-oss-20b", "requests_per_day": 20_000})
     assert searched_formats(goal) == ("mxfp4",)
@@ -220,3 +220,17 @@ def test_an_engine_floor_needs_its_reason_and_source(tmp_path, monkeypatch):
             eh.load_engine_hardware()
     finally:
         eh.load_engine_hardware.cache_clear()
+
+
+def test_deepspeed_mii_serves_16_bit_weights_only():
+    """MII's only quantization is FP6 weights (mii/config.py: quantization_mode 'wf6af16'): it loads no AWQ, GPTQ or FP8
+    checkpoint. Its plans put 4-bit AWQ on an RTX A4000 before this row; now they are 16-bit, and the estimate says so
+    where the sidebar asks it for a quantized format. Other engines keep those formats (the pair is MII's only)."""
+    r = plan(Goal.model_validate({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 20_000, "serving_engine": "deepspeed-mii"}))
+    assert r.plans and {p.weights_format for p in r.plans} <= {"bf16", "fp16"}
+    sc = Scenario.model_validate({"model": "llama-3.1-8b", "mode": "inference", "weights_format": "awq-4bit", "serving_engine": "deepspeed-mii"})
+    said = estimate_memory(sc).stack_problem
+    assert said is not None and said.startswith("DeepSpeed-MII") and "wf6af16" in said, said
+    assert format_problem("awq-4bit", "vllm", get_accelerator("h100-sxm")) is None
+    vllm = plan(Goal.model_validate({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 20_000}))
+    assert any(p.weights_format == "awq-4bit" for p in vllm.plans)
