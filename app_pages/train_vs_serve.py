@@ -12,6 +12,7 @@ from app_pages.shared.text import hours_text, md, metric, plain
 from app_pages.shared.train_serve_views import bills_figure, cumulative_figure, own_vs_rent_figure
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
+from core.catalog.engine_hardware import engine_problem
 from core.money.blocks import TrainingEstimate
 from core.money.buy_rent import buy_vs_rent
 from core.money.serving import train_vs_serve
@@ -45,10 +46,13 @@ def bills() -> int:
     """The training bill next to the serving bill; returns the training layout's device count (0 when unpriced)."""
     st.subheader("One-off training bill vs monthly serving bill")
     training = cached_estimate(train_sc.model_dump_json(), *PRICES).training
-    if serve_sc is None:  # the sidebar's serving engine does not run on this part: the training bill alone, and why
+    if serve_sc is None:  # the same setup cannot be served (its engine does not run on this part...): the training bill alone, and why
         if training is not None and training.run_usd is not None:
             training_metric(st.columns(4)[0], training)
-        st.warning(md("No serving bill: {why} (the sidebar's *Serving engine*).", why=(err2 or "").removeprefix("scenario: ")))
+        why = (err2 or "").removeprefix("scenario: ")
+        engine = engine_problem(sc.serving_engine, acc)  # the engine refuses the part: another engine may serve it
+        where = " (the sidebar's *Serving engine*)" if engine is not None and "; on it: " in engine else ""
+        st.warning(md("No serving bill: {why}", why=why) + where + ".")
         return training.devices if training is not None else 1
     traffic, months = traffic_and_targets("months")
     if traffic is None:

@@ -120,29 +120,36 @@ def priced() -> tuple[str, Any]:
 
 def shipped_format_note(sc: Scenario, units: Units) -> None:
     """Where the model ships quantized (gpt-oss: MXFP4 experts) and the sidebar serves it in another format, the one
-    caption that says so: gpt-oss-120b in BF16 needs four times its experts' memory, a setup nobody serves."""
+    caption that says so: gpt-oss-120b in BF16 needs four times its experts' memory, a setup nobody serves. Where the
+    sidebar's engine has no kernels for the shipped format on its part, the caption says that instead of offering it."""
+    from core.catalog.accelerators import get_accelerator
+    from core.catalog.format_kernels import format_problem
+    from core.memory.engines import ENGINES
     from core.model.formats import FORMATS, weight_bytes
     from core.plan.serve import shipped_format
 
     shipped = shipped_format(sc.model)
     if sc.mode != "inference" or shipped is None or sc.weights_format == shipped:
         return
-    arch = sc.architecture
-    st.caption(
-        md(
-            "{model} ships in {fmt} ({size} of weights); the weights here are {label} ({here}). Choose **{fmt}** under "
-            "*Weight format* to see it as it ships, as the Plan page serves it.",
-            model=arch.name,
-            fmt=FORMATS[shipped].label,
-            size=units(weight_bytes(arch, FORMATS[shipped])),
-            label=FORMATS[sc.weights_format].label,
-            here=units(weight_bytes(arch, FORMATS[sc.weights_format])),
-        )
+    arch, fmt = sc.architecture, FORMATS[shipped]
+    said = md(
+        "{model} ships in {fmt} ({size} of weights); the weights here are {label} ({here}).",
+        model=arch.name,
+        fmt=fmt.label,
+        size=units(weight_bytes(arch, fmt)),
+        label=FORMATS[sc.weights_format].label,
+        here=units(weight_bytes(arch, FORMATS[sc.weights_format])),
     )
+    problem = format_problem(shipped, sc.serving_engine, get_accelerator(sc.accelerator), ENGINES[sc.serving_engine].label)
+    if problem is None:
+        said += md(" Choose **{fmt}** under *Weight format* to see it as it ships.", fmt=fmt.label)
+    else:
+        said += md(" {problem}: the Plan page serves it where an engine does.", problem=problem)
+    st.caption(said)
 
 
 def stack_problem_warning(problem: str | None) -> None:
     """The one line saying the sidebar asks for what its training stack or part does not run (the estimate's
     `stack_problem`, data/stack_layouts.csv); the page's figures below stay the scenario's."""
     if problem:
-        st.warning(plain(problem) + ": the figures below are for the setup as set.", icon=":material/warning:")
+        st.warning(plain(problem) + ". The figures below are for the setup as set.", icon=":material/warning:")

@@ -68,7 +68,7 @@ def format_problem(weights_format: str, engine: str, acc: Accelerator, engine_na
     line, or None where it does (or the table does not restrict it)."""
     if not _restricted(weights_format, engine, acc):
         return None
-    label, name = weights_format.upper(), engine_name or engine
+    label, name = _format_name(weights_format), engine_name or engine
     row = _row(weights_format, engine, acc.id)
     if row is None:
         return f"{name} has no documented {label} kernels on {acc.name} (data/format_kernels.csv)"
@@ -78,6 +78,24 @@ def format_problem(weights_format: str, engine: str, acc: Accelerator, engine_na
     if row.runs == "dequantized":
         return f"{name} dequantizes {label} to BF16 on {acc.name}{why}"
     return f"{name} does not run {label} on {acc.name}{why}"
+
+
+def kernels_problem(weights_format: str, kv_cache_format: str, engine: str, acc: Accelerator, engine_name: str | None = None) -> str | None:
+    """Why `engine` cannot run these weights, or their KV cache in FP8, on `acc` (one line), or None: the estimate's
+    warning, the serving table's and the planner's rule."""
+    if (problem := format_problem(weights_format, engine, acc, engine_name)) is not None:
+        return problem
+    if kv_cache_format == "fp8" and not fp8_kv_with(weights_format, engine, acc):
+        name = engine_name or engine
+        return f"{name} has no FP8 KV cache with {_format_name(weights_format)} weights on {acc.name} (data/format_kernels.csv): it caches K and V in 16 bits"
+    return None
+
+
+def _format_name(weights_format: str) -> str:
+    from core.model.formats import FORMATS
+
+    fmt = FORMATS.get(weights_format)
+    return fmt.name if fmt is not None else weights_format
 
 
 def fp8_kv_with(weights_format: str, engine: str, acc: Accelerator) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from core.catalog.accelerators import get_accelerator
-from core.catalog.format_kernels import format_problem, fp8_kv_with
+from core.catalog.format_kernels import kernels_problem
 from core.catalog.stack_layouts import base_problem, layout_problem, part_problem
 from core.catalog.wired_limit import raise_limit_advice, wired_limit_text
 from core.layout import Layout
@@ -547,12 +547,7 @@ def _problem(sc: Scenario) -> str | None:
 
 
 def _serving_problem(sc: Scenario) -> str | None:
-    acc, engine = get_accelerator(sc.accelerator), ENGINES[sc.serving_engine].label
-    if (problem := format_problem(sc.weights_format, sc.serving_engine, acc, engine)) is not None:
-        return problem
-    if sc.kv_cache_format == "fp8" and not fp8_kv_with(sc.weights_format, sc.serving_engine, acc):
-        return f"{engine} has no FP8 KV cache with {sc.weights_format.upper()} weights on {acc.name} (data/format_kernels.csv): it caches K and V in 16 bits"
-    return None
+    return kernels_problem(sc.weights_format, sc.kv_cache_format, sc.serving_engine, get_accelerator(sc.accelerator), ENGINES[sc.serving_engine].label)
 
 
 def _fix(sc: Scenario, changes: tuple[str | Text, ...], update: dict[str, Any], capacity: float, own_problem: str | None) -> Fix | None:

@@ -71,6 +71,11 @@ class WeightFormat(NamedTuple):
     experts_only: bool = False  # only routed-expert weights are quantized; the rest stays 16-bit (gpt-oss MXFP4)
     engines: tuple[str, ...] = ()  # the serving engines (core/memory/engines.py) with kernels for it; () = any
     kernels: str = ""  # which kernels run it, where that is narrower than "any engine"
+    short: str = ""  # its name in a sentence, where the label's is long ("MXFP4"); default: the label before " ("
+
+    @property
+    def name(self) -> str:
+        return self.short or self.label.split(" (")[0]
 
     @property
     def is_quantized(self) -> bool:
@@ -185,6 +190,7 @@ FORMATS: dict[str, WeightFormat] = {
             _BF16,
             experts_only=True,
             source="OCP Microscaling Formats (MX) Specification v1.0; OpenAI gpt-oss model card (2025)",
+            short="MXFP4",
         ),
         *(
             WeightFormat(

@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import get_accelerator, load_accelerators
 from core.catalog.ecosystem import EcosystemEntry, ecosystem_for, platform_of
+from core.catalog.engine_hardware import engine_problem
+from core.catalog.format_kernels import kernels_problem
 from core.catalog.prices import PriceRow
 from core.layout import Layout
 from core.memory.components import part_memory_key
@@ -56,12 +58,18 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
     acc = get_accelerator(aid)
     sc_a = sc if sc.accelerator == aid else sc.model_copy(update={"accelerator": aid})
     res, training, inf = estimate_blocks(sc_a, ev, light=True)
+    # serving figures only where the engine runs there, with kernels for the weights (the sidebar refuses the rest)
+    cannot = None if sc.mode == "training" else engine_problem(sc.serving_engine, acc) or kernels_problem(sc.weights_format, sc.kv_cache_format, sc.serving_engine, acc)
+    if cannot is not None:
+        inf = None
     tp = inf.tensor_parallel if inf is not None else (res.layout_needed.tensor_parallel if res.layout_needed else 1)
     # cheapest per-device price among instances that hold the tensor-parallel group
     pick = rows_for if sc.mode == "training" else serving_rows_for  # serving: not on Colab's notebooks
     per_device = min((r.on_demand_usd_per_device_hour for r in pick(aid, rows, tp)), default=None)
     peak = peak_tflops(acc, sc.precision) if sc.mode == "training" else inference_peak_tflops(acc, sc.weights_format)
     notes: list[str] = [] if not peak.flagged else [peak.basis]
+    if cannot is not None:
+        notes.append(cannot)
     devices = res.devices_needed
     out_per_dev = usd_mtok = ttft = decode = None
     if inf is not None and res.devices_needed is not None:

@@ -31,6 +31,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.catalog.accelerators import Accelerator, get_accelerator
+from core.catalog.format_kernels import kernels_problem
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import spans_nodes
@@ -409,13 +410,16 @@ def serving_options(
     sc: Scenario, traffic: Traffic, rows: tuple[PriceRow, ...] | None = None, *, accelerator_ids: Iterable[str] | None = None, max_utilisation: float = 1.0
 ) -> tuple[ServingPlan, ...]:
     """A plan per price row of each priced accelerator (or the ones named), cheapest per month first; accelerators
-    the request does not fit, or whose rows cannot be rented as many times as the fleet needs, are left out."""
+    the engine does not run on or has no kernels on for the scenario's weights (data/engine_hardware.csv,
+    data/format_kernels.csv), that the request does not fit, or whose rows cannot be rented as many times as the fleet
+    needs, are left out."""
     _check_utilisation(max_utilisation)
     pool = billable_prices(rows)
     ids = list(dict.fromkeys(r.accelerator_id for r in pool)) if accelerator_ids is None else list(accelerator_ids)
     plans: list[ServingPlan] = []
     for aid in ids:
-        get_accelerator(aid)
+        if kernels_problem(sc.weights_format, sc.kv_cache_format, sc.serving_engine, get_accelerator(aid)) is not None:
+            continue  # the engine has no kernels there for these weights or their FP8 cache (data/format_kernels.csv)
         try:
             req, cap = _replica(sc if sc.accelerator == aid else sc.model_copy(update={"accelerator": aid}), traffic)
         except ValueError:

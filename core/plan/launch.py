@@ -367,7 +367,10 @@ def _trtllm(p: _Facts) -> list[str]:
 def _llama_cpp(p: _Facts) -> list[str]:
     quant = p.weights_format.removeprefix("gguf-").upper() if p.weights_format.startswith("gguf-") else _GGUF_TYPE.get(p.weights_format, "F16")
     gguf = f"model-{quant}.gguf"
-    out = [_comment(f"a GGUF file of {p.model} at {quant} (a published GGUF, or convert_hf_to_gguf.py then llama-quantize)")]
+    if quant == "MXFP4":  # convert_hf_to_gguf.py writes gpt-oss's experts in MXFP4 itself; llama-quantize would re-quantize them
+        out = [_comment(f"a GGUF file of {p.model} with its experts in MXFP4 (a published GGUF, or convert_hf_to_gguf.py alone)")]
+    else:
+        out = [_comment(f"a GGUF file of {p.model} at {quant} (a published GGUF, or convert_hf_to_gguf.py then llama-quantize)")]
     out.append(_comment(f"-np {p.micro_batch} slots share one -c context: {p.micro_batch} x {p.seq_len:,} tokens"))
     args: list[tuple[str, Any] | str] = [
         ("-m", gguf),

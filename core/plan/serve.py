@@ -62,11 +62,16 @@ def shipped_format(model: Any) -> str | None:
         from core.catalog.presets import preset
 
         fmt: Any = preset(model).published_format
+        arch = preset(model).architecture
     else:
         quant = getattr(model, "hf_config", {}).get("quantization_config")
         method = quant.get("quant_method") if isinstance(quant, dict) else None
         fmt = HF_QUANT_METHODS.get(method) if isinstance(method, str) else None
-    return fmt if fmt in FORMATS and FORMATS[fmt].linear_bits < 8 else None
+        arch = model.architecture
+    if fmt not in FORMATS or FORMATS[fmt].linear_bits >= 8:
+        return None
+    # an experts-only format on a dense model quantizes nothing: its engines' own formats stand
+    return None if FORMATS[fmt].experts_only and not arch.is_moe else fmt
 
 
 def searched_formats(goal: Goal) -> tuple[str, ...]:

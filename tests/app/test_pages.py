@@ -143,7 +143,12 @@ def test_train_vs_serve_keeps_the_training_bill_where_the_serving_engine_cannot_
     assert metric(at, "Training run (one-off)") == f"${training.run_usd:,.0f}"
     said = [w.value.replace("\\", "") for w in at.warning if w.value.startswith("No serving bill")]
     assert len(said) == 1 and "vllm does not run on NVIDIA V100" in said[0] and "llama.cpp" in said[0], said
+    assert "Serving engine" in said[0]  # another engine serves there: the sidebar's input to change
     assert not any(m.label == "Serving (per month)" for m in at.metric)
+    k80 = run_app("train_vs_serve", params={"model": "llama-3.2-1b", "mode": "training", "acc": "k80"})
+    no_exception(k80)
+    said = [w.value.replace("\\", "") for w in k80.warning if w.value.startswith("No serving bill")]
+    assert len(said) == 1 and "Serving engine" not in said[0], said  # no engine runs on a K80: nothing to switch to
 
 
 def test_buy_vs_rent_with_typed_price():

@@ -22,7 +22,7 @@ def test_the_page_says_what_the_stack_does_not_run(page, link, words):
     at = open_link(page, {"model": "llama-3.2-1b", **link})
     no_exception(at)
     said = [w.value.replace("\\", "") for w in at.warning if words in w.value.replace("\\", "")]
-    assert len(said) == 1 and "the figures below are for the setup as set" in said[0]
+    assert len(said) == 1 and "The figures below are for the setup as set" in said[0]
 
 
 def test_a_runnable_setup_says_nothing_and_the_cli_says_it(tmp_path):
@@ -47,7 +47,7 @@ def test_the_page_says_what_the_serving_engine_does_not_run(page, link, words):
     at = open_link(page, {"model": "gpt-oss-20b", "mode": "inference", "fmt": "mxfp4", **link})
     no_exception(at)
     said = [w.value.replace("\\", "") for w in at.warning if words in w.value.replace("\\", "")]
-    assert len(said) == 1 and "the figures below are for the setup as set" in said[0], [w.value for w in at.warning]
+    assert len(said) == 1 and "The figures below are for the setup as set" in said[0], [w.value for w in at.warning]
     quiet = open_link(page, {"model": "gpt-oss-20b", "mode": "inference", "fmt": "mxfp4", "acc": "h200", "engine": link["engine"]})
     assert not [w for w in quiet.warning if "figures below are for the setup as set" in w.value]
 

@@ -9,6 +9,8 @@ import pytest
 
 from core.catalog.accelerators import get_accelerator, load_accelerators
 from core.catalog.format_kernels import format_problem, fp8_kv_with, load_format_kernels
+from core.catalog.price_trust import billable_prices
+from core.catalog.providers import can_serve
 from core.memory.engines import ENGINES
 from core.memory.estimate import estimate_memory
 from core.model.formats import FORMATS
@@ -176,10 +178,11 @@ def test_an_engine_refuses_generations_below_its_floor_and_the_planner_says_why(
         assert engine_problem(engine, get_accelerator(part)) is None, part
     r = plan(Goal.model_validate({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 20_000, "serving_engine": engine}))
     assert not {p.accelerator for p in r.plans} & set(refused)
-    priced = {s.split(":")[0] for s in r.skipped}
+    # every refused part the price list rents to serving endpoints is listed as skipped, with its reason
+    priced = {row.accelerator_id for row in billable_prices(None) if can_serve(row.provider)}
+    assert set(refused) & priced, f"{engine}: none of {refused} is priced, so nothing here is checked"
     for part in set(refused) & priced:
-        assert any(s.startswith(f"{part}: {engine} does not run on") for s in r.skipped)
-    assert "v100-16gb" not in refused or "v100-16gb" in priced  # a rentable refused part is listed with its reason
+        assert any(s.startswith(f"{part}: {engine} does not run on") for s in r.skipped), part
 
 
 @pytest.mark.parametrize(
@@ -234,3 +237,41 @@ def test_deepspeed_mii_serves_16_bit_weights_only():
     assert format_problem("awq-4bit", "vllm", get_accelerator("h100-sxm")) is None
     vllm = plan(Goal.model_validate({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 20_000}))
     assert any(p.weights_format == "awq-4bit" for p in vllm.plans)
+
+
+def test_the_serving_table_and_the_comparison_leave_out_parts_the_engine_cannot_serve_on():
+    """The Inference page's table of every priced accelerator ranked a Quadro RTX 8000 cheapest for gpt-oss-20b in
+    MXFP4 under vLLM, then a T4 and TPUs, parts the planner skips; the comparison table gave vLLM's figures on a K80."""
+    from core.money.compare import compare_accelerators
+    from core.money.serving import Traffic, serving_options
+
+    sc = Scenario.model_validate({"model": "gpt-oss-20b", "mode": "inference", "weights_format": "mxfp4", "accelerator": "h100-sxm"})
+    traffic = Traffic(requests_per_day=20_000, input_tokens_per_request=1000, output_tokens_per_request=300)
+    plans = serving_options(sc, traffic)
+    assert plans
+    for p in plans:
+        acc = get_accelerator(p.accelerator_id)
+        assert format_problem("mxfp4", "vllm", acc) is None and not p.accelerator_id.startswith(("t4", "quadro", "tpu", "v100")), p.accelerator_id
+    rows = {r.accelerator_id: r for r in compare_accelerators(sc, ["h100-sxm", "t4", "k80"])}
+    assert rows["h100-sxm"].decode_tokens_per_s is not None and not any("does not run" in n for n in rows["h100-sxm"].notes)
+    for part, words in (("t4", "vllm does not run MXFP4 on NVIDIA T4"), ("k80", "vllm does not run on NVIDIA Tesla K80")):
+        row = rows[part]
+        assert row.decode_tokens_per_s is None and row.usd_per_million_tokens is None
+        assert any(n.startswith(words) for n in row.notes), row.notes
+
+
+def test_a_dense_config_that_says_mxfp4_keeps_the_engines_formats():
+    """MXFP4 here quantizes routed experts only: a dense model's config saying quant_method mxfp4 has nothing in it, so
+    the planner keeps the engine's formats rather than serving the 16-bit size as 'MXFP4'."""
+    llama = {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "max_position_embeddings": 131072,
+        "quantization_config": {"quant_method": "mxfp4"},
+    }
+    assert shipped_format(HFConfig(hf_config=llama)) is None

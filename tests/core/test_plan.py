@@ -238,6 +238,12 @@ def test_serving_plans_only_use_4_bit_kernels_the_part_has():
         assert fmt == ("gptq-4bit" if acc_id in ("v100-16gb", "v100-32gb") else "awq-4bit"), (acc_id, fmt)
     assert not any(a.startswith("v100") for a, _ in four_bit)
     assert four_bit_format(get_accelerator("v100-32gb")) == "gptq-4bit" and four_bit_format(get_accelerator("t4")) == "awq-4bit"
+    # the Volta rule in the planner: Transformers still runs on a V100, whose 4-bit plans are GPTQ
+    slow = {"tokens_per_s_per_user": 2, "ttft_s": 30}  # eager Transformers: targets its single requests meet
+    hf, _, _ = plan_serving(Goal.model_validate({**SERVE_8B, **slow, "serving_engine": "hf-transformers", "accelerators": ["v100-32gb", "t4"]}))
+    hf_four_bit = {(o.accelerator.id, o.weights_format) for o in hf if o.weights_format in ("awq-4bit", "gptq-4bit")}
+    assert ("v100-32gb", "gptq-4bit") in hf_four_bit and ("t4", "awq-4bit") in hf_four_bit
+    assert not {("v100-32gb", "awq-4bit"), ("t4", "gptq-4bit")} & hf_four_bit
 
 
 PRETRAIN_8B = Goal(goal="pretrain", model="llama-3.1-8b", tokens=1e12, seq_len=4096)
@@ -297,12 +303,12 @@ def test_the_serve_search_tries_an_fp8_kv_cache_and_every_batch_where_the_part_h
     from core.plan.serve import serving_scenario, traffic_of
     from core.speed.load import load_curve
 
-    parts = ["h100-sxm", "a100-sxm-80gb", "v100-32gb", "l40s"]
+    parts = ["h100-sxm", "a100-sxm-80gb", "l40s"]
     goal = Goal.model_validate({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 2_000_000, "accelerators": parts})
     options, _, _ = plan_serving(goal)
     kv = {(o.accelerator.id, o.kv_cache_format) for o in options}
-    assert ("h100-sxm", "fp8") in kv and ("l40s", "fp8") in kv
-    assert not {a for a, k in kv if k == "fp8"} & {"a100-sxm-80gb", "v100-32gb"}
+    assert ("h100-sxm", "fp8") in kv and ("l40s", "fp8") in kv and ("a100-sxm-80gb", "bf16") in kv
+    assert not {a for a, k in kv if k == "fp8"} & {"a100-sxm-80gb"}
     best = plan(goal).cheapest
     assert best is not None and best.scenario["kv_cache_format"] == "fp8"
     powers = {2**i for i in range(12)}
