@@ -303,6 +303,23 @@ def _ep_comment(p: _Facts) -> list[str]:
     ]
 
 
+# vLLM's FP8 KV cache on its platform plugins: Gaudi's accepts only "fp8_inc" (vllm-project/vllm-gaudi
+# vllm_gaudi/platform.py is_kv_cache_dtype_supported, snapshot 2026-08-21); elsewhere "fp8"
+VLLM_FP8_KV = {"intel": "fp8_inc"}
+# AWS Neuron: the 2026 vLLM Neuron plugin (Trn2 / Trn3) reads FP8 from the checkpoint and refuses --quantization; on
+# Trn1 / Inf2 the NxD Inference backend takes FP8 weights and an FP8 KV cache from override_neuron_config, not from
+# vLLM's flags (aws-neuron-sdk vllm-neuron features guide, 2026-06; NxD Inference feature guide and vLLM user guide)
+NXD_NEURON_PARTS = frozenset({"trainium", "inferentia2"})
+NEURON_FP8_NOTE = (
+    "Neuron: FP8 comes from the checkpoint, not --quantization: a ModelOpt static FP8 checkpoint of the model (Llama 3 "
+    "is documented), its KV-cache scales read with --kv-cache-dtype fp8"
+)
+NXD_FP8_NOTE = (
+    "Neuron (Trn1 / Inf2, NxD Inference): FP8 is set in override_neuron_config, not with vLLM's flags: quantized true, "
+    "quantization_dtype f8e4m3 (and XLA_HANDLE_SPECIAL_SCALAR=1) for the weights, kv_cache_quant true for the KV cache"
+)
+
+
 def _vllm(p: _Facts) -> list[str]:
     if p.expert_parallel:
         # EP size = TP x DP (vLLM's Expert Parallel Deployment): attention data-parallel over the replica's GPUs
@@ -310,15 +327,22 @@ def _vllm(p: _Facts) -> list[str]:
         layout: list[tuple[str, Any] | str] = [("--tensor-parallel-size", 1), (dp, p.tensor_parallel), ep, eplb, *a2a]
     else:
         layout = [("--tensor-parallel-size", p.tensor_parallel)]
+    neuron_nxd = p.vendor == "aws" and p.accelerator is not None and p.accelerator.id in NXD_NEURON_PARTS
+    kv = "auto" if p.kv_cache_format != "fp8" or neuron_nxd else VLLM_FP8_KV.get(p.vendor, "fp8")
     args: list[tuple[str, Any] | str] = [
         *layout,
         ("--max-num-seqs", p.engine_batch),
         ("--max-model-len", p.seq_len),
         ("--gpu-memory-utilization", GPU_MEMORY_FRACTION),
-        ("--kv-cache-dtype", "fp8" if p.kv_cache_format == "fp8" else "auto"),
+        ("--kv-cache-dtype", kv),
     ]
-    args += _weights_flag(p)
-    return [*(_ep_comment(p) if p.expert_parallel else []), _command(["vllm", "serve", _q(p.model)], args)]
+    notes = []
+    weights = _weights_flag(p)
+    if p.vendor == "aws" and "fp8" in (p.weights_format, p.kv_cache_format):
+        weights = [w for w in weights if w[0] != "--quantization"]
+        notes.append(_comment(NXD_FP8_NOTE if neuron_nxd else NEURON_FP8_NOTE))
+    args += weights
+    return [*(_ep_comment(p) if p.expert_parallel else []), *notes, _command(["vllm", "serve", _q(p.model)], args)]
 
 
 def _sglang(p: _Facts) -> list[str]:

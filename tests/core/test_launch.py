@@ -853,3 +853,21 @@ def test_torchtune_offload_on_one_gpu_runs_the_distributed_recipe():
     run = next(c for c in commands if c[:2] == ["tune", "run"])
     assert "full_finetune_distributed" in run and run[run.index("--nproc_per_node") + 1] == "1"
     assert settings(text)["fsdp_cpu_offload"] == "True"
+
+
+@pytest.mark.parametrize(
+    ("part", "weights", "kv", "kv_value", "quantization", "note"),
+    [
+        ("h100-sxm", "fp8", "fp8", "fp8", True, None),
+        ("gaudi3", "bf16", "fp8", "fp8_inc", False, None),  # vllm-gaudi accepts only fp8_inc (platform.py)
+        ("trainium2", "fp8", "fp8", "fp8", False, "ModelOpt static FP8 checkpoint"),  # the 2026 Neuron plugin refuses --quantization
+        ("trainium", "fp8", "fp8", "auto", False, "override_neuron_config"),  # Trn1 / Inf2: NxD Inference's own config
+    ],
+)
+def test_vllm_fp8_on_platform_plugins_uses_their_own_spelling(part, weights, kv, kv_value, quantization, note):
+    sc = {"model": "llama-3.1-8b", "mode": "inference", "weights_format": weights, "kv_cache_format": kv, "accelerator": part, "serving_engine": "vllm"}
+    text = launch_command(sc)
+    found = settings(text)
+    assert found["--kv-cache-dtype"] == kv_value, text
+    assert ("--quantization" in found) is quantization, text
+    assert note is None or any(line.startswith("#") and note in line for line in text.splitlines()), text
