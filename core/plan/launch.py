@@ -363,6 +363,9 @@ def _sglang(p: _Facts) -> list[str]:
     return [*_ep_comment(p), _command(["python", "-m", "sglang.launch_server"], args)]
 
 
+HOPPER_PARTS = frozenset({"h100-sxm", "h100-pcie", "h100-nvl", "h200", "h200-nvl", "gh200", "h20"})
+
+
 def _trtllm(p: _Facts) -> list[str]:
     out = []
     if p.weights_format in ("fp8", "awq-4bit", "gptq-4bit"):
@@ -377,6 +380,10 @@ def _trtllm(p: _Facts) -> list[str]:
     options: dict[str, Any] = {}
     if p.kv_cache_format == "fp8":
         options["kv_cache_config"] = {"dtype": "fp8"}
+    if p.weights_format == "mxfp4" and p.accelerator is not None and p.accelerator.id in HOPPER_PARTS:
+        # gpt-oss on Hopper: BF16 activations x MXFP4 weights in the Triton MoE kernels, the published runs' backend
+        # (TensorRT-LLM's gpt-oss README: "use the TRITON moe_backend on Hopper"); CUTLASS is the default
+        options["moe_config"] = {"backend": "TRITON"}
     if p.expert_parallel:
         ep, dp_attention, _, _ = _ep(p)
         options |= {ep: p.tensor_parallel, dp_attention: True}

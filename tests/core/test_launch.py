@@ -871,3 +871,16 @@ def test_vllm_fp8_on_platform_plugins_uses_their_own_spelling(part, weights, kv,
     assert found["--kv-cache-dtype"] == kv_value, text
     assert ("--quantization" in found) is quantization, text
     assert note is None or any(line.startswith("#") and note in line for line in text.splitlines()), text
+
+
+def test_gpt_oss_on_hopper_runs_tensorrt_llms_triton_moe_kernels():
+    """TensorRT-LLM's gpt-oss guide: Hopper runs MXFP4 x BF16 in the TRITON MoE backend ("use the TRITON moe_backend on
+    Hopper"), the published runs' setting; CUTLASS is the default, so the plan's config says it. Not on Blackwell."""
+    r = plan(Goal.model_validate({"goal": "serve", "model": "gpt-oss-20b", "requests_per_day": 20_000, "serving_engine": "tensorrt-llm"}))
+    hopper = [p for p in r.plans if p.accelerator.startswith(("h100", "h200", "gh200"))]
+    assert hopper
+    for p in hopper:
+        check(p)
+        assert 'moe_config:\n  backend: "TRITON"' in p.launch, p.launch
+    b200 = launch_command({"model": "gpt-oss-20b", "mode": "inference", "weights_format": "mxfp4", "accelerator": "b200", "serving_engine": "tensorrt-llm"})
+    assert "moe_config" not in b200
