@@ -58,19 +58,18 @@ def shipped_format(model: Any) -> str | None:
     """The 4-bit-class format a model's makers ship it in (MXFP4: gpt-oss): a preset's published format, or a pasted
     config's quantization_config.quant_method. None for 16-bit and FP8 releases, whose AWQ, GPTQ, FP8 and GGUF copies
     the engines' formats stand for (DeepSeek-V3's FP8 release has AWQ and GGUF copies)."""
-    if isinstance(model, str):
-        from core.catalog.presets import preset
+    from core.catalog.presets import preset
 
+    if isinstance(model, str):
         fmt: Any = preset(model).published_format
-        arch = preset(model).architecture
     else:
         quant = getattr(model, "hf_config", {}).get("quantization_config")
         method = quant.get("quant_method") if isinstance(quant, dict) else None
         fmt = HF_QUANT_METHODS.get(method) if isinstance(method, str) else None
-        arch = model.architecture
     if fmt not in FORMATS or FORMATS[fmt].linear_bits >= 8:
         return None
     # an experts-only format on a dense model quantizes nothing: its engines' own formats stand
+    arch = preset(model).architecture if isinstance(model, str) else model.architecture
     return None if FORMATS[fmt].experts_only and not arch.is_moe else fmt
 
 
