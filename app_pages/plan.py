@@ -19,8 +19,10 @@ from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.catalog.quality import caveats
 from core.cli import describe_validation_error
+from core.memory.engines import ENGINES
 from core.money.picks import FAST_ENOUGH, LONGER_RUN_FACTOR
 from core.plan import Goal, PlanResult, plan
+from core.plan.serve import shipped_format
 from core.plan.train import HORIZON_HOURS
 from core.scenario import Scenario
 
@@ -104,9 +106,11 @@ with chart_slot:
         f"cheapest plan within {FAST_ENOUGH - 1:.0%} of the shortest time. {result.considered:,} priced plans weighed; "
         f"{len(result.plans)} shown (the frontier, the cheapest per accelerator and method)."
     )
-    st.caption(
-        md("Model: **{name}** (from the sidebar). The plan's other settings are the planner's own; load a plan to see it on every page.", name=sc.architecture.name)
-    )
+    if serving:
+        from_sidebar = md("Model: **{name}**, served with **{engine}** (from the sidebar).", name=sc.architecture.name, engine=ENGINES[goal.serving_engine].label)
+    else:
+        from_sidebar = md("Model: **{name}** (from the sidebar).", name=sc.architecture.name)
+    st.caption(from_sidebar + " The plan's other settings are the planner's own; load a plan to see it on every page.")
 if picked:
     load(int(picked[0]))
 
@@ -191,7 +195,9 @@ if not serving:
     show(_strategies(sc.replace(seq_len=goal.seq_len, output_tokens=None).model_dump_json(), units.name, acc.name), key="chart_strategies")
     st.caption(md("For the sidebar's accelerator (**{acc}**), one sequence of {n} tokens per device; ZeRO-3 over 8 devices.", acc=acc.name, n=f"{goal.seq_len:,}"))
 
-notes = caveats(result.cheapest.weights_format, None, None)
+# a model served in the format its makers ship (gpt-oss's MXFP4 experts, trained so) trades nothing for the format
+shipped = result.cheapest.weights_format == shipped_format(goal.model)
+notes = [] if shipped else caveats(result.cheapest.weights_format, None, None)
 if notes:
     st.subheader("What the cheapest plan trades for its price")
     for n in notes:

@@ -46,6 +46,8 @@ def goal_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:
             "tokens_per_s_per_user": values["tps"],
             "expert_parallel": bool(values.get("pep", False)),
         }
+        if values.get("mode", "inference") == "inference":  # the sidebar's engine, as the Inference page serves with it
+            out["serving_engine"] = values.get("engine", "vllm")
     else:
         out |= {"tokens": values["ptok"] * 1e6, "epochs": values["epochs"], "seq_len": values["pseq"]}
         out["deadline_hours"] = values["deadline"] or None

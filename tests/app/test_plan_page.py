@@ -102,3 +102,23 @@ def test_the_longer_run_offer_reads_as_a_wait_within_twice_the_horizon():
     assert want in text, text
     marks = next(t for t in charts(at)[0]["data"] if t.get("mode") == "markers+text")
     assert list(marks["text"]) == ["cheapest and fastest"] and (marks["x"][0], marks["y"][0]) == (r.cheapest.hours, r.cheapest.usd)
+
+
+def test_a_serve_goal_plans_with_the_sidebars_serving_engine():
+    """The Plan page planned vLLM whatever the sidebar's engine (it took the training stack, not the engine): with
+    TensorRT-LLM in the sidebar, gpt-oss-120b's cheapest plan is TensorRT-LLM's own (MXFP4 on Hopper or Blackwell,
+    data/format_kernels.csv), the CLI's, and the caption names the engine."""
+    link = {"model": "gpt-oss-120b", "goal": "serve", "rpd": "100000", "tin": "1000", "tout": "300", "engine": "tensorrt-llm"}
+    at = open_link("plan", link)
+    no_exception(at)
+    goal = Goal(goal="serve", model="gpt-oss-120b", requests_per_day=100_000, input_tokens=1000, output_tokens=300, serving_engine="tensorrt-llm")
+    best = plan(goal).cheapest
+    vllm = plan(goal.model_copy(update={"serving_engine": "vllm"})).cheapest
+    assert best is not None and vllm is not None and best.accelerator != vllm.accelerator  # the engine decides the part
+    assert headline(best, "on-demand") in _markdown(at)
+    assert best.scenario["serving_engine"] == "tensorrt-llm" and best.weights_format == "mxfp4"
+    assert any("served with TensorRT-LLM (from the sidebar)" in c.value.replace("\\", "").replace("*", "") for c in at.caption)
+    # MXFP4 is the format gpt-oss ships in (post-trained so): no "what the plan trades" for it, as there is for AWQ
+    assert not any(h.value == "What the cheapest plan trades for its price" for h in at.subheader)
+    awq = open_link("plan", {"model": "llama-3.1-8b", "goal": "serve", "rpd": "2000", "tin": "1000", "tout": "300"})
+    assert any(h.value == "What the cheapest plan trades for its price" for h in awq.subheader)
