@@ -11,6 +11,7 @@ from app_pages.shared.charts import component_label
 from app_pages.shared.style import COMPONENT_COLORS, Units, capacity_line, layout
 from app_pages.shared.text import chart_text, hours_text
 from app_pages.shared.ticks import number_ticks, time_ticks
+from core.memory.engines import ENGINES
 from core.memory.estimate import estimate_memory
 from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS
 from core.memory.sweep import COMPONENTS
@@ -105,10 +106,12 @@ def headline(p: Plan, pricing: str, short: bool = False) -> str:
     replicas += f" (each expert-parallel over {p.tensor_parallel} GPUs)" if p.expert_parallel else ""
     kv = " with an FP8 KV cache" if p.kv_cache_format == "fp8" else ""
     bill = f"{_money(p.usd_per_month or 0)} a month {price}, {_money(p.usd_per_million_tokens or 0)} per million tokens"
+    engine = ENGINES.get(str(p.scenario.get("serving_engine", "vllm")))
+    served = f" with {engine.label}" if engine is not None else ""  # the engine the plan's speed and launch are for
     if short:
-        return f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights{kv} on {on}: {bill}."
+        return f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights{kv} on {on}{served}: {bill}."
     return (
-        f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights{kv} on {on}, up to {p.micro_batch} "
+        f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights{kv} on {on}{served}, up to {p.micro_batch} "
         f"concurrent request{'s' * (p.micro_batch > 1)} each in the busiest hour: {bill} (input + output) at {100 * (p.utilisation or 0):.0f}% average load{idle}."
     )
 

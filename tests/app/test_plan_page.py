@@ -115,7 +115,7 @@ def test_a_serve_goal_plans_with_the_sidebars_serving_engine():
     best = plan(goal).cheapest
     vllm = plan(goal.model_copy(update={"serving_engine": "vllm"})).cheapest
     assert best is not None and vllm is not None and best.accelerator != vllm.accelerator  # the engine decides the part
-    assert headline(best, "on-demand") in _markdown(at)
+    assert headline(best, "on-demand") in _markdown(at) and "with TensorRT-LLM, up to" in headline(best, "on-demand")
     assert best.scenario["serving_engine"] == "tensorrt-llm" and best.weights_format == "mxfp4"
     assert any("served with TensorRT-LLM (from the sidebar)" in c.value.replace("\\", "").replace("*", "") for c in at.caption)
     # MXFP4 is the format gpt-oss ships in (post-trained so): no "what the plan trades" for it, as there is for AWQ
