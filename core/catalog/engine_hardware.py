@@ -13,7 +13,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
-from core.catalog.collective_bandwidth import regular_expression
+from core.catalog.row_types import AcceleratorPattern
 
 ENGINE_HARDWARE_CSV = DATA_DIR / "engine_hardware.csv"
 UNCHECKED_VENDORS = frozenset({"groq", "cerebras", "other"})
@@ -30,14 +30,9 @@ class EngineHardware(BaseModel):
     elsewhere: dict[str, str] = {}
     # Parts of those vendors the engine's builds do not run on (a regular expression on data/accelerators.csv's id:
     # generations below its compute-capability floor), why in a few words, and the source
-    refused_pattern: str = ""
+    refused_pattern: AcceleratorPattern | None = None
     refused_why: str = ""
     refused_source: str = ""
-
-    @field_validator("refused_pattern")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
-        return regular_expression(value) if value else value
 
     @model_validator(mode="after")
     def _refusal_explained(self) -> EngineHardware:

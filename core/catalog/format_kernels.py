@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
 from core.catalog.engine_hardware import UNCHECKED_VENDORS
 from core.catalog.row_types import AcceleratorPattern, EngineIds
+from core.model.formats import FORMATS
 
 FORMAT_KERNELS_CSV = DATA_DIR / "format_kernels.csv"
 
@@ -92,8 +93,6 @@ def kernels_problem(weights_format: str, kv_cache_format: str, engine: str, acc:
 
 
 def _format_name(weights_format: str) -> str:
-    from core.model.formats import FORMATS
-
     fmt = FORMATS.get(weights_format)
     return fmt.name if fmt is not None else weights_format
 

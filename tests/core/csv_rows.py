@@ -1,9 +1,15 @@
-"""A catalog CSV with one row's cells replaced, written to a test's folder (tests of what a catalog refuses on load)."""
+"""A catalog CSV with one row's cells replaced, written to a test's folder, and the error a catalog raises loading a
+file (tests of what a catalog refuses on load)."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from core.catalog.accelerators import CatalogError
 
 
 def with_cells(table: Path, folder: Path, row: int, cells: dict[str, str]) -> Path:
@@ -17,3 +23,17 @@ def with_cells(table: Path, folder: Path, row: int, cells: dict[str, str]) -> Pa
         w.writeheader()
         w.writerows(rows)
     return out
+
+
+def load_error(monkeypatch: pytest.MonkeyPatch, module: ModuleType, csv_attr: str, loader: str, path: Path) -> CatalogError:
+    """The CatalogError `module.<loader>()` raises reading `path` in place of `module.<csv_attr>` (its cache cleared
+    before and after, so no other test sees the broken file)."""
+    monkeypatch.setattr(module, csv_attr, path)
+    load = getattr(module, loader)
+    load.cache_clear()
+    try:
+        with pytest.raises(CatalogError) as exc:
+            load()
+        return exc.value
+    finally:
+        load.cache_clear()

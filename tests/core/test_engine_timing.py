@@ -10,6 +10,7 @@ from core.catalog.accelerators import CatalogError, get_accelerator
 from core.catalog.engine_timing import EngineTiming, engine_time_s, load_engine_timing
 from core.layout import Layout
 from core.speed.roofline import layer_overhead_s, roofline
+from tests.core.csv_rows import load_error
 from tests.core.test_load import ROWS as LOAD_ROWS
 from tests.core.test_load import _scenario
 from tests.core.test_roofline import ROWS, predicted
@@ -76,13 +77,7 @@ def test_the_catalog_refuses_a_row_without_a_source(tmp_path, monkeypatch):
 
     bad = tmp_path / "engine_timing.csv"
     bad.write_text("engines,accelerator_pattern,quantity,value_s,engine_version,calibrated_on,source,as_of\nvllm,^a100-,layer_overhead_s,1e-5,x,row,,2026-11-26\n")
-    monkeypatch.setattr(et, "ENGINE_TIMING_CSV", bad)
-    et.load_engine_timing.cache_clear()
-    try:
-        with pytest.raises(CatalogError):
-            et.load_engine_timing()
-    finally:
-        et.load_engine_timing.cache_clear()
+    assert isinstance(load_error(monkeypatch, et, "ENGINE_TIMING_CSV", "load_engine_timing", bad), CatalogError)
 
 
 def test_sglang_eager_prefill_steps():

@@ -18,6 +18,7 @@ from core.plan import Goal, plan
 from core.plan.launch import launch_command
 from core.plan.serve import searched_formats, shipped_format
 from core.scenario import HFConfig, Scenario
+from tests.core.csv_rows import load_error
 
 
 def test_every_row_names_a_format_engines_and_parts_of_the_catalogs():
@@ -196,33 +197,20 @@ def test_an_engine_refuses_generations_below_its_floor_and_the_planner_says_why(
 )
 def test_a_broken_row_is_refused_naming_the_file_and_field(tmp_path, monkeypatch, cells, problem):
     import core.catalog.format_kernels as fk
-    from core.catalog.accelerators import CatalogError
 
     bad = tmp_path / "format_kernels.csv"
     bad.write_text(f"weights_format,engines,accelerator_pattern,runs,fp8_kv_cache,source,as_of\n{cells},a source of ten words or so,2026-11-27\n")
-    monkeypatch.setattr(fk, "FORMAT_KERNELS_CSV", bad)
-    fk.load_format_kernels.cache_clear()
-    try:
-        with pytest.raises(CatalogError, match=r"format_kernels\.csv") as exc:
-            fk.load_format_kernels()
-        assert problem in str(exc.value), str(exc.value)
-    finally:
-        fk.load_format_kernels.cache_clear()
+    said = str(load_error(monkeypatch, fk, "FORMAT_KERNELS_CSV", "load_format_kernels", bad))
+    assert "format_kernels.csv" in said and problem in said, said
 
 
 def test_an_engine_floor_needs_its_reason_and_source(tmp_path, monkeypatch):
     import core.catalog.engine_hardware as eh
-    from core.catalog.accelerators import CatalogError
 
     bad = tmp_path / "engine_hardware.csv"
     bad.write_text("engine,vendors,as_of,source,refused_pattern\nvllm,nvidia,2026-11,a source of ten words or so,^v100-\n")
-    monkeypatch.setattr(eh, "ENGINE_HARDWARE_CSV", bad)
-    eh.load_engine_hardware.cache_clear()
-    try:
-        with pytest.raises(CatalogError, match="refused_why and refused_source"):
-            eh.load_engine_hardware()
-    finally:
-        eh.load_engine_hardware.cache_clear()
+    said = str(load_error(monkeypatch, eh, "ENGINE_HARDWARE_CSV", "load_engine_hardware", bad))
+    assert "refused_why and refused_source" in said, said
 
 
 def test_deepspeed_mii_serves_16_bit_weights_only():
