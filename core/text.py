@@ -128,3 +128,10 @@ def pattern_problem(pattern: object, value: object) -> str:
     rule = PATTERN_RULES.get(str(pattern), "written with the characters that field allows")
     shown = repr(str(value)[:40]) + ("…" if len(str(value)) > 40 else "")
     return f"{shown} is not allowed here: it must be {rule}"
+
+
+def listed(names: list[str], noun: str, first: int = 4) -> str:
+    """`names` in a sentence, the first `first` of them and how many more `noun`: 'vLLM, SGLang and 3 more engines'."""
+    if len(names) <= first:
+        return ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1] if names else ""
+    return f"{', '.join(names[:first])} and {len(names) - first} more {noun}"

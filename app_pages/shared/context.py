@@ -123,7 +123,7 @@ def shipped_format_note(sc: Scenario, units: Units) -> None:
     caption that says so: gpt-oss-120b in BF16 needs four times its experts' memory, a setup nobody serves. Where the
     sidebar's engine has no kernels for the shipped format on its part, the caption says that instead of offering it."""
     from core.catalog.accelerators import get_accelerator
-    from core.catalog.format_kernels import format_problem
+    from core.catalog.format_kernels import weights_problem
     from core.memory.engines import ENGINES
     from core.model.formats import FORMATS, weight_bytes
     from core.plan.serve import shipped_format
@@ -140,7 +140,7 @@ def shipped_format_note(sc: Scenario, units: Units) -> None:
         label=FORMATS[sc.weights_format].label,
         here=units(weight_bytes(arch, FORMATS[sc.weights_format])),
     )
-    problem = format_problem(shipped, sc.serving_engine, get_accelerator(sc.accelerator), ENGINES[sc.serving_engine].label)
+    problem = weights_problem(shipped, sc.serving_engine, get_accelerator(sc.accelerator), ENGINES[sc.serving_engine].label)
     if problem is None:
         said += md(" Choose **{fmt}** under *Weight format* to see it as it ships.", fmt=fmt.label)
     else:

@@ -98,6 +98,14 @@ class Accelerator(BaseModel):
     # The same for the FP8 peak (fp8_tflops): the FP8 GEMM rate the part's own library measures at most, where it is
     # well under the datasheet's (MI300X 1,273 of 2,615); blank elsewhere.
     sustained_fp8_tflops: float | None = _Positive
+    # The instruction set kernels are compiled for: NVIDIA's compute capability as sm_XY (sm_90: Hopper), AMD's LLVM
+    # gfx target (gfx942: MI300X / MI325X). The engines' floors and kernels (data/engine_hardware.csv,
+    # data/format_kernels.csv) are per target; blank for TPUs, NPUs, Apple and the SRAM chips. Sources: NVIDIA's CUDA
+    # GPU Compute Capability list (developer.nvidia.com/cuda-gpus), the ROCm docs' GPU hardware specifications
+    # (rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html: LLVM target per GPU).
+    kernel_target: str | None = Field(
+        default=None, pattern=described_pattern(r"^(sm_\d{2,3}|gfx[0-9a-f]{3,4})$", "an NVIDIA sm_ followed by 2 or 3 digits, or an AMD gfx target")
+    )
     launch_year: int = Field(ge=2010, le=2035)
     purchase_usd: float | None = _Positive
     supports_bf16: bool

@@ -12,7 +12,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from core.catalog.accelerators import get_accelerator
-from core.catalog.format_kernels import kernels_problem
+from core.catalog.engine_models import model_problem
+from core.catalog.format_kernels import kernels_problem, load_problem, loads, planned_formats, weights_problem
 from core.catalog.stack_layouts import base_problem, layout_problem, part_problem
 from core.catalog.wired_limit import raise_limit_advice, wired_limit_text
 from core.layout import Layout
@@ -490,9 +491,13 @@ class Fix(BaseModel):
 def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tuple[str, dict[str, Any]]]:
     alts: list[tuple[str, dict[str, Any]]]
     if sc.mode == "inference":
-        # llama.cpp runs GGUF files only (its README: "llama.cpp requires the model to be stored in the GGUF file format")
-        formats = ("gguf-q8_0", "gguf-q4_k_m") if sc.serving_engine == "llama.cpp" else ("fp8", "int8", "awq-4bit", "gguf-q4_k_m")
-        runs = [f for f in formats if not FORMATS[f].engines or sc.serving_engine in FORMATS[f].engines]
+        # smaller weights in the formats the planner serves with the engine (data/engine_formats.csv: llama.cpp's GGUF
+        # files, mlx-lm's MLX packing), and bitsandbytes' INT8 where the engine loads it; of AWQ's and GPTQ's equal
+        # bytes the first the engine has kernels for on the part
+        acc, planned = get_accelerator(sc.accelerator), planned_formats(sc.serving_engine)
+        four_bit = next((f for f in ("awq-4bit", "gptq-4bit") if weights_problem(f, sc.serving_engine, acc) is None), None)
+        formats = ("fp8", "int8", four_bit, "gguf-q8_0", "gguf-q4_k_m", "mlx-q8", "mlx-q4")
+        runs = [f for f in formats if f is not None and (f in planned or f == "int8") and loads(sc.serving_engine, f)]
         alts = [(f"weights in {FORMATS[f].label}", {"weights_format": f}) for f in runs if f != sc.weights_format]
         if sc.serving_engine == "llama.cpp" and sc.gpu_layers is not None:  # -ngl: fewer to fit the device, more to fit RAM
             fewest, most = _fewest_layers_for_host(sc, arch), _most_layers(sc, arch, own_layout(sc), capacity)
@@ -547,7 +552,12 @@ def _problem(sc: Scenario) -> str | None:
 
 
 def _serving_problem(sc: Scenario) -> str | None:
-    return kernels_problem(sc.weights_format, sc.kv_cache_format, sc.serving_engine, get_accelerator(sc.accelerator), ENGINES[sc.serving_engine].label)
+    """The engine has no implementation of the model's architecture (data/engine_models.csv), or does not load its
+    weights' format or has no kernels for it on the part (data/engine_formats.csv, data/format_kernels.csv)."""
+    label = ENGINES[sc.serving_engine].label
+    return model_problem(sc.serving_engine, sc.model, sc.architecture.name, label) or kernels_problem(
+        sc.weights_format, sc.kv_cache_format, sc.serving_engine, get_accelerator(sc.accelerator), label
+    )
 
 
 def _fix(sc: Scenario, changes: tuple[str | Text, ...], update: dict[str, Any], capacity: float, own_problem: str | None) -> Fix | None:
@@ -747,15 +757,8 @@ def _assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
     fmt = FORMATS[sc.weights_format]
     if sc.mode == "inference" and fmt.kernels:
         out.append(Text.of("weights in {label}: run by {kernels}", label=fmt.label, kernels=fmt.kernels))
-        if fmt.engines and sc.serving_engine not in fmt.engines and not sram:
-            out.append(
-                Text.of(
-                    "{engine} has no kernels for {label}: only {engines} run it; the estimate counts its size as if it did",
-                    engine=ENGINES[sc.serving_engine].label,
-                    label=fmt.label,
-                    engines=", ".join(ENGINES[e].label for e in fmt.engines),
-                )
-            )
+        if not sram and (problem := load_problem(sc.weights_format, sc.serving_engine, ENGINES[sc.serving_engine].label)) is not None:
+            out.append(Text.of("{problem}; the estimate counts its size as if it did", problem=problem))  # data/engine_formats.csv
     if sc.seq_len > arch.max_context:
         out.append(Text.of("seq_len {s:,} exceeds the model's trained context of {c:,} tokens", s=sc.seq_len, c=arch.max_context))
     if sc.mode == "training":

@@ -69,7 +69,6 @@ class WeightFormat(NamedTuple):
     mix: tuple[tuple[str, float, float], ...] = ()
     source: str = ""
     experts_only: bool = False  # only routed-expert weights are quantized; the rest stays 16-bit (gpt-oss MXFP4)
-    engines: tuple[str, ...] = ()  # the serving engines (core/memory/engines.py) with kernels for it; () = any
     kernels: str = ""  # which kernels run it, where that is narrower than "any engine"
     short: str = ""  # its name in a sentence, where the label's is long ("MXFP4"); default: the label before " ("
 
@@ -138,7 +137,7 @@ _MLX_KERNELS = "MLX's quantized matmul kernels (mlx-lm: Metal on Apple silicon, 
 
 def _mlx_format(bits: int) -> WeightFormat:
     b = bits + MLX_SCALE_BIAS_BITS
-    return WeightFormat(f"mlx-q{bits}", f"MLX {bits}-bit (group 64)", b, b, b, _BF16, source=_MLX_SRC, engines=("mlx",), kernels=_MLX_KERNELS)
+    return WeightFormat(f"mlx-q{bits}", f"MLX {bits}-bit (group 64)", b, b, b, _BF16, source=_MLX_SRC, kernels=_MLX_KERNELS)
 
 
 FORMATS: dict[str, WeightFormat] = {
@@ -201,7 +200,6 @@ FORMATS: dict[str, WeightFormat] = {
                 _Q6,
                 32,
                 source=_TQ_SRC,
-                engines=("llama.cpp",),
                 kernels=_TQ_KERNELS,
             )
             for tq in ("TQ1_0", "TQ2_0")
@@ -217,7 +215,6 @@ FORMATS: dict[str, WeightFormat] = {
             _BF16,
             _BF16,
             source="microsoft/BitNet docs/I2_s.md (I2_S layout); BitNet b1.58 2B4T model card (W1.58A8: ternary weights, 8-bit activations)",
-            engines=("llama.cpp",),
             kernels="bitnet.cpp (Microsoft's llama.cpp fork: I2_S, TL1 and TL2 lookup-table kernels, CPU first) for BitNet b1.58 models; "
             "upstream llama.cpp does not read I2_S (convert to TQ1_0 / TQ2_0 instead)",
         ),

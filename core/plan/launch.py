@@ -243,7 +243,8 @@ _GGUF_TYPE = {"fp16": "F16", "bf16": "BF16", "mxfp4": "MXFP4"}
 def _prequantized_note(p: _Facts) -> list[str]:
     if p.weights_format in ("awq-4bit", "gptq-4bit"):
         kind = p.weights_format.split("-")[0].upper()
-        return [_comment(f"{kind} weights: point the model at a {kind} checkpoint of this model (a repo with its quantization_config)")]
+        article = "an" if kind == "AWQ" else "a"
+        return [_comment(f"{kind} weights: point the model at {article} {kind} checkpoint of this model (a repo with its quantization_config)")]
     return []
 
 
@@ -320,6 +321,15 @@ NXD_FP8_NOTE = (
 )
 
 
+# vLLM's hardware plugins register AWQ and GPTQ under their own names (data/format_kernels.csv's sources:
+# tpu-inference's platform lists auto_awq, vllm-gaudi's awq_hpu and gptq_hpu): vLLM reads the method from the
+# checkpoint's quantization_config, so the command leaves --quantization out there
+PLUGIN_QUANT_NAMES = {
+    "google": "4-bit on TPU: tpu-inference runs the AWQ checkpoint's quantization_config as its auto_awq method (no --quantization flag)",
+    "intel": "4-bit on Gaudi: vllm-gaudi runs the checkpoint's quantization_config as awq_hpu / gptq_hpu (no --quantization flag)",
+}
+
+
 def _vllm(p: _Facts) -> list[str]:
     if p.expert_parallel:
         # EP size = TP x DP (vLLM's Expert Parallel Deployment): attention data-parallel over the replica's GPUs
@@ -341,6 +351,10 @@ def _vllm(p: _Facts) -> list[str]:
     if p.vendor == "aws" and "fp8" in (p.weights_format, p.kv_cache_format):
         weights = [w for w in weights if w[0] != "--quantization"]
         notes.append(_comment(NXD_FP8_NOTE if neuron_nxd else NEURON_FP8_NOTE))
+    elif p.vendor in PLUGIN_QUANT_NAMES and p.weights_format in ("awq-4bit", "gptq-4bit"):
+        # the plugins name their 4-bit methods their own way: the checkpoint's quantization_config picks them
+        weights = [w for w in weights if w[0] != "--quantization"]
+        notes.append(_comment(PLUGIN_QUANT_NAMES[p.vendor]))
     args += weights
     return [*(_ep_comment(p) if p.expert_parallel else []), *notes, _command(["vllm", "serve", _q(p.model)], args)]
 
@@ -363,9 +377,6 @@ def _sglang(p: _Facts) -> list[str]:
     return [*_ep_comment(p), _command(["python", "-m", "sglang.launch_server"], args)]
 
 
-HOPPER_PARTS = frozenset({"h100-sxm", "h100-pcie", "h100-nvl", "h200", "h200-nvl", "gh200", "h20"})
-
-
 def _trtllm(p: _Facts) -> list[str]:
     out = []
     if p.weights_format in ("fp8", "awq-4bit", "gptq-4bit"):
@@ -380,7 +391,7 @@ def _trtllm(p: _Facts) -> list[str]:
     options: dict[str, Any] = {}
     if p.kv_cache_format == "fp8":
         options["kv_cache_config"] = {"dtype": "fp8"}
-    if p.weights_format == "mxfp4" and p.accelerator is not None and p.accelerator.id in HOPPER_PARTS:
+    if p.weights_format == "mxfp4" and p.accelerator is not None and p.accelerator.kernel_target == "sm_90":  # Hopper
         # gpt-oss on Hopper: BF16 activations x MXFP4 weights in the Triton MoE kernels, the published runs' backend
         # (TensorRT-LLM's gpt-oss README: "use the TRITON moe_backend on Hopper"); CUTLASS is the default
         options["moe_config"] = {"backend": "TRITON"}

@@ -15,16 +15,16 @@ import numpy as np
 
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.engine_hardware import engine_problem
+from core.catalog.engine_models import model_problem
 from core.catalog.expert_parallel import supports_expert_parallel
-from core.catalog.format_kernels import format_problem, fp8_kv_with
+from core.catalog.format_kernels import fp8_kv_with, planned_formats, weights_problem
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
 from core.layout import Layout
-from core.memory.engines import SINGLE_DEVICE_ENGINES
+from core.memory.engines import ENGINES, SINGLE_DEVICE_ENGINES
 from core.memory.estimate import fit_capacity
 from core.model.formats import FORMATS
-from core.model.kernels import four_bit_format
 from core.money.serving import (
     FP8_KV_ENGINES,
     Fleet,
@@ -43,10 +43,8 @@ from core.plan.result import Plan, rental_fields
 from core.scenario import Scenario
 
 TENSOR_PARALLEL = (1, 2, 4, 8)
-# Formats a serving engine loads: 16-bit, FP8 (W8A8 on Hopper and newer, weight-only elsewhere) and 4-bit AWQ;
-# llama.cpp serves GGUF files.
-FORMATS_BY_ENGINE = {"llama.cpp": ("fp16", "gguf-q8_0", "gguf-q4_k_m"), "mlx": ("bf16", "mlx-q8", "mlx-q4")}
-DEFAULT_FORMATS = ("bf16", "fp8", "awq-4bit", "gptq-4bit")  # one 4-bit format per part: core/model/kernels.py
+# AWQ and GPTQ checkpoints store the same bytes (core/model/formats.py): a part serves the first of them its engine has
+# kernels for there (data/format_kernels.csv: vLLM's GPTQ on Volta, which has no AWQ kernels), not both.
 FOUR_BIT = ("awq-4bit", "gptq-4bit")
 
 
@@ -74,12 +72,12 @@ def shipped_format(model: Any) -> str | None:
 
 
 def searched_formats(goal: Goal) -> tuple[str, ...]:
-    """The weight formats the planner tries: the engine's (FORMATS_BY_ENGINE, DEFAULT_FORMATS), or only the format a
-    model ships quantized in. gpt-oss's experts ship in MXFP4 and every engine that runs it keeps them so: an AWQ or
+    """The weight formats the planner tries: the engine's (data/engine_formats.csv's searched_formats), or only the
+    format a model ships quantized in. gpt-oss's experts ship in MXFP4 and every engine that runs it keeps them so: an AWQ or
     GPTQ copy would be re-quantized from 4-bit weights, and a 16-bit one (unsloth's upcast, for fine-tuning) is four
     times the experts' memory for no quality; the user may still set either on the Inference page."""
     shipped = shipped_format(goal.model)
-    return (shipped,) if shipped is not None else FORMATS_BY_ENGINE.get(goal.serving_engine, DEFAULT_FORMATS)
+    return (shipped,) if shipped is not None else planned_formats(goal.serving_engine)
 
 
 def traffic_of(goal: Goal) -> Traffic:
@@ -182,12 +180,15 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
     runs: dict[str, list[int]] = {}  # per part: the candidates (indices of `sized`) it may run
     by_candidate: dict[tuple[int, bool], list[str]] = {}  # (candidate, in fp16 on a part without bf16): its parts
     kernels_why: dict[str, str] = {}  # per part, why the engine runs none of the searched formats there
+    # an engine without an implementation of the model's architecture runs it nowhere (data/engine_models.csv)
+    arch = sized[0][3].architecture if sized else None
+    unrunnable = None if arch is None else model_problem(goal.serving_engine, goal.model, arch.name, ENGINES[goal.serving_engine].label)
     for aid in dict.fromkeys(r.accelerator_id for r in rows):
         if wanted is not None and aid not in wanted:
             continue
         acc = accs[aid] = get_accelerator(aid)  # the parts in the catalog's order (the skipped lines keep it)
-        if (problem := engine_problem(goal.serving_engine, acc)) is not None:
-            skip[aid] = f"{aid}: {problem}"  # the engine does not run there (data/engine_hardware.csv)
+        if (problem := unrunnable or engine_problem(goal.serving_engine, acc)) is not None:
+            skip[aid] = f"{aid}: {problem}"  # the engine does not run the model, or not there (data/engine_hardware.csv)
             continue
         # the rows that can hold a tensor-parallel group of each size (a TPU row prices one chip of a slice)
         rentable = {tp: [r for r in serving_rows(rows, aid, tp, spot) if tp <= r.accelerators_per_instance or acc.kind == "tpu"] for tp in TENSOR_PARALLEL}
@@ -198,7 +199,8 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         runs[aid] = []
         # formats the engine has no kernels for on this part, and those whose FP8 KV cache it lacks there
         # (data/format_kernels.csv: gpt-oss's MXFP4 needs Ampere or newer in vLLM; TensorRT-LLM caches it in BF16 on Hopper)
-        problems = {f: format_problem(f, goal.serving_engine, acc) for f in formats}
+        problems = {f: weights_problem(f, goal.serving_engine, acc) for f in formats}
+        four_bit = next((f for f in formats if f in FOUR_BIT and problems[f] is None), None)  # AWQ, else GPTQ
         if all(problems.values()):
             kernels_why[aid] = "; ".join(dict.fromkeys(p for p in problems.values() if p))
         for j, (fmt, kv, tp, sc, _) in enumerate(sized):
@@ -208,8 +210,8 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
                 continue
             if "fp8" in (fmt, kv) and not acc.supports_fp8:
                 continue  # FP8 weights and an FP8 KV cache need FP8 support (Ada, Hopper, Blackwell, MI300, Trainium)
-            if fmt in FOUR_BIT and fmt != four_bit_format(acc):
-                continue  # no kernels for it on this part (AWQ before Turing; neither on AMD, TPU, Neuron)
+            if fmt in FOUR_BIT and fmt != four_bit:
+                continue  # the same bytes as the 4-bit format this part serves
             if not rentable[tp]:
                 continue
             fp16 = not acc.supports_bf16 and "bf16" in (fmt, kv)

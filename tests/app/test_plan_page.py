@@ -1,6 +1,8 @@
 """The Plan page through AppTest: the root opens it, the headline is core's cheapest plan, serving metrics are core's,
 and loading a plan puts its scenario into the sidebar and every page."""
 
+import re
+
 from app_pages.shared.planning import headline
 from app_pages.shared.style import Units
 from core.estimate import estimate
@@ -122,3 +124,20 @@ def test_a_serve_goal_plans_with_the_sidebars_serving_engine():
     assert not any(h.value == "What the cheapest plan trades for its price" for h in at.subheader)
     awq = open_link("plan", {"model": "llama-3.1-8b", "goal": "serve", "rpd": "2000", "tin": "1000", "tout": "300"})
     assert any(h.value == "What the cheapest plan trades for its price" for h in awq.subheader)
+
+
+def test_an_engine_without_the_models_architecture_says_so_once():
+    """DeepSpeed-MII builds no Qwen3 (data/engine_models.csv): the planner skips every part for that one reason and the
+    page says it in one sentence naming the engines that run it, not once a part (no_plan_reason)."""
+    from app_pages.shared.planning import no_plan_reason
+
+    at = open_link("plan", {"model": "qwen3-8b", "goal": "serve", "rpd": "10000", "engine": "deepspeed-mii"})
+    no_exception(at)
+    said = at.error[0].value.replace("\\", "")
+    assert said.startswith("No plan fits: DeepSpeed-MII (FastGen) does not run Qwen3 8B (model_type qwen3)"), said
+    assert said.count("does not run") == 1 and "it runs in vLLM, SGLang, TensorRT-LLM, llama.cpp and 3 more engines" in said
+    assert re.search(r"\(on a100-sxm-80gb, b200, b300 and \d+ more parts\)$", said), said
+    # the grouping itself: each reason once with its parts, in the order first seen, the first four reasons
+    lines = ["a: x", "b: y", "c: x", "d: x", "e: x", "f: z", "g: w", "h: v"]
+    assert no_plan_reason(lines) == "x (on a, c, d and 1 more parts); y (on b); z (on f); w (on g)"
+    assert no_plan_reason(["no colon here"]) == "no colon here"

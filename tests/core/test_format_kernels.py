@@ -8,7 +8,7 @@ import re
 import pytest
 
 from core.catalog.accelerators import get_accelerator, load_accelerators
-from core.catalog.format_kernels import format_problem, fp8_kv_with, load_format_kernels
+from core.catalog.format_kernels import format_problem, fp8_kv_with, load_format_kernels, weights_problem
 from core.catalog.price_trust import billable_prices
 from core.catalog.providers import can_serve
 from core.memory.engines import ENGINES
@@ -51,12 +51,12 @@ def test_every_row_names_a_format_engines_and_parts_of_the_catalogs():
         ("llama.cpp", "apple-m2-max", True, False),
         ("hf-transformers", "t4", True, False),  # Transformers' MXFP4 kernels from compute capability 7.5
         ("mlx", "apple-m2-max", True, False),
-        ("deepspeed-mii", "h100-sxm", False, False),  # no gpt-oss support found
+        ("deepspeed-mii", "h100-sxm", False, False),  # MII loads 16-bit weights only (data/engine_formats.csv)
     ],
 )
 def test_where_each_engine_runs_mxfp4(engine, part, runs, fp8_kv):
     acc = get_accelerator(part)
-    assert (format_problem("mxfp4", engine, acc) is None) is runs
+    assert (weights_problem("mxfp4", engine, acc) is None) is runs
     assert fp8_kv_with("mxfp4", engine, acc) is fp8_kv
 
 
@@ -69,7 +69,7 @@ def test_formats_the_table_does_not_list_are_not_restricted():
     for part in ("v100-32gb", "h200", "apple-m2-max"):
         acc = get_accelerator(part)
         assert format_problem("bf16", "tensorrt-llm", acc) is None
-        assert fp8_kv_with("awq-4bit", "vllm", acc)
+        assert fp8_kv_with("int8", "vllm", acc)
     assert format_problem("mxfp4", "vllm", get_accelerator("groq-lpu")) is None  # its own stack: not checked
 
 
@@ -186,22 +186,31 @@ def test_an_engine_refuses_generations_below_its_floor_and_the_planner_says_why(
         assert any(s.startswith(f"{part}: {engine} does not run on") for s in r.skipped), part
 
 
+# (file, the module's path attribute, its loader, the columns before source and as_of)
+KERNELS_TABLE = ("format_kernels.csv", "FORMAT_KERNELS_CSV", "load_format_kernels", "weights_format,engines,accelerator_pattern,runs,fp8_kv_cache")
+FORMATS_TABLE = ("engine_formats.csv", "ENGINE_FORMATS_CSV", "load_engine_formats", "engine,weights_formats,searched_formats")
+
+
 @pytest.mark.parametrize(
-    ("cells", "problem"),
+    ("table", "cells", "problem"),
     [
-        ("mxfp4,vllm,^(h100,kernel,true", "not a regular expression"),  # a pattern that does not compile
-        ("mxfp4,vllm,.,kernel,maybe", "fp8_kv_cache"),  # not a yes or no
-        ("mxfp4,vLLM Engine,.,kernel,true", "engine ids"),
-        ("mxfp4,vllm,.,fast,true", "runs"),
+        (KERNELS_TABLE, "mxfp4,vllm,^(h100,kernel,true", "not a regular expression"),  # a pattern that does not compile
+        (KERNELS_TABLE, "mxfp4,vllm,.,kernel,maybe", "fp8_kv_cache"),  # not a yes or no
+        (KERNELS_TABLE, "mxfp4,vLLM Engine,.,kernel,true", "engine ids"),
+        (KERNELS_TABLE, "mxfp4,vllm,.,fast,true", "runs"),
+        (FORMATS_TABLE, "vllm,bf16 fp9,bf16", "unknown: fp9"),  # not a format of core/model/formats.py
+        (FORMATS_TABLE, "vllm,bf16 fp8,bf16 awq-4bit", "not among weights_formats"),  # the planner would try what the engine cannot load
+        (FORMATS_TABLE, "vllm,,bf16", "weights_formats"),
     ],
 )
-def test_a_broken_row_is_refused_naming_the_file_and_field(tmp_path, monkeypatch, cells, problem):
+def test_a_broken_row_is_refused_naming_the_file_and_field(tmp_path, monkeypatch, table, cells, problem):
     import core.catalog.format_kernels as fk
 
-    bad = tmp_path / "format_kernels.csv"
-    bad.write_text(f"weights_format,engines,accelerator_pattern,runs,fp8_kv_cache,source,as_of\n{cells},a source of ten words or so,2026-11-27\n")
-    said = str(load_error(monkeypatch, fk, "FORMAT_KERNELS_CSV", "load_format_kernels", bad))
-    assert "format_kernels.csv" in said and problem in said, said
+    name, path_attr, loader, columns = table
+    bad = tmp_path / name
+    bad.write_text(f"{columns},source,as_of\n{cells},a source of ten words or so,2026-11-27\n")
+    said = str(load_error(monkeypatch, fk, path_attr, loader, bad))
+    assert name in said and problem in said, said
 
 
 def test_an_engine_floor_needs_its_reason_and_source(tmp_path, monkeypatch):

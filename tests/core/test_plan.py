@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from core.catalog.accelerators import get_accelerator
 from core.catalog.prices import load_prices
 from core.estimate import estimate
-from core.model.kernels import four_bit_format
 from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH
 from core.plan import Goal, plan
 from core.plan.frontier import MIN_SCALING_EFFICIENCY
@@ -224,21 +223,21 @@ def test_bad_goals_exit_2_naming_the_field(goal, field):
 
 
 def test_serving_plans_only_use_4_bit_kernels_the_part_has():
-    """vLLM has no AWQ kernels before Turing (SM 7.5) and no AWQ or GPTQ kernels on AMD GPUs or TPUs (its "Supported
-    Hardware" table): a 70B serving plan put "4-bit AWQ on 4 x V100". Volta parts serve the same bytes as GPTQ, the
-    others no 4-bit checkpoint; every other NVIDIA part keeps AWQ (core/model/kernels.py). vLLM's own builds left Volta
-    in 2026 (data/engine_hardware.csv): its plans have no V100 (tests/core/test_format_kernels.py checks the skipped
-    line), and the Volta rule serves the engines that still run there."""
+    """vLLM has no AWQ kernels before Turing (SM 7.5) (its "Supported Hardware" table): a 70B serving plan put "4-bit
+    AWQ on 4 x V100". Its AWQ runs on NVIDIA from Turing, on the MI300 family (Triton kernels), TPU v5e / v5p / v6e
+    (tpu-inference) and Gaudi 3; GPTQ nowhere AWQ does not also run but Volta (data/format_kernels.csv). Since vLLM's
+    own builds left Volta (data/engine_hardware.csv) its plans have no V100, and each part serves one 4-bit checkpoint
+    of the two formats' equal bytes: AWQ."""
     options, _, _ = plan_serving(Goal.model_validate({**SERVE_8B, "model": "llama-3.1-70b", "requests_per_day": 20000, "tokens_per_s_per_user": 30, "pricing": "spot"}))
     four_bit = {(o.accelerator.id, o.weights_format) for o in options if o.weights_format in ("awq-4bit", "gptq-4bit")}
     assert four_bit, "some 4-bit plans are found"
-    for acc_id, fmt in four_bit:
+    assert {f for _, f in four_bit} == {"awq-4bit"}
+    for acc_id, _ in four_bit:
         acc = get_accelerator(acc_id)
-        assert acc.vendor == "nvidia", (acc_id, fmt)
-        assert fmt == ("gptq-4bit" if acc_id in ("v100-16gb", "v100-32gb") else "awq-4bit"), (acc_id, fmt)
-    assert not any(a.startswith("v100") for a, _ in four_bit)
-    assert four_bit_format(get_accelerator("v100-32gb")) == "gptq-4bit" and four_bit_format(get_accelerator("t4")) == "awq-4bit"
-    # the Volta rule in the planner: Transformers still runs on a V100, whose 4-bit plans are GPTQ
+        assert acc.vendor == "nvidia" or acc_id in ("mi300x", "mi325x", "mi350x", "mi355x", "tpu-v5e", "tpu-v5p", "tpu-v6e", "gaudi3"), acc_id
+        assert not acc_id.startswith(("v100", "tpu-v4", "tpu-v7", "trainium", "inferentia", "rx-", "radeon")), acc_id
+    # Transformers still runs on a V100, where its AWQ has no kernels (AutoAWQ: SM 7.5) and a GPTQ checkpoint of the
+    # same bytes serves; on a T4 AWQ, the first of the two
     slow = {"tokens_per_s_per_user": 2, "ttft_s": 30}  # eager Transformers: targets its single requests meet
     hf, _, _ = plan_serving(Goal.model_validate({**SERVE_8B, **slow, "serving_engine": "hf-transformers", "accelerators": ["v100-32gb", "t4"]}))
     hf_four_bit = {(o.accelerator.id, o.weights_format) for o in hf if o.weights_format in ("awq-4bit", "gptq-4bit")}

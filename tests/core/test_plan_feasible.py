@@ -365,15 +365,15 @@ def serving_signable(p: Plan) -> list[str]:
     part, a format whose kernels the part lacks, a bf16 plan on a part without bf16, a flagged or stale price row, a
     fleet past its provider's on-demand order, or targets the plan itself says it misses."""
     from core.catalog.engine_hardware import engine_problem
-    from core.model.kernels import four_bit_format
+    from core.catalog.format_kernels import kernels_problem
 
     acc = get_accelerator(p.accelerator)
     why = []
     engine = p.scenario["serving_engine"]
     if (problem := engine_problem(engine, acc)) is not None:
         why.append(problem)
-    if p.weights_format in ("awq-4bit", "gptq-4bit") and four_bit_format(acc) != p.weights_format:
-        why.append(f"{p.weights_format} on {acc.name}")
+    if (problem := kernels_problem(p.weights_format, p.kv_cache_format or "bf16", engine, acc)) is not None:
+        why.append(problem)  # data/engine_formats.csv, data/format_kernels.csv
     if not acc.supports_bf16 and "bf16" in (p.weights_format + (p.kv_cache_format or "")):
         why.append(f"bf16 on {acc.name}")
     row = next(r for r in load_prices() if (r.provider, r.instance_type, r.accelerator_id) == (p.provider, p.instance, p.accelerator))
