@@ -16,11 +16,15 @@ from app_pages.shared.text import metric, plain
 from app_pages.shared.validation_chart import MATCH_PERCENT, validation_figure
 from core.catalog.accelerators import load_accelerators
 from core.catalog.api_prices import load_api_prices
+from core.catalog.engine_models import load_engine_models
+from core.catalog.format_kernels import format_names, load_engine_formats, load_format_kernels
 from core.catalog.managed import load_managed_services
 from core.catalog.presets import load_presets
 from core.catalog.prices import STALE_AFTER_DAYS, is_stale, load_prices
 from core.catalog.purchases import load_purchases
+from core.memory.engines import ENGINES
 from core.memory.validation import load_cases
+from core.model.formats import FORMATS
 
 st.title("Method")
 st.caption("How every number is computed, where the constants come from, and how close we are to measured reality.")
@@ -106,8 +110,9 @@ show_table(
 today = dt.date.today()
 stale = [p for p in prices if is_stale(p, today)]
 newest = max(p.as_of for p in prices)
+age = (today - newest).days
 st.caption(
-    f"The price catalog is {(today - newest).days} days old at its newest row; {len(stale)} of its {len(prices)} rows are older than "
+    f"The price catalog is {age} day{'' if age == 1 else 's'} old at its newest row; {len(stale)} of its {len(prices)} rows are older than "
     f"{STALE_AFTER_DAYS // 30} months and marked stale below. Rebuild it with python -m core prices import (data/prices/)."
 )
 mine = context().prices
@@ -116,6 +121,46 @@ if mine.rows is not None:
 
 
 @shared_cache(max_entries=4, data=True)
+def engine_table() -> pd.DataFrame:
+    """One row per serving engine: the formats it loads, those the planner tries, the model types it runs or refuses."""
+    formats, models = load_engine_formats(), load_engine_models()
+    rows = []
+    for engine, spec in ENGINES.items():
+        f, m = formats[engine], models[engine]
+        but = f" but {', '.join(sorted(m.refused_model_types))}" if m.refused_model_types else ""
+        runs = ", ".join(sorted(m.model_types)) if m.model_types else f"any{but}"
+        rows.append(
+            {
+                "Engine": spec.label,
+                "Loads": ", ".join(format_names(f.weights_formats)),
+                "The planner tries": ", ".join(format_names(f.searched_formats)),
+                "Model types (config.json)": runs,
+                "Source (formats)": f.source,
+                "Source (models)": m.source,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def kernel_table() -> pd.DataFrame:
+    """One row per (format, engines, parts) rule: where the engine has kernels for it, dequantizes it, or refuses it."""
+    return pd.DataFrame(
+        [
+            {
+                "Format": FORMATS[r.weights_format].name,
+                "Engines": ", ".join(ENGINES[e].label for e in r.engines.split()),
+                "Parts (id pattern)": r.accelerator_pattern,
+                "Runs": r.runs,
+                "FP8 KV cache": "yes" if r.fp8_kv_cache else "no",
+                "Note": r.note,
+                "Source": r.source,
+                "As of": str(r.as_of),
+            }
+            for r in load_format_kernels()
+        ]
+    )
+
+
 def price_table(day: dt.date) -> pd.DataFrame:
     """Every catalog price and its source, stale rows marked as of `day`."""
     return pd.DataFrame(
@@ -169,6 +214,7 @@ with st.expander("Every accelerator and its source"):
                     "Usable (GiB)": a.usable_memory_gib,
                     "BF16 TFLOP/s (dense)": a.bf16_tflops,
                     "Bandwidth (GB/s)": a.memory_bandwidth_gbps,
+                    "Kernel target": a.kernel_target or "",
                     "Source": a.source,
                     "As of": str(a.as_of),
                     "Notes": a.notes,
@@ -179,6 +225,13 @@ with st.expander("Every accelerator and its source"):
         hide_index=True,
         width="stretch",
     )
+with st.expander("What each serving engine runs: formats, kernels by part, model architectures"):
+    st.caption(
+        "Read by every page: a setup an engine cannot run is said in one line above its figures, and the planner does "
+        "not plan it (data/engine_formats.csv, data/format_kernels.csv, data/engine_models.csv)."
+    )
+    show_table(engine_table(), hide_index=True, width="stretch")
+    show_table(kernel_table(), hide_index=True, width="stretch")
 with st.expander("Every model preset and its source"):
     show_table(
         pd.DataFrame(

@@ -86,11 +86,16 @@ def load_problem(weights_format: str, engine: str, engine_name: str | None = Non
     if loads(engine, weights_format):
         return None
     row = load_engine_formats()[engine]
-    names = dict.fromkeys(_family(f) for f in row.weights_formats)
+    names = format_names(row.weights_formats)
     note = f" ({row.note})" if row.note else ""
     others = [ENGINES[e].label for e, r in load_engine_formats().items() if weights_format in r.weights_formats and e in ENGINES]
     where = f"; {_format_name(weights_format)} loads in {listed(others, 'engines', 3)}" if others else ""
     return f"{engine_name or engine} does not load {_format_name(weights_format)} weights{note}: it loads {', '.join(names)}{where}"
+
+
+def format_names(formats: tuple[str, ...]) -> list[str]:
+    """Formats as a reader names them in a list: GGUF's and MLX's types each once."""
+    return list(dict.fromkeys(_family(f) for f in formats))
 
 
 def _family(weights_format: str) -> str:

@@ -231,6 +231,25 @@ def test_method_page_lists_every_validation_case():
     assert len(at.dataframe[0].value) == len(load_cases())
 
 
+def test_method_page_shows_what_each_engine_runs():
+    """The engine tables the pages' warnings and the planner read (data/engine_formats.csv, engine_models.csv,
+    format_kernels.csv), one row per engine and per kernel rule, with their sources."""
+    from core.catalog.format_kernels import load_format_kernels
+    from core.memory.engines import ENGINES
+
+    at = run_app("method")
+    no_exception(at)
+    frames = [d.value for d in at.dataframe]
+    engines = next(f for f in frames if "Model types (config.json)" in f.columns)
+    assert list(engines["Engine"]) == [e.label for e in ENGINES.values()]
+    mii = engines[engines["Engine"] == ENGINES["deepspeed-mii"].label].iloc[0]
+    assert mii["Loads"] == "BF16, FP16" and "qwen3" not in mii["Model types (config.json)"] and "llama" in mii["Model types (config.json)"]
+    trt = engines[engines["Engine"] == "TensorRT-LLM"].iloc[0]
+    assert trt["Model types (config.json)"].startswith("any but ") and "gemma2" in trt["Model types (config.json)"]
+    kernels = next(f for f in frames if "Parts (id pattern)" in f.columns)
+    assert len(kernels) == len(load_format_kernels()) and set(kernels["Runs"]) == {"kernel", "dequantized", "unsupported"}
+
+
 def test_inference_prices_say_what_they_assume_and_no_label_repeats():
     """Issue #11: each per-token price names its batch and utilisation; no two figures share a label."""
     from .conftest import open_link
