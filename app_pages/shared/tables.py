@@ -39,7 +39,16 @@ def sheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+# What an interactive table shows for a missing value: a figure that does not apply (a serving speed on a part the engine
+# does not run on, blanked with its reason in the row's note) reads as a dash, not as Streamlit's default "None"
+MISSING_CELL = "—"
+
+
 def show_table(data: Any, *, static: bool = False, **kwargs: Any) -> None:
-    """st.dataframe (or, with static=True, st.table) of `data` (a DataFrame, or records for one), made sheet_safe."""
+    """st.dataframe (or, with static=True, st.table) of `data` (a DataFrame, or records for one), made sheet_safe;
+    missing values shown as MISSING_CELL."""
     frame = sheet_safe(data if isinstance(data, pd.DataFrame) else pd.DataFrame(data))
-    (st.table if static else st.dataframe)(frame, **kwargs)
+    if static:
+        st.table(frame, **kwargs)
+    else:
+        st.dataframe(frame, **{"placeholder": MISSING_CELL, **kwargs})

@@ -349,3 +349,17 @@ def test_train_vs_serve_months_of_serving_keeps_two_figures_below_one():
     shown = metric(at, "Training = months of serving")
     assert train / serve < 0.1 and shown != "0.0"
     assert float(shown) == pytest.approx(train / serve, rel=0.05)  # the bills are shown rounded to whole dollars
+
+
+def test_a_figure_that_does_not_apply_reads_as_a_dash():
+    """The GPU vs TPU table blanks the serving figures of parts the engine does not run on (29 rows for vLLM) and the
+    prices of unpriced parts: every interactive table shows a missing value as a dash, not Streamlit's "None"."""
+    from app_pages.shared.tables import MISSING_CELL
+
+    from .conftest import open_link
+
+    at = open_link("gpu-vs-tpu", {"model": "llama-3.1-70b"})
+    no_exception(at)
+    table = at.dataframe[0]
+    assert table.value["Time to first token (ms)"].isna().any()
+    assert MISSING_CELL == "—" and all(d.proto.placeholder == MISSING_CELL for d in at.dataframe)
