@@ -163,6 +163,16 @@ def weights_problem(weights_format: str, engine: str, acc: Accelerator, engine_n
     return load_problem(weights_format, engine, engine_name) or format_problem(weights_format, engine, acc, engine_name)
 
 
+# AWQ and GPTQ checkpoints store the same bytes (core/model/formats.py): a part serves the first of them its engine
+# has kernels for there (vLLM's GPTQ on Volta, which has no AWQ kernels), not both
+FOUR_BIT = ("awq-4bit", "gptq-4bit")
+
+
+def four_bit_format(engine: str, acc: Accelerator) -> str | None:
+    """The 4-bit checkpoint `engine` serves on `acc`: AWQ where it runs, else GPTQ, else None."""
+    return next((f for f in FOUR_BIT if weights_problem(f, engine, acc) is None), None)
+
+
 def kernels_problem(weights_format: str, kv_cache_format: str, engine: str, acc: Accelerator, engine_name: str | None = None) -> str | None:
     """Why `engine` cannot run these weights (it does not load the format, or has no kernels for it on `acc`), or
     their KV cache in FP8, on `acc` (one line), or None: the estimate's warning, the serving table's and the planner's

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from core.catalog.accelerators import get_accelerator
 from core.catalog.engine_models import model_problem
-from core.catalog.format_kernels import kernels_problem, load_problem, loads, planned_formats, weights_problem
+from core.catalog.format_kernels import four_bit_format, kernels_problem, load_problem, loads, planned_formats
 from core.catalog.stack_layouts import base_problem, layout_problem, part_problem
 from core.catalog.wired_limit import raise_limit_advice, wired_limit_text
 from core.layout import Layout
@@ -494,8 +494,8 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
         # smaller weights in the formats the planner serves with the engine (data/engine_formats.csv: llama.cpp's GGUF
         # files, mlx-lm's MLX packing), and bitsandbytes' INT8 where the engine loads it; of AWQ's and GPTQ's equal
         # bytes the first the engine has kernels for on the part
-        acc, planned = get_accelerator(sc.accelerator), planned_formats(sc.serving_engine)
-        four_bit = next((f for f in ("awq-4bit", "gptq-4bit") if weights_problem(f, sc.serving_engine, acc) is None), None)
+        planned = planned_formats(sc.serving_engine)
+        four_bit = four_bit_format(sc.serving_engine, get_accelerator(sc.accelerator))
         formats = ("fp8", "int8", four_bit, "gguf-q8_0", "gguf-q4_k_m", "mlx-q8", "mlx-q4")
         runs = [f for f in formats if f is not None and (f in planned or f == "int8") and loads(sc.serving_engine, f)]
         alts = [(f"weights in {FORMATS[f].label}", {"weights_format": f}) for f in runs if f != sc.weights_format]

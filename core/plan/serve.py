@@ -17,7 +17,7 @@ from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.engine_hardware import engine_problem
 from core.catalog.engine_models import model_problem
 from core.catalog.expert_parallel import supports_expert_parallel
-from core.catalog.format_kernels import fp8_kv_with, planned_formats, weights_problem
+from core.catalog.format_kernels import FOUR_BIT, four_bit_format, fp8_kv_with, planned_formats, weights_problem
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
@@ -43,9 +43,6 @@ from core.plan.result import Plan, rental_fields
 from core.scenario import Scenario
 
 TENSOR_PARALLEL = (1, 2, 4, 8)
-# AWQ and GPTQ checkpoints store the same bytes (core/model/formats.py): a part serves the first of them its engine has
-# kernels for there (data/format_kernels.csv: vLLM's GPTQ on Volta, which has no AWQ kernels), not both.
-FOUR_BIT = ("awq-4bit", "gptq-4bit")
 
 
 # config.json quantization_config.quant_method values (Transformers' quantizers) -> this project's weight formats
@@ -200,7 +197,7 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         # formats the engine has no kernels for on this part, and those whose FP8 KV cache it lacks there
         # (data/format_kernels.csv: gpt-oss's MXFP4 needs Ampere or newer in vLLM; TensorRT-LLM caches it in BF16 on Hopper)
         problems = {f: weights_problem(f, goal.serving_engine, acc) for f in formats}
-        four_bit = next((f for f in formats if f in FOUR_BIT and problems[f] is None), None)  # AWQ, else GPTQ
+        four_bit = four_bit_format(goal.serving_engine, acc)  # of AWQ's and GPTQ's equal bytes, the one it serves here
         if all(problems.values()):
             kernels_why[aid] = "; ".join(dict.fromkeys(p for p in problems.values() if p))
         for j, (fmt, kv, tp, sc, _) in enumerate(sized):
