@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.catalog.accelerators import DATA_DIR, read_catalog_rows
+from core.model.hf_config import safe_label
 from core.text import listed
 
 ENGINE_MODELS_CSV = DATA_DIR / "engine_models.csv"
@@ -48,8 +49,10 @@ def checkpoint_model_type(model: Any) -> str | None:
     from core.catalog.presets import preset
 
     config = (preset(model).config if isinstance(model, str) else getattr(model, "hf_config", None)) or {}
-    value = config.get("model_type") if isinstance(config, dict) else None
-    return value if isinstance(value, str) and value else None
+    if not isinstance(config, dict):
+        return None
+    # a pasted config's value is untrusted: plain characters only, as the config reader keeps it (safe_label)
+    return safe_label(config.get("model_type")) or None
 
 
 def model_problem(engine: str, model: Any, model_name: str, engine_name: str | None = None) -> str | None:

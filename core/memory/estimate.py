@@ -541,7 +541,7 @@ def _problem(sc: Scenario) -> str | None:
     why its serving engine has no kernels there for its weights' format or their FP8 KV cache (data/format_kernels.csv),
     or None."""
     if sc.mode != "training":
-        return None if sram_resident(sc) else _serving_problem(sc)
+        return serving_problem(sc, ENGINES[sc.serving_engine].label)
     stack = sc.training_stack
     base = base_problem(qlora_base(sc).id, sc.zero_stage, sc.offload, sc.tensor_parallel) if gptq_base(sc) else None
     return (
@@ -551,12 +551,16 @@ def _problem(sc: Scenario) -> str | None:
     )
 
 
-def _serving_problem(sc: Scenario) -> str | None:
-    """The engine has no implementation of the model's architecture (data/engine_models.csv), or does not load its
-    weights' format or has no kernels for it on the part (data/engine_formats.csv, data/format_kernels.csv)."""
-    label = ENGINES[sc.serving_engine].label
-    return model_problem(sc.serving_engine, sc.model, sc.architecture.name, label) or kernels_problem(
-        sc.weights_format, sc.kv_cache_format, sc.serving_engine, get_accelerator(sc.accelerator), label
+def serving_problem(sc: Scenario, engine_name: str | None = None) -> str | None:
+    """Why the serving engine (written `engine_name`, else its id) cannot serve the scenario on its part, in one line:
+    no implementation of the model's architecture (data/engine_models.csv), or the weights' format not loaded or
+    without kernels there, or their FP8 KV cache (data/engine_formats.csv, data/format_kernels.csv). None on the SRAM
+    chips, which run their vendor's own stack. The estimate's warning, the every-accelerator table's and the
+    comparison's one rule."""
+    if sram_resident(sc):
+        return None
+    return model_problem(sc.serving_engine, sc.model, sc.architecture.name, engine_name) or kernels_problem(
+        sc.weights_format, sc.kv_cache_format, sc.serving_engine, get_accelerator(sc.accelerator), engine_name
     )
 
 

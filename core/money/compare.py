@@ -11,11 +11,10 @@ from pydantic import BaseModel, ConfigDict
 from core.catalog.accelerators import get_accelerator, load_accelerators
 from core.catalog.ecosystem import EcosystemEntry, ecosystem_for, platform_of
 from core.catalog.engine_hardware import engine_problem
-from core.catalog.format_kernels import kernels_problem
 from core.catalog.prices import PriceRow
 from core.layout import Layout
 from core.memory.components import part_memory_key
-from core.memory.estimate import Evaluator
+from core.memory.estimate import Evaluator, serving_problem
 from core.memory.fit import MAX_DEVICES
 from core.money.blocks import estimate_blocks
 from core.money.pricing import rows_for, serving_rows_for
@@ -58,8 +57,8 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
     acc = get_accelerator(aid)
     sc_a = sc if sc.accelerator == aid else sc.model_copy(update={"accelerator": aid})
     res, training, inf = estimate_blocks(sc_a, ev, light=True)
-    # serving figures only where the engine runs there, with kernels for the weights (the sidebar refuses the rest)
-    cannot = None if sc.mode == "training" else engine_problem(sc.serving_engine, acc) or kernels_problem(sc.weights_format, sc.kv_cache_format, sc.serving_engine, acc)
+    # serving figures only where the engine runs there, runs the model and has kernels for the weights
+    cannot = None if sc.mode == "training" else engine_problem(sc.serving_engine, acc) or serving_problem(sc_a)
     if cannot is not None:
         inf = None
     tp = inf.tensor_parallel if inf is not None else (res.layout_needed.tensor_parallel if res.layout_needed else 1)

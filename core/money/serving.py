@@ -31,13 +31,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.catalog.accelerators import Accelerator, get_accelerator
-from core.catalog.format_kernels import kernels_problem
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import spans_nodes
 from core.layout import Layout
 from core.memory.components import expert_parallel_ranks
-from core.memory.estimate import Evaluator, fit_capacity
+from core.memory.estimate import Evaluator, fit_capacity, serving_problem
 from core.money.blocks import estimate_blocks
 from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH, on_demand_ok, serving_rows_for, wider_orders
 from core.scenario import Scenario
@@ -410,18 +409,19 @@ def serving_options(
     sc: Scenario, traffic: Traffic, rows: tuple[PriceRow, ...] | None = None, *, accelerator_ids: Iterable[str] | None = None, max_utilisation: float = 1.0
 ) -> tuple[ServingPlan, ...]:
     """A plan per price row of each priced accelerator (or the ones named), cheapest per month first; accelerators
-    the engine does not run on or has no kernels on for the scenario's weights (data/engine_hardware.csv,
-    data/format_kernels.csv), that the request does not fit, or whose rows cannot be rented as many times as the fleet
-    needs, are left out."""
+    the engine does not serve the scenario on (core/memory/estimate.serving_problem: the model's architecture, the
+    weights' format and kernels, data/engine_models.csv, data/format_kernels.csv), that the request does not fit,
+    or whose rows cannot be rented as many times as the fleet needs, are left out."""
     _check_utilisation(max_utilisation)
     pool = billable_prices(rows)
     ids = list(dict.fromkeys(r.accelerator_id for r in pool)) if accelerator_ids is None else list(accelerator_ids)
     plans: list[ServingPlan] = []
     for aid in ids:
-        if kernels_problem(sc.weights_format, sc.kv_cache_format, sc.serving_engine, get_accelerator(aid)) is not None:
-            continue  # the engine has no kernels there for these weights or their FP8 cache (data/format_kernels.csv)
+        sc_a = sc if sc.accelerator == aid else sc.model_copy(update={"accelerator": aid})
+        if serving_problem(sc_a) is not None:
+            continue  # the engine does not run the model, or has no kernels there for these weights or their FP8 cache
         try:
-            req, cap = _replica(sc if sc.accelerator == aid else sc.model_copy(update={"accelerator": aid}), traffic)
+            req, cap = _replica(sc_a, traffic)
         except ValueError:
             continue
         plans += [p for r in serving_rows_for(aid, pool, cap.tensor_parallel) if (p := price_fleet(req, r, cap, traffic, max_utilisation)) is not None]

@@ -69,6 +69,10 @@ def test_a_pasted_config_is_checked_by_its_model_type_and_a_parameter_count_is_n
     assert model_problem("deepspeed-mii", jamba, "Jamba") is not None  # MII's list is exact: anything else is refused
     assert model_problem("tensorrt-llm", jamba, "Jamba") is None  # a refusal list: an unknown type is not checked
     assert checkpoint_model_type({"params": 7e9}) is None
+    # a hostile model_type reaches the one-line message as plain characters, at most 120 of them
+    hostile = HFConfig(name="x", hf_config={**jamba.hf_config, "model_type": '**bold** =HYPERLINK("x")\n<b>' + "y" * 500})
+    said = model_problem("deepspeed-mii", hostile, "x")
+    assert said is not None and "\n" not in said and not any(c in said for c in '*=<>"') and len(checkpoint_model_type(hostile)) == 120
 
 
 def test_the_estimate_warns_and_the_planner_skips_every_part_for_it():
@@ -80,3 +84,18 @@ def test_the_estimate_warns_and_the_planner_skips_every_part_for_it():
     assert not options and skipped and all("does not run Qwen3 8B" in line for line in skipped)
     llama, _, _ = plan_serving(Goal(goal="serve", model="llama-3.1-8b", requests_per_day=10000, serving_engine="deepspeed-mii"))
     assert llama
+
+
+def test_the_serving_table_and_the_comparison_read_the_same_rule():
+    """The Inference page's every-accelerator table and the GPU vs TPU / Compare rows priced DeepSpeed-MII serving
+    Qwen3 on every part while the estimate warned and the planner found nothing: one rule now
+    (core/memory/estimate.serving_problem)."""
+    from core.money.compare import compare_accelerators
+    from core.money.serving import Traffic, serving_options
+
+    sc = Scenario(model="qwen3-8b", mode="inference", serving_engine="deepspeed-mii", accelerator="h100-sxm")
+    traffic = Traffic(requests_per_day=10_000, input_tokens_per_request=1000, output_tokens_per_request=300)
+    assert serving_options(sc, traffic, accelerator_ids=["h100-sxm", "a100-sxm-80gb"]) == ()
+    assert serving_options(sc.replace(model="llama-3.1-8b"), traffic, accelerator_ids=["h100-sxm", "a100-sxm-80gb"])
+    for row in compare_accelerators(sc, ["h100-sxm", "a100-sxm-80gb"]):
+        assert row.decode_tokens_per_s is None and any(n.startswith("deepspeed-mii does not run Qwen3 8B") for n in row.notes), row.notes
