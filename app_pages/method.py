@@ -16,8 +16,10 @@ from app_pages.shared.text import metric, plain
 from app_pages.shared.validation_chart import MATCH_PERCENT, validation_figure
 from core.catalog.accelerators import load_accelerators
 from core.catalog.api_prices import load_api_prices
+from core.catalog.engine_formats import format_names, kv_format_name, load_engine_formats
 from core.catalog.engine_models import load_engine_models
-from core.catalog.format_kernels import format_names, load_engine_formats, load_format_kernels
+from core.catalog.format_kernels import load_format_kernels
+from core.catalog.kv_cache_kernels import load_kv_cache_kernels
 from core.catalog.managed import load_managed_services
 from core.catalog.presets import load_presets
 from core.catalog.prices import STALE_AFTER_DAYS, is_stale, load_prices
@@ -134,8 +136,10 @@ def engine_table() -> pd.DataFrame:
                 "Engine": spec.label,
                 "Loads": ", ".join(format_names(f.weights_formats)),
                 "The planner tries": ", ".join(format_names(f.searched_formats)),
+                "KV cache in": ", ".join(kv_format_name(k) for k in f.kv_cache_formats),
                 "Model types (config.json)": runs,
                 "Source (formats)": f.source,
+                "Source (KV cache)": f.kv_cache_source,
                 "Source (models)": m.source,
             }
         )
@@ -157,6 +161,26 @@ def kernel_table() -> pd.DataFrame:
                 "As of": str(r.as_of),
             }
             for r in load_format_kernels()
+        ]
+    )
+
+
+def kv_kernel_table() -> pd.DataFrame:
+    """One row per (KV format, engines, parts) rule: where the engine stores that cache, or refuses it."""
+    return pd.DataFrame(
+        [
+            {
+                "KV cache": kv_format_name(r.kv_cache_format),
+                "Engines": ", ".join(ENGINES[e].label for e in r.engines.split()),
+                "Parts (id pattern)": r.accelerator_pattern,
+                "Stored": "yes" if r.runs == "kernel" else "no",
+                "Models": "no MLA or sinks" if r.attention == "plain" else "any",
+                "Head sizes": ", ".join(map(str, r.head_dims)) or "any",
+                "Note": r.note,
+                "Source": r.source,
+                "As of": str(r.as_of),
+            }
+            for r in load_kv_cache_kernels()
         ]
     )
 
@@ -225,13 +249,14 @@ with st.expander("Every accelerator and its source"):
         hide_index=True,
         width="stretch",
     )
-with st.expander("What each serving engine runs: formats, kernels by part, model architectures"):
+with st.expander("What each serving engine runs: formats, KV caches, kernels by part, model architectures"):
     st.caption(
         "Read by every page: a setup an engine cannot run is said in one line above its figures, and the planner does "
-        "not plan it (data/engine_formats.csv, data/format_kernels.csv, data/engine_models.csv)."
+        "not plan it (data/engine_formats.csv, data/format_kernels.csv, data/kv_cache_kernels.csv, data/engine_models.csv)."
     )
     show_table(engine_table(), hide_index=True, width="stretch")
     show_table(kernel_table(), hide_index=True, width="stretch")
+    show_table(kv_kernel_table(), hide_index=True, width="stretch")
 with st.expander("Every model preset and its source"):
     show_table(
         pd.DataFrame(

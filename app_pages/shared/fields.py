@@ -14,6 +14,7 @@ from functools import cache
 from typing import Any, Literal
 
 from core.catalog.accelerators import load_accelerators
+from core.catalog.engine_formats import kv_format_name, load_engine_formats
 from core.catalog.presets import load_presets
 from core.memory.engines import ENGINES
 from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, STACKS
@@ -46,6 +47,21 @@ def inference(values: Values) -> bool:
 def _bound(value: float | None) -> str:
     """A range's end in a message: 2,097,152 rather than 2.09715e+06."""
     return "" if value is None else f"{value:,.0f}" if float(value).is_integer() else f"{value:,g}"
+
+
+# Engines as a KV-cache choice's label names them: short, so the label reads whole in the sidebar's box (LONG_CHOICE)
+KV_ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tensorrt-llm": "TRT-LLM", "llama.cpp": "llama.cpp", "hf-transformers": "HF", "mlx": "MLX"}
+
+
+def kv_labels(formats: tuple[str, ...]) -> dict[str, str]:
+    """Each KV-cache format's name, with the engines that store it where not all do: 'FP8 (vLLM, SGLang, TRT-LLM)'
+    (data/engine_formats.csv; an engine storing only what every engine stores is not named)."""
+    rows = load_engine_formats()
+    out = {}
+    for kv in formats:
+        engines = [KV_ENGINE_NAMES.get(e, ENGINES[e].label) for e, r in rows.items() if kv in r.kv_cache_formats and e in ENGINES]
+        out[kv] = kv_format_name(kv) + (f" ({', '.join(engines)})" if engines and len(engines) < len(rows) else "")
+    return out
 
 
 @dataclass(frozen=True)
@@ -402,14 +418,9 @@ def fields() -> dict[str, Field]:
             section="workload",
             scenario="kv_cache_format",
             applies=inference,
-            labels={
-                "bf16": "BF16",
-                "fp16": "FP16",
-                "fp8": "FP8 (vLLM, TensorRT-LLM)",
-                "int8": "INT8",
-                "q8_0": "Q8_0 (llama.cpp; MLX --kv-bits 8)",
-                "q4_0": "Q4_0 (llama.cpp; MLX --kv-bits 4)",
-            },
+            labels=kv_labels(("bf16", "fp16", "fp8", "int8", "q8_0", "q4_0")),
+            help="What K and V are stored in. Each format names the engines that store it (data/engine_formats.csv); "
+            "an engine's FP8 cache also needs a part it has the kernels for (data/kv_cache_kernels.csv: vLLM's from Ada on NVIDIA)",
         ),
         Field(
             "engine",

@@ -11,6 +11,7 @@ from app_pages.shared.charts import component_label
 from app_pages.shared.style import COMPONENT_COLORS, Units, capacity_line, layout
 from app_pages.shared.text import chart_text, hours_text
 from app_pages.shared.ticks import number_ticks, time_ticks
+from core.catalog.accelerators import UnknownAcceleratorError, get_accelerator
 from core.memory.engines import ENGINES
 from core.memory.estimate import estimate_memory
 from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS
@@ -18,6 +19,7 @@ from core.memory.sweep import COMPONENTS
 from core.plan import Plan
 from core.plan.train import days_words
 from core.scenario import Scenario
+from core.speed.timing import fp8_weight_only
 from core.text import listed
 
 METHOD_WORDS = {"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA", "pretrain": "Pretrain"}
@@ -107,6 +109,19 @@ def reserved(p: Plan) -> str:
     return f"; needs a reservation: {p.reservation}{term}"
 
 
+def weight_only(p: Plan) -> bool:
+    """Whether the plan's FP8 weights run weight-only: its part has no FP8 matmuls (FP8 Marlin on Turing and Ampere)."""
+    try:
+        return fp8_weight_only(p.weights_format, get_accelerator(p.accelerator))
+    except UnknownAcceleratorError:  # a part not in the catalog: nothing to add
+        return False
+
+
+def weights_words(p: Plan) -> str:
+    """A plan's weights as its table says them: 'FP8 (weight-only)' on a part without FP8 matmuls."""
+    return FORMAT_WORDS.get(p.weights_format, p.weights_format) + (" (weight-only)" if weight_only(p) else "")
+
+
 def headline(p: Plan, pricing: str, short: bool = False) -> str:
     """The plan as a sentence a manager can repeat: hardware, instance, count, idle devices, time, cost. `short`: the
     hardware without its instance and rate, and a serving plan without its batch and load (one line above the Plan
@@ -123,13 +138,14 @@ def headline(p: Plan, pricing: str, short: bool = False) -> str:
     replicas = f"{p.data_parallel} replica{'s' * (p.data_parallel > 1)}"
     replicas += f" (each expert-parallel over {p.tensor_parallel} GPUs)" if p.expert_parallel else ""
     kv = " with an FP8 KV cache" if p.kv_cache_format == "fp8" else ""
+    weights = f"{FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights" + (" (weight-only)" if weight_only(p) else "")
     bill = f"{_money(p.usd_per_month or 0)} a month {price}, {_money(p.usd_per_million_tokens or 0)} per million tokens"
     engine = ENGINES.get(str(p.scenario.get("serving_engine", "vllm")))
     served = f" with {engine.label}" if engine is not None else ""  # the engine the plan's speed and launch are for
     if short:
-        return f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights{kv} on {on}{served}: {bill}."
+        return f"{replicas} of {weights}{kv} on {on}{served}: {bill}."
     return (
-        f"{replicas} of {FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights{kv} on {on}{served}, up to {p.micro_batch} "
+        f"{replicas} of {weights}{kv} on {on}{served}, up to {p.micro_batch} "
         f"concurrent request{'s' * (p.micro_batch > 1)} each in the busiest hour: {bill} (input + output) at {100 * (p.utilisation or 0):.0f}% average load{idle}."
     )
 
@@ -283,7 +299,7 @@ def plan_table(plans: tuple[Plan, ...], serving: bool) -> list[dict[str, Any]]:
         }
         if serving:
             row |= {
-                "Weights": FORMAT_WORDS.get(p.weights_format, p.weights_format),
+                "Weights": weights_words(p),
                 "KV cache": (p.kv_cache_format or "bf16").upper(),
                 "Replicas x TP": f"{p.data_parallel} x {p.tensor_parallel}" + (" (expert-parallel)" if p.expert_parallel else ""),
                 "Batch": p.micro_batch,

@@ -12,8 +12,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from core.catalog.accelerators import get_accelerator
+from core.catalog.engine_formats import caches, kv_format_name, load_problem, loads, planned_formats
 from core.catalog.engine_models import model_problem
-from core.catalog.format_kernels import four_bit_format, kernels_problem, load_problem, loads, planned_formats
+from core.catalog.format_kernels import four_bit_format, kernels_problem
 from core.catalog.stack_layouts import base_problem, layout_problem, part_problem
 from core.catalog.wired_limit import raise_limit_advice, wired_limit_text
 from core.layout import Layout
@@ -488,6 +489,11 @@ class Fix(BaseModel):
         return self.label_text.render()
 
 
+# The smaller KV caches the help offers, of those the engine stores: 8 bits a value (Q4_0's 4.5 bits cost quality a
+# user should choose knowingly; the field offers it)
+SMALLER_KV_CACHES = ("fp8", "q8_0")
+
+
 def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tuple[str, dict[str, Any]]]:
     alts: list[tuple[str, dict[str, Any]]]
     if sc.mode == "inference":
@@ -503,8 +509,8 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
             fewest, most = _fewest_layers_for_host(sc, arch), _most_layers(sc, arch, own_layout(sc), capacity)
             for n in sorted({fewest, most} - {None, sc.gpu_layers}):  # type: ignore[type-var]
                 alts.append((f"{n} layers on the GPU (-ngl {n})", {"gpu_layers": n}))
-        if sc.kv_cache_format in ("bf16", "fp16"):
-            alts.append(("KV cache in FP8", {"kv_cache_format": "fp8"}))
+        if sc.kv_cache_format in ("bf16", "fp16"):  # the engine's 8-bit caches (llama.cpp's and mlx-lm's Q8_0 blocks)
+            alts += [(f"KV cache in {kv_format_name(k)}", {"kv_cache_format": k}) for k in SMALLER_KV_CACHES if caches(sc.serving_engine, k)]
         if not sc.flash_attention:
             alts.append(("FlashAttention", {"flash_attention": True}))
         return alts
@@ -560,7 +566,7 @@ def serving_problem(sc: Scenario, engine_name: str | None = None) -> str | None:
     if sram_resident(sc):
         return None
     return model_problem(sc.serving_engine, sc.model, sc.architecture.name, engine_name) or kernels_problem(
-        sc.weights_format, sc.kv_cache_format, sc.serving_engine, get_accelerator(sc.accelerator), engine_name
+        sc.weights_format, sc.kv_cache_format, sc.serving_engine, get_accelerator(sc.accelerator), engine_name, sc.architecture
     )
 
 

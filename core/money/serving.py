@@ -51,11 +51,6 @@ _OUT = ConfigDict(frozen=True)
 # for any model and context the planner is asked about.
 MAX_BATCH = 2048
 BATCHES = np.arange(1, MAX_BATCH + 1, dtype=np.float64)
-# Engines with an FP8 KV cache: vLLM --kv-cache-dtype fp8 (docs.vllm.ai, "Quantized KV Cache"), SGLang
-# --kv-cache-dtype fp8_e4m3 / fp8_e5m2 (docs.sglang.ai, "Server Arguments"), TensorRT-LLM's FP8 KV cache
-# (kv_cache_config dtype fp8). Offered only on parts with FP8 support (Ada, Hopper, Blackwell, MI300: the catalog's
-# supports_fp8); llama.cpp quantizes its cache to q8_0 / q4_0 instead, and transformers' quantized cache is int.
-FP8_KV_ENGINES = frozenset({"vllm", "sglang", "tensorrt-llm"})
 # The figures under load a replica's curve carries (core/speed/load.py); the targets are checked on the p90 ones.
 LOAD_KEYS = ("time_to_first_token_p50_s", "time_to_first_token_p90_s", "tokens_per_s_per_user_p50", "tokens_per_s_per_user_p90")
 

@@ -21,6 +21,7 @@ from core.catalog.expert_parallel import load_expert_parallel
 from core.catalog.presets import preset, preset_ids
 from core.catalog.stack_layouts import FSDP_OFFLOAD_STACKS, offload_optimizer_problem, offload_problem, optimizer_problem, part_problem
 from core.memory.stacks import trains_on_gptq
+from core.speed.timing import fp8_weight_only
 
 if TYPE_CHECKING:
     from core.catalog.accelerators import Accelerator
@@ -248,6 +249,15 @@ def _prequantized_note(p: _Facts) -> list[str]:
     return []
 
 
+def _weight_only_fp8_note(p: _Facts) -> list[str]:
+    """FP8 weights on an NVIDIA part without FP8 (data/format_kernels.csv's Turing and Ampere rows): the engine runs
+    them weight-only through FP8 Marlin, as its log says when it loads them."""
+    if p.accelerator is None or p.vendor != "nvidia" or not fp8_weight_only(p.weights_format, p.accelerator):
+        return []
+    said = f"FP8 weights on {p.accelerator_name}: {p.engine} runs them weight-only (FP8 Marlin, 16-bit activations)"
+    return [_comment(f"{said}: FP8's memory and decode, prompts at the 16-bit rate")]
+
+
 def _replicas_note(p: _Facts) -> list[str]:
     if p.data_parallel <= 1:
         return []
@@ -270,7 +280,7 @@ def _serving(p: _Facts) -> str:
     }.get(p.engine)
     if body is None:
         return "\n".join([*head, _comment(f"no launch command for engine {p.engine!r}")])
-    return "\n".join([*head, *_prequantized_note(p), *_replicas_note(p), *body(p)])
+    return "\n".join([*head, *_prequantized_note(p), *_weight_only_fp8_note(p), *_replicas_note(p), *body(p)])
 
 
 def _weights_flag(p: _Facts) -> list[tuple[str, Any]]:
@@ -338,7 +348,8 @@ def _vllm(p: _Facts) -> list[str]:
     else:
         layout = [("--tensor-parallel-size", p.tensor_parallel)]
     neuron_nxd = p.vendor == "aws" and p.accelerator is not None and p.accelerator.id in NXD_NEURON_PARTS
-    kv = "auto" if p.kv_cache_format != "fp8" or neuron_nxd else VLLM_FP8_KV.get(p.vendor, "fp8")
+    # vLLM's INT8 cache keeps a scale per token and head, in its Triton attention kernels (data/kv_cache_kernels.csv)
+    kv = "auto" if neuron_nxd else {"fp8": VLLM_FP8_KV.get(p.vendor, "fp8"), "int8": "int8_per_token_head"}.get(p.kv_cache_format, "auto")
     args: list[tuple[str, Any] | str] = [
         *layout,
         ("--max-num-seqs", p.engine_batch),

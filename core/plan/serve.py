@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 
 from core.catalog.accelerators import Accelerator, get_accelerator
+from core.catalog.engine_formats import caches, planned_formats
 from core.catalog.engine_hardware import engine_problem
 from core.catalog.engine_models import model_problem
 from core.catalog.expert_parallel import supports_expert_parallel
-from core.catalog.format_kernels import FOUR_BIT, four_bit_format, fp8_kv_with, planned_formats, weights_problem
+from core.catalog.format_kernels import FOUR_BIT, four_bit_format, kernels_problem, weights_problem
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
@@ -26,7 +27,6 @@ from core.memory.engines import ENGINES, SINGLE_DEVICE_ENGINES
 from core.memory.estimate import fit_capacity
 from core.model.formats import FORMATS
 from core.money.serving import (
-    FP8_KV_ENGINES,
     Fleet,
     ReplicaCapacity,
     ServingPlan,
@@ -106,8 +106,9 @@ def serving_scenario(goal: Goal, weights_format: str, tp: int, **update: Any) ->
 
 
 def kv_formats(goal: Goal) -> tuple[str, ...]:
-    """The KV caches searched: 16-bit, and FP8 where the engine has one (offered only on parts with FP8)."""
-    return ("bf16", "fp8") if goal.serving_engine in FP8_KV_ENGINES else ("bf16",)
+    """The KV caches searched: 16-bit, and FP8 where the engine stores one (data/engine_formats.csv; on the parts where
+    it does, data/kv_cache_kernels.csv: vLLM's from Ada on NVIDIA parts)."""
+    return ("bf16", "fp8") if caches(goal.serving_engine, "fp8") else ("bf16",)
 
 
 def expert_parallel_searched(sc: Scenario) -> bool:
@@ -158,8 +159,9 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
     traffic = traffic_of(goal)
     spot = goal.pricing == "spot"
     sized: list[tuple[str, str, int, Scenario, np.ndarray]] = []
+    kvs = kv_formats(goal)
     for fmt in formats:
-        for kv in kv_formats(goal):
+        for kv in kvs:
             for tp in TENSOR_PARALLEL:
                 sc = serving_scenario(goal, fmt, tp, kv_cache_format=kv)
                 if tp > 1 and goal.expert_parallel and expert_parallel_searched(sc):
@@ -194,19 +196,19 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         # to pay, and the expert-parallel layouts are not searched for them (a user may still set one)
         one_device = {(f, k) for f, k, t, c, m in sized if t == 1 and m[0] <= fit_capacity(c, float(acc.usable_memory_bytes))} if goal.expert_parallel else set()
         runs[aid] = []
-        # formats the engine has no kernels for on this part, and those whose FP8 KV cache it lacks there
-        # (data/format_kernels.csv: gpt-oss's MXFP4 needs Ampere or newer in vLLM; TensorRT-LLM caches it in BF16 on Hopper)
-        problems = {f: weights_problem(f, goal.serving_engine, acc) for f in formats}
+        # formats the engine has no kernels for on this part, and KV caches it cannot keep there, with those weights
+        # or at all (data/format_kernels.csv, data/kv_cache_kernels.csv: gpt-oss's MXFP4 needs Ampere or newer in
+        # vLLM; its FP8 weights run weight-only before Ada, with a 16-bit KV cache): the estimate's one rule
+        weights = {f: weights_problem(f, goal.serving_engine, acc) for f in formats}
+        problems = {(f, k): kernels_problem(f, k, goal.serving_engine, acc, arch=arch) for f in formats for k in kvs}
         four_bit = four_bit_format(goal.serving_engine, acc)  # of AWQ's and GPTQ's equal bytes, the one it serves here
-        if all(problems.values()):
-            kernels_why[aid] = "; ".join(dict.fromkeys(p for p in problems.values() if p))
+        if all(weights.values()):
+            kernels_why[aid] = "; ".join(dict.fromkeys(p for p in weights.values() if p))
         for j, (fmt, kv, tp, sc, _) in enumerate(sized):
-            if problems[fmt] is not None or (kv == "fp8" and not fp8_kv_with(fmt, goal.serving_engine, acc)):
+            if problems[(fmt, kv)] is not None:
                 continue
             if sc.expert_parallel and (fmt, kv) in one_device:
                 continue
-            if "fp8" in (fmt, kv) and not acc.supports_fp8:
-                continue  # FP8 weights and an FP8 KV cache need FP8 support (Ada, Hopper, Blackwell, MI300, Trainium)
             if fmt in FOUR_BIT and fmt != four_bit:
                 continue  # the same bytes as the 4-bit format this part serves
             if not rentable[tp]:

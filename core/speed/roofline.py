@@ -35,7 +35,7 @@ from core.memory.components import expert_parallel_ranks, gpu_layer_share, infer
 from core.memory.engines import ENGINES
 from core.memory.estimate import fit_capacity
 from core.model.architecture import MLP_ROLES, Architecture
-from core.model.formats import FORMATS, routed_expert_bytes, weight_bytes
+from core.model.formats import FORMATS, KV_CACHE_BYTES, routed_expert_bytes, weight_bytes
 from core.scenario import Scenario
 from core.speed.attention import attention_flops_per_token
 from core.speed.comm import ALLREDUCE_LATENCY_S, collective_gbps, tp_allreduces_per_layer, tp_allreduces_s
@@ -53,6 +53,9 @@ _OUT = ConfigDict(frozen=True)
 # 4-bit serving estimates there are conservative.
 BW_EFF_NATIVE = ENGINES["vllm"].bandwidth_efficiency
 BW_EFF_DEQUANT = ENGINES["vllm"].dequant_efficiency
+# FP8 weights on Turing and Ampere run in vLLM's and SGLang's FP8 Marlin kernels, weight-only, "up to 2x" FP16's speed
+# in memory-bound decode (vLLM PR #5975, 2024-06): read at the native rate there too, their matmuls at the 16-bit peak
+# (core/speed/timing.inference_peak_tflops).
 NATIVE_FORMATS = frozenset({"fp32", "bf16", "fp16", "fp8", "mxfp4"})
 # Fraction of dense peak reached by prefill and compute-bound decode. Large
 # BF16 matmuls alone reach 80-87% (A100 271 of 312, H100 795 of 989 TFLOP/s,
@@ -151,6 +154,7 @@ class _Roof:
     decode_sequence_layer_s: Any
     decode_sequence_s: Any
     prefill_launch_s: Any
+    kv_traffic: Any  # KV-cache bytes read per cached byte (an FP8 cache on a part without FP8 reads as 16 bits)
 
     def __init__(self, sc: Scenario, acc: Accelerator, layout: Layout):
         self.sc, self.acc, self.arch = sc, acc, sc.architecture
@@ -210,6 +214,12 @@ class _Roof:
         # expanded copy written and read again.
         groups = 1 if self.arch.is_mla else self.arch.num_heads / self.arch.num_kv_heads
         self.kv_traffic = 1.0 + 2.0 * groups if self.engine.kv_expanded and groups > 1 else 1.0
+        if self.sc.kv_cache_format == "fp8" and not acc.supports_fp8:
+            # An FP8 cache on a part without FP8 conversions (vLLM's and SGLang's FlashInfer kernels on an A100) is
+            # decoded to 16 bits in software as it is read: it holds twice the tokens, but no faster than a 16-bit
+            # cache is taken (vLLM PR #49077 measured its software-FP8 Triton attention kernel on an A100 at 484 us
+            # against 302 us for a 16-bit cache; no published FlashInfer figure): the 16-bit cache's traffic.
+            self.kv_traffic *= KV_CACHE_BYTES["bf16"] / KV_CACHE_BYTES["fp8"]
 
     def ep_step(self, decodes: Any, context: float, prefill_tokens: Any = 0.0, prompt: float = 0.0) -> EpParts:
         """An expert-parallel step of the replica: `decodes` sequences and `prefill_tokens` prompt tokens spread evenly
@@ -303,6 +313,7 @@ PART_RATES = (
     "decode_sequence_layer_s",
     "decode_sequence_s",
     "prefill_launch_s",
+    "kv_traffic",
 )
 
 

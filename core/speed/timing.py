@@ -143,12 +143,19 @@ def peak_tflops(acc: Accelerator, precision: str) -> PeakCompute:
     return PeakCompute(acc.bf16_tflops, "BF16 dense tensor figure", False)
 
 
+def fp8_weight_only(weights_format: str, acc: Accelerator) -> bool:
+    """Whether FP8 weights run weight-only on `acc` (no FP8 matmuls there: the engines' FP8 Marlin kernels multiply
+    them against 16-bit activations on Turing and Ampere, data/format_kernels.csv): their memory and decode traffic
+    are FP8's, their matmuls the 16-bit rate's (inference_peak_tflops)."""
+    return weights_format == "fp8" and not acc.fp8_tflops
+
+
 def inference_peak_tflops(acc: Accelerator, weights_format: str) -> PeakCompute:
     """Peak for serving: FP8 weights run FP8 matmuls where the device has them
     (e.g. vLLM FP8 W8A8 on Hopper); weight-only int/4-bit formats dequantize to
     16-bit and run at the 16-bit rate."""
-    if weights_format == "fp8" and acc.fp8_tflops:
-        return PeakCompute(acc.fp8_tflops, "FP8 dense tensor figure", False)
+    if weights_format == "fp8" and not fp8_weight_only(weights_format, acc):
+        return PeakCompute(acc.fp8_tflops or 0.0, "FP8 dense tensor figure", False)
     return peak_tflops(acc, "fp32" if weights_format == "fp32" else "bf16")
 
 

@@ -233,8 +233,9 @@ def test_method_page_lists_every_validation_case():
 
 def test_method_page_shows_what_each_engine_runs():
     """The engine tables the pages' warnings and the planner read (data/engine_formats.csv, engine_models.csv,
-    format_kernels.csv), one row per engine and per kernel rule, with their sources."""
+    format_kernels.csv, kv_cache_kernels.csv), one row per engine and per kernel rule, with their sources."""
     from core.catalog.format_kernels import load_format_kernels
+    from core.catalog.kv_cache_kernels import load_kv_cache_kernels
     from core.memory.engines import ENGINES
 
     at = run_app("method")
@@ -246,8 +247,13 @@ def test_method_page_shows_what_each_engine_runs():
     assert mii["Loads"] == "BF16, FP16" and "qwen3" not in mii["Model types (config.json)"] and "llama" in mii["Model types (config.json)"]
     trt = engines[engines["Engine"] == "TensorRT-LLM"].iloc[0]
     assert trt["Model types (config.json)"].startswith("any but ") and "gemma2" in trt["Model types (config.json)"]
-    kernels = next(f for f in frames if "Parts (id pattern)" in f.columns)
+    kernels = next(f for f in frames if "Parts (id pattern)" in f.columns and "Runs" in f.columns)
     assert len(kernels) == len(load_format_kernels()) and set(kernels["Runs"]) == {"kernel", "dequantized", "unsupported"}
+    # the KV caches each engine stores (data/engine_formats.csv) and where (data/kv_cache_kernels.csv)
+    assert engines.set_index("Engine").loc["llama.cpp", "KV cache in"] == "BF16, FP16, Q8_0, Q4_0"
+    caches = next(f for f in frames if "KV cache" in f.columns and "Stored" in f.columns)
+    assert len(caches) == len(load_kv_cache_kernels()) and set(caches["Stored"]) == {"yes", "no"}
+    assert caches["Source"].str.len().min() >= 10
 
 
 def test_inference_prices_say_what_they_assume_and_no_label_repeats():
@@ -363,3 +369,15 @@ def test_a_figure_that_does_not_apply_reads_as_a_dash():
     table = at.dataframe[0]
     assert table.value["Time to first token (ms)"].isna().any()
     assert MISSING_CELL == "—" and all(d.proto.placeholder == MISSING_CELL for d in at.dataframe)
+
+
+def test_each_kv_cache_choice_names_its_engines_and_reads_whole_in_its_box():
+    """The KV-cache choices name the engines that store them (data/engine_formats.csv), short enough that no full name
+    shows under the box: a KV move then leaves the sidebar as drawn and reruns the page alone
+    (tests/app/test_lower_section.py)."""
+    from app_pages.shared.fields import fields
+    from app_pages.shared.widgets import LONG_CHOICE
+
+    f = fields()["kv"]
+    assert f.fmt("fp8") == "FP8 (vLLM, SGLang, TRT-LLM)" and f.fmt("q8_0") == "Q8_0 (llama.cpp, MLX)" and f.fmt("bf16") == "BF16"
+    assert max(len(f.fmt(v)) for v in f.options) <= LONG_CHOICE

@@ -141,3 +141,18 @@ def test_an_engine_without_the_models_architecture_says_so_once():
     lines = ["a: x", "b: y", "c: x", "d: x", "e: x", "f: z", "g: w", "h: v"]
     assert no_plan_reason(lines) == "x (on a, c, d and 1 more parts); y (on b); z (on f); w (on g)"
     assert no_plan_reason(["no colon here"]) == "no colon here"
+
+
+def test_fp8_weights_on_a_gpu_without_fp8_matmuls_are_said_to_run_weight_only():
+    """vLLM serves FP8 checkpoints on an A100 or an RTX 3090 through FP8 Marlin (data/format_kernels.csv): the plan's
+    sentence and its table say so, an H100's plan does not."""
+    from app_pages.shared.planning import headline, plan_table
+    from core.plan import Goal, plan
+
+    r = plan(Goal.model_validate({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 20_000, "accelerators": ["rtx-3090", "h100-sxm"]}))
+    fp8 = [p for p in r.plans if p.weights_format == "fp8"]
+    assert {p.accelerator for p in fp8} == {"rtx-3090", "h100-sxm"}, [p.accelerator for p in fp8]
+    for p in fp8:
+        ampere = p.accelerator == "rtx-3090"
+        assert ("FP8 weights (weight-only)" in headline(p, "on_demand")) is ampere
+        assert (plan_table((p,), serving=True)[0]["Weights"] == "FP8 (weight-only)") is ampere

@@ -10,7 +10,8 @@ import re
 import pytest
 
 from core.catalog.accelerators import get_accelerator
-from core.catalog.format_kernels import fp8_kv_with, kernels_problem, load_engine_formats, load_problem, loads, planned_formats, weights_problem
+from core.catalog.engine_formats import load_engine_formats, load_problem, loads, planned_formats
+from core.catalog.format_kernels import fp8_kv_with, kernels_problem, weights_problem
 from core.memory.engines import ENGINES
 from core.memory.estimate import Evaluator, estimate_memory, fit_capacity, same_device_fixes
 from core.plan import Goal
@@ -116,7 +117,10 @@ def test_the_help_offers_only_formats_the_engine_loads():
         ("gptq-4bit", "hf-transformers", "apple-m2-max", True),  # GPTQModel on Metal
         ("fp8", "hf-transformers", "h100-sxm", True),
         ("fp8", "hf-transformers", "a100-sxm-80gb", False),  # dequantized to BF16 below 8.9
-        ("fp8", "vllm", "a100-sxm-80gb", True),  # not restricted: vLLM's FP8 Marlin (weight-only)
+        ("fp8", "vllm", "a100-sxm-80gb", True),  # FP8 Marlin, weight-only (W8A16)
+        ("fp8", "vllm", "t4", True),  # FP8 Marlin from Turing (FP16 activations)
+        ("fp8", "vllm", "mi250x", False),  # no FP8 on CDNA2: not documented
+        ("fp8", "sglang", "a100-sxm-80gb", True),  # its Marlin W8A16 on SM 8.0-8.8
     ],
 )
 def test_where_awq_gptq_and_fp8_run(fmt, engine, part, runs):

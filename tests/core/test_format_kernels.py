@@ -186,9 +186,19 @@ def test_an_engine_refuses_generations_below_its_floor_and_the_planner_says_why(
         assert any(s.startswith(f"{part}: {engine} does not run on") for s in r.skipped), part
 
 
-# (file, the module's path attribute, its loader, the columns before source and as_of)
-KERNELS_TABLE = ("format_kernels.csv", "FORMAT_KERNELS_CSV", "load_format_kernels", "weights_format,engines,accelerator_pattern,runs,fp8_kv_cache")
-FORMATS_TABLE = ("engine_formats.csv", "ENGINE_FORMATS_CSV", "load_engine_formats", "engine,weights_formats,searched_formats")
+# (module, file, the module's path attribute, its loader, the columns before source and as_of, the sourced columns after
+# them: each filled with a valid source)
+KERNELS_TABLE = ("format_kernels", "format_kernels.csv", "FORMAT_KERNELS_CSV", "load_format_kernels", "weights_format,engines,accelerator_pattern,runs,fp8_kv_cache", ())
+FORMATS_TABLE = (
+    "engine_formats",
+    "engine_formats.csv",
+    "ENGINE_FORMATS_CSV",
+    "load_engine_formats",
+    "engine,weights_formats,searched_formats,kv_cache_formats",
+    ("kv_cache_source",),
+)
+KV_COLUMNS = "kv_cache_format,engines,accelerator_pattern,runs,attention,head_dims"
+KV_TABLE = ("kv_cache_kernels", "kv_cache_kernels.csv", "KV_CACHE_KERNELS_CSV", "load_kv_cache_kernels", KV_COLUMNS, ())
 
 
 @pytest.mark.parametrize(
@@ -198,18 +208,26 @@ FORMATS_TABLE = ("engine_formats.csv", "ENGINE_FORMATS_CSV", "load_engine_format
         (KERNELS_TABLE, "mxfp4,vllm,.,kernel,maybe", "fp8_kv_cache"),  # not a yes or no
         (KERNELS_TABLE, "mxfp4,vLLM Engine,.,kernel,true", "engine ids"),
         (KERNELS_TABLE, "mxfp4,vllm,.,fast,true", "runs"),
-        (FORMATS_TABLE, "vllm,bf16 fp9,bf16", "unknown: fp9"),  # not a format of core/model/formats.py
-        (FORMATS_TABLE, "vllm,bf16 fp8,bf16 awq-4bit", "not among weights_formats"),  # the planner would try what the engine cannot load
-        (FORMATS_TABLE, "vllm,,bf16", "weights_formats"),
+        (FORMATS_TABLE, "vllm,bf16 fp9,bf16,bf16", "unknown: fp9"),  # not a format of core/model/formats.py
+        (FORMATS_TABLE, "vllm,bf16 fp8,bf16 awq-4bit,bf16", "not among weights_formats"),  # the planner would try what the engine cannot load
+        (FORMATS_TABLE, "vllm,,bf16,bf16", "weights_formats"),
+        (FORMATS_TABLE, "vllm,bf16,bf16,bf16 fp4", "unknown: fp4"),  # not a KV-cache format of core/model/formats.py
+        (KV_TABLE, "fp4,vllm,.,kernel,any,", "KV-cache format"),
+        (KV_TABLE, "fp8,vllm,.,dequantized,any,", "runs"),  # a cache is stored in its format or refused
+        (KV_TABLE, "fp8,vllm,^(a100,kernel,any,", "not a regular expression"),
+        (KV_TABLE, "fp8,vllm,.,kernel,plain,64 big", "head_dims"),  # head sizes are whole numbers
+        (KV_TABLE, "fp8,vllm,.,kernel,gqa,", "attention"),
     ],
 )
 def test_a_broken_row_is_refused_naming_the_file_and_field(tmp_path, monkeypatch, table, cells, problem):
-    import core.catalog.format_kernels as fk
+    import importlib
 
-    name, path_attr, loader, columns = table
+    module, name, path_attr, loader, columns, sourced = table
     bad = tmp_path / name
-    bad.write_text(f"{columns},source,as_of\n{cells},a source of ten words or so,2026-11-27\n")
-    said = str(load_error(monkeypatch, fk, path_attr, loader, bad))
+    source = "a source of ten words or so"
+    header = ",".join([columns, "source", "as_of", *sourced])
+    bad.write_text(f"{header}\n{cells},{source},2026-11-27{''.join(f',{source}' for _ in sourced)}\n")
+    said = str(load_error(monkeypatch, importlib.import_module(f"core.catalog.{module}"), path_attr, loader, bad))
     assert name in said and problem in said, said
 
 

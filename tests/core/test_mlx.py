@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from core.catalog.accelerators import BYTES_PER_GIB, get_accelerator, load_accelerators
+from core.catalog.engine_formats import load_engine_formats
 from core.catalog.engine_hardware import engine_problem
-from core.catalog.format_kernels import load_engine_formats
 from core.catalog.stack_layouts import layout_problem, part_problem
 from core.catalog.wired_limit import default_wired_limit_gib, raise_limit_advice, wired_limit_mb_for
 from core.memory.engines import ENGINES, MLX_BANDWIDTH_EFFICIENCY

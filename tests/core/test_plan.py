@@ -292,8 +292,9 @@ def test_a_cheaper_single_host_leaves_the_cluster_provider_for_several_nodes():
 
 def test_the_serve_search_tries_an_fp8_kv_cache_and_every_batch_where_the_part_has_fp8():
     """Issue 26/27: the search tried a bf16 KV cache and batches 1, 2, 4 ... 1,024 only (an 8B model on an H100, where
-    247 sequences fitted, ran 128). Now: an FP8 cache on parts with FP8 (never on an A100 or a V100), and each plan's
-    batch is the largest that meets the targets, at most what fits, whatever its value."""
+    247 sequences fitted, ran 128). Now: an FP8 cache where the engine stores one (data/kv_cache_kernels.csv: vLLM's
+    on an A100 through FlashInfer since stop 45, never on a T4), and each plan's batch is the largest that meets the
+    targets, at most what fits, whatever its value."""
     import numpy as np
 
     from core.layout import Layout
@@ -306,8 +307,7 @@ def test_the_serve_search_tries_an_fp8_kv_cache_and_every_batch_where_the_part_h
     goal = Goal.model_validate({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 2_000_000, "accelerators": parts})
     options, _, _ = plan_serving(goal)
     kv = {(o.accelerator.id, o.kv_cache_format) for o in options}
-    assert ("h100-sxm", "fp8") in kv and ("l40s", "fp8") in kv and ("a100-sxm-80gb", "bf16") in kv
-    assert not {a for a, k in kv if k == "fp8"} & {"a100-sxm-80gb"}
+    assert {("h100-sxm", "fp8"), ("l40s", "fp8"), ("a100-sxm-80gb", "fp8"), ("a100-sxm-80gb", "bf16")} <= kv  # T4: tests/core/test_kv_cache_kernels.py
     best = plan(goal).cheapest
     assert best is not None and best.scenario["kv_cache_format"] == "fp8"
     powers = {2**i for i in range(12)}

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from core.catalog.accelerators import get_accelerator
-from core.catalog.format_kernels import load_engine_formats
+from core.catalog.engine_formats import load_engine_formats
 from core.layout import Layout
 from core.memory.components import inference_components
 from core.memory.engines import ENGINES, MII_RESERVED_BYTES

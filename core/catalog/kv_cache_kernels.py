@@ -1,0 +1,103 @@
+"""Where each serving engine stores its KV cache in a format, per part (data/kv_cache_kernels.csv, one sourced row each).
+
+An engine stores only the KV formats its data/engine_formats.csv row lists. A (format, engine) pair this table lists
+is stored only where a row says so: the first row whose format and engine match and whose `accelerator_pattern`
+matches the part's id decides, `kernel` (its attention kernels read and write that cache there) or `unsupported`
+(the engine refuses the flag there, in a line the row's note gives the reason for). A part no row of a listed pair
+matches is not documented to run it. A row may also hold for some models only: `attention` "plain" (no multi-head
+latent attention, no attention sinks) and `head_dims` (the head sizes its kernels take), since the kernel an engine
+picks depends on them: vLLM stores an FP8 cache on an A100 through FlashInfer, whose kernels take head sizes 64, 128,
+256 and 512 without MLA or sinks; for DeepSeek-V3's MLA or gpt-oss's sinks none of its kernels writes FP8 there.
+Without a model (a part's own question) such rows are read as holding. Pairs the table does not list are not
+restricted by it; nor are hardware of one's own and Groq's and Cerebras' chips (core/catalog/engine_hardware.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
+from core.catalog.engine_formats import cache_problem, kv_format_name
+from core.catalog.engine_hardware import UNCHECKED_VENDORS
+from core.catalog.row_types import AcceleratorPattern, EngineIds
+from core.model.architecture import Architecture
+from core.model.formats import KV_CACHE_BYTES
+
+KV_CACHE_KERNELS_CSV = DATA_DIR / "kv_cache_kernels.csv"
+
+
+class KvCacheKernels(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kv_cache_format: str
+    engines: EngineIds
+    accelerator_pattern: AcceleratorPattern
+    runs: Literal["kernel", "unsupported"]
+    attention: Literal["any", "plain"] = "any"  # plain: the row holds for models without MLA and attention sinks
+    head_dims: tuple[int, ...] = ()  # the head sizes the row holds for (none: any)
+    source: str = Field(min_length=10)
+    as_of: dt.date
+    note: str = ""
+
+    @field_validator("kv_cache_format")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in KV_CACHE_BYTES:
+            raise ValueError(f"write a KV-cache format of core/model/formats.KV_CACHE_BYTES ({', '.join(KV_CACHE_BYTES)})")
+        return value
+
+    @field_validator("head_dims", mode="before")
+    @classmethod
+    def _sizes(cls, value: object) -> object:
+        return tuple(value.split()) if isinstance(value, str) else value
+
+    def holds_for(self, arch: Architecture | None) -> bool:
+        """Whether the row speaks of `arch` (any model where None)."""
+        if arch is None:
+            return True
+        if self.attention == "plain" and (arch.is_mla or arch.attention_sinks):
+            return False
+        return not self.head_dims or arch.head_dim in self.head_dims
+
+
+@functools.cache
+def load_kv_cache_kernels() -> tuple[KvCacheKernels, ...]:
+    return read_catalog_rows(KV_CACHE_KERNELS_CSV, KvCacheKernels)
+
+
+@functools.cache
+def _listed_pairs() -> frozenset[tuple[str, str]]:
+    return frozenset((r.kv_cache_format, e) for r in load_kv_cache_kernels() for e in r.engines.split())
+
+
+@functools.cache
+def _rows(kv_cache_format: str, engine: str, accelerator_id: str) -> tuple[KvCacheKernels, ...]:
+    return tuple(
+        r for r in load_kv_cache_kernels() if r.kv_cache_format == kv_cache_format and engine in r.engines.split() and re.search(r.accelerator_pattern, accelerator_id)
+    )
+
+
+def kv_cache_problem(kv_cache_format: str, engine: str, acc: Accelerator, engine_name: str | None = None, arch: Architecture | None = None) -> str | None:
+    """Why `engine` (written `engine_name`, else its id) cannot keep its KV cache in `kv_cache_format` on `acc` for the
+    model `arch` (any where None), in one line: it stores no such cache (data/engine_formats.csv), or not on that
+    part, or not for that model's attention there (data/kv_cache_kernels.csv); or None."""
+    if (problem := cache_problem(kv_cache_format, engine, engine_name)) is not None:
+        return problem
+    if (kv_cache_format, engine) not in _listed_pairs() or acc.vendor in UNCHECKED_VENDORS:
+        return None
+    row = next((r for r in _rows(kv_cache_format, engine, acc.id) if r.holds_for(arch)), None)
+    name, label = engine_name or engine, kv_format_name(kv_cache_format)
+    if row is None:
+        return f"{name} has no documented {label} KV cache on {acc.name} (data/kv_cache_kernels.csv)"
+    if row.runs == "kernel":
+        return None
+    why = f": {row.note}" if row.note else ""
+    return f"{name} has no {label} KV cache on {acc.name}{why}"
+
+
+def stores_kv(kv_cache_format: str, engine: str, acc: Accelerator, arch: Architecture | None = None) -> bool:
+    """Whether `engine` keeps a KV cache in `kv_cache_format` on `acc` (for `arch`, where given)."""
+    return kv_cache_problem(kv_cache_format, engine, acc, arch=arch) is None

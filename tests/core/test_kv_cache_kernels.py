@@ -1,0 +1,189 @@
+"""Which KV-cache formats each serving engine stores (data/engine_formats.csv's kv_cache_formats) and on which parts
+(data/kv_cache_kernels.csv): the one rule the estimate's warning, the help and the planner read. Before, the pages
+sized an FP8 cache for llama.cpp, Transformers and DeepSpeed-MII and a Q4_0 one for vLLM without a word, the help
+offered vLLM an FP8 cache on an A100 that the planner never searched, and the planner kept FP8 weights and caches to
+parts with FP8 arithmetic, where vLLM runs FP8 weights weight-only on Turing and Ampere (FP8 Marlin) and stores an
+FP8 cache on Ampere (FlashInfer)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from core.catalog.accelerators import get_accelerator
+from core.catalog.engine_formats import cache_problem, caches, load_engine_formats
+from core.catalog.format_kernels import kernels_problem
+from core.catalog.kv_cache_kernels import kv_cache_problem, load_kv_cache_kernels, stores_kv
+from core.layout import Layout
+from core.memory.engines import ENGINES
+from core.memory.estimate import Evaluator, estimate_memory, fit_capacity, same_device_fixes
+from core.plan import Goal
+from core.plan.launch import launch_command
+from core.plan.serve import kv_formats, plan_serving
+from core.scenario import Scenario
+from core.speed.roofline import roofline
+
+
+def test_every_engine_stores_16_bit_caches_and_names_its_source():
+    """The default cache is never warned about; every engine's list is sourced."""
+    rows = load_engine_formats()
+    assert set(rows) == set(ENGINES)
+    for engine, row in rows.items():
+        assert {"bf16", "fp16"} <= set(row.kv_cache_formats), engine
+        assert len(row.kv_cache_source) >= 10, engine
+
+
+# (KV format, engine, part, stored there): data/engine_formats.csv's and data/kv_cache_kernels.csv's sources
+@pytest.mark.parametrize(
+    ("kv", "engine", "part", "stored"),
+    [
+        ("fp8", "vllm", "h100-sxm", True),  # FlashAttention 3
+        ("fp8", "vllm", "l40s", True),
+        ("fp8", "vllm", "a100-sxm-80gb", True),  # FlashInfer, picked where FlashAttention 2 refuses FP8
+        ("fp8", "vllm", "rtx-3090", True),
+        ("fp8", "vllm", "t4", False),  # FlashInfer's floor is SM 8.0 since vLLM 0.24, Triton's FP8 SM 8.9
+        ("fp8", "vllm", "mi300x", True),
+        ("fp8", "vllm", "mi250x", False),  # not documented (no FP8 in CDNA2)
+        ("fp8", "vllm", "tpu-v5e", True),  # tpu-inference: memory only
+        ("fp8", "vllm", "gaudi3", True),  # as fp8_inc
+        ("fp8", "sglang", "a100-sxm-80gb", True),  # FlashInfer, SGLang's default there
+        ("fp8", "sglang", "mi300x", True),
+        ("fp8", "tensorrt-llm", "h100-sxm", True),
+        ("fp8", "llama.cpp", "rtx-4090", False),  # no FP8 cache type
+        ("fp8", "hf-transformers", "h100-sxm", False),  # quantized caches are quanto's and HQQ's integers
+        ("fp8", "deepspeed-mii", "h100-sxm", False),  # the model's own 16 bits
+        ("fp8", "mlx", "apple-m3-max-64gb", False),
+        ("q8_0", "llama.cpp", "rtx-4090", True),
+        ("q4_0", "llama.cpp", "apple-m3-max-64gb", True),
+        ("q8_0", "mlx", "apple-m3-max-64gb", True),  # --kv-bits 8
+        ("q8_0", "vllm", "h100-sxm", False),
+        ("int8", "vllm", "a100-sxm-80gb", True),  # int8_per_token_head, Triton attention
+        ("int8", "vllm", "tpu-v6e", False),  # not documented there
+        ("int8", "hf-transformers", "a100-sxm-80gb", True),  # HQQ, nbits 8
+        ("int8", "sglang", "h100-sxm", False),  # its --int8-kv-cache is not modelled
+        ("int8", "tensorrt-llm", "h100-sxm", False),  # the TensorRT-engine backend's only
+    ],
+)
+def test_where_each_engine_stores_each_cache(kv, engine, part, stored):
+    acc = get_accelerator(part)
+    assert stores_kv(kv, engine, acc) is stored
+    problem = kv_cache_problem(kv, engine, acc, ENGINES[engine].label)
+    assert (problem is None) is stored
+    if problem is not None:
+        assert "\n" not in problem and problem.startswith(f"{ENGINES[engine].label} has no") and "KV cache" in problem
+
+
+@pytest.mark.parametrize(
+    ("model", "stored"),
+    [
+        ("llama-3.1-8b", True),  # head size 128: FlashInfer
+        ("gemma-2-9b", True),  # 256
+        ("phi-3-mini-4k", False),  # head size 96: no FlashInfer kernel, and Triton's FP8 needs SM 8.9
+        ("deepseek-v3", False),  # MLA: Triton MLA's FP8 needs SM 8.9, FlashMLA Hopper
+        ("gpt-oss-20b", False),  # attention sinks: FlashInfer's only in its TRT-LLM kernels (SM 10.0)
+    ],
+)
+def test_vllms_fp8_cache_on_ampere_depends_on_the_models_attention(model, stored):
+    """On an A100 vLLM's only kernels that write an FP8 cache are FlashInfer's, for head sizes 64-512 without MLA or
+    sinks; on an H100 every model has one (FlashAttention 3, FlashMLA)."""
+    sc = Scenario(model=model, mode="inference", accelerator="a100-sxm-80gb", kv_cache_format="fp8", weights_format="bf16")
+    assert stores_kv("fp8", "vllm", get_accelerator("a100-sxm-80gb"), sc.architecture) is stored
+    assert (estimate_memory(sc).stack_problem is None) is stored
+    assert stores_kv("fp8", "vllm", get_accelerator("h100-sxm"), sc.architecture)
+    assert stores_kv("fp8", "vllm", get_accelerator("a100-sxm-80gb"))  # a part's own question: the common model
+
+
+def test_the_line_names_what_the_engine_stores_and_who_stores_the_format():
+    why = cache_problem("fp8", "llama.cpp", "llama.cpp")
+    assert why == "llama.cpp has no FP8 KV cache: it caches K and V in BF16, FP16, Q8_0, Q4_0; FP8 KV caches: vLLM, SGLang and TensorRT-LLM"
+    why = kv_cache_problem("fp8", "vllm", get_accelerator("t4"), "vLLM")
+    assert why is not None and why.startswith("vLLM has no FP8 KV cache on NVIDIA T4: ") and "compute capability 8.0" in why
+    assert caches("vllm", "fp8") and not caches("deepspeed-mii", "fp8")
+
+
+def test_the_rows_name_whole_kernel_targets_and_their_sources():
+    from core.catalog.accelerators import load_accelerators
+
+    groups: dict[str, set[str]] = {}
+    for a in load_accelerators():
+        if a.kernel_target is not None:
+            groups.setdefault(a.kernel_target, set()).add(a.id)
+    for r in load_kv_cache_kernels():
+        assert r.kv_cache_format in load_engine_formats()[r.engines.split()[0]].kv_cache_formats, r
+        for target, ids in groups.items():
+            hit = {i for i in ids if re.search(r.accelerator_pattern, i)}
+            assert hit in (set(), ids), (r.kv_cache_format, r.engines, target, sorted(hit))
+
+
+def test_the_estimate_warns_and_keeps_the_setup():
+    """llama.cpp asked for an FP8 cache: the Memory and Inference pages' one line, the figures the setup's own."""
+    sc = Scenario(model="llama-3.1-8b", mode="inference", weights_format="gguf-q4_k_m", kv_cache_format="fp8", serving_engine="llama.cpp", accelerator="rtx-4090")
+    r = estimate_memory(sc)
+    assert r.stack_problem is not None and r.stack_problem.startswith("llama.cpp has no FP8 KV cache")
+    ok = estimate_memory(sc.replace(kv_cache_format="q8_0"))
+    assert ok.stack_problem is None and ok.memory_per_device_bytes.kv_cache > r.memory_per_device_bytes.kv_cache  # Q8_0: 8.5 bits
+    assert kernels_problem("fp8", "bf16", "vllm", get_accelerator("a100-sxm-80gb")) is None  # FP8 Marlin, weight-only
+
+
+def _fix_labels(sc: Scenario) -> str:
+    capacity = fit_capacity(sc, float(get_accelerator(sc.accelerator).usable_memory_bytes))
+    return " | ".join(f.label for f in same_device_fixes(sc, Evaluator(sc, sc.architecture), capacity))
+
+
+def test_the_help_offers_the_caches_the_engine_stores_there():
+    """A context too long for the part: llama.cpp is offered its Q8_0 cache (not FP8), vLLM an FP8 one on an A100
+    (FlashInfer) but not on a T4."""
+    cpp = Scenario(model="llama-3.1-8b", mode="inference", serving_engine="llama.cpp", weights_format="gguf-q4_k_m", accelerator="rtx-3060-12gb", seq_len=65536)
+    labels = _fix_labels(cpp)
+    assert "KV cache in Q8_0" in labels and "FP8" not in labels, labels
+    a100 = Scenario(model="llama-3.1-8b", mode="inference", serving_engine="vllm", accelerator="a100-sxm-40gb", seq_len=131072, batch_size=2)
+    assert "KV cache in FP8" in _fix_labels(a100)
+    t4 = Scenario(model="llama-3.2-1b", mode="inference", serving_engine="vllm", accelerator="t4", weights_format="fp16", kv_cache_format="fp16")
+    t4 = t4.replace(seq_len=131072, batch_size=4)
+    assert "KV cache in FP8" not in _fix_labels(t4)
+
+
+def test_the_planner_searches_what_the_engine_stores_where_it_does():
+    """vLLM on an A100 serves FP8 weights (FP8 Marlin, weight-only), and on a T4 never with an FP8 cache; llama.cpp
+    is searched with its 16-bit cache only (its Q8_0 one is the user's choice)."""
+    goal = {"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 20_000}
+    options, _, _ = plan_serving(Goal.model_validate({**goal, "accelerators": ["a100-sxm-80gb", "t4"]}))
+    formats = {(o.accelerator.id, o.weights_format, o.kv_cache_format) for o in options}
+    assert ("a100-sxm-80gb", "fp8", "bf16") in formats and ("a100-sxm-80gb", "fp8", "fp8") in formats
+    assert ("t4", "fp8", "fp16") in formats  # FP8 Marlin from Turing, FP16 activations
+    assert not any(a == "t4" and kv == "fp8" for a, _, kv in formats)
+    sglang, _, _ = plan_serving(Goal.model_validate({**goal, "serving_engine": "sglang", "accelerators": ["a100-sxm-80gb"]}))
+    assert any(o.weights_format == "fp8" for o in sglang)
+    assert kv_formats(Goal.model_validate({**goal, "serving_engine": "llama.cpp"})) == ("bf16",)
+    assert kv_formats(Goal.model_validate({**goal, "serving_engine": "deepspeed-mii"})) == ("bf16",)
+
+
+def test_an_fp8_cache_without_fp8_arithmetic_holds_more_and_reads_as_16_bits():
+    """On an A100 FlashInfer decodes the FP8 cache in software: twice the tokens fit, the decode step at a long context
+    is the 16-bit cache's (no published speed-up; vLLM PR #49077 measured its software path slower). On an H100 the
+    FP8 cache's step is the shorter one."""
+    for part, faster in (("a100-sxm-80gb", False), ("h100-sxm", True)):
+        sc = Scenario(model="llama-3.1-8b", mode="inference", accelerator=part, serving_engine="vllm")
+        acc = get_accelerator(part)
+        bf16 = roofline(sc, acc, Layout(1, 1, 1)).decode_step(np.array([64.0]), 32_000.0)[0][0]
+        fp8 = roofline(sc.replace(kv_cache_format="fp8"), acc, Layout(1, 1, 1)).decode_step(np.array([64.0]), 32_000.0)[0][0]
+        assert bool(fp8 < 0.9 * bf16) is faster, (part, fp8, bf16)
+        if not faster:
+            assert fp8 == pytest.approx(bf16, rel=1e-9)
+    one = estimate_memory(Scenario(model="llama-3.1-8b", mode="inference", accelerator="a100-sxm-80gb", kv_cache_format="fp8", seq_len=8192))
+    two = estimate_memory(Scenario(model="llama-3.1-8b", mode="inference", accelerator="a100-sxm-80gb", seq_len=8192))
+    assert one.memory_per_device_bytes.kv_cache * 2 == pytest.approx(two.memory_per_device_bytes.kv_cache, rel=1e-6)
+
+
+def test_the_launch_says_how_the_engine_runs_it():
+    """FP8 weights on an A100: a comment that vLLM runs them weight-only; its INT8 cache by vLLM's own name; an H100
+    runs FP8 natively and says nothing of it."""
+    base = {"model": "llama-3.1-8b", "mode": "inference", "serving_engine": "vllm", "weights_format": "fp8"}
+    a100 = launch_command({**base, "accelerator": "a100-sxm-80gb", "kv_cache_format": "fp8"})
+    assert "weight-only (FP8 Marlin" in a100 and "--quantization fp8" in a100 and "--kv-cache-dtype fp8" in a100
+    h100 = launch_command({**base, "accelerator": "h100-sxm"})
+    assert "weight-only" not in h100
+    int8 = launch_command({**base, "accelerator": "a100-sxm-80gb", "weights_format": "bf16", "kv_cache_format": "int8"})
+    assert "--kv-cache-dtype int8_per_token_head" in int8
