@@ -155,7 +155,6 @@ def kernel_table() -> pd.DataFrame:
                 "Engines": ", ".join(ENGINES[e].label for e in r.engines.split()),
                 "Parts (id pattern)": r.accelerator_pattern,
                 "Runs": r.runs,
-                "FP8 KV cache": "yes" if r.fp8_kv_cache else "no",
                 "Note": r.note,
                 "Source": r.source,
                 "As of": str(r.as_of),
@@ -163,6 +162,9 @@ def kernel_table() -> pd.DataFrame:
             for r in load_format_kernels()
         ]
     )
+
+
+MODEL_WORDS = {"any": "any", "no-sinks": "no sinks", "no-mla": "no MLA", "plain": "no MLA or sinks"}
 
 
 def kv_kernel_table() -> pd.DataFrame:
@@ -174,7 +176,7 @@ def kv_kernel_table() -> pd.DataFrame:
                 "Engines": ", ".join(ENGINES[e].label for e in r.engines.split()),
                 "Parts (id pattern)": r.accelerator_pattern,
                 "Stored": "yes" if r.runs == "kernel" else "no",
-                "Models": "no MLA or sinks" if r.attention == "plain" else "any",
+                "Models": MODEL_WORDS[r.attention],
                 "Head sizes": ", ".join(map(str, r.head_dims)) or "any",
                 "Note": r.note,
                 "Source": r.source,

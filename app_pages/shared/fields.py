@@ -420,7 +420,8 @@ def fields() -> dict[str, Field]:
             applies=inference,
             labels=kv_labels(("bf16", "fp16", "fp8", "int8", "q8_0", "q4_0")),
             help="What K and V are stored in. Each format names the engines that store it (data/engine_formats.csv); "
-            "an engine's FP8 cache also needs a part it has the kernels for (data/kv_cache_kernels.csv: vLLM's from Ada on NVIDIA)",
+            "an engine's cache also needs kernels on the part for the model's attention (data/kv_cache_kernels.csv: vLLM's "
+            "FP8 cache from Ampere, not with MLA or attention sinks there)",
         ),
         Field(
             "engine",

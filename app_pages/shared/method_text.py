@@ -166,9 +166,10 @@ The planner searches, for a goal, every **method** (full fine-tune in mixed bf16
 layers), **gradient checkpointing** on and off, **one device, data parallelism, ZeRO-3/FSDP** over 2-1,024 ranks and
 tensor parallelism inside an instance with pipeline stages across (only as much model parallelism as memory needs), the
 **largest micro-batch that fits**, every **accelerator** and **instance size** in the price catalog, on-demand or spot.
-Serving: bf16, FP8 (where the part supports it) and 4-bit AWQ weights (GGUF for llama.cpp), a bf16 KV cache and an FP8
-one where the engine and the part have it (vLLM, SGLang, TensorRT-LLM on Ada, Hopper, Blackwell, MI300), tensor parallel
-1-8, and the largest batch (any number up to what fits) that keeps the time to first token and each user's tokens/s
+Serving: the engine's weight formats (bf16, FP8 and 4-bit AWQ for vLLM; GGUF for llama.cpp) where it has kernels for
+them on the part (vLLM and SGLang run FP8 weight-only on Turing and Ampere), a bf16 KV cache and the engine's 8-bit one
+(FP8; llama.cpp's Q8_0) where it stores it on the part for the model's attention (data/kv_cache_kernels.csv), tensor
+parallel 1-8, and the largest batch (any number up to what fits) that keeps the time to first token and each user's tokens/s
 within the targets for 9 requests in 10 under load (the p90 figures above). The Inference page's bill, Training vs inference and Compare size a fleet by the same rule
 (core/money/serving.py), from the same traffic and targets: never from the sidebar's batch.
 

@@ -109,6 +109,10 @@ def reserved(p: Plan) -> str:
     return f"; needs a reservation: {p.reservation}{term}"
 
 
+# A plan's KV cache in its sentence, where it is not the 16-bit default
+KV_WORDS = {"fp8": " with an FP8 KV cache", "int8": " with an INT8 KV cache", "q8_0": " with a Q8_0 KV cache", "q4_0": " with a Q4_0 KV cache"}
+
+
 def weight_only(p: Plan) -> bool:
     """Whether the plan's FP8 weights run weight-only: its part has no FP8 matmuls (FP8 Marlin on Turing and Ampere)."""
     try:
@@ -137,7 +141,7 @@ def headline(p: Plan, pricing: str, short: bool = False) -> str:
         return f"{what} on {on}{shard}{mp}: {hours_text(p.hours)}, {_money(p.usd)} {price}{idle}."
     replicas = f"{p.data_parallel} replica{'s' * (p.data_parallel > 1)}"
     replicas += f" (each expert-parallel over {p.tensor_parallel} GPUs)" if p.expert_parallel else ""
-    kv = " with an FP8 KV cache" if p.kv_cache_format == "fp8" else ""
+    kv = KV_WORDS.get(p.kv_cache_format or "", "")
     weights = f"{FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights" + (" (weight-only)" if weight_only(p) else "")
     bill = f"{_money(p.usd_per_month or 0)} a month {price}, {_money(p.usd_per_million_tokens or 0)} per million tokens"
     engine = ENGINES.get(str(p.scenario.get("serving_engine", "vllm")))

@@ -52,7 +52,7 @@ class EngineFormats(BaseModel):
     as_of: dt.date
     note: str = ""  # what the engine does with the formats it does not load, where that helps a reader
     kv_cache_source: str = Field(min_length=10)  # where kv_cache_formats is read
-    kv_cache_note: str = ""  # what a reader should know of its caches (a cache it has that is not modelled)
+    kv_cache_note: str = ""  # "<format>: <text>", said when that format is asked for (a cache it has that is not modelled)
 
     @model_validator(mode="after")
     def _searched_are_loaded(self) -> EngineFormats:
@@ -113,7 +113,8 @@ def cache_problem(kv_cache_format: str, engine: str, engine_name: str | None = N
     name = kv_format_name(kv_cache_format)
     where = f"; {name} KV caches: {listed(others, 'engines', 3)}" if others else ""
     stores = ", ".join(kv_format_name(k) for k in row.kv_cache_formats)
-    note = f" ({row.kv_cache_note})" if row.kv_cache_note else ""
+    said, _, about = row.kv_cache_note.partition(": ")  # a note names the format it is about ("int8: ...")
+    note = f" ({about})" if about and said == kv_cache_format else ""
     return f"{engine_name or engine} has no {name} KV cache{note}: it caches K and V in {stores}{where}"
 
 

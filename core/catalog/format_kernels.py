@@ -6,9 +6,7 @@ and whose `accelerator_pattern` matches the part's id decides. `kernel`: the eng
 and multiplies them there (or dequantizes them tile by tile inside its kernels: vLLM's FP8 Marlin runs FP8 weights
 against 16-bit activations on Turing and Ampere); `dequantized`: it converts them to BF16 as it loads (Transformers
 without its MXFP4 kernels), so the weights take 16 bits; `unsupported`: the engine refuses the checkpoint there. A
-part no row of a listed pair matches is not documented to run it. Each row also says whether the engine caches K and
-V in FP8 with that format there (gpt-oss's attention sinks: an FP8 KV cache on Blackwell, but not in TensorRT-LLM's
-or SGLang's Hopper kernels).
+part no row of a listed pair matches is not documented to run it.
 
 Which formats an engine loads at all is data/engine_formats.csv's (core/catalog/engine_formats.py); where it stores
 its KV cache in a format, data/kv_cache_kernels.csv's (core/catalog/kv_cache_kernels.py). Pairs the table does not
@@ -25,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
-from core.catalog.engine_formats import format_name, load_problem, loads
+from core.catalog.engine_formats import format_name, load_problem
 from core.catalog.engine_hardware import UNCHECKED_VENDORS
 from core.catalog.kv_cache_kernels import kv_cache_problem
 from core.catalog.row_types import AcceleratorPattern, EngineIds
@@ -42,7 +40,6 @@ class FormatKernels(BaseModel):
     engines: EngineIds
     accelerator_pattern: AcceleratorPattern
     runs: Runs
-    fp8_kv_cache: bool
     source: str = Field(min_length=10)
     as_of: dt.date
     note: str = ""
@@ -107,26 +104,9 @@ def kernels_problem(
     weights_format: str, kv_cache_format: str, engine: str, acc: Accelerator, engine_name: str | None = None, arch: Architecture | None = None
 ) -> str | None:
     """Why `engine` cannot run these weights (it does not load the format, or has no kernels for it on `acc`), or
-    their KV cache in its format (it stores none, or none there, or none with these weights), on `acc` (one line), or
+    their KV cache in its format (it stores none, or none there for this model's attention), on `acc` (one line), or
     None: the estimate's warning, the serving table's and the planner's rule. `arch`, the model, where its attention
     decides the cache's kernels (data/kv_cache_kernels.csv)."""
     if (problem := weights_problem(weights_format, engine, acc, engine_name)) is not None:
         return problem
-    if (problem := kv_cache_problem(kv_cache_format, engine, acc, engine_name, arch)) is not None:
-        return problem
-    if kv_cache_format == "fp8" and not fp8_kv_with(weights_format, engine, acc):
-        name = engine_name or engine
-        return f"{name} has no FP8 KV cache with {format_name(weights_format)} weights on {acc.name} (data/format_kernels.csv): it caches K and V in 16 bits"
-    return None
-
-
-def fp8_kv_with(weights_format: str, engine: str, acc: Accelerator) -> bool:
-    """Whether `engine` caches K and V in FP8 with `weights_format` on `acc`: the row's word where the table restricts
-    the pair (False where no row runs it, or the engine does not load the format), True where it does not (the
-    engine's own FP8 KV rule applies)."""
-    if not loads(engine, weights_format):
-        return False
-    if not _restricted(weights_format, engine, acc):
-        return True
-    row = _row(weights_format, engine, acc.id)
-    return row is not None and row.fp8_kv_cache
+    return kv_cache_problem(kv_cache_format, engine, acc, engine_name, arch)

@@ -4,11 +4,13 @@ An engine stores only the KV formats its data/engine_formats.csv row lists. A (f
 is stored only where a row says so: the first row whose format and engine match and whose `accelerator_pattern`
 matches the part's id decides, `kernel` (its attention kernels read and write that cache there) or `unsupported`
 (the engine refuses the flag there, in a line the row's note gives the reason for). A part no row of a listed pair
-matches is not documented to run it. A row may also hold for some models only: `attention` "plain" (no multi-head
-latent attention, no attention sinks) and `head_dims` (the head sizes its kernels take), since the kernel an engine
-picks depends on them: vLLM stores an FP8 cache on an A100 through FlashInfer, whose kernels take head sizes 64, 128,
-256 and 512 without MLA or sinks; for DeepSeek-V3's MLA or gpt-oss's sinks none of its kernels writes FP8 there.
-Without a model (a part's own question) such rows are read as holding. Pairs the table does not list are not
+matches is not documented to run it. A row may also hold for some models only: `attention` (without attention sinks,
+without multi-head latent attention, or "plain", without either) and `head_dims` (the head sizes its kernels take),
+since the kernel an engine picks depends on them: vLLM stores an FP8 cache on an A100 through FlashInfer, whose kernels
+take head sizes 64, 128, 256 and 512 without MLA or sinks, and for DeepSeek-V3's MLA or gpt-oss's sinks none of its
+kernels writes FP8 there; gpt-oss's sinks have an FP8 cache in SGLang and TensorRT-LLM on Blackwell, not on Hopper.
+The cache is the model's attention's, whatever the weights' format. Without a model (a part's own question) such
+rows are read as holding. Pairs the table does not list are not
 restricted by it; nor are hardware of one's own and Groq's and Cerebras' chips (core/catalog/engine_hardware.py)."""
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ class KvCacheKernels(BaseModel):
     engines: EngineIds
     accelerator_pattern: AcceleratorPattern
     runs: Literal["kernel", "unsupported"]
-    attention: Literal["any", "plain"] = "any"  # plain: the row holds for models without MLA and attention sinks
+    # the models the row holds for: any; without attention sinks (gpt-oss); without multi-head latent attention
+    # (DeepSeek); plain: without either
+    attention: Literal["any", "no-sinks", "no-mla", "plain"] = "any"
     head_dims: tuple[int, ...] = ()  # the head sizes the row holds for (none: any)
     source: str = Field(min_length=10)
     as_of: dt.date
@@ -58,7 +62,9 @@ class KvCacheKernels(BaseModel):
         """Whether the row speaks of `arch` (any model where None)."""
         if arch is None:
             return True
-        if self.attention == "plain" and (arch.is_mla or arch.attention_sinks):
+        if self.attention in ("no-sinks", "plain") and arch.attention_sinks:
+            return False
+        if self.attention in ("no-mla", "plain") and arch.is_mla:
             return False
         return not self.head_dims or arch.head_dim in self.head_dims
 
@@ -91,7 +97,7 @@ def kv_cache_problem(kv_cache_format: str, engine: str, acc: Accelerator, engine
     row = next((r for r in _rows(kv_cache_format, engine, acc.id) if r.holds_for(arch)), None)
     name, label = engine_name or engine, kv_format_name(kv_cache_format)
     if row is None:
-        return f"{name} has no documented {label} KV cache on {acc.name} (data/kv_cache_kernels.csv)"
+        return f"{name} has no documented {label} KV cache on {acc.name}: no row of data/kv_cache_kernels.csv"
     if row.runs == "kernel":
         return None
     why = f": {row.note}" if row.note else ""

@@ -12,9 +12,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from core.catalog.accelerators import get_accelerator
-from core.catalog.engine_formats import caches, kv_format_name, load_problem, loads, planned_formats
+from core.catalog.engine_formats import kv_format_name, load_problem, loads, planned_formats
 from core.catalog.engine_models import model_problem
 from core.catalog.format_kernels import four_bit_format, kernels_problem
+from core.catalog.kv_cache_kernels import kv_cache_problem
 from core.catalog.stack_layouts import base_problem, layout_problem, part_problem
 from core.catalog.wired_limit import raise_limit_advice, wired_limit_text
 from core.layout import Layout
@@ -489,9 +490,10 @@ class Fix(BaseModel):
         return self.label_text.render()
 
 
-# The smaller KV caches the help offers, of those the engine stores: 8 bits a value (Q4_0's 4.5 bits cost quality a
-# user should choose knowingly; the field offers it)
-SMALLER_KV_CACHES = ("fp8", "q8_0")
+# The smaller KV cache the help offers: the first of these the engine keeps on the part for the model, 8 bits a value
+# (vLLM's INT8 cache where its FP8 one is refused, on a T4; llama.cpp's and mlx-lm's Q8_0 blocks). Q4_0's 4.5 bits
+# cost quality a user should choose knowingly (the field offers it).
+SMALLER_KV_CACHES = ("fp8", "int8", "q8_0")
 
 
 def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tuple[str, dict[str, Any]]]:
@@ -509,8 +511,10 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
             fewest, most = _fewest_layers_for_host(sc, arch), _most_layers(sc, arch, own_layout(sc), capacity)
             for n in sorted({fewest, most} - {None, sc.gpu_layers}):  # type: ignore[type-var]
                 alts.append((f"{n} layers on the GPU (-ngl {n})", {"gpu_layers": n}))
-        if sc.kv_cache_format in ("bf16", "fp16"):  # the engine's 8-bit caches (llama.cpp's and mlx-lm's Q8_0 blocks)
-            alts += [(f"KV cache in {kv_format_name(k)}", {"kv_cache_format": k}) for k in SMALLER_KV_CACHES if caches(sc.serving_engine, k)]
+        if sc.kv_cache_format in ("bf16", "fp16"):  # the engine's 8-bit cache it keeps on this part for this model
+            acc = get_accelerator(sc.accelerator)
+            eight = next((k for k in SMALLER_KV_CACHES if kv_cache_problem(k, sc.serving_engine, acc, arch=arch) is None), None)
+            alts += [(f"KV cache in {kv_format_name(eight)}", {"kv_cache_format": eight})] if eight else []
         if not sc.flash_attention:
             alts.append(("FlashAttention", {"flash_attention": True}))
         return alts

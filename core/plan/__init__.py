@@ -192,9 +192,10 @@ def assumptions(goal: Goal) -> list[str]:
             f"speed within the targets ({goal.ttft_s:g} s, {goal.tokens_per_s_per_user:g} tokens/s).",
             "USD per million tokens = the monthly bill / the month's tokens at this traffic (idle capacity included): "
             "input + output tokens, and output tokens alone, are shown under different labels.",
-            f"Searched: bf16, FP8 and 4-bit AWQ weights (GGUF for llama.cpp), tensor parallel 1-8, a bf16 KV cache and an "
-            f"FP8 one where the engine and the part have it (vLLM, SGLang, TensorRT-LLM on Ada, Hopper, Blackwell, MI300), "
-            f"every batch from 1 to what fits; the serving engine is {goal.serving_engine}.",
+            f"Searched: the engine's weight formats (bf16, FP8 and 4-bit AWQ for vLLM; GGUF for llama.cpp) where it has "
+            f"kernels for them on the part (FP8 weight-only before Ada), tensor parallel 1-8, a bf16 KV cache and the "
+            f"engine's 8-bit one (FP8; llama.cpp's Q8_0) where it stores it on the part for this model "
+            f"(data/kv_cache_kernels.csv), every batch from 1 to what fits; the serving engine is {goal.serving_engine}.",
             "A marketplace listing or a reseller's machine (data/providers.csv) is one host: a fleet on it is one "
             "instance at most; larger fleets rent from providers that rent many instances.",
         ]

@@ -18,8 +18,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.catalog.expert_parallel import load_expert_parallel
+from core.catalog.format_kernels import weights_problem
 from core.catalog.presets import preset, preset_ids
 from core.catalog.stack_layouts import FSDP_OFFLOAD_STACKS, offload_optimizer_problem, offload_problem, optimizer_problem, part_problem
+from core.memory.engines import ENGINES
 from core.memory.stacks import trains_on_gptq
 from core.speed.timing import fp8_weight_only
 
@@ -249,12 +251,17 @@ def _prequantized_note(p: _Facts) -> list[str]:
     return []
 
 
+# The engines whose FP8 Marlin kernels run FP8 checkpoints weight-only on Turing and Ampere (data/format_kernels.csv)
+FP8_MARLIN_ENGINES = frozenset({"vllm", "sglang"})
+
+
 def _weight_only_fp8_note(p: _Facts) -> list[str]:
     """FP8 weights on an NVIDIA part without FP8 (data/format_kernels.csv's Turing and Ampere rows): the engine runs
     them weight-only through FP8 Marlin, as its log says when it loads them."""
-    if p.accelerator is None or p.vendor != "nvidia" or not fp8_weight_only(p.weights_format, p.accelerator):
+    acc = p.accelerator
+    if acc is None or p.engine not in FP8_MARLIN_ENGINES or not fp8_weight_only(p.weights_format, acc) or weights_problem(p.weights_format, p.engine, acc):
         return []
-    said = f"FP8 weights on {p.accelerator_name}: {p.engine} runs them weight-only (FP8 Marlin, 16-bit activations)"
+    said = f"FP8 weights on {p.accelerator_name} run weight-only in {ENGINES[p.engine].label} (FP8 Marlin, 16-bit activations)"
     return [_comment(f"{said}: FP8's memory and decode, prompts at the 16-bit rate")]
 
 
@@ -431,8 +438,8 @@ def _llama_cpp(p: _Facts) -> list[str]:
         ("-np", p.micro_batch),
         ("-ngl", ALL_LAYERS_ON_GPU),
     ]
-    if p.kv_cache_format in ("q8_0", "q4_0"):
-        args += [("--cache-type-k", p.kv_cache_format), ("--cache-type-v", p.kv_cache_format)]
+    if p.kv_cache_format in ("q8_0", "q4_0"):  # a quantized V cache needs flash attention (llama.cpp refuses it without)
+        args += [("--cache-type-k", p.kv_cache_format), ("--cache-type-v", p.kv_cache_format), ("-fa", "on")]
     if p.tensor_parallel > 1:
         args += [("--split-mode", "layer"), ("--tensor-split", ",".join(["1"] * p.tensor_parallel))]
     out.append(_command(["llama-server"], args))
@@ -483,6 +490,10 @@ def _mlx_bits(weights_format: str) -> int | None:
     return int(weights_format.removeprefix("mlx-q")) if weights_format.startswith("mlx-q") else None
 
 
+# mlx-lm's quantized KV cache (--kv-bits, group 64): the same bytes as llama.cpp's Q8_0 / Q4_0 blocks (core/model/formats.py)
+MLX_KV_BITS = {"q8_0": 8, "q4_0": 4}
+
+
 def _mlx_serve(p: _Facts) -> list[str]:
     load = _comment(f"the plan's {p.micro_batch} concurrent sequence(s) of {p.seq_len:,} tokens are a load for the server; no flag sets them")
     if p.weights_format == "mxfp4":  # mlx_lm/models/gpt_oss.py loads the shipped MXFP4 experts as MLX quantized weights
@@ -490,7 +501,11 @@ def _mlx_serve(p: _Facts) -> list[str]:
         return [*out, _command(["mlx_lm.server"], [("--model", p.model), ("--port", MLX_SERVER_PORT)])]
     out = [_comment("mlx_lm.convert writes the model in MLX's layout (a published mlx-community repo of it can be served directly)"), load]
     out += _mlx_convert(p, _mlx_bits(p.weights_format))
-    out.append(_command(["mlx_lm.server"], [("--model", "mlx_model"), ("--port", MLX_SERVER_PORT)]))
+    args: list[tuple[str, Any] | str] = [("--model", "mlx_model"), ("--port", MLX_SERVER_PORT)]
+    if p.kv_cache_format in MLX_KV_BITS:  # every token's K and V quantized, as the memory counts them (not after 5,000)
+        out.append(_comment("a quantized KV cache is not batched in mlx-lm: the server runs its requests one at a time"))
+        args += [("--kv-bits", MLX_KV_BITS[p.kv_cache_format]), ("--kv-group-size", 64), ("--quantized-kv-start", 0)]
+    out.append(_command(["mlx_lm.server"], args))
     return out
 
 

@@ -105,10 +105,21 @@ def serving_scenario(goal: Goal, weights_format: str, tp: int, **update: Any) ->
     )
 
 
+# The 8-bit KV caches the planner tries beside the 16-bit one, the first the engine stores: FP8 (vLLM, SGLang,
+# TensorRT-LLM), else Q8_0 (llama.cpp's -ctk / -ctv q8_0). Not Q4_0 (its 4.5 bits cost quality a user should choose
+# knowingly) nor INT8 (Transformers' HQQ cache is quantized and dequantized every step: a memory fix).
+EIGHT_BIT_KV = ("fp8", "q8_0")
+# mlx-lm's quantized cache is not batched: mlx_lm.server runs requests one at a time with --kv-bits (its
+# QuantizedKVCache has no merge for the batch generator: ml-explore/mlx-lm PRs #1073 and #1476, 2026; the server took
+# --kv-bits in PR #1832 by generate.py's sequential path). A plan of concurrent users is not served that way.
+UNBATCHED_QUANTIZED_KV = frozenset({"mlx"})
+
+
 def kv_formats(goal: Goal) -> tuple[str, ...]:
-    """The KV caches searched: 16-bit, and FP8 where the engine stores one (data/engine_formats.csv; on the parts where
-    it does, data/kv_cache_kernels.csv: vLLM's from Ada on NVIDIA parts)."""
-    return ("bf16", "fp8") if caches(goal.serving_engine, "fp8") else ("bf16",)
+    """The KV caches searched: 16-bit, and the engine's 8-bit one (data/engine_formats.csv; on the parts where it stores
+    it, data/kv_cache_kernels.csv: vLLM's FP8 cache from Ampere on NVIDIA parts)."""
+    eight = next((k for k in EIGHT_BIT_KV if caches(goal.serving_engine, k)), None)
+    return ("bf16",) if eight is None or goal.serving_engine in UNBATCHED_QUANTIZED_KV else ("bf16", eight)
 
 
 def expert_parallel_searched(sc: Scenario) -> bool:

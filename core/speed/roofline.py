@@ -77,6 +77,21 @@ UBATCH_TOKENS = 512
 OUTPUT_FRACTION = 0.25
 
 
+# KV caches the attention kernels decode to 16 bits in software as they read them: they hold more tokens, but are
+# taken to decode no faster than a 16-bit cache (its traffic): no published figure shows them faster, and some slower.
+# vLLM PR #49077 measured its software-FP8 Triton attention on an A100 at 484 us against 302 us for a 16-bit cache
+# (FlashInfer's, vLLM's pick there, is not published); llama.cpp's Metal backend dequantizes a Q8_0 / Q4_0 cache to
+# F16 before its flash attention (ggml-org/llama.cpp PR #27390, 2026-08); its CUDA kernels and mlx-lm's quantized
+# attention dequantize tile by tile; vLLM's INT8 cache and Transformers' HQQ one are dequantized likewise.
+SOFTWARE_DECODED_KV = frozenset({"int8", "q8_0", "q4_0"})
+
+
+def software_decoded_kv(kv_cache_format: str, acc: Accelerator) -> bool:
+    """Whether `acc`'s attention reads a `kv_cache_format` cache by decoding it in software (an FP8 one where the part
+    has no FP8 conversions; hardware of one's own is taken at its word, as its other rates are)."""
+    return kv_cache_format in SOFTWARE_DECODED_KV or (kv_cache_format == "fp8" and not acc.supports_fp8 and acc.vendor != "other")
+
+
 def bandwidth_efficiency(weights_format: str, engine: str = "vllm") -> float:
     e = ENGINES[engine]
     return e.bandwidth_efficiency if weights_format in NATIVE_FORMATS else e.dequant_efficiency
@@ -154,7 +169,7 @@ class _Roof:
     decode_sequence_layer_s: Any
     decode_sequence_s: Any
     prefill_launch_s: Any
-    kv_traffic: Any  # KV-cache bytes read per cached byte (an FP8 cache on a part without FP8 reads as 16 bits)
+    kv_traffic: Any  # KV-cache bytes read per cached byte (a cache decoded in software reads as 16 bits)
 
     def __init__(self, sc: Scenario, acc: Accelerator, layout: Layout):
         self.sc, self.acc, self.arch = sc, acc, sc.architecture
@@ -214,12 +229,8 @@ class _Roof:
         # expanded copy written and read again.
         groups = 1 if self.arch.is_mla else self.arch.num_heads / self.arch.num_kv_heads
         self.kv_traffic = 1.0 + 2.0 * groups if self.engine.kv_expanded and groups > 1 else 1.0
-        if self.sc.kv_cache_format == "fp8" and not acc.supports_fp8:
-            # An FP8 cache on a part without FP8 conversions (vLLM's and SGLang's FlashInfer kernels on an A100) is
-            # decoded to 16 bits in software as it is read: it holds twice the tokens, but no faster than a 16-bit
-            # cache is taken (vLLM PR #49077 measured its software-FP8 Triton attention kernel on an A100 at 484 us
-            # against 302 us for a 16-bit cache; no published FlashInfer figure): the 16-bit cache's traffic.
-            self.kv_traffic *= KV_CACHE_BYTES["bf16"] / KV_CACHE_BYTES["fp8"]
+        if software_decoded_kv(self.sc.kv_cache_format, acc):
+            self.kv_traffic *= KV_CACHE_BYTES["bf16"] / KV_CACHE_BYTES[self.sc.kv_cache_format]
 
     def ep_step(self, decodes: Any, context: float, prefill_tokens: Any = 0.0, prompt: float = 0.0) -> EpParts:
         """An expert-parallel step of the replica: `decodes` sequences and `prefill_tokens` prompt tokens spread evenly

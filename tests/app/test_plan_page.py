@@ -156,3 +156,15 @@ def test_fp8_weights_on_a_gpu_without_fp8_matmuls_are_said_to_run_weight_only():
         ampere = p.accelerator == "rtx-3090"
         assert ("FP8 weights (weight-only)" in headline(p, "on_demand")) is ampere
         assert (plan_table((p,), serving=True)[0]["Weights"] == "FP8 (weight-only)") is ampere
+
+
+def test_a_llama_cpp_plan_with_a_q8_0_cache_says_so():
+    """The planner keeps llama.cpp's K and V in Q8_0 where memory binds (tests/core/test_kv_cache_kernels.py): the
+    sentence names the cache as it does an FP8 one."""
+    from app_pages.shared.planning import headline
+    from core.plan import Goal, plan
+
+    goal = {"goal": "serve", "model": "llama-3.1-70b", "requests_per_day": 3000, "serving_engine": "llama.cpp", "input_tokens": 16000, "output_tokens": 500}
+    best = plan(Goal.model_validate(goal | {"tokens_per_s_per_user": 5, "ttft_s": 60})).cheapest
+    assert best is not None and best.kv_cache_format == "q8_0"
+    assert "weights with a Q8_0 KV cache on 4 x NVIDIA V100" in headline(best, "on_demand")

@@ -11,7 +11,7 @@ import pytest
 
 from core.catalog.accelerators import get_accelerator
 from core.catalog.engine_formats import load_engine_formats, load_problem, loads, planned_formats
-from core.catalog.format_kernels import fp8_kv_with, kernels_problem, weights_problem
+from core.catalog.format_kernels import kernels_problem, weights_problem
 from core.memory.engines import ENGINES
 from core.memory.estimate import Evaluator, estimate_memory, fit_capacity, same_device_fixes
 from core.plan import Goal
@@ -133,10 +133,9 @@ def test_transformers_dequantizes_fp8_before_ada():
 
 
 def test_an_fp8_kv_cache_with_awq_weights_where_the_engine_runs_them():
-    assert fp8_kv_with("awq-4bit", "vllm", get_accelerator("h100-sxm"))
-    assert fp8_kv_with("awq-4bit", "vllm", get_accelerator("tpu-v6e"))
-    assert not fp8_kv_with("awq-4bit", "vllm", get_accelerator("tpu-v7"))  # no AWQ there at all
-    assert not fp8_kv_with("fp8", "deepspeed-mii", get_accelerator("h100-sxm"))  # not loaded
+    assert kernels_problem("awq-4bit", "fp8", "vllm", get_accelerator("h100-sxm")) is None
+    assert kernels_problem("awq-4bit", "fp8", "vllm", get_accelerator("tpu-v6e")) is None
+    assert kernels_problem("fp8", "fp8", "deepspeed-mii", get_accelerator("h100-sxm")) is not None  # not loaded
     why = kernels_problem("awq-4bit", "fp8", "vllm", get_accelerator("tpu-v7"), "vLLM")
     assert why is not None and why.startswith("vLLM has no documented AWQ 4-bit kernels on Google Cloud TPU7x")
 

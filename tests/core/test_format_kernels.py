@@ -8,7 +8,8 @@ import re
 import pytest
 
 from core.catalog.accelerators import get_accelerator, load_accelerators
-from core.catalog.format_kernels import format_problem, fp8_kv_with, load_format_kernels, weights_problem
+from core.catalog.format_kernels import format_problem, kernels_problem, load_format_kernels, weights_problem
+from core.catalog.presets import preset
 from core.catalog.price_trust import billable_prices
 from core.catalog.providers import can_serve
 from core.memory.engines import ENGINES
@@ -55,9 +56,12 @@ def test_every_row_names_a_format_engines_and_parts_of_the_catalogs():
     ],
 )
 def test_where_each_engine_runs_mxfp4(engine, part, runs, fp8_kv):
+    """Whether its MXFP4 weights run, and whether gpt-oss's attention sinks keep an FP8 cache there
+    (data/kv_cache_kernels.csv: the cache is the attention's, whatever the weights)."""
     acc = get_accelerator(part)
     assert (weights_problem("mxfp4", engine, acc) is None) is runs
-    assert fp8_kv_with("mxfp4", engine, acc) is fp8_kv
+    arch = preset("gpt-oss-20b").architecture
+    assert (kernels_problem("mxfp4", "fp8", engine, acc, arch=arch) is None) is fp8_kv
 
 
 def test_transformers_dequantizes_mxfp4_where_it_has_no_kernels():
@@ -69,7 +73,6 @@ def test_formats_the_table_does_not_list_are_not_restricted():
     for part in ("v100-32gb", "h200", "apple-m2-max"):
         acc = get_accelerator(part)
         assert format_problem("bf16", "tensorrt-llm", acc) is None
-        assert fp8_kv_with("int8", "vllm", acc)
     assert format_problem("mxfp4", "vllm", get_accelerator("groq-lpu")) is None  # its own stack: not checked
 
 
@@ -111,7 +114,7 @@ def test_every_gpt_oss_plan_runs_mxfp4_where_the_engine_has_kernels_for_it(engin
         acc = get_accelerator(p.accelerator)
         assert p.weights_format == "mxfp4"
         assert format_problem("mxfp4", engine, acc) is None, p.accelerator
-        assert p.kv_cache_format != "fp8" or fp8_kv_with("mxfp4", engine, acc), p.accelerator
+        assert kernels_problem("mxfp4", p.kv_cache_format, engine, acc, arch=preset("gpt-oss-120b").architecture) is None, p.accelerator
     if engine == "tensorrt-llm":  # Hopper and Blackwell only; Hopper's KV cache in BF16
         assert {p.accelerator for p in r.plans} <= {"h100-sxm", "h100-pcie", "h100-nvl", "h200", "h200-nvl", "gh200", "h20", "b200", "gb200", "b300", "gb300"}
         assert all(p.kv_cache_format == "bf16" for p in r.plans if p.accelerator.startswith("h"))
@@ -134,8 +137,10 @@ def test_the_estimate_says_where_the_engine_cannot_run_the_format_or_its_fp8_cac
     said = problem(accelerator="t4", kv_cache_format="fp16")
     assert said is not None and "vLLM does not run MXFP4 on NVIDIA T4" in said and "compute capability 8.0" in said
     said = problem(accelerator="h200", serving_engine="tensorrt-llm", kv_cache_format="fp8")
-    assert said is not None and said.startswith("TensorRT-LLM has no FP8 KV cache with MXFP4 weights on NVIDIA H200")
+    assert said is not None and said.startswith("TensorRT-LLM has no FP8 KV cache on NVIDIA H200") and "gpt-oss" in said
     assert problem(accelerator="h200", serving_engine="tensorrt-llm", kv_cache_format="bf16") is None
+    # the cache is the attention's: gpt-oss's sinks have none there in 16-bit weights either
+    assert problem(accelerator="h200", serving_engine="tensorrt-llm", kv_cache_format="fp8", weights_format="bf16") == said
     assert problem(accelerator="b200", serving_engine="tensorrt-llm", kv_cache_format="fp8") is None
     said = problem(accelerator="v100-32gb", serving_engine="hf-transformers", kv_cache_format="fp16")
     assert said is not None and "dequantizes MXFP4 to BF16" in said
@@ -188,7 +193,7 @@ def test_an_engine_refuses_generations_below_its_floor_and_the_planner_says_why(
 
 # (module, file, the module's path attribute, its loader, the columns before source and as_of, the sourced columns after
 # them: each filled with a valid source)
-KERNELS_TABLE = ("format_kernels", "format_kernels.csv", "FORMAT_KERNELS_CSV", "load_format_kernels", "weights_format,engines,accelerator_pattern,runs,fp8_kv_cache", ())
+KERNELS_TABLE = ("format_kernels", "format_kernels.csv", "FORMAT_KERNELS_CSV", "load_format_kernels", "weights_format,engines,accelerator_pattern,runs", ())
 FORMATS_TABLE = (
     "engine_formats",
     "engine_formats.csv",
@@ -204,10 +209,9 @@ KV_TABLE = ("kv_cache_kernels", "kv_cache_kernels.csv", "KV_CACHE_KERNELS_CSV", 
 @pytest.mark.parametrize(
     ("table", "cells", "problem"),
     [
-        (KERNELS_TABLE, "mxfp4,vllm,^(h100,kernel,true", "not a regular expression"),  # a pattern that does not compile
-        (KERNELS_TABLE, "mxfp4,vllm,.,kernel,maybe", "fp8_kv_cache"),  # not a yes or no
-        (KERNELS_TABLE, "mxfp4,vLLM Engine,.,kernel,true", "engine ids"),
-        (KERNELS_TABLE, "mxfp4,vllm,.,fast,true", "runs"),
+        (KERNELS_TABLE, "mxfp4,vllm,^(h100,kernel", "not a regular expression"),  # a pattern that does not compile
+        (KERNELS_TABLE, "mxfp4,vLLM Engine,.,kernel", "engine ids"),
+        (KERNELS_TABLE, "mxfp4,vllm,.,fast", "runs"),
         (FORMATS_TABLE, "vllm,bf16 fp9,bf16,bf16", "unknown: fp9"),  # not a format of core/model/formats.py
         (FORMATS_TABLE, "vllm,bf16 fp8,bf16 awq-4bit,bf16", "not among weights_formats"),  # the planner would try what the engine cannot load
         (FORMATS_TABLE, "vllm,,bf16,bf16", "weights_formats"),
@@ -217,6 +221,7 @@ KV_TABLE = ("kv_cache_kernels", "kv_cache_kernels.csv", "KV_CACHE_KERNELS_CSV", 
         (KV_TABLE, "fp8,vllm,^(a100,kernel,any,", "not a regular expression"),
         (KV_TABLE, "fp8,vllm,.,kernel,plain,64 big", "head_dims"),  # head sizes are whole numbers
         (KV_TABLE, "fp8,vllm,.,kernel,gqa,", "attention"),
+        (KV_TABLE, "fp8,vllm,.,maybe,any,", "runs"),  # not a yes or no
     ],
 )
 def test_a_broken_row_is_refused_naming_the_file_and_field(tmp_path, monkeypatch, table, cells, problem):

@@ -61,7 +61,7 @@ def test_every_engine_stores_16_bit_caches_and_names_its_source():
         ("q8_0", "vllm", "h100-sxm", False),
         ("int8", "vllm", "a100-sxm-80gb", True),  # int8_per_token_head, Triton attention
         ("int8", "vllm", "tpu-v6e", False),  # not documented there
-        ("int8", "hf-transformers", "a100-sxm-80gb", True),  # HQQ, nbits 8
+        ("int8", "hf-transformers", "a100-sxm-80gb", False),  # HQQ's cache is generate()'s, not transformers serve's
         ("int8", "sglang", "h100-sxm", False),  # its --int8-kv-cache is not modelled
         ("int8", "tensorrt-llm", "h100-sxm", False),  # the TensorRT-engine backend's only
     ],
@@ -111,7 +111,7 @@ def test_the_rows_name_whole_kernel_targets_and_their_sources():
         if a.kernel_target is not None:
             groups.setdefault(a.kernel_target, set()).add(a.id)
     for r in load_kv_cache_kernels():
-        assert r.kv_cache_format in load_engine_formats()[r.engines.split()[0]].kv_cache_formats, r
+        assert all(r.kv_cache_format in load_engine_formats()[e].kv_cache_formats for e in r.engines.split()), r
         for target, ids in groups.items():
             hit = {i for i in ids if re.search(r.accelerator_pattern, i)}
             assert hit in (set(), ids), (r.kv_cache_format, r.engines, target, sorted(hit))
@@ -134,7 +134,7 @@ def _fix_labels(sc: Scenario) -> str:
 
 def test_the_help_offers_the_caches_the_engine_stores_there():
     """A context too long for the part: llama.cpp is offered its Q8_0 cache (not FP8), vLLM an FP8 one on an A100
-    (FlashInfer) but not on a T4."""
+    (FlashInfer) and its INT8 one on a T4, where no FP8 cache is stored."""
     cpp = Scenario(model="llama-3.1-8b", mode="inference", serving_engine="llama.cpp", weights_format="gguf-q4_k_m", accelerator="rtx-3060-12gb", seq_len=65536)
     labels = _fix_labels(cpp)
     assert "KV cache in Q8_0" in labels and "FP8" not in labels, labels
@@ -142,7 +142,8 @@ def test_the_help_offers_the_caches_the_engine_stores_there():
     assert "KV cache in FP8" in _fix_labels(a100)
     t4 = Scenario(model="llama-3.2-1b", mode="inference", serving_engine="vllm", accelerator="t4", weights_format="fp16", kv_cache_format="fp16")
     t4 = t4.replace(seq_len=131072, batch_size=4)
-    assert "KV cache in FP8" not in _fix_labels(t4)
+    labels = _fix_labels(t4)
+    assert "KV cache in FP8" not in labels and "KV cache in INT8" in labels  # vLLM's int8_per_token_head instead
 
 
 def test_the_planner_searches_what_the_engine_stores_where_it_does():
@@ -156,8 +157,45 @@ def test_the_planner_searches_what_the_engine_stores_where_it_does():
     assert not any(a == "t4" and kv == "fp8" for a, _, kv in formats)
     sglang, _, _ = plan_serving(Goal.model_validate({**goal, "serving_engine": "sglang", "accelerators": ["a100-sxm-80gb"]}))
     assert any(o.weights_format == "fp8" for o in sglang)
-    assert kv_formats(Goal.model_validate({**goal, "serving_engine": "llama.cpp"})) == ("bf16",)
+    assert kv_formats(Goal.model_validate({**goal, "serving_engine": "llama.cpp"})) == ("bf16", "q8_0")  # -ctk / -ctv q8_0
+    assert kv_formats(Goal.model_validate({**goal, "serving_engine": "mlx"})) == ("bf16",)  # its quantized cache is not batched
     assert kv_formats(Goal.model_validate({**goal, "serving_engine": "deepspeed-mii"})) == ("bf16",)
+
+
+def test_a_q8_0_cache_makes_a_cheaper_llama_cpp_plan_where_memory_binds():
+    """Llama 3.1 70B Q4_K_M at 16,000-token prompts on llama.cpp: with K and V in Q8_0 (8.5 bits) four 16 GB V100s
+    hold six concurrent requests, enough for the busiest hour ($402 a month); with a 16-bit cache three, and the
+    cheapest plan was two L40S at $555. The launch keeps K and V in Q8_0 with flash attention on (llama.cpp refuses a quantized V cache without)."""
+    from core.plan import plan
+
+    goal = Goal.model_validate(
+        {"goal": "serve", "model": "llama-3.1-70b", "requests_per_day": 3000, "serving_engine": "llama.cpp", "input_tokens": 16000, "output_tokens": 500}
+        | {"tokens_per_s_per_user": 5, "ttft_s": 60}
+    )
+    options, _, _ = plan_serving(goal)
+    four = {
+        o.kv_cache_format: o.capacity.max_batch_that_fits
+        for o in options
+        if o.accelerator.id == "v100-16gb" and o.tensor_parallel == 4 and o.weights_format == "gguf-q4_k_m"
+    }
+    assert four == {"fp16": 3, "q8_0": 6}  # twice the requests in the same memory (fp16: no bf16 on a V100)
+    best = plan(goal).cheapest
+    assert best is not None and best.kv_cache_format == "q8_0"
+    bf16 = min(o.cost for o in options if o.kv_cache_format != "q8_0")
+    assert best.usd_per_month < bf16
+    assert "--cache-type-k q8_0" in best.launch and "--cache-type-v q8_0" in best.launch and "-fa on" in best.launch
+
+
+def test_a_q8_0_cache_holds_twice_the_tokens_and_decodes_as_16_bits():
+    """llama.cpp decodes its Q8_0 blocks in its attention kernels (on Metal to F16 before them): the step is the 16-bit
+    cache's, the memory 34 bytes per 32 values."""
+    sc = Scenario(model="llama-3.1-8b", mode="inference", accelerator="rtx-4090", serving_engine="llama.cpp", weights_format="gguf-q4_k_m", kv_cache_format="fp16")
+    acc = get_accelerator("rtx-4090")
+    f16 = roofline(sc, acc, Layout(1, 1, 1)).decode_step(np.array([8.0]), 16_000.0)[0][0]
+    q8 = roofline(sc.replace(kv_cache_format="q8_0"), acc, Layout(1, 1, 1)).decode_step(np.array([8.0]), 16_000.0)[0][0]
+    assert q8 == pytest.approx(f16, rel=1e-9)
+    mem = [estimate_memory(sc.replace(kv_cache_format=k, seq_len=16_384)).memory_per_device_bytes.kv_cache for k in ("fp16", "q8_0")]
+    assert mem[1] == pytest.approx(mem[0] * (34 / 32) / 2, rel=0.01)
 
 
 def test_an_fp8_cache_without_fp8_arithmetic_holds_more_and_reads_as_16_bits():
@@ -182,8 +220,43 @@ def test_the_launch_says_how_the_engine_runs_it():
     runs FP8 natively and says nothing of it."""
     base = {"model": "llama-3.1-8b", "mode": "inference", "serving_engine": "vllm", "weights_format": "fp8"}
     a100 = launch_command({**base, "accelerator": "a100-sxm-80gb", "kv_cache_format": "fp8"})
-    assert "weight-only (FP8 Marlin" in a100 and "--quantization fp8" in a100 and "--kv-cache-dtype fp8" in a100
+    assert "run weight-only in vLLM (FP8 Marlin" in a100 and "--quantization fp8" in a100 and "--kv-cache-dtype fp8" in a100
     h100 = launch_command({**base, "accelerator": "h100-sxm"})
     assert "weight-only" not in h100
+    for other in ("hf-transformers", "tensorrt-llm"):  # dequantized to BF16 there / no FP8 kernels before Ada: no such note
+        assert "weight-only" not in launch_command({**base, "accelerator": "a100-sxm-80gb", "serving_engine": other})
     int8 = launch_command({**base, "accelerator": "a100-sxm-80gb", "weights_format": "bf16", "kv_cache_format": "int8"})
     assert "--kv-cache-dtype int8_per_token_head" in int8
+
+
+def test_the_cache_is_the_attentions_whatever_the_weights():
+    """gpt-oss's attention sinks decide where its FP8 cache runs, in any weight format the engine serves it in: SGLang
+    and TensorRT-LLM keep one on Blackwell but not on Hopper, vLLM on Hopper but not on Ada (before, only the MXFP4
+    rows said so, and gpt-oss in BF16 or AWQ was given an FP8 cache on those parts)."""
+    from core.catalog.engine_formats import planned_formats
+    from core.catalog.format_kernels import weights_problem
+
+    arch = Scenario(model="gpt-oss-20b", mode="inference").architecture
+    llama = Scenario(model="llama-3.1-8b", mode="inference").architecture
+    expected = {("sglang", "b200"): True, ("sglang", "h100-sxm"): False, ("tensorrt-llm", "b200"): True, ("tensorrt-llm", "h200"): False}
+    expected |= {("vllm", "h100-sxm"): True, ("vllm", "l40s"): False, ("vllm", "a100-sxm-80gb"): False, ("sglang", "a100-sxm-80gb"): False}
+    for (engine, part), stored in expected.items():
+        acc = get_accelerator(part)
+        served = [f for f in ("mxfp4", *planned_formats(engine)) if weights_problem(f, engine, acc) is None]
+        assert served, (engine, part)
+        for fmt in served:
+            assert (kernels_problem(fmt, "fp8", engine, acc, arch=arch) is None) is stored, (engine, part, fmt)
+            assert kernels_problem(fmt, "fp8", engine, acc, arch=llama) is None, (engine, part, fmt)  # no sinks: stored
+    why = kernels_problem("bf16", "fp8", "sglang", get_accelerator("a100-sxm-80gb"), "SGLang", arch)
+    assert why is not None and "attention sinks" in why and "Triton" in why  # the model is refused, not the part
+
+
+def test_tensorrt_llms_fp8_cache_follows_its_matrix_and_vllms_int8_cache_is_not_mla():
+    """TensorRT-LLM's hardware matrix (read at two commits) marks an FP8 KV cache on Ampere to Blackwell; vLLM's INT8
+    cache is its Triton attention's, which does not run DeepSeek's MLA."""
+    llama = Scenario(model="llama-3.1-8b", mode="inference").architecture
+    for part in ("a100-sxm-80gb", "l40s", "h100-sxm", "b200"):
+        assert kernels_problem("bf16", "fp8", "tensorrt-llm", get_accelerator(part), arch=llama) is None, part
+    deepseek = Scenario(model="deepseek-v3", mode="inference").architecture
+    assert kernels_problem("bf16", "int8", "vllm", get_accelerator("h100-sxm"), arch=llama) is None
+    assert kernels_problem("bf16", "int8", "vllm", get_accelerator("h100-sxm"), arch=deepseek) is not None
