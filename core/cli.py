@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -137,6 +138,22 @@ def _non_finite(value: Any, path: str = "") -> str | None:
     return None
 
 
+# Significant digits a result's floats are written with: binary rounding noise (3942.0000000000005) is not a figure
+# anyone measured; every model input is known to far fewer digits.
+RESULT_DIGITS = 12
+
+
+def _tidy(value: Any) -> Any:
+    """The result with each float written to RESULT_DIGITS significant digits (ints, strings and structure as they are)."""
+    if isinstance(value, float):
+        return float(f"{value:.{RESULT_DIGITS}g}")
+    if isinstance(value, dict):
+        return {k: _tidy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_tidy(v) for v in value]
+    return value
+
+
 def _models() -> Any:
     from core.catalog.presets import load_presets
 
@@ -221,7 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     if (where := _non_finite(out)) is not None:  # the inputs' bounds are meant to make this unreachable
         print(f"error: {where} came out as no finite number: the inputs are beyond what the model covers", file=sys.stderr)
         return 2
-    text = json.dumps(out, indent=2, allow_nan=False)
-    sys.stdout.write(text)
-    sys.stdout.write("\n")
+    text = json.dumps(_tidy(out), indent=2, allow_nan=False)
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader stopped early (| head): no traceback; Python's own advice for it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (docs.python.org, signal: "Note on SIGPIPE")
+        return 1
     return 0

@@ -1,5 +1,5 @@
 """The command that runs a plan (issue #27, part 5), under the Plan page's cheapest and fastest plans. The text comes
-from core/plan/launch.py, where every value a user could type is shell-quoted; st.code shows it as plain text."""
+from core/plan/launch/, where every value a user could type is shell-quoted; st.code shows it as plain text."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ block-wise AdamW8bit (or torchao's AdamW8bit where bitsandbytes' breaks under FS
 validation), CUDA or ROCm kernels as well: the same parts (torchao: "We only test on CPU and CUDA", torchao/optim/README.md).
 
 Each stack's `optimizers` are the scenario's optimizers (core/scenario.Optimizer) its launch command sets with the
-trainer's own names (core/plan/launch.py), `qlora_optimizers` those it runs on a QLoRA base where fewer (LitGPT's
+trainer's own names (core/plan/launch/), `qlora_optimizers` those it runs on a QLoRA base where fewer (LitGPT's
 bitsandbytes precision builds PagedAdamW whatever is asked), each row with its `optimizers_source`."""
 
 from __future__ import annotations

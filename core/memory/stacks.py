@@ -304,6 +304,6 @@ STACKS: dict[str, TrainingStack] = {
 def trains_on_gptq(method: str, weights_format: str, stack_id: str) -> bool:
     """LoRA (or QLoRA) on a GPTQ checkpoint: the stack trains LoRA on that format (TrainingStack.qlora_other_bases) and
     the scenario's weights_format names it. PEFT's LoRA on a GPTQ model is one run, asked as QLoRA on a GPTQ base or as
-    LoRA on GPTQ weights (core/memory/components.gptq_base; core/plan/launch.py)."""
+    LoRA on GPTQ weights (core/memory/components.gptq_base; core/plan/launch/)."""
     stack = STACKS.get(stack_id)
     return method in ("lora", "qlora") and weights_format == GPTQ_BASE and stack is not None and GPTQ_BASE in stack.qlora_other_bases

@@ -73,7 +73,7 @@ class Plan(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def launch(self) -> str | None:
-        """The shell command (and a trainer's config file) that runs this plan (core/plan/launch.py); built when read,
+        """The shell command (and a trainer's config file) that runs this plan (core/plan/launch/); built when read,
         so the search pays nothing for it."""
         from core.plan.launch import launch_command
 

@@ -1,5 +1,5 @@
 """The Training page's "Run this setup" (stop 39): the command and config for the sidebar's setup as set, the same
-text core/plan/launch.py writes for the scenario (its layout, optimizer, CPU offload and base), shown as code."""
+text core/plan/launch/ writes for the scenario (its layout, optimizer, CPU offload and base), shown as code."""
 
 import pytest
 

@@ -1,6 +1,7 @@
 """The scripting interface: python -m core ... (a contract)."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -136,3 +137,26 @@ def test_validation_message_names_the_field_as_the_reader_knows_it():
     assert describe_validation_error(bad.value) == "max_num_batched_tokens: Input should be greater than or equal to 16"
     named = describe_validation_error(bad.value, names={"max_num_batched_tokens": "Tokens per engine step"})
     assert named == "Tokens per engine step: Input should be greater than or equal to 16"
+
+
+def test_results_carry_no_binary_rounding_noise(tmp_path, capsys):
+    """A plan's bill came out as 401.50000000000006 and a price as 3942.0000000000005: the CLI writes floats to 12
+    significant digits (core/cli.RESULT_DIGITS), ints and structure as they are."""
+    from core.cli import _tidy
+
+    assert _tidy({"a": [0.1 + 0.2, 3942.0000000000005], "b": 7, "c": "x"}) == {"a": [0.3, 3942.0], "b": 7, "c": "x"}
+    f = tmp_path / "g.json"
+    f.write_text(json.dumps({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 20000}))
+    assert main(["plan", str(f)]) == 0
+    text = capsys.readouterr().out
+    assert not re.search(r"\d\.\d*0000000000\d", text) and not re.search(r"\d\.\d*9999999999\d", text)
+    assert json.loads(text)["cheapest"]["usd_per_month"] > 0
+
+
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """`python -m core models | head`: the reader closes the pipe; the CLI stops with status 1 and writes no traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "core", "models"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 1 and b"Traceback" not in err, err

@@ -182,7 +182,7 @@ def expected(field: str, p: Plan) -> str | None:
         "expert_parallel_ranks": p.tensor_parallel,
         "pipeline_parallel": p.pipeline_parallel,
         "data_parallel": p.data_parallel,
-        # a serving replica's engine cap: the most concurrent requests that meet the latency targets (core/plan/launch.py)
+        # a serving replica's engine cap: the most concurrent requests that meet the latency targets (core/plan/launch/)
         "micro_batch": _engine_batch(p, p.max_batch_meeting_targets if p.method == "serve" and p.max_batch_meeting_targets else p.micro_batch),
         "gradient_accumulation_steps": p.gradient_accumulation_steps,
         "global_batch": p.data_parallel * p.micro_batch * p.gradient_accumulation_steps,
@@ -197,7 +197,7 @@ def expected(field: str, p: Plan) -> str | None:
 
 
 def _engine_batch(p: Plan, replica_batch: int) -> int:
-    """vLLM's and TensorRT-LLM's cap per attention-data-parallel rank of an expert-parallel replica (core/plan/launch.py)."""
+    """vLLM's and TensorRT-LLM's cap per attention-data-parallel rank of an expert-parallel replica (core/plan/launch/)."""
     if p.method == "serve" and p.expert_parallel and p.scenario.get("serving_engine") in ("vllm", "tensorrt-llm"):
         return -(-replica_batch // p.tensor_parallel)
     return replica_batch

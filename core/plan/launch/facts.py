@@ -1,0 +1,213 @@
+"""What a plan says, from a Plan or a bare scenario (`_Facts`), the launch text's shared constants, and the helpers that
+write a command, a comment, a here-document or YAML safely (see core/plan/launch/__init__.py)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from core.catalog.presets import preset, preset_ids
+from core.catalog.stack_layouts import optimizer_problem
+from core.memory.stacks import trains_on_gptq
+
+if TYPE_CHECKING:
+    from core.catalog.accelerators import Accelerator
+
+
+GPTQ_PLACEHOLDER = "REPLACE_WITH_THE_GPTQ_CHECKPOINT"  # LoRA on a GPTQ base loads a GPTQ repo, not the 16-bit one
+PLACEHOLDER_MODEL = "REPLACE_WITH_YOUR_MODEL"  # a model given by config or parameter count has no repository we know
+GPU_MEMORY_FRACTION = 0.90  # vLLM's --gpu-memory-utilization default (0.9); SGLang's --mem-fraction-static likewise
+MASTER_PORT = 29500  # torchrun's default rendezvous port
+HEREDOC_END = "LAUNCH_EOF"
+ALL_LAYERS_ON_GPU = 999  # llama.cpp -ngl: more layers than any model has puts every layer on the GPU
+MII_RESTFUL_PORT = 28080
+LORA_RANK = 16  # the planner's LoRA: rank 16 on all linear layers (core/plan/__init__.assumptions)
+OWN_STACK_VENDORS = frozenset({"groq", "cerebras"})  # their chips run the vendor's own serving stack
+MLX_LORA_SCALE = 20.0  # mlx-lm's default lora_parameters scale (mlx_lm/lora.py CONFIG_DEFAULTS)
+MLX_SERVER_PORT = 8080  # mlx_lm.server's default port
+# SGD's momentum where the trainer's default has none (torch.optim.SGD and MLX's SGD: momentum 0): the memory counts one
+# momentum buffer (core/memory/components.py OPTIMIZER_STATE_BYTES); 0.9 is Megatron-LM's --sgd-momentum default
+SGD_MOMENTUM = 0.9
+AXOLOTL_DS_CONFIG = "ds_config.json"  # Axolotl's DeepSpeed json, written by the launch text (_axolotl_deepspeed_config)
+
+
+# --- what a plan says, from a Plan or a bare scenario ---------------------------------------------------------------
+
+
+def _known_accelerator(accelerator_id: str) -> Accelerator | None:
+    """The accelerator an id names (the catalog's, or a custom-... id's), or None for one it does not know."""
+    from core.catalog.accelerators import UnknownAcceleratorError, get_accelerator
+
+    try:
+        return get_accelerator(accelerator_id)
+    except UnknownAcceleratorError:
+        return None
+
+
+class _Facts:
+    """The plan's fields that a command carries, read from a Plan or a scenario dict."""
+
+    def __init__(self, sc: Mapping[str, Any], plan: Any = None) -> None:
+        self.sc = sc
+        self.serving = sc.get("mode") == "inference"
+        tp = int(sc.get("tensor_parallel", 1) or 1)
+        pp = int(sc.get("pipeline_parallel", 1) or 1)
+        self.tensor_parallel = tp
+        self.pipeline_parallel = pp
+        self.data_parallel = int(plan.data_parallel if plan is not None else sc.get("data_parallel", 1) or 1)
+        self.micro_batch = int(plan.micro_batch if plan is not None else sc.get("batch_size", 1) or 1)
+        if self.serving and plan is not None and getattr(plan, "max_batch_meeting_targets", None):
+            # a serving replica's engine cap is the most concurrent requests that still meet the latency targets (what
+            # the planner sized the fleet against), not the average concurrency at the goal's traffic: at 2,000
+            # requests a day that is 1, and --max-num-seqs 1 would queue every burst behind one request
+            self.micro_batch = int(plan.max_batch_meeting_targets)
+        self.accumulation = int(sc.get("gradient_accumulation_steps", 1) or 1)
+        self.seq_len = int(sc.get("seq_len", 2048) or 2048)
+        self.method = str(sc.get("method", "serve" if self.serving else "full"))
+        self.goal = getattr(plan, "goal", None)  # fine-tune | pretrain | serve; None for a bare scenario
+        self.precision = str(sc.get("precision", "bf16"))
+        self.weights_format = str(sc.get("weights_format", "bf16"))
+        self.kv_cache_format = str(sc.get("kv_cache_format", "bf16"))
+        self.zero_stage = int(sc.get("zero_stage", 0) or 0)
+        self.gradient_checkpointing = bool(sc.get("gradient_checkpointing", False))
+        self.fused_cross_entropy = bool(sc.get("fused_cross_entropy", False))
+        self.offload = str(sc.get("offload", "none"))  # ZeRO-Offload: none, optimizer, optimizer+params (ZeRO-3)
+        self.optimizer = str(sc.get("optimizer", "adamw") or "adamw")
+        self.stack = str(sc.get("training_stack", "hf"))
+        # LoRA on a GPTQ checkpoint where the stack trains on one (core/memory/components.gptq_base), else QLoRA on NF4
+        self.gptq_base = not self.serving and trains_on_gptq(self.method, self.weights_format, self.stack)
+        # the scenario's FlashAttention on a part that runs FlashAttention-2 (core/memory/components.fp32_attention)
+        self.engine = str(sc.get("serving_engine", "vllm"))
+        self.expert_parallel = self.serving and bool(sc.get("expert_parallel", False)) and tp > 1
+        # vLLM's data-parallel engines and TensorRT-LLM's attention-DP ranks each schedule their own requests: the
+        # replica's cap is split over its GPUs (SGLang's --max-running-requests stays the replica's)
+        split = self.expert_parallel and self.engine in ("vllm", "tensorrt-llm")
+        self.engine_batch = -(-self.micro_batch // tp) if split else self.micro_batch
+        self.accelerator_id = str(sc.get("accelerator", ""))
+        self.devices = int(plan.devices) if plan is not None else self.data_parallel * tp * pp
+        self.instances = int(plan.instances) if plan is not None else 1
+        self.where = "" if plan is None else f"{plan.instances} x {plan.instance} ({plan.provider}, {plan.region})"
+        if plan is not None and getattr(plan, "reservation", None):
+            self.where += f", a reserved {plan.reservation}"
+        self.accelerator = _known_accelerator(self.accelerator_id)
+        self.flash_attention_2 = bool(sc.get("flash_attention", True)) and (self.accelerator is None or self.accelerator.runs_flash_attention_2)
+        self.accelerator_name, self.vendor, self.per_instance = self._accelerator(plan)
+        self.model, self.model_note = _model_id(sc.get("model"))
+        if self.gptq_base:  # the 16-bit checkpoint would train plain LoRA: the text names a placeholder to replace
+            self.model_note = f"replace {GPTQ_PLACEHOLDER} with the GPTQ 4-bit checkpoint of {self.model} (a '-GPTQ-Int4' repo or path)"
+            self.model = GPTQ_PLACEHOLDER
+        # why the training stack (on this part) cannot run the scenario's optimizer (data/stack_layouts.csv), or None:
+        # then the text says so and sets no optimizer, rather than another one than the memory counts
+        self.optimizer_problem = None if self.serving else optimizer_problem(self.stack, self.method, self.optimizer, self.accelerator)
+
+    @classmethod
+    def of(cls, value: Any) -> _Facts:
+        if isinstance(value, Mapping):
+            return cls(value)
+        return cls(value.scenario, value)
+
+    def _accelerator(self, plan: Any) -> tuple[str, str, int]:
+        if self.accelerator is not None:
+            name, vendor = self.accelerator.name, self.accelerator.vendor
+        else:  # an unknown id: the command still comes out, without the vendor's notes
+            name, vendor = self.accelerator_id or "the accelerator", "other"
+        if plan is not None:
+            name = plan.accelerator_name
+        per_instance = max(1, -(-self.devices // max(1, self.instances)))  # devices used on each instance
+        return name, vendor, per_instance
+
+    @property
+    def global_batch(self) -> int:
+        return self.data_parallel * self.micro_batch * self.accumulation
+
+    @property
+    def processes(self) -> int:
+        return self.data_parallel * self.tensor_parallel * self.pipeline_parallel
+
+    @property
+    def multi_node(self) -> bool:
+        return self.instances > 1
+
+
+def _model_id(model: Any) -> tuple[str, str | None]:
+    """The Hugging Face repo (or path) to load, and a note when it is a placeholder or comes from user input."""
+    if isinstance(model, str) and model in preset_ids():
+        repo = preset(model).hf_repo
+        if repo:
+            return repo, None
+        return PLACEHOLDER_MODEL, f"replace {PLACEHOLDER_MODEL} with the Hugging Face repo or local path of {preset(model).name}"
+    spec: Mapping[str, Any] = model if isinstance(model, Mapping) else {}
+    if hasattr(model, "model_dump"):
+        spec = model.model_dump(exclude_none=True)
+    config = spec.get("hf_config") if isinstance(spec.get("hf_config"), Mapping) else {}
+    name_or_path = config.get("_name_or_path") if isinstance(config, Mapping) else None
+    if isinstance(name_or_path, str) and name_or_path.strip():
+        return name_or_path, "the model is the config's _name_or_path: check it is the repo or path you mean"
+    what = spec.get("name") or (model if isinstance(model, str) else "your model")
+    return PLACEHOLDER_MODEL, f"replace {PLACEHOLDER_MODEL} with the Hugging Face repo or local path of {what}"
+
+
+# --- text helpers ----------------------------------------------------------------------------------------------------
+
+
+def _comment(text: str) -> str:
+    """One comment line: control characters (a newline would end the comment) become spaces."""
+    clean = "".join(ch if ch.isprintable() else " " for ch in str(text))
+    return "# " + clean
+
+
+def _q(value: Any) -> str:
+    """One shell word. shlex.quote, except that text with a control character (a newline, say) becomes bash's $'...'
+    with the character escaped, so that every command stays on its own lines and a comment stays a comment."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value)
+    if all(ch.isprintable() for ch in text):
+        return shlex.quote(text)
+    return "$'" + "".join(_ansi_c(ch) for ch in text) + "'"
+
+
+def _ansi_c(ch: str) -> str:
+    if ch in "\\'":
+        return "\\" + ch
+    if ch.isprintable():
+        return ch
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _command(program: Sequence[str], args: Sequence[tuple[str, Any] | str]) -> str:
+    """A command over several lines: the program words (already quoted), then `--flag value` pairs or bare flags."""
+    parts = [" ".join(program)]
+    for a in args:
+        parts.append(a if isinstance(a, str) else f"{a[0]} {_q(a[1])}")
+    return " \\\n  ".join(parts)
+
+
+def _file(path: str, body: str) -> str:
+    """A here-document that writes `body` to `path`; the quoted delimiter keeps the shell from expanding anything."""
+    if any(line.strip() == HEREDOC_END for line in body.splitlines()):  # cannot happen: user text is JSON-encoded
+        raise ValueError("config text would close its here-document")
+    return f"cat > {shlex.quote(path)} <<'{HEREDOC_END}'\n{body.rstrip()}\n{HEREDOC_END}"
+
+
+def _yaml(data: Mapping[str, Any], indent: int = 0) -> str:
+    """Block YAML with every string JSON-encoded (a JSON string is a YAML double-quoted scalar)."""
+    lines = []
+    pad = "  " * indent
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            lines.append(f"{pad}{key}:")
+            lines.append(_yaml(value, indent + 1))
+        else:
+            lines.append(f"{pad}{key}: {json.dumps(value)}")
+    return "\n".join(lines)
+
+
+def _header(p: _Facts, what: str) -> list[str]:
+    lines = [_comment(f"{what} on {p.devices} x {p.accelerator_name}" + (f": {p.where}" if p.where else ""))]
+    if p.model_note:
+        lines.append(_comment(p.model_note))
+    return lines
