@@ -254,7 +254,8 @@ with st.expander("Every accelerator and its source"):
 with st.expander("What each serving engine runs: formats, KV caches, kernels by part, model architectures"):
     st.caption(
         "Read by every page: a setup an engine cannot run is said in one line above its figures, and the planner does "
-        "not plan it (data/engine_formats.csv, data/format_kernels.csv, data/kv_cache_kernels.csv, data/engine_models.csv)."
+        "not plan it (data/engine_formats.csv, data/format_kernels.csv, data/kv_cache_kernels.csv, data/engine_models.csv). "
+        "In the per-part tables the first row whose engine, parts (a pattern on the catalog's ids) and models match decides."
     )
     show_table(engine_table(), hide_index=True, width="stretch")
     show_table(kernel_table(), hide_index=True, width="stretch")

@@ -94,14 +94,27 @@ def kv_cache_problem(kv_cache_format: str, engine: str, acc: Accelerator, engine
         return problem
     if (kv_cache_format, engine) not in _listed_pairs() or acc.vendor in UNCHECKED_VENDORS:
         return None
-    row = next((r for r in _rows(kv_cache_format, engine, acc.id) if r.holds_for(arch)), None)
+    rows = _rows(kv_cache_format, engine, acc.id)
+    row = next((r for r in rows if r.holds_for(arch)), None)
     name, label = engine_name or engine, kv_format_name(kv_cache_format)
+    # where the part has kernels for other models, the model's own reason: "for Phi-3 Mini (its head size 96)"
+    model = next((_model_reason(r, arch) for r in rows if r.runs == "kernel" and arch is not None and not r.holds_for(arch)), None)
+    for_model = f" for {arch.name} ({model})" if model and arch is not None else ""
     if row is None:
-        return f"{name} has no documented {label} KV cache on {acc.name}: no row of data/kv_cache_kernels.csv"
+        return f"{name} has no documented {label} KV cache on {acc.name}{for_model}: no row of data/kv_cache_kernels.csv"
     if row.runs == "kernel":
         return None
     why = f": {row.note}" if row.note else ""
-    return f"{name} has no {label} KV cache on {acc.name}{why}"
+    return f"{name} has no {label} KV cache on {acc.name}{for_model}{why}"
+
+
+def _model_reason(row: KvCacheKernels, arch: Architecture) -> str:
+    """What of `arch` keeps `row` from holding for it, in a few words."""
+    if arch.attention_sinks and row.attention in ("no-sinks", "plain"):
+        return "its attention sinks"
+    if arch.is_mla and row.attention in ("no-mla", "plain"):
+        return "its multi-head latent attention"
+    return f"its head size {arch.head_dim}"
 
 
 def stores_kv(kv_cache_format: str, engine: str, acc: Accelerator, arch: Architecture | None = None) -> bool:

@@ -89,13 +89,27 @@ def traffic_of(goal: Goal) -> Traffic:
     )
 
 
+# Engines that split a replica's model over its GPUs by layers, run one after another for every token: llama.cpp's
+# default --split-mode layer (ggml-org/llama.cpp tools/server README, "--split-mode"). Their replicas are pipeline
+# stages (core/speed/roofline.py times the stages one after another), not a tensor-parallel group.
+LAYER_SPLIT_ENGINES = frozenset({"llama.cpp"})
+
+
+def replica_layout(engine: str, devices: int) -> Layout:
+    """How `engine` spreads one replica over `devices` GPUs: layers (llama.cpp) or tensor parallelism (the others)."""
+    return Layout(1, 1, devices) if engine in LAYER_SPLIT_ENGINES else Layout(1, devices, 1)
+
+
 def serving_scenario(goal: Goal, weights_format: str, tp: int, **update: Any) -> Scenario:
+    """The scenario of a replica of `tp` devices (tensor-parallel, or layer-split stages where the engine splits so)."""
+    layout = replica_layout(goal.serving_engine, tp)
     return Scenario.model_validate(
         {
             "model": goal.model,
             "mode": "inference",
             "weights_format": weights_format,
-            "tensor_parallel": tp,
+            "tensor_parallel": layout.tensor_parallel,
+            "pipeline_parallel": layout.pipeline_parallel,
             "seq_len": goal.input_tokens + goal.output_tokens,
             "output_tokens": goal.output_tokens,
             "serving_engine": goal.serving_engine,
@@ -175,13 +189,14 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         for kv in kvs:
             for tp in TENSOR_PARALLEL:
                 sc = serving_scenario(goal, fmt, tp, kv_cache_format=kv)
+                layout = replica_layout(goal.serving_engine, tp)
                 if tp > 1 and goal.expert_parallel and expert_parallel_searched(sc):
                     # the same devices expert-parallel, attention data-parallel (no head split: any head count)
                     ep = sc.replace(expert_parallel=True)
                     sized.append((fmt, kv, tp, ep, memory_by_batch(ep, Layout(1, tp, 1))))
-                if sc.architecture.num_heads % tp or (tp > 1 and goal.serving_engine in SINGLE_DEVICE_ENGINES):
+                if sc.architecture.num_heads % layout.tensor_parallel or tp > sc.architecture.num_layers or (tp > 1 and goal.serving_engine in SINGLE_DEVICE_ENGINES):
                     continue
-                sized.append((fmt, kv, tp, sc, memory_by_batch(sc, Layout(1, tp, 1))))
+                sized.append((fmt, kv, tp, sc, memory_by_batch(sc, layout)))
     # Which parts each candidate runs on (and in what form), then every candidate's capacity on all its parts at once
     # (replica_capacities: one numpy pass per candidate), then the fleets and bills part by part.
     accs: dict[str, Accelerator] = {}
@@ -234,7 +249,8 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
             # no bf16 before Ampere: the same bytes in fp16, as the engine runs them there (--dtype float16)
             fmt = "fp16" if fmt == "bf16" else fmt
             sc = sc.model_copy(update={"weights_format": fmt, "kv_cache_format": "fp16" if kv == "bf16" else kv})
-        for aid, cap in zip(aids, replica_capacities(sc, [accs[a] for a in aids], Layout(1, tp, 1), traffic, total), strict=True):
+        layout = Layout(1, tp, 1) if sc.expert_parallel else replica_layout(goal.serving_engine, tp)
+        for aid, cap in zip(aids, replica_capacities(sc, [accs[a] for a in aids], layout, traffic, total), strict=True):
             caps[(aid, j)] = (fmt, sc, cap)
     options: list[ServingOption] = []
     for aid, candidates in runs.items():
@@ -267,7 +283,8 @@ def serving_plan_of(goal: Goal, o: ServingOption) -> Plan:
     this only words what the planner priced)."""
     b = o.bill
     k = o.row.accelerators_per_instance
-    tp = o.tensor_parallel
+    tp = o.tensor_parallel  # the replica's devices
+    pp = o.scenario.pipeline_parallel  # layer-split stages (llama.cpp), else 1
     idle = b.idle_devices
     notes = []
     if idle:
@@ -282,7 +299,8 @@ def serving_plan_of(goal: Goal, o: ServingOption) -> Plan:
         notes.append(f"the fleet is {b.utilisation:.0%} busy on average: the smallest rentable unit is larger than the traffic")
     if b.max_batch_meeting_targets < b.max_batch_that_fits:
         notes.append(
-            f"each replica runs at most {b.max_batch_meeting_targets:,} concurrent requests (room for {b.max_batch_that_fits:,}): "
+            f"each replica runs at most {b.max_batch_meeting_targets:,} concurrent request{'s' * (b.max_batch_meeting_targets > 1)} "
+            f"(room for {b.max_batch_that_fits:,}): "
             f"more would miss {goal.tokens_per_s_per_user:g} tokens/s per user or {goal.ttft_s:g} s to the first token for 1 user in 10"
         )
     model = goal.model if isinstance(goal.model, str) else goal.model.model_dump(exclude_none=True)
@@ -291,7 +309,7 @@ def serving_plan_of(goal: Goal, o: ServingOption) -> Plan:
         "mode": "inference",
         "weights_format": o.weights_format,
         "kv_cache_format": o.kv_cache_format,
-        "tensor_parallel": tp,
+        "tensor_parallel": tp // pp,
         "batch_size": b.batch_size,
         "seq_len": o.scenario.seq_len,
         "output_tokens": goal.output_tokens,
@@ -301,6 +319,8 @@ def serving_plan_of(goal: Goal, o: ServingOption) -> Plan:
     }
     if o.scenario.expert_parallel:
         scenario["expert_parallel"] = True  # a key only where on: a tensor-parallel plan's scenario is as before
+    if pp > 1:
+        scenario["pipeline_parallel"] = pp  # llama.cpp's layer split: stages run one after another
     traffic = traffic_of(goal)
     in_and_out = o.cost / (traffic.tokens_in_and_out_per_month / 1e6)  # at the goal's pricing (on demand or spot)
     output = o.cost / (traffic.output_tokens_per_month / 1e6)
@@ -313,8 +333,8 @@ def serving_plan_of(goal: Goal, o: ServingOption) -> Plan:
         weights_format=o.weights_format,
         gradient_checkpointing=False,
         zero_stage=0,
-        tensor_parallel=tp,
-        pipeline_parallel=1,
+        tensor_parallel=tp // pp,
+        pipeline_parallel=pp,
         data_parallel=b.replicas,
         micro_batch=b.batch_size,
         gradient_accumulation_steps=1,

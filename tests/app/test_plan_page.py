@@ -164,7 +164,7 @@ def test_a_llama_cpp_plan_with_a_q8_0_cache_says_so():
     from app_pages.shared.planning import headline
     from core.plan import Goal, plan
 
-    goal = {"goal": "serve", "model": "llama-3.1-70b", "requests_per_day": 3000, "serving_engine": "llama.cpp", "input_tokens": 16000, "output_tokens": 500}
-    best = plan(Goal.model_validate(goal | {"tokens_per_s_per_user": 5, "ttft_s": 60})).cheapest
+    goal = {"goal": "serve", "model": "llama-3.1-70b", "requests_per_day": 500, "serving_engine": "llama.cpp", "input_tokens": 32000, "output_tokens": 500}
+    best = plan(Goal.model_validate(goal | {"tokens_per_s_per_user": 5, "ttft_s": 120})).cheapest
     assert best is not None and best.kv_cache_format == "q8_0"
-    assert "weights with a Q8_0 KV cache on 4 x NVIDIA V100" in headline(best, "on_demand")
+    assert "weights with a Q8_0 KV cache on 1 x NVIDIA RTX 6000 Ada" in headline(best, "on_demand")

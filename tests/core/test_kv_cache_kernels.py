@@ -90,7 +90,10 @@ def test_vllms_fp8_cache_on_ampere_depends_on_the_models_attention(model, stored
     sinks; on an H100 every model has one (FlashAttention 3, FlashMLA)."""
     sc = Scenario(model=model, mode="inference", accelerator="a100-sxm-80gb", kv_cache_format="fp8", weights_format="bf16")
     assert stores_kv("fp8", "vllm", get_accelerator("a100-sxm-80gb"), sc.architecture) is stored
-    assert (estimate_memory(sc).stack_problem is None) is stored
+    said = estimate_memory(sc).stack_problem
+    assert (said is None) is stored
+    reason = {"phi-3-mini-4k": "its head size 96", "deepseek-v3": "its multi-head latent attention", "gpt-oss-20b": "its attention sinks"}
+    assert stored or f"for {sc.architecture.name} ({reason[model]})" in said, said  # the model is refused, not the A100
     assert stores_kv("fp8", "vllm", get_accelerator("h100-sxm"), sc.architecture)
     assert stores_kv("fp8", "vllm", get_accelerator("a100-sxm-80gb"))  # a part's own question: the common model
 
@@ -163,24 +166,20 @@ def test_the_planner_searches_what_the_engine_stores_where_it_does():
 
 
 def test_a_q8_0_cache_makes_a_cheaper_llama_cpp_plan_where_memory_binds():
-    """Llama 3.1 70B Q4_K_M at 16,000-token prompts on llama.cpp: with K and V in Q8_0 (8.5 bits) four 16 GB V100s
-    hold six concurrent requests, enough for the busiest hour ($402 a month); with a 16-bit cache three, and the
-    cheapest plan was two L40S at $555. The launch keeps K and V in Q8_0 with flash attention on (llama.cpp refuses a quantized V cache without)."""
+    """Llama 3.1 70B Q4_K_M with 32,000-token prompts on llama.cpp: its 32,500-token context fits one 48 GB RTX 6000
+    Ada only with K and V in Q8_0 (8.5 bits), $270 a month; with a 16-bit cache the cheapest plan is two L40S at $555.
+    The launch keeps K and V in Q8_0 with flash attention on (llama.cpp refuses a quantized V cache without)."""
     from core.plan import plan
 
     goal = Goal.model_validate(
-        {"goal": "serve", "model": "llama-3.1-70b", "requests_per_day": 3000, "serving_engine": "llama.cpp", "input_tokens": 16000, "output_tokens": 500}
-        | {"tokens_per_s_per_user": 5, "ttft_s": 60}
+        {"goal": "serve", "model": "llama-3.1-70b", "requests_per_day": 500, "serving_engine": "llama.cpp", "input_tokens": 32000, "output_tokens": 500}
+        | {"tokens_per_s_per_user": 5, "ttft_s": 120}
     )
     options, _, _ = plan_serving(goal)
-    four = {
-        o.kv_cache_format: o.capacity.max_batch_that_fits
-        for o in options
-        if o.accelerator.id == "v100-16gb" and o.tensor_parallel == 4 and o.weights_format == "gguf-q4_k_m"
-    }
-    assert four == {"fp16": 3, "q8_0": 6}  # twice the requests in the same memory (fp16: no bf16 on a V100)
+    one = {o.kv_cache_format for o in options if o.accelerator.id == "rtx-6000-ada" and o.tensor_parallel == 1 and o.weights_format == "gguf-q4_k_m"}
+    assert one == {"q8_0"}  # a 16-bit cache of 32,500 tokens does not fit beside the 40 GiB of weights
     best = plan(goal).cheapest
-    assert best is not None and best.kv_cache_format == "q8_0"
+    assert best is not None and best.kv_cache_format == "q8_0" and best.accelerator == "rtx-6000-ada"
     bf16 = min(o.cost for o in options if o.kv_cache_format != "q8_0")
     assert best.usd_per_month < bf16
     assert "--cache-type-k q8_0" in best.launch and "--cache-type-v q8_0" in best.launch and "-fa on" in best.launch
@@ -260,3 +259,29 @@ def test_tensorrt_llms_fp8_cache_follows_its_matrix_and_vllms_int8_cache_is_not_
     deepseek = Scenario(model="deepseek-v3", mode="inference").architecture
     assert kernels_problem("bf16", "int8", "vllm", get_accelerator("h100-sxm"), arch=llama) is None
     assert kernels_problem("bf16", "int8", "vllm", get_accelerator("h100-sxm"), arch=deepseek) is not None
+
+
+def test_a_llama_cpp_replica_over_several_gpus_is_a_layer_split():
+    """llama.cpp splits a model over GPUs by layers (--split-mode layer, its default), each token passing the GPUs one
+    after another: the planner prices such a replica as pipeline stages (the Inference page's "several cards in one
+    box" figure), not as a tensor-parallel group four times as fast, and launches it so; a tensor-parallel scenario
+    launches llama.cpp's row split."""
+    from core.plan import plan
+    from core.speed.roofline import inference_speed
+
+    goal = Goal.model_validate(
+        {"goal": "serve", "model": "llama-3.1-70b", "requests_per_day": 3000, "serving_engine": "llama.cpp", "input_tokens": 16000, "output_tokens": 500}
+        | {"tokens_per_s_per_user": 5, "ttft_s": 60}
+    )
+    options, _, _ = plan_serving(goal)
+    several = [o for o in options if o.tensor_parallel > 1]
+    assert several and all(o.scenario.pipeline_parallel == o.tensor_parallel and o.scenario.tensor_parallel == 1 for o in several)
+    best = plan(goal).cheapest
+    assert best is not None and best.pipeline_parallel > 1 and best.tensor_parallel == 1
+    assert f"--split-mode layer \\\n  --tensor-split {','.join(['1'] * best.pipeline_parallel)}" in best.launch
+    sc = Scenario.model_validate(best.scenario | {"batch_size": 1})
+    layers = inference_speed(sc, prompt_tokens=16000, output_tokens=500).decode_tokens_per_s
+    rows = inference_speed(sc.replace(tensor_parallel=best.pipeline_parallel, pipeline_parallel=1), prompt_tokens=16000, output_tokens=500)
+    assert layers < 0.8 * rows.decode_tokens_per_s  # the speed the tensor-parallel pricing gave it
+    text = launch_command({"model": "llama-3.1-8b", "mode": "inference", "serving_engine": "llama.cpp", "weights_format": "gguf-q4_k_m", "tensor_parallel": 2})
+    assert "--split-mode row" in text

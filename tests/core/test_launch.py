@@ -187,6 +187,7 @@ def expected(field: str, p: Plan) -> str | None:
         "gradient_accumulation_steps": p.gradient_accumulation_steps,
         "global_batch": p.data_parallel * p.micro_batch * p.gradient_accumulation_steps,
         "processes": p.data_parallel * p.tensor_parallel * p.pipeline_parallel,
+        "replica_devices": p.tensor_parallel * p.pipeline_parallel,
         "instances": p.instances,
         "devices_per_instance": per_node,
         "seq_len": seq,

@@ -232,8 +232,11 @@ def _llama_cpp(p: _Facts) -> list[str]:
     ]
     if p.kv_cache_format in ("q8_0", "q4_0"):  # a quantized V cache needs flash attention (llama.cpp refuses it without)
         args += [("--cache-type-k", p.kv_cache_format), ("--cache-type-v", p.kv_cache_format), ("-fa", "on")]
-    if p.tensor_parallel > 1:
-        args += [("--split-mode", "layer"), ("--tensor-split", ",".join(["1"] * p.tensor_parallel))]
+    # a layer split (its default, how the planner splits a replica: stages one after another) or, for a tensor-parallel
+    # scenario, a row split (each matrix over the GPUs); one --tensor-split entry per GPU, evenly
+    split = "row" if p.tensor_parallel > 1 else "layer"
+    if (gpus := p.tensor_parallel * p.pipeline_parallel) > 1:
+        args += [("--split-mode", split), ("--tensor-split", ",".join(["1"] * gpus))]
     out.append(_command(["llama-server"], args))
     return out
 
