@@ -503,7 +503,8 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
         # files, mlx-lm's MLX packing), and bitsandbytes' INT8 where the engine loads it; of AWQ's and GPTQ's equal
         # bytes the first the engine has kernels for on the part
         planned = planned_formats(sc.serving_engine)
-        four_bit = four_bit_format(sc.serving_engine, get_accelerator(sc.accelerator))
+        acc = get_accelerator(sc.accelerator)
+        four_bit = four_bit_format(sc.serving_engine, acc)
         formats = ("fp8", "int8", four_bit, "gguf-q8_0", "gguf-q4_k_m", "mlx-q8", "mlx-q4")
         runs = [f for f in formats if f is not None and (f in planned or f == "int8") and loads(sc.serving_engine, f)]
         alts = [(f"weights in {FORMATS[f].label}", {"weights_format": f}) for f in runs if f != sc.weights_format]
@@ -512,7 +513,6 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
             for n in sorted({fewest, most} - {None, sc.gpu_layers}):  # type: ignore[type-var]
                 alts.append((f"{n} layers on the GPU (-ngl {n})", {"gpu_layers": n}))
         if sc.kv_cache_format in ("bf16", "fp16"):  # the engine's 8-bit cache it keeps on this part for this model
-            acc = get_accelerator(sc.accelerator)
             eight = next((k for k in SMALLER_KV_CACHES if kv_cache_problem(k, sc.serving_engine, acc, arch=arch) is None), None)
             alts += [(f"KV cache in {kv_format_name(eight)}", {"kv_cache_format": eight})] if eight else []
         if not sc.flash_attention:

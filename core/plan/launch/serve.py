@@ -43,15 +43,13 @@ def _prequantized_note(p: _Facts) -> list[str]:
     return []
 
 
-# The engines whose FP8 Marlin kernels run FP8 checkpoints weight-only on Turing and Ampere (data/format_kernels.csv)
-FP8_MARLIN_ENGINES = frozenset({"vllm", "sglang"})
-
-
 def _weight_only_fp8_note(p: _Facts) -> list[str]:
     """FP8 weights on an NVIDIA part without FP8 (data/format_kernels.csv's Turing and Ampere rows): the engine runs
     them weight-only through FP8 Marlin, as its log says when it loads them."""
     acc = p.accelerator
-    if acc is None or p.engine not in FP8_MARLIN_ENGINES or not fp8_weight_only(p.weights_format, acc) or weights_problem(p.weights_format, p.engine, acc):
+    # the engines with FP8 Marlin kernels are those data/format_kernels.csv runs FP8 for on a part without FP8 (vLLM,
+    # SGLang); Transformers dequantizes there and TensorRT-LLM has no row: their weights_problem says so
+    if acc is None or not fp8_weight_only(p.weights_format, acc) or weights_problem(p.weights_format, p.engine, acc):
         return []
     said = f"FP8 weights on {p.accelerator_name} run weight-only in {ENGINES[p.engine].label} (FP8 Marlin, 16-bit activations)"
     return [_comment(f"{said}: FP8's memory and decode, prompts at the 16-bit rate")]
