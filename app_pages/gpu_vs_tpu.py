@@ -71,6 +71,12 @@ def _spaced(frontier: list, training: bool, across: float, up: float) -> set[str
     return named
 
 
+def _bubble(usable_memory_gib: float, narrow: bool = False) -> float:
+    """A chip's marker size in px: a quarter of its usable GiB, 8 to 40 px (4 to 20 on a phone)."""
+    size = max(8.0, min(40.0, usable_memory_gib / 4))
+    return size / 2 if narrow else size
+
+
 @shared_cache(max_entries=64)
 def price_performance(key: str, price_key: str = "", _rows=None):
     """The price-vs-throughput chart of a scenario and price list (shared by every session that looks at it)."""
@@ -98,7 +104,9 @@ def price_performance(key: str, price_key: str = "", _rows=None):
             y=[perf(r, training) for r in pts],
             mode="markers",
             name=PLATFORM_LABELS[platform],
-            marker={"color": color, "size": [max(8, min(40, r.usable_memory_gib / 4)) for r in pts], "opacity": 0.8},
+            marker={"color": color, "size": [_bubble(r.usable_memory_gib) for r in pts], "opacity": 0.8},
+            # on a phone (app_pages/shared/chart.js, below 600 px) half the size: 40 px bubbles buried the names
+            meta={"narrow_size": [_bubble(r.usable_memory_gib, narrow=True) for r in pts]},
             customdata=[[r.name, r.usable_memory_gib, r.devices] for r in pts],
             hovertemplate="%{customdata[0]}<br>$%{x:,.2f} per device-hour<br>%{y:,.0f} tokens/s per device<br>"
             "%{customdata[1]:,.0f} GiB usable; %{customdata[2]} device(s) needed<extra></extra>",

@@ -4,13 +4,13 @@ section (app_pages/shared/serving_section.py)."""
 import streamlit as st
 
 from app_pages.shared.box import box_section
-from app_pages.shared.context import as_mode, page_header, priced, shipped_format_note, stack_problem_warning, stop_page
+from app_pages.shared.context import as_mode, kv_instead, page_header, priced, shipped_format_note, stack_problem_warning, stop_page, weight_only_caption
 from app_pages.shared.fold import folded
 from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sidebars_layout, load_section
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls, presenting
 from app_pages.shared.results import cached_estimate
-from app_pages.shared.text import md, metric, plain, say
+from app_pages.shared.text import md, metric, plain, say, usd_text
 from core.catalog.accelerators import get_accelerator
 from core.catalog.wired_limit import wired_limit_text
 
@@ -26,8 +26,11 @@ PRICES = priced()  # the price list in use: (cache key, rows)
 KEY = sc.model_dump_json()
 result = cached_estimate(KEY, *PRICES)
 inf = result.inference
-stack_problem_warning(result.stack_problem)  # the engine has no kernels here for the weights' format (gpt-oss's MXFP4)
+# the engine has no kernels here for the weights' format (gpt-oss's MXFP4) or keeps no such KV cache (and which it keeps)
+instead = kv_instead(sc, PRICES, lambda r: f"{r.inference.max_concurrent_sequences:,}", f"concurrent sequences of {sc.seq_len:,} tokens")
+stack_problem_warning(result.stack_problem, instead)
 shipped_format_note(sc, units)
+weight_only_caption(sc)
 
 
 def headline() -> None:
@@ -40,7 +43,7 @@ def headline() -> None:
     metric(
         c[4],
         f"\\$ / M tokens, batch {inf.batch_size}",
-        "—" if inf.usd_per_million_tokens is None else f"${inf.usd_per_million_tokens:,.2f}",
+        "—" if inf.usd_per_million_tokens is None else usd_text(inf.usd_per_million_tokens),
         help=(inf.price_instance or "no price for this accelerator in the price list")
         + f": USD per million output tokens with the replica kept 100% busy at batch {inf.batch_size}, every hour of the month (a floor; the traffic bill is below)",
     )

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.shared.charts import capacity_text, component_label, layout_text
-from app_pages.shared.context import page_header, priced, shipped_format_note, stack_problem_warning
+from app_pages.shared.context import kv_instead, page_header, priced, shipped_format_note, stack_problem_warning, weight_only_caption
 from app_pages.shared.memory_views import breakdown_chart, fits_on_chart, help_basis, help_rows, sweep_chart
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls, presenting
@@ -20,7 +20,7 @@ from core.catalog.accelerators import get_accelerator
 from core.catalog.wired_limit import is_apple_gpu, wired_limit_text
 from core.memory.components import expert_parallel_ranks
 from core.memory.engines import ENGINES
-from core.memory.estimate import own_layout
+from core.memory.evaluator import own_layout
 from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION, MAX_BATCH
 from core.memory.stacks import STACKS
 from core.model.formats import FORMATS
@@ -66,7 +66,7 @@ def pool_sequences_help() -> str:
 
 ram_note = f"; system RAM: {units(result.cpu_memory_per_device_bytes)} needed for the layers off the GPU, {units(ram_bytes)} set" if ram_short else ""
 
-# the fewest-devices search with expert parallel on (core/memory/estimate.py, _expert_parallel_option)
+# the fewest-devices search with expert parallel on (core/memory/layouts.py, _expert_parallel_option)
 EP_BASIS = (
     "; expert-parallel, as set in the sidebar: each device holds every non-expert weight and 1/n of the routed experts, "
     "so only the experts shrink as devices are added (tensor x pipeline layouts only where no expert-parallel one fits)"
@@ -179,8 +179,9 @@ def fit_details() -> str:
 # The answer first, then the bars (above the fold at 1280 x 720 and 1024 x 768); the presenter view draws the bars
 # first, at large type, with the inputs that move them beside them (app_pages/shared/presenter.py).
 presenter = presenting(values)
-stack_problem_warning(result.stack_problem)
+stack_problem_warning(result.stack_problem, kv_instead(sc, (), lambda r: units(r.memory_per_device_bytes.total), "per device"))
 shipped_format_note(sc, units)
+weight_only_caption(sc)
 if not presenter:
     headline()
 with chart_with_controls("memory"):

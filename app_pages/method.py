@@ -2,6 +2,7 @@
 published measurements."""
 
 import datetime as dt
+import re
 
 import pandas as pd
 import streamlit as st
@@ -146,6 +147,16 @@ def engine_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def parts_matching(pattern: str) -> str:
+    """The catalog's parts whose id a table row's `accelerator_pattern` matches, by name (the pattern itself is the
+    row's next column): "every part" where it matches all of them."""
+    accs = load_accelerators()
+    hit = [a for a in accs if re.search(pattern, a.id)]
+    if len(hit) == len(accs):
+        return "every part"
+    return ", ".join(a.name.removeprefix("NVIDIA ").removeprefix("GeForce ").removeprefix("AMD ") for a in hit) or "none in the catalog"
+
+
 def kernel_table() -> pd.DataFrame:
     """One row per (format, engines, parts) rule: where the engine has kernels for it, dequantizes it, or refuses it."""
     return pd.DataFrame(
@@ -153,8 +164,9 @@ def kernel_table() -> pd.DataFrame:
             {
                 "Format": FORMATS[r.weights_format].name,
                 "Engines": ", ".join(ENGINES[e].label for e in r.engines.split()),
-                "Parts (id pattern)": r.accelerator_pattern,
                 "Runs": r.runs,
+                "Parts": parts_matching(r.accelerator_pattern),
+                "Id pattern": r.accelerator_pattern,
                 "Note": r.note,
                 "Source": r.source,
                 "As of": str(r.as_of),
@@ -174,10 +186,11 @@ def kv_kernel_table() -> pd.DataFrame:
             {
                 "KV cache": kv_format_name(r.kv_cache_format),
                 "Engines": ", ".join(ENGINES[e].label for e in r.engines.split()),
-                "Parts (id pattern)": r.accelerator_pattern,
                 "Stored": "yes" if r.runs == "kernel" else "no",
                 "Models": MODEL_WORDS[r.attention],
                 "Head sizes": ", ".join(map(str, r.head_dims)) or "any",
+                "Parts": parts_matching(r.accelerator_pattern),
+                "Id pattern": r.accelerator_pattern,
                 "Note": r.note,
                 "Source": r.source,
                 "As of": str(r.as_of),

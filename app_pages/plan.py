@@ -14,7 +14,7 @@ from app_pages.shared.scenario_io import scenario_values
 from app_pages.shared.state import off_default, request_values
 from app_pages.shared.style import Units, frozen
 from app_pages.shared.tables import show_table
-from app_pages.shared.text import hours_text, md, metric, plain
+from app_pages.shared.text import hours_text, md, metric, plain, usd_text
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.catalog.quality import caveats
@@ -118,8 +118,8 @@ if serving:
     c = result.cheapest
     m = st.columns(4)
     metric(m[0], "Monthly bill", f"${c.usd_per_month:,.0f}", help="whole instances, 730 hours a month")
-    metric(m[1], "USD / M tokens (in + out)", f"${c.usd_per_million_tokens:,.3f}", help="the bill / the month's tokens at this traffic, idle capacity included")
-    metric(m[2], "USD / M output tokens", f"${c.usd_per_million_output_tokens:,.3f}", help="the same bill over output tokens only")
+    metric(m[1], "USD / M tokens (in + out)", usd_text(c.usd_per_million_tokens), help="the bill / the month's tokens at this traffic, idle capacity included")
+    metric(m[2], "USD / M output tokens", usd_text(c.usd_per_million_output_tokens), help="the same bill over output tokens only")
     metric(m[3], "Average load of the fleet", f"{100 * c.utilisation:.0f}%", help=f"{c.data_parallel} replica(s), batch up to {c.micro_batch}")
 
 with st.container(border=True):

@@ -185,7 +185,7 @@ with right:
 if (fold := folded("Run this setup: the command and the trainer's config", "fold_training_launch")) is not None:
     with fold:
         # the sidebar's scenario as set (its layout, optimizer, offload, base): what the estimate above counts
-        st.code(launch_command(sc.model_dump(mode="json", exclude_none=True)), language="bash", height=CODE_HEIGHT_PX)
+        st.code(launch_command(sc.model_dump(mode="json", exclude_none=True)), language="bash", height=CODE_HEIGHT_PX, wrap_lines=True)
         st.caption(
             md(
                 "For the sidebar's setup as set: {devices} x {acc}, {stack}. The Plan page writes the command of a planned "

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from core.catalog.accelerators import get_accelerator  # noqa: E402
 from core.layout import Layout  # noqa: E402
-from core.memory.estimate import fit_capacity  # noqa: E402
+from core.memory.evaluator import fit_capacity  # noqa: E402
 from core.money.serving import memory_by_batch  # noqa: E402
 from core.speed.load import closed_loop, load_curve, scenario_scheduler  # noqa: E402
 from core.speed.roofline import roofline  # noqa: E402

@@ -48,6 +48,7 @@ function followPage(layout, element) {
 }
 
 // Below this width a chart is narrow: a trace's meta.narrow_text replaces its labels (fewer, so they never pile up),
+// its meta.narrow_size its marker sizes (smaller, so bubbles leave the names readable),
 // the layout's meta.narrow_annotation_text its annotations' (shorter), and long titles are broken into lines
 // (fitTitles).
 const NARROW_PX = 600;
@@ -177,6 +178,7 @@ function draw(Plotly, div, parentElement, spec, config) {
   if (narrow) {
     for (const trace of figure.data || []) {
       if (trace.meta && Array.isArray(trace.meta.narrow_text)) trace.text = trace.meta.narrow_text;
+      if (trace.meta && Array.isArray(trace.meta.narrow_size) && trace.marker) trace.marker.size = trace.meta.narrow_size;
     }
     // a layout's short labels (style.capacity_line): annotation index -> text
     for (const [i, text] of Object.entries((layout.meta || {}).narrow_annotation_text || {})) {

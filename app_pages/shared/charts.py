@@ -11,8 +11,10 @@ from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_L
 from core.catalog.accelerators import load_accelerators
 from core.estimate import Result
 from core.memory.components import runtime_of
-from core.memory.estimate import LayoutResult, MemoryResult, devices_needed_by_accelerator
+from core.memory.estimate import MemoryResult
+from core.memory.evaluator import LayoutResult
 from core.memory.fit import MAX_DEVICES
+from core.memory.layouts import devices_needed_by_accelerator
 from core.memory.sweep import COMPONENTS, sweep
 from core.scenario import Scenario
 

@@ -4,6 +4,7 @@ run of this session (kept per thread: each session's run has its own)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import streamlit as st
@@ -148,8 +149,42 @@ def shipped_format_note(sc: Scenario, units: Units) -> None:
     st.caption(said)
 
 
-def stack_problem_warning(problem: str | None) -> None:
-    """The one line saying the sidebar asks for what its training stack or part does not run (the estimate's
-    `stack_problem`, data/stack_layouts.csv); the page's figures below stay the scenario's."""
+def weight_only_caption(sc: Scenario) -> None:
+    """FP8 weights served on a part without FP8 matmuls (Turing, Ampere), in one caption: the engine runs them
+    weight-only (core/speed/timing.weight_only_note), as the Plan page's "FP8 (weight-only)" and the launch say."""
+    from core.catalog.accelerators import get_accelerator
+    from core.memory.engines import ENGINES
+    from core.speed.timing import weight_only_note
+
+    if sc.mode == "inference" and (note := weight_only_note(sc.weights_format, sc.serving_engine, get_accelerator(sc.accelerator), ENGINES[sc.serving_engine].label)):
+        st.caption(plain(note) + ".")
+
+
+AS_SET = "The figures below are what this setup would need if it ran."
+
+
+def stack_problem_warning(problem: str | None, instead: str = "") -> None:
+    """The one line saying the sidebar asks for what its training stack, serving engine or part does not run (the
+    estimate's `stack_problem`: data/stack_layouts.csv, data/format_kernels.csv, data/kv_cache_kernels.csv); the
+    page's figures below stay the scenario's, and `instead` (kv_instead) says the page's figure for what runs."""
     if problem:
-        st.warning(plain(problem) + ". The figures below are for the setup as set.", icon=":material/warning:")
+        st.warning(plain(problem) + ". " + AS_SET + (" " + plain(instead) if instead else ""), icon=":material/warning:")
+
+
+def kv_instead(sc: Scenario, prices: tuple[Any, ...], value: Callable[[Any], str], words: str) -> str:
+    """Where the serving engine cannot keep the sidebar's KV cache on its part but serves the setup with another
+    (core/memory/problems.runnable_kv_cache: llama.cpp asked for FP8, its Q8_0), the page's own figure (`value` of an
+    estimate result, followed by `words`) with that cache beside the setup's: what choosing it gives. Else ""."""
+    from app_pages.shared.results import cached_estimate
+    from core.catalog.engine_formats import kv_format_name
+    from core.memory.engines import ENGINES
+    from core.memory.problems import runnable_kv_cache
+
+    if (kv := runnable_kv_cache(sc)) is None:
+        return ""
+    here = value(cached_estimate(sc.model_dump_json(), *prices))
+    runs = value(cached_estimate(sc.replace(kv_cache_format=kv).model_dump_json(), *prices))
+    which = f"With the KV cache in {kv_format_name(kv)}, which {ENGINES[sc.serving_engine].label} keeps here"
+    if runs == here:
+        return f"{which}, the same: {runs} {words}."
+    return f"{which}: {runs} {words} ({here} with {kv_format_name(sc.kv_cache_format)} as set)."

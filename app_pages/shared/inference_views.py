@@ -24,7 +24,7 @@ from core.memory.sweep import sweep
 from core.money.blocks import InferenceEstimate
 from core.money.serving import ServingPlan
 from core.scenario import Scenario
-from core.speed.load import load_curve, scenario_scheduler
+from core.speed.load import RUNNING_LIMIT_FLAG, load_curve, running_limit_words, scenario_scheduler
 from core.speed.roofline import decode_curve
 
 
@@ -79,7 +79,7 @@ def load_figures(key: str) -> tuple[FrozenFigure, FrozenFigure]:
     what = f"{inf.prompt_tokens:,} prompt + {inf.output_tokens:,} output tokens each"
     steady = sc.arrivals == "steady"  # a benchmark's users all start at once instead (core/speed/load.py)
     cap = min(room, sched.max_num_seqs)
-    mark = f"memory holds {room:,}" if room <= sched.max_num_seqs else f"max_num_seqs {cap:,}"
+    mark = f"memory holds {room:,}" if room <= sched.max_num_seqs else running_limit_words(sc.serving_engine, cap)
     figs = []
     for metric, unit, title in (
         ("time_to_first_token", "s", "Time to first token by number of users" if steady else "Time to first token, benchmark users"),
@@ -112,7 +112,8 @@ def scheduler_text(sc: Scenario, prompt_tokens: int) -> str:
     s = scenario_scheduler(sc, prompt_tokens, get_accelerator(sc.accelerator))
     chunks = "prompts chunked to fit" if s.chunked_prefill else "whole prompts, no chunking"
     cache = f", {s.prefix_cache_hit_fraction:.0%} of each prompt from the prefix cache" if s.prefix_cache_hit_fraction else ""
-    return f"The curves assume at most {s.max_num_seqs:,} running requests and {s.max_num_batched_tokens:,} tokens per engine step ({chunks}){cache}."
+    flag = f" ({running_limit_words(sc.serving_engine, s.max_num_seqs)})" if sc.serving_engine in RUNNING_LIMIT_FLAG else ""
+    return f"The curves assume at most {s.max_num_seqs:,} running requests{flag} and {s.max_num_batched_tokens:,} tokens per engine step ({chunks}){cache}."
 
 
 def load_section(key: str) -> None:

@@ -14,10 +14,10 @@ def launch_section(cheapest: Plan, faster: Plan | None, faster_label: str) -> No
     """The cheapest plan's command, and in an expander the faster plan's (when there is one)."""
     if cheapest.launch:
         st.markdown("**Run it:** the command (and the trainer's config) for the cheapest plan, ready to copy")
-        st.code(cheapest.launch, language="bash", height=CODE_HEIGHT_PX)
+        st.code(cheapest.launch, language="bash", height=CODE_HEIGHT_PX, wrap_lines=True)
     if faster is not None and faster is not cheapest and faster.launch:
         with st.expander(f"Run the {faster_label} plan instead"):
-            st.code(faster.launch, language="bash", height=CODE_HEIGHT_PX)
+            st.code(faster.launch, language="bash", height=CODE_HEIGHT_PX, wrap_lines=True)
     st.caption(
         "Flag names from each engine's and trainer's documentation (data/launch_flags.csv, with the page of each). Lines "
         "starting with # say what to replace: the dataset, a model given by config, a GGUF or quantized checkpoint."

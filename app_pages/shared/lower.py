@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from app_pages.shared import serving_section
-from app_pages.shared.fields import Values
+from app_pages.shared.field import Values
 from app_pages.shared.page_types import PageContext
 from app_pages.shared.prices import price_list
 from app_pages.shared.scenario_io import build_scenario

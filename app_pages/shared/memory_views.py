@@ -8,7 +8,7 @@ from app_pages.shared.cache import shared_cache
 from app_pages.shared.charts import breakdown_bar, fits_on_figure, sweep_figure
 from app_pages.shared.results import cached_estimate, scenario_of
 from app_pages.shared.style import Units, frozen
-from app_pages.shared.text import hours_text
+from app_pages.shared.text import hours_text, usd_text
 from core.memory.fit import BORDERLINE_BASIS
 from core.money.help_options import HelpOption
 from core.scenario import Scenario
@@ -27,10 +27,6 @@ def fits_on_chart(key: str, unit: str):
 @shared_cache(max_entries=32)
 def sweep_chart(key: str, unit: str, axis: str):
     return frozen(sweep_figure(scenario_of(key), cached_estimate(key), Units(unit), axis))
-
-
-def _usd(usd: float) -> str:
-    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
 
 
 def _one_line(text: str) -> str:
@@ -53,11 +49,11 @@ def help_rows(options: list[HelpOption], sc: Scenario, units: Units) -> list[dic
         else:
             time = f"{o.tokens_per_s:,.0f} tokens/s" if sc.mode == "training" else f"{o.tokens_per_s:,.1f} output tokens/s"
         if o.usd is not None:
-            cost = _usd(o.usd)
+            cost = usd_text(o.usd)
         elif o.usd_per_million_train_tokens is not None:
-            cost = f"{_usd(o.usd_per_million_train_tokens)} per M tokens"
+            cost = f"{usd_text(o.usd_per_million_train_tokens)} per M tokens"
         elif o.usd_per_million_output_tokens_full_load is not None:
-            cost = f"{_usd(o.usd_per_million_output_tokens_full_load)} per M output tokens"
+            cost = f"{usd_text(o.usd_per_million_output_tokens_full_load)} per M output tokens"
         else:
             cost = "no price"
         row = {
@@ -69,7 +65,7 @@ def help_rows(options: list[HelpOption], sc: Scenario, units: Units) -> list[dic
         }
         if show_ram:
             row["System RAM per device"] = units(o.host_memory_bytes) if o.host_memory_bytes > 0 else "—"
-        row["Rented"] = "—" if o.price_instance is None else f"{o.price_instance}, {_usd(o.usd_per_hour or 0.0)}/h"
+        row["Rented"] = "—" if o.price_instance is None else f"{o.price_instance}, {usd_text(o.usd_per_hour or 0.0)}/h"
         rows.append(row)
     return rows
 

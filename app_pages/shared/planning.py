@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from app_pages.shared.charts import component_label
 from app_pages.shared.style import COMPONENT_COLORS, Units, capacity_line, layout
-from app_pages.shared.text import chart_text, hours_text
+from app_pages.shared.text import chart_text, hours_text, usd_text
 from app_pages.shared.ticks import number_ticks, time_ticks
 from core.catalog.accelerators import UnknownAcceleratorError, get_accelerator
 from core.memory.engines import ENGINES
@@ -80,10 +80,6 @@ def goal_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:
     return out
 
 
-def _money(usd: float) -> str:
-    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
-
-
 def method_words(p: Plan) -> str:
     """What a training plan does: 'Pretrain' for a pretraining goal (all weights trained from scratch), else its
     method ('Full fine-tune', 'LoRA', 'QLoRA')."""
@@ -138,12 +134,12 @@ def headline(p: Plan, pricing: str, short: bool = False) -> str:
         shard = f", ZeRO-3 over {p.data_parallel}" if p.zero_stage == 3 else ""
         mp = f", tensor parallel {p.tensor_parallel}" if p.tensor_parallel > 1 else ""
         mp += f", {p.pipeline_parallel} pipeline stages" if p.pipeline_parallel > 1 else ""
-        return f"{what} on {on}{shard}{mp}: {hours_text(p.hours)}, {_money(p.usd)} {price}{idle}."
+        return f"{what} on {on}{shard}{mp}: {hours_text(p.hours)}, {usd_text(p.usd)} {price}{idle}."
     replicas = f"{p.data_parallel} replica{'s' * (p.data_parallel > 1)}"
     replicas += f" (each expert-parallel over {p.tensor_parallel} GPUs)" if p.expert_parallel else ""
     kv = KV_WORDS.get(p.kv_cache_format or "", "")
     weights = f"{FORMAT_WORDS.get(p.weights_format, p.weights_format)} weights" + (" (weight-only)" if weight_only(p) else "")
-    bill = f"{_money(p.usd_per_month or 0)} a month {price}, {_money(p.usd_per_million_tokens or 0)} per million tokens"
+    bill = f"{usd_text(p.usd_per_month or 0)} a month {price}, {usd_text(p.usd_per_million_tokens or 0)} per million tokens"
     engine = ENGINES.get(str(p.scenario.get("serving_engine", "vllm")))
     served = f" with {engine.label}" if engine is not None else ""  # the engine the plan's speed and launch are for
     if short:

@@ -31,7 +31,8 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from app_pages.shared import lower, st_private
-from app_pages.shared.fields import Values, fields
+from app_pages.shared.field import Values
+from app_pages.shared.fields import fields
 from app_pages.shared.state import current_values
 from app_pages.shared.widgets import long_choice
 

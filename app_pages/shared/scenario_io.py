@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 from app_pages.shared.blobs import Blob
 from app_pages.shared.cache import shared_cache
-from app_pages.shared.fields import CUSTOM_ACC, Values, custom_hardware, fields
+from app_pages.shared.field import CUSTOM_ACC, Values, custom_hardware
+from app_pages.shared.fields import fields
 from app_pages.shared.state import CFG_TEXT, MAX_CONFIG_CHARS, config_blob
 from core.catalog.accelerators import custom_accelerator, custom_accelerator_id
 from core.cli import describe_validation_error

@@ -18,7 +18,7 @@ from app_pages.shared.inference_views import every_offer_csv, offers_by_accelera
 from app_pages.shared.prices import price_list_later
 from app_pages.shared.results import cached_serving
 from app_pages.shared.tables import show_table
-from app_pages.shared.text import md, metric
+from app_pages.shared.text import md, metric, usd_text
 from app_pages.shared.widgets import page_widget, traffic_inputs
 from core.catalog.accelerators import get_accelerator
 from core.catalog.api_prices import nearest_api_price
@@ -128,7 +128,7 @@ def draw(ctx: PageContext) -> None:
         metric(
             m[3],
             f"USD / M output tokens at {plan.utilisation:.0%} load",
-            "—" if plan.usd_per_million_output_tokens is None else f"${plan.usd_per_million_output_tokens:,.2f}",  # hop: float -> text
+            "—" if plan.usd_per_million_output_tokens is None else usd_text(plan.usd_per_million_output_tokens),  # hop: float -> text
             help=f"the monthly bill over this traffic's output tokens: batch {plan.batch_size}, {plan.utilisation:.0%} average utilisation, idle capacity included",
         )
 

@@ -28,7 +28,8 @@ import streamlit as st
 from streamlit.errors import StreamlitWidgetAlreadyInstantiatedError
 
 from app_pages.shared.blobs import Blob, store
-from app_pages.shared.fields import Values, fields, url_problems
+from app_pages.shared.field import Values
+from app_pages.shared.fields import fields, url_problems
 
 CFG_PARAM = "cfg"
 CMP_PARAM = "cmp"

@@ -7,6 +7,7 @@ page or in the downloaded report."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -74,6 +75,18 @@ def flops_text(flops: float) -> str:
         if flops >= scale:
             return f"{flops / scale:,.3g} {prefix}FLOP"
     return f"{flops:,.0f} FLOP"
+
+
+def usd_text(usd: float) -> str:
+    """A price as the pages say it: whole dollars from $100, cents from $1, and two significant digits below (a
+    million tokens at $0.021 is not $0.02)."""
+    if not math.isfinite(usd):
+        return "—"
+    if abs(usd) >= 100:
+        return f"${usd:,.0f}"
+    if abs(usd) >= 1 or usd == 0:
+        return f"${usd:,.2f}"
+    return f"${usd:,.{max(2, 1 - math.floor(math.log10(abs(usd))))}f}"
 
 
 def hours_text(h: float) -> str:

@@ -10,7 +10,8 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from app_pages.shared.fields import Field, fields
+from app_pages.shared.field import Field
+from app_pages.shared.fields import fields
 from app_pages.shared.text import plain
 from core.cli import describe_validation_error
 

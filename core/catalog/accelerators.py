@@ -118,8 +118,10 @@ class Accelerator(BaseModel):
     def _consistent(self) -> Accelerator:
         if self.usable_memory_gib > self.memory_gib:
             raise ValueError("usable_memory_gib must be <= memory_gib")
-        if self.fp8_tflops is not None and not self.supports_fp8:
-            raise ValueError("fp8_tflops is set but supports_fp8 is false")
+        # supports_fp8 is the one "has FP8 matmuls" (FP8 weights W8A8, an FP8 KV cache read without decoding it); its
+        # rate is fp8_tflops, so each comes with the other
+        if (self.fp8_tflops is not None) != self.supports_fp8:
+            raise ValueError("fp8_tflops is set but supports_fp8 is false" if self.fp8_tflops is not None else "supports_fp8 is true but fp8_tflops is not set")
         if not self.source.strip():
             raise ValueError("source must not be blank")
         if self.scale_out_gbps_per_device is not None and self.scale_out_gbps_per_device > MAX_SCALE_OUT_GBPS_PER_DEVICE:

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import math
 import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
-from core.catalog.engine_formats import cache_problem, kv_format_name
+from core.catalog.engine_formats import cache_problem, kv_format_name, load_engine_formats
 from core.catalog.engine_hardware import UNCHECKED_VENDORS
 from core.catalog.row_types import AcceleratorPattern, EngineIds
 from core.model.architecture import Architecture
@@ -115,6 +116,18 @@ def _model_reason(row: KvCacheKernels, arch: Architecture) -> str:
     if arch.is_mla and row.attention in ("no-mla", "plain"):
         return "its multi-head latent attention"
     return f"its head size {arch.head_dim}"
+
+
+def nearest_kv_cache(kv_cache_format: str, engine: str, acc: Accelerator, arch: Architecture | None = None) -> str | None:
+    """The KV-cache format `engine` keeps on `acc` for `arch` nearest in bytes to `kv_cache_format`, which it does not
+    keep there (the larger of two equally near: it holds no fewer bits), or None where it keeps that one or no other:
+    what the pages offer in place of a cache the engine cannot run (llama.cpp asked for FP8: Q8_0)."""
+    if stores_kv(kv_cache_format, engine, acc, arch):
+        return None
+    row = load_engine_formats().get(engine)
+    asked = KV_CACHE_BYTES[kv_cache_format]
+    kept = [k for k in (row.kv_cache_formats if row is not None else ()) if stores_kv(k, engine, acc, arch)]
+    return min(kept, key=lambda k: (abs(math.log(KV_CACHE_BYTES[k] / asked)), -KV_CACHE_BYTES[k]), default=None)
 
 
 def stores_kv(kv_cache_format: str, engine: str, acc: Accelerator, arch: Architecture | None = None) -> bool:

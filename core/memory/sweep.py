@@ -8,7 +8,7 @@ import numpy as np
 from core.catalog.accelerators import get_accelerator
 from core.layout import Layout
 from core.memory.components import COMPONENT_NAMES, components, kv_headroom
-from core.memory.estimate import fit_capacity
+from core.memory.evaluator import fit_capacity
 from core.scenario import Scenario
 
 COMPONENTS = COMPONENT_NAMES

@@ -13,7 +13,8 @@ from core.catalog.prices import PriceRow
 from core.layout import Layout
 from core.memory.components import checkpointing, gptq_base
 from core.memory.engines import EAGER_LAYER_OVERHEAD_S
-from core.memory.estimate import Evaluator, MemoryResult, estimate_memory, fit_capacity
+from core.memory.estimate import MemoryResult, estimate_memory
+from core.memory.evaluator import Evaluator, fit_capacity
 from core.memory.fit import max_batch
 from core.money.pricing import cheapest_replica_row, label, replica_usd_per_hour, usd_per_million_tokens
 from core.money.run_bill import SETUP_HOURS, cheapest_bill, run_time

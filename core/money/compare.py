@@ -14,8 +14,9 @@ from core.catalog.engine_hardware import engine_problem
 from core.catalog.prices import PriceRow
 from core.layout import Layout
 from core.memory.components import part_memory_key
-from core.memory.estimate import Evaluator, serving_problem
+from core.memory.evaluator import Evaluator
 from core.memory.fit import MAX_DEVICES
+from core.memory.problems import serving_problem
 from core.money.blocks import estimate_blocks
 from core.money.pricing import rows_for, serving_rows_for
 from core.scenario import Scenario

@@ -23,8 +23,9 @@ from core.catalog.prices import PriceRow
 from core.catalog.providers import Reservation
 from core.layout import Layout
 from core.memory.components import fp32_attention
-from core.memory.estimate import Evaluator, devices_needed, fit_capacity, own_layout
+from core.memory.evaluator import Evaluator, fit_capacity, own_layout
 from core.memory.fit import MAX_DEVICES
+from core.memory.layouts import devices_needed
 from core.money import picks
 from core.money.pricing import instances_for, label, reserved_rows_for, rows_for, run_usd_per_hour, training_rows_for
 from core.money.run_bill import HORIZON_HOURS, SETUP_HOURS, RunTime, bill, cheapest_bill, run_time

@@ -1,5 +1,5 @@
 """What would help, priced (issue 26, item 6): when a scenario does not fit, every change the memory layer finds that
-makes it fit (core/memory/estimate.py: same_device_fixes, more_device_fixes), each with the time and the cost it comes
+makes it fit (core/memory/fixes.py: same_device_fixes, more_device_fixes), each with the time and the cost it comes
 to on the same accelerator, computed by the core every page and the planner use: a training run's bill from
 core/money/run_bill.py, a serving replica's speed and price from core/money/blocks.py's serving block, on the
 cheapest billable row (core/catalog/price_trust.billable_prices, through core/money/pricing.py). Cheapest first.
@@ -14,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.prices import PriceRow
-from core.memory.estimate import Evaluator, Fix, fit_capacity, more_device_fixes, own_layout, same_device_fixes
+from core.memory.evaluator import Evaluator, fit_capacity, own_layout
 from core.memory.fit import borderline, max_batch
+from core.memory.fixes import Fix, more_device_fixes, same_device_fixes
 from core.money.blocks import FitInfo, inference_estimate
 from core.money.pricing import label, usd_per_million_tokens
 from core.money.run_bill import RunBill, bill, billed_hours, cheapest_bill, run_time

@@ -36,7 +36,8 @@ from core.catalog.prices import PriceRow
 from core.catalog.providers import spans_nodes
 from core.layout import Layout
 from core.memory.components import expert_parallel_ranks
-from core.memory.estimate import Evaluator, fit_capacity, serving_problem
+from core.memory.evaluator import Evaluator, fit_capacity
+from core.memory.problems import serving_problem
 from core.money.blocks import estimate_blocks
 from core.money.pricing import DAYS_PER_MONTH, HOURS_PER_MONTH, on_demand_ok, serving_rows_for, wider_orders
 from core.scenario import Scenario
@@ -404,7 +405,7 @@ def serving_options(
     sc: Scenario, traffic: Traffic, rows: tuple[PriceRow, ...] | None = None, *, accelerator_ids: Iterable[str] | None = None, max_utilisation: float = 1.0
 ) -> tuple[ServingPlan, ...]:
     """A plan per price row of each priced accelerator (or the ones named), cheapest per month first; accelerators
-    the engine does not serve the scenario on (core/memory/estimate.serving_problem: the model's architecture, the
+    the engine does not serve the scenario on (core/memory/problems.serving_problem: the model's architecture, the
     weights' format and kernels, data/engine_models.csv, data/format_kernels.csv), that the request does not fit,
     or whose rows cannot be rented as many times as the fleet needs, are left out."""
     _check_utilisation(max_utilisation)

@@ -18,13 +18,14 @@ from core.catalog.engine_formats import caches, planned_formats
 from core.catalog.engine_hardware import engine_problem
 from core.catalog.engine_models import model_problem
 from core.catalog.expert_parallel import supports_expert_parallel
-from core.catalog.format_kernels import FOUR_BIT, four_bit_format, kernels_problem, weights_problem
+from core.catalog.format_kernels import FOUR_BIT, four_bit_format, weights_problem
+from core.catalog.kv_cache_kernels import kv_cache_problem
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
 from core.layout import Layout
 from core.memory.engines import ENGINES, SINGLE_DEVICE_ENGINES
-from core.memory.estimate import fit_capacity
+from core.memory.evaluator import fit_capacity
 from core.model.formats import FORMATS
 from core.money.serving import (
     Fleet,
@@ -226,7 +227,8 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
         # or at all (data/format_kernels.csv, data/kv_cache_kernels.csv: gpt-oss's MXFP4 needs Ampere or newer in
         # vLLM; its FP8 weights run weight-only before Ada, with a 16-bit KV cache): the estimate's one rule
         weights = {f: weights_problem(f, goal.serving_engine, acc) for f in formats}
-        problems = {(f, k): kernels_problem(f, k, goal.serving_engine, acc, arch=arch) for f in formats for k in kvs}
+        caches = {k: kv_cache_problem(k, goal.serving_engine, acc, arch=arch) for k in kvs}
+        problems = {(f, k): weights[f] or caches[k] for f in formats for k in kvs}  # format_kernels.kernels_problem's order
         four_bit = four_bit_format(goal.serving_engine, acc)  # of AWQ's and GPTQ's equal bytes, the one it serves here
         if all(weights.values()):
             kernels_why[aid] = "; ".join(dict.fromkeys(p for p in weights.values() if p))

@@ -21,7 +21,7 @@ from core.catalog.providers import Reservation
 from core.catalog.stack_layouts import layout_problem, part_problem, spans_nodes_ok, stack_for
 from core.layout import Layout
 from core.memory.components import qlora_upcast
-from core.memory.estimate import Evaluator
+from core.memory.evaluator import Evaluator
 from core.memory.fit import MAX_DEVICES
 from core.memory.stacks import STACKS
 from core.money.pricing import forms_cluster, on_demand_ok, reservation_holds, reserved_cluster, wider_orders

@@ -34,7 +34,7 @@ from typing import NamedTuple
 from core.catalog.accelerators import Accelerator
 from core.layout import Layout
 from core.memory.components import expert_parallel_weight_bytes, kv_bytes_per_sequence
-from core.memory.estimate import fit_capacity
+from core.memory.evaluator import fit_capacity
 from core.scenario import Scenario
 from core.speed.attention import attention_flops_per_token
 from core.speed.ep_step import (

@@ -114,6 +114,19 @@ ENGINE_SCHEDULERS: dict[str, tuple[int, bool, str]] = {
     "hf-transformers-compiled": (2048, False, "transformers generate(): the whole batch of prompts at once"),
     "deepspeed-mii": (2048, True, "DeepSpeed-FastGen Dynamic SplitFuse: 768 tokens per forward pass"),
 }
+# The flag that caps an engine's running requests, as its launch writes it (data/launch_flags.csv, a test checks):
+# what the pages call max_num_seqs in each engine's own words (llama.cpp's -np slots share one -c context).
+RUNNING_LIMIT_FLAG: dict[str, str] = {"vllm": "--max-num-seqs", "sglang": "--max-running-requests", "tensorrt-llm": "--max_batch_size", "llama.cpp": "-np"}
+
+
+def running_limit_words(engine: str, n: int) -> str:
+    """The cap on running requests in the engine's own flag: "--max-num-seqs 256", "-np 4 slots"."""
+    flag = RUNNING_LIMIT_FLAG.get(engine)
+    if flag is None:
+        return f"at most {n:,} running"
+    return f"{flag} {n:,}" + ((" slot" if n == 1 else " slots") if engine == "llama.cpp" else "")
+
+
 # The server's time to take in one request before the engine's scheduler sees it (HTTP and JSON, chat template,
 # tokenization, enqueueing), requests taken in one after another. Calibrated for NIM's TensorRT-LLM server on
 # tests/data/load_latency.csv's Llama 3.1 8B 200/200 row at 50 users (see docs/VALIDATION.md); unknown (none) elsewhere.

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import get_accelerator
-from core.memory.estimate import estimate_memory, fit_capacity
+from core.memory.estimate import estimate_memory
+from core.memory.evaluator import fit_capacity
 from core.scenario import Scenario
 from core.speed.comm import decode_tp_s, link_gbps
 from core.speed.roofline import inference_speed, split_context, stage_seconds

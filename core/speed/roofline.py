@@ -33,7 +33,7 @@ from core.catalog.host_memory import host_memory_bandwidth_gbps
 from core.layout import Layout
 from core.memory.components import expert_parallel_ranks, gpu_layer_share, inference_components, kv_bytes_per_sequence, kv_share
 from core.memory.engines import ENGINES
-from core.memory.estimate import fit_capacity
+from core.memory.evaluator import fit_capacity
 from core.model.architecture import MLP_ROLES, Architecture
 from core.model.formats import FORMATS, KV_CACHE_BYTES, routed_expert_bytes, weight_bytes
 from core.scenario import Scenario

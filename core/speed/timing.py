@@ -35,6 +35,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from core.catalog.accelerators import Accelerator
+from core.catalog.format_kernels import weights_problem
 from core.layout import Layout
 from core.memory.components import checkpointing, fp32_attention, fp32_math_attention, gptq_base, lora_fp32_inputs, lora_params, qlora_upcast, quantized_params
 from core.memory.engines import EAGER_LAYER_OVERHEAD_S
@@ -147,7 +148,18 @@ def fp8_weight_only(weights_format: str, acc: Accelerator) -> bool:
     """Whether FP8 weights run weight-only on `acc` (no FP8 matmuls there: the engines' FP8 Marlin kernels multiply
     them against 16-bit activations on Turing and Ampere, data/format_kernels.csv): their memory and decode traffic
     are FP8's, their matmuls the 16-bit rate's (inference_peak_tflops)."""
-    return weights_format == "fp8" and not acc.fp8_tflops
+    return weights_format == "fp8" and not acc.supports_fp8
+
+
+def weight_only_note(weights_format: str, engine: str, acc: Accelerator, engine_name: str | None = None) -> str | None:
+    """FP8 weights on a part without FP8 that `engine` (written `engine_name`) serves them on (data/format_kernels.csv's
+    Turing and Ampere rows: vLLM's and SGLang's FP8 Marlin; Transformers dequantizes there and TensorRT-LLM has no
+    row, so their weights_problem says so instead), in one line: how they run and what it means for speed. None
+    elsewhere. The Inference and Memory pages' caption and the launch's comment."""
+    if not fp8_weight_only(weights_format, acc) or weights_problem(weights_format, engine, acc) is not None:
+        return None
+    said = f"FP8 weights on {acc.name} run weight-only in {engine_name or engine} (FP8 Marlin, 16-bit activations)"
+    return f"{said}: FP8's memory and decode, prompts at the 16-bit rate"
 
 
 def inference_peak_tflops(acc: Accelerator, weights_format: str) -> PeakCompute:

@@ -74,6 +74,13 @@ def test_gpu_vs_tpu_names_sit_over_the_bubbles_and_thin_out_on_a_phone():
     narrow = [t for t in labels[0]["meta"]["narrow_text"] if t]
     assert 2 <= len(narrow) < len(wide) and set(narrow) <= set(wide)
     assert labels[0]["textfont"]["shadow"] == "auto"
+    # each chip's bubble: a quarter of its usable GiB in px, 8 to 40 (an H100's 79.1 GiB: 19.8 px), half on a phone
+    for trace in (t for t in fig["data"] if t.get("mode") == "markers"):
+        sizes, phone = trace["marker"]["size"], trace["meta"]["narrow_size"]
+        assert len(phone) == len(sizes) and all(p == s / 2 and 8 <= s <= 40 for s, p in zip(sizes, phone, strict=True))
+    h100 = next(t for t in fig["data"] if t.get("mode") == "markers" and any(c[0] == "NVIDIA H100 SXM5 80GB" for c in t["customdata"]))
+    i = next(i for i, c in enumerate(h100["customdata"]) if c[0] == "NVIDIA H100 SXM5 80GB")
+    assert h100["marker"]["size"][i] == pytest.approx(h100["customdata"][i][1] / 4)
 
 
 def test_serving_frontier_marks_speeds_in_full_numbers():

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from app_pages.shared.fields import Field, fields, inference
+from app_pages.shared.field import Field, inference
+from app_pages.shared.fields import fields
 from app_pages.shared.style import Units
 from core.estimate import estimate
 from core.scenario import Scenario

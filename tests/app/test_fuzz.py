@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from streamlit import config
 
-from app_pages.shared.fields import Field as Spec
+from app_pages.shared.field import Field as Spec
 from app_pages.shared.fields import fields, url_problems
 from app_pages.shared.scenario_io import load_scenario_json
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from app_pages.shared.text import flops_text, hours_text
+from app_pages.shared.text import flops_text, hours_text, usd_text
 from core.estimate import estimate
 from core.memory.validation import load_cases
 from core.money.buy_rent import buy_vs_rent
@@ -68,6 +68,13 @@ def test_a_run_of_minutes_reads_in_minutes():
     fastest = metric(at, "Fastest run")
     assert fastest.endswith(" min") and fastest != "0 min", fastest
     assert [hours_text(h) for h in (0.01, 0.05, 5.25, 100.0)] == ["36 s", "3 min", "5.2 h", "4.2 days"]
+
+
+def test_prices_read_in_whole_dollars_cents_or_two_significant_digits():
+    """Every page says a price one way (a Plan metric said $1.385 beside "$1.38" in its sentence): whole dollars from
+    $100, cents from $1, two significant digits below (a million tokens at $0.021 is not $0.02); never nan."""
+    prices = (25696.4, 100, 78.24, 2.371, 1, 0.5, 0.021, 0.0021, 0, float("nan"))
+    assert [usd_text(u) for u in prices] == ["$25,696", "$100", "$78.24", "$2.37", "$1.00", "$0.50", "$0.021", "$0.0021", "$0.00", "—"]
 
 
 def test_inference_page_numbers_equal_core_and_follow_batch():
@@ -247,7 +254,7 @@ def test_method_page_shows_what_each_engine_runs():
     assert mii["Loads"] == "BF16, FP16" and "qwen3" not in mii["Model types (config.json)"] and "llama" in mii["Model types (config.json)"]
     trt = engines[engines["Engine"] == "TensorRT-LLM"].iloc[0]
     assert trt["Model types (config.json)"].startswith("any but ") and "gemma2" in trt["Model types (config.json)"]
-    kernels = next(f for f in frames if "Parts (id pattern)" in f.columns and "Runs" in f.columns)
+    kernels = next(f for f in frames if "Id pattern" in f.columns and "Runs" in f.columns)
     assert len(kernels) == len(load_format_kernels()) and set(kernels["Runs"]) == {"kernel", "dequantized", "unsupported"}
     # the KV caches each engine stores (data/engine_formats.csv) and where (data/kv_cache_kernels.csv)
     assert engines.set_index("Engine").loc["llama.cpp", "KV cache in"] == "BF16, FP16, Q8_0, Q4_0"
@@ -255,6 +262,9 @@ def test_method_page_shows_what_each_engine_runs():
     assert len(caches) == len(load_kv_cache_kernels()) and set(caches["Stored"]) == {"yes", "no"}
     ampere = caches[(caches["Engines"] == "vLLM") & (caches["Head sizes"] != "any")].iloc[0]  # what the page adds to the rows
     assert (ampere["Models"], ampere["Head sizes"], ampere["Stored"]) == ("no MLA or sinks", "64, 128, 256, 512", "yes")
+    # each row's parts by name, not as its pattern alone: the catalog's parts whose ids the pattern matches
+    names = set(ampere["Parts"].split(", "))
+    assert {"A100 SXM4 80GB", "RTX 3090"} <= names and not {"H100 SXM5 80GB", "T4"} & names, ampere["Parts"]
 
 
 def test_inference_prices_say_what_they_assume_and_no_label_repeats():

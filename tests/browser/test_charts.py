@@ -84,11 +84,19 @@ def _label_count(page) -> int:
     return page.evaluate("() => [...document.querySelectorAll('.llmgp-chart .textpoint text')].filter(t => t.textContent.trim()).length")
 
 
+BIGGEST_BUBBLE = "() => Math.max(...[...document.querySelectorAll('.llmgp-chart')][0].data.filter(t => t.mode === 'markers').flatMap(t => t.marker.size))"
+
+
 def test_a_phone_gets_fewer_chip_names(open_page):
-    """GPU vs TPU names its best chips; below 600 px the chart swaps in its shorter list (trace meta.narrow_text)."""
-    wide = _label_count(open_page("/gpu-vs-tpu?model=llama-3.1-8b", width=1440, height=1800))
-    narrow = _label_count(open_page("/gpu-vs-tpu?model=llama-3.1-8b", width=390, height=1800))
+    """GPU vs TPU names its best chips; below 600 px the chart swaps in its shorter list (trace meta.narrow_text) and
+    half-size bubbles (meta.narrow_size: 40 px ones buried the names on a 390 px phone)."""
+    page = open_page("/gpu-vs-tpu?model=llama-3.1-8b", width=1440, height=1800)
+    wide = _label_count(page)
+    wide_bubble = page.evaluate(BIGGEST_BUBBLE)
+    page = open_page("/gpu-vs-tpu?model=llama-3.1-8b", width=390, height=1800)
+    narrow = _label_count(page)
     assert 2 <= narrow < wide, (narrow, wide)
+    assert page.evaluate(BIGGEST_BUBBLE) == wide_bubble / 2 and wide_bubble > 20
 
 
 def test_a_warning_that_appears_does_not_redraw_the_charts_below(open_page):

@@ -28,6 +28,15 @@ def test_every_row_is_validated_and_sourced():
         assert p.source and p.published_params_source, p.id
 
 
+@pytest.mark.parametrize(("supports_fp8", "fp8_tflops"), [(True, None), (False, 989.4)])
+def test_fp8_support_and_its_rate_come_together(supports_fp8, fp8_tflops):
+    """supports_fp8 is the one "has FP8 matmuls" (weights W8A8, an FP8 KV cache read without decoding it) and
+    fp8_tflops its rate: a row with one and not the other is refused, so the two cannot disagree."""
+    h100 = next(a for a in load_accelerators() if a.id == "h100-sxm")
+    with pytest.raises(ValueError, match="supports_fp8"):
+        type(h100).model_validate(h100.model_dump() | {"supports_fp8": supports_fp8, "fp8_tflops": fp8_tflops})
+
+
 def test_every_price_row_names_a_catalog_accelerator():
     known = set(ACCELERATORS)
     missing = {p.accelerator_id for p in load_prices()} - known

@@ -13,7 +13,9 @@ from core.catalog.accelerators import get_accelerator
 from core.catalog.engine_formats import load_engine_formats, load_problem, loads, planned_formats
 from core.catalog.format_kernels import kernels_problem, weights_problem
 from core.memory.engines import ENGINES
-from core.memory.estimate import Evaluator, estimate_memory, fit_capacity, same_device_fixes
+from core.memory.estimate import estimate_memory
+from core.memory.evaluator import Evaluator, fit_capacity
+from core.memory.fixes import same_device_fixes
 from core.plan import Goal
 from core.plan.serve import plan_serving, searched_formats
 from core.scenario import Scenario
@@ -193,6 +195,7 @@ def test_a_tpu_4_bit_plan_launches_without_vllms_cuda_quantization_name():
     tpu = plan(Goal.model_validate({**goal, "accelerators": ["tpu-v6e"]})).cheapest
     assert tpu is not None and tpu.weights_format == "awq-4bit"
     command = tpu.launch[tpu.launch.index("vllm serve") :]
-    assert "--quantization" not in command and "auto_awq" in tpu.launch and "an AWQ checkpoint" in tpu.launch
+    assert "--quantization" not in command and "auto_awq" in tpu.launch and "with the AWQ 4-bit checkpoint of" in tpu.launch
+    assert command.startswith("vllm serve REPLACE_WITH_THE_AWQ_CHECKPOINT")
     gpu = plan(Goal.model_validate({**goal, "accelerators": ["rtx-5090"]})).cheapest
     assert gpu is not None and gpu.weights_format == "awq-4bit" and "--quantization awq" in gpu.launch

@@ -89,7 +89,7 @@ def test_the_estimate_warns_and_the_planner_skips_every_part_for_it():
 def test_the_serving_table_and_the_comparison_read_the_same_rule():
     """The Inference page's every-accelerator table and the GPU vs TPU / Compare rows priced DeepSpeed-MII serving
     Qwen3 on every part while the estimate warned and the planner found nothing: one rule now
-    (core/memory/estimate.serving_problem)."""
+    (core/memory/problems.serving_problem)."""
     from core.money.compare import compare_accelerators
     from core.money.serving import Traffic, serving_options
 

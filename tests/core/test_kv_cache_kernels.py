@@ -15,10 +15,13 @@ import pytest
 from core.catalog.accelerators import get_accelerator
 from core.catalog.engine_formats import cache_problem, caches, load_engine_formats
 from core.catalog.format_kernels import kernels_problem
-from core.catalog.kv_cache_kernels import kv_cache_problem, load_kv_cache_kernels, stores_kv
+from core.catalog.kv_cache_kernels import kv_cache_problem, load_kv_cache_kernels, nearest_kv_cache, stores_kv
 from core.layout import Layout
 from core.memory.engines import ENGINES
-from core.memory.estimate import Evaluator, estimate_memory, fit_capacity, same_device_fixes
+from core.memory.estimate import estimate_memory
+from core.memory.evaluator import Evaluator, fit_capacity
+from core.memory.fixes import same_device_fixes
+from core.memory.problems import runnable_kv_cache
 from core.plan import Goal
 from core.plan.launch import launch_command
 from core.plan.serve import kv_formats, plan_serving
@@ -128,6 +131,40 @@ def test_the_estimate_warns_and_keeps_the_setup():
     ok = estimate_memory(sc.replace(kv_cache_format="q8_0"))
     assert ok.stack_problem is None and ok.memory_per_device_bytes.kv_cache > r.memory_per_device_bytes.kv_cache  # Q8_0: 8.5 bits
     assert kernels_problem("fp8", "bf16", "vllm", get_accelerator("a100-sxm-80gb")) is None  # FP8 Marlin, weight-only
+
+
+# (engine, part, model, asked, the nearest cache the engine keeps there for the model): bytes per value from
+# core/model/formats.KV_CACHE_BYTES (FP8 and INT8 1, Q8_0 34/32, BF16 and FP16 2), the rows of this file's table
+NEAREST = [
+    ("llama.cpp", "rtx-4090", "llama-3.1-8b", "fp8", "q8_0"),  # 1.06 bytes against 1: Q8_0, not BF16
+    ("vllm", "t4", "llama-3.1-8b", "fp8", "int8"),  # the same byte, in vLLM's int8_per_token_head
+    ("vllm", "a100-sxm-80gb", "phi-3-mini-4k", "fp8", "int8"),  # head size 96: no FlashInfer FP8 cache
+    ("sglang", "h100-sxm", "llama-3.1-8b", "int8", "fp8"),  # SGLang keeps no INT8 cache; its FP8 one on Hopper
+    ("hf-transformers", "h100-sxm", "llama-3.1-8b", "fp8", "bf16"),  # 16-bit only: the first of the two
+    ("tensorrt-llm", "h200", "gpt-oss-20b", "fp8", "bf16"),  # attention sinks on Hopper: BF16
+    ("vllm", "h100-sxm", "llama-3.1-8b", "fp8", None),  # kept: nothing instead
+    ("vllm", "rtx-4090", "llama-3.1-8b", "q4_0", "fp8"),  # 0.56 bytes: FP8 and INT8 equally near, FP8 first
+]
+
+
+@pytest.mark.parametrize(("engine", "part", "model", "asked", "nearest"), NEAREST)
+def test_the_nearest_cache_the_engine_keeps_is_offered_instead(engine, part, model, asked, nearest):
+    """What the Memory and Inference pages' warning offers in place of a cache the engine does not keep (the page's
+    figure with it beside the setup's): the nearest in bytes it keeps on the part for the model, and only where it
+    makes the setup runnable (runnable_kv_cache)."""
+    sc = Scenario(model=model, mode="inference", serving_engine=engine, accelerator=part, kv_cache_format=asked)
+    assert nearest_kv_cache(asked, engine, get_accelerator(part), sc.architecture) == nearest
+    assert runnable_kv_cache(sc) == nearest
+    if nearest is not None:
+        assert stores_kv(nearest, engine, get_accelerator(part), sc.architecture)
+        assert estimate_memory(sc.replace(kv_cache_format=nearest)).stack_problem is None
+
+
+def test_no_cache_is_offered_where_the_weights_are_what_stops_it():
+    """vLLM does not run gpt-oss's MXFP4 on a T4 whatever its cache: nothing instead (the weights' line says why)."""
+    sc = Scenario(model="gpt-oss-20b", mode="inference", serving_engine="vllm", accelerator="t4", weights_format="mxfp4", kv_cache_format="fp8")
+    assert estimate_memory(sc).stack_problem is not None and nearest_kv_cache("fp8", "vllm", get_accelerator("t4"), sc.architecture) == "int8"
+    assert runnable_kv_cache(sc) is None
 
 
 def _fix_labels(sc: Scenario) -> str:

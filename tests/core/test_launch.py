@@ -352,6 +352,34 @@ def test_tensor_parallel_four_is_tensor_parallel_size_four():
 
 
 @pytest.mark.parametrize(
+    ("engine", "fmt", "holder", "first"),
+    [
+        ("vllm", "awq-4bit", "REPLACE_WITH_THE_AWQ_CHECKPOINT", ["vllm", "serve"]),
+        ("vllm", "gptq-4bit", GPTQ_PLACEHOLDER, ["vllm", "serve"]),
+        ("sglang", "awq-4bit", "REPLACE_WITH_THE_AWQ_CHECKPOINT", None),
+        ("vllm", "bf16", None, ["vllm", "serve"]),
+    ],
+)
+def test_awq_and_gptq_weights_are_served_from_their_checkpoint(engine, fmt, holder, first):
+    """AWQ and GPTQ weights load only from a checkpoint quantized so: the command names a placeholder to replace (and
+    the comment which repository it stands for) rather than the 16-bit repository, on which --quantization awq fails
+    as copied (before: the 16-bit repo, with a comment above it)."""
+    repo = preset("llama-3.1-8b").hf_repo
+    sc = {"model": "llama-3.1-8b", "mode": "inference", "weights_format": fmt, "serving_engine": engine, "accelerator": "l40s", "batch_size": 8, "seq_len": 2048}
+    text = launch_command(sc)
+    found = settings(text)
+    model = found.get("--model-path") if engine == "sglang" else parse(text)[1][0][2]
+    if holder is None:
+        assert model == repo and "REPLACE_WITH" not in text
+        return
+    assert model == holder, text
+    kind = fmt.split("-")[0].upper()
+    assert f"# replace {holder} with the {kind} 4-bit checkpoint of {repo}" in text
+    if first:
+        assert parse(text)[1][0][:2] == first
+
+
+@pytest.mark.parametrize(
     ("engine", "flag", "value"), [("vllm", "--kv-cache-dtype", "fp8"), ("sglang", "--kv-cache-dtype", "fp8_e4m3"), ("tensorrt-llm", "kv_cache_config.dtype", "fp8")]
 )
 def test_an_fp8_kv_cache_is_passed_on(engine, flag, value):
@@ -885,3 +913,16 @@ def test_gpt_oss_on_hopper_runs_tensorrt_llms_triton_moe_kernels():
         assert 'moe_config:\n  backend: "TRITON"' in p.launch, p.launch
     b200 = launch_command({"model": "gpt-oss-20b", "mode": "inference", "weights_format": "mxfp4", "accelerator": "b200", "serving_engine": "tensorrt-llm"})
     assert "moe_config" not in b200
+
+
+def test_the_pages_name_the_running_request_cap_in_each_engines_flag():
+    """The Inference page's under-load charts mark the cap on running requests in the engine's own flag (the
+    llama.cpp charts said max_num_seqs for its -np slots): each flag is the table's, carrying the plan's batch, and
+    the launch writes it."""
+    from core.speed.load import RUNNING_LIMIT_FLAG, running_limit_words
+
+    for engine, flag in RUNNING_LIMIT_FLAG.items():
+        assert table()[engine].get(flag) == "micro_batch", (engine, flag)
+    assert running_limit_words("llama.cpp", 4) == "-np 4 slots"
+    assert running_limit_words("vllm", 1024) == "--max-num-seqs 1,024"
+    assert running_limit_words("hf-transformers", 8) == "at most 8 running"  # generate() batches what it gets

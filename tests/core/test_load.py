@@ -12,7 +12,7 @@ import pytest
 from core.catalog.accelerators import get_accelerator
 from core.catalog.engine_timing import load_engine_timing
 from core.layout import Layout
-from core.memory.estimate import fit_capacity
+from core.memory.evaluator import fit_capacity
 from core.money.serving import Traffic, memory_by_batch, replica_capacity, request_scenario
 from core.scenario import Scenario
 from core.speed.load import ALL_KEYS, ARRIVALS, Scheduler, closed_loop, default_scheduler, load_curve

@@ -298,7 +298,7 @@ def test_the_serve_search_tries_an_fp8_kv_cache_and_every_batch_where_the_part_h
     import numpy as np
 
     from core.layout import Layout
-    from core.memory.estimate import fit_capacity
+    from core.memory.evaluator import fit_capacity
     from core.money.serving import MAX_BATCH, memory_by_batch
     from core.plan.serve import serving_scenario, traffic_of
     from core.speed.load import load_curve

@@ -12,7 +12,9 @@ from core.catalog.engine_formats import load_engine_formats
 from core.layout import Layout
 from core.memory.components import inference_components
 from core.memory.engines import ENGINES, MII_RESERVED_BYTES
-from core.memory.estimate import Evaluator, devices_needed_by_accelerator, estimate_memory, fit_capacity
+from core.memory.estimate import estimate_memory
+from core.memory.evaluator import Evaluator, fit_capacity
+from core.memory.layouts import devices_needed_by_accelerator
 from core.model.formats import FORMATS, weight_bytes
 from core.model.hf_config import parse_hf_config
 from core.scenario import Scenario

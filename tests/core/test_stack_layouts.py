@@ -67,8 +67,9 @@ def test_the_optimizer_checks():
 
 def test_the_estimate_says_it_and_offers_no_8bit_adamw_where_it_cannot_run():
     """The estimate's stack_problem names the optimizer's problem; its fixes no longer offer 8-bit AdamW on a part
-    or stack that cannot run it (a fix may not add a problem: core/memory/estimate._fix)."""
-    from core.memory.estimate import _fix, estimate_memory
+    or stack that cannot run it (a fix may not add a problem: core/memory/fixes._fix)."""
+    from core.memory.estimate import estimate_memory
+    from core.memory.fixes import _fix
     from core.scenario import Scenario
 
     base = {"model": "llama-3.1-8b", "mode": "training", "method": "full", "batch_size": 1, "seq_len": 2048}

@@ -288,6 +288,6 @@ def test_the_rent_table_and_compare_size_each_part_on_its_own_attention_path() -
     for aid in ("a100-sxm-80gb", "h100-sxm"):
         assert (rows[aid].fits_on_one, rows[aid].devices, rows[aid].training_wall_hours) == (alone[aid].fits_on_one, alone[aid].devices, alone[aid].training_wall_hours)
     assert rows["h100-sxm"].fits_on_one  # FlashAttention-2 keeps 16,384 tokens on one H100 (fp32 SDPA's scores would not)
-    from core.memory.estimate import devices_needed_by_accelerator  # the Memory page's fits-on chart
+    from core.memory.layouts import devices_needed_by_accelerator  # the Memory page's fits-on chart
 
     assert devices_needed_by_accelerator(sc, ["t4", "h100-sxm"])["h100-sxm"] == devices_needed_by_accelerator(sc, ["h100-sxm"])["h100-sxm"]

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 
 GPTQ_PLACEHOLDER = "REPLACE_WITH_THE_GPTQ_CHECKPOINT"  # LoRA on a GPTQ base loads a GPTQ repo, not the 16-bit one
+AWQ_PLACEHOLDER = "REPLACE_WITH_THE_AWQ_CHECKPOINT"  # vLLM, SGLang and Transformers load AWQ weights from an AWQ repo
 PLACEHOLDER_MODEL = "REPLACE_WITH_YOUR_MODEL"  # a model given by config or parameter count has no repository we know
 GPU_MEMORY_FRACTION = 0.90  # vLLM's --gpu-memory-utilization default (0.9); SGLang's --mem-fraction-static likewise
 MASTER_PORT = 29500  # torchrun's default rendezvous port
@@ -98,6 +99,11 @@ class _Facts:
         if self.gptq_base:  # the 16-bit checkpoint would train plain LoRA: the text names a placeholder to replace
             self.model_note = f"replace {GPTQ_PLACEHOLDER} with the GPTQ 4-bit checkpoint of {self.model} (a '-GPTQ-Int4' repo or path)"
             self.model = GPTQ_PLACEHOLDER
+        if self.serving and self.weights_format in PREQUANTIZED:  # AWQ / GPTQ weights load from such a checkpoint only
+            kind, holder, repo = PREQUANTIZED[self.weights_format]
+            of = self.model if self.model_note is None else "the model"
+            self.model_note = (self.model_note + "; then " if self.model_note else "") + f"replace {holder} with the {kind} 4-bit checkpoint of {of} ({repo})"
+            self.model = holder
         # why the training stack (on this part) cannot run the scenario's optimizer (data/stack_layouts.csv), or None:
         # then the text says so and sets no optimizer, rather than another one than the memory counts
         self.optimizer_problem = None if self.serving else optimizer_problem(self.stack, self.method, self.optimizer, self.accelerator)
@@ -129,6 +135,13 @@ class _Facts:
     @property
     def multi_node(self) -> bool:
         return self.instances > 1
+
+
+# Serving weights the engine loads only from a checkpoint quantized in that format: (name, placeholder, what to look for)
+PREQUANTIZED = {
+    "awq-4bit": ("AWQ", AWQ_PLACEHOLDER, "an '-AWQ' repo or path, with its quantization_config"),
+    "gptq-4bit": ("GPTQ", GPTQ_PLACEHOLDER, "a '-GPTQ-Int4' repo or path, with its quantization_config"),
+}
 
 
 def _model_id(model: Any) -> tuple[str, str | None]:

@@ -8,7 +8,6 @@ import shlex
 from typing import Any
 
 from core.catalog.expert_parallel import load_expert_parallel
-from core.catalog.format_kernels import weights_problem
 from core.memory.engines import ENGINES
 from core.plan.launch.facts import (
     ALL_LAYERS_ON_GPU,
@@ -24,7 +23,7 @@ from core.plan.launch.facts import (
     _q,
     _yaml,
 )
-from core.speed.timing import fp8_weight_only
+from core.speed.timing import weight_only_note
 
 # --- serving ---------------------------------------------------------------------------------------------------------
 
@@ -35,24 +34,11 @@ _QUANTIZATION = {"fp8": "fp8", "awq-4bit": "awq", "gptq-4bit": "gptq"}  # runtim
 _GGUF_TYPE = {"fp16": "F16", "bf16": "BF16", "mxfp4": "MXFP4"}
 
 
-def _prequantized_note(p: _Facts) -> list[str]:
-    if p.weights_format in ("awq-4bit", "gptq-4bit"):
-        kind = p.weights_format.split("-")[0].upper()
-        article = "an" if kind == "AWQ" else "a"
-        return [_comment(f"{kind} weights: point the model at {article} {kind} checkpoint of this model (a repo with its quantization_config)")]
-    return []
-
-
 def _weight_only_fp8_note(p: _Facts) -> list[str]:
-    """FP8 weights on an NVIDIA part without FP8 (data/format_kernels.csv's Turing and Ampere rows): the engine runs
-    them weight-only through FP8 Marlin, as its log says when it loads them."""
-    acc = p.accelerator
-    # the engines with FP8 Marlin kernels are those data/format_kernels.csv runs FP8 for on a part without FP8 (vLLM,
-    # SGLang); Transformers dequantizes there and TensorRT-LLM has no row: their weights_problem says so
-    if acc is None or not fp8_weight_only(p.weights_format, acc) or weights_problem(p.weights_format, p.engine, acc):
-        return []
-    said = f"FP8 weights on {p.accelerator_name} run weight-only in {ENGINES[p.engine].label} (FP8 Marlin, 16-bit activations)"
-    return [_comment(f"{said}: FP8's memory and decode, prompts at the 16-bit rate")]
+    """FP8 weights on an NVIDIA part without FP8: the engine runs them weight-only through FP8 Marlin, as its log says
+    when it loads them (core/speed/timing.weight_only_note)."""
+    note = weight_only_note(p.weights_format, p.engine, p.accelerator, ENGINES[p.engine].label) if p.accelerator is not None else None
+    return [_comment(note)] if note else []
 
 
 def _replicas_note(p: _Facts) -> list[str]:
@@ -62,7 +48,7 @@ def _replicas_note(p: _Facts) -> list[str]:
 
 
 def _serving(p: _Facts) -> str:
-    head = _header(p, f"Serve with {p.engine}")
+    head = _header(p, f"Serve with {ENGINES[p.engine].label}")
     if p.vendor in OWN_STACK_VENDORS:
         return "\n".join([*head, _comment(f"{p.accelerator_name} runs its vendor's own serving stack: no engine command applies")])
     body = {
@@ -77,7 +63,7 @@ def _serving(p: _Facts) -> str:
     }.get(p.engine)
     if body is None:
         return "\n".join([*head, _comment(f"no launch command for engine {p.engine!r}")])
-    return "\n".join([*head, *_prequantized_note(p), *_weight_only_fp8_note(p), *_replicas_note(p), *body(p)])
+    return "\n".join([*head, *_weight_only_fp8_note(p), *_replicas_note(p), *body(p)])
 
 
 def _weights_flag(p: _Facts) -> list[tuple[str, Any]]:
@@ -221,7 +207,8 @@ def _llama_cpp(p: _Facts) -> list[str]:
         out = [_comment(f"a GGUF file of {p.model} with its experts in MXFP4 (a published GGUF, or convert_hf_to_gguf.py alone)")]
     else:
         out = [_comment(f"a GGUF file of {p.model} at {quant} (a published GGUF, or convert_hf_to_gguf.py then llama-quantize)")]
-    out.append(_comment(f"-np {p.micro_batch} slots share one -c context: {p.micro_batch} x {p.seq_len:,} tokens"))
+    slots = f"{p.micro_batch} slot{'s' if p.micro_batch != 1 else ''}"
+    out.append(_comment(f"-np {slots} share{'s' if p.micro_batch == 1 else ''} one -c context: {p.micro_batch} x {p.seq_len:,} tokens"))
     args: list[tuple[str, Any] | str] = [
         ("-m", gguf),
         ("-c", p.micro_batch * p.seq_len),

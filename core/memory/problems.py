@@ -1,0 +1,52 @@
+"""Why a scenario cannot run as set, in one line: its training stack or part (data/stack_layouts.csv), or its serving
+engine on its part (data/engine_models.csv, data/engine_formats.csv, data/format_kernels.csv,
+data/kv_cache_kernels.csv); and the KV cache the engine runs there instead."""
+
+from __future__ import annotations
+
+from core.catalog.accelerators import get_accelerator
+from core.catalog.engine_models import model_problem
+from core.catalog.format_kernels import kernels_problem
+from core.catalog.kv_cache_kernels import nearest_kv_cache
+from core.catalog.stack_layouts import base_problem, layout_problem, part_problem
+from core.memory.components import gptq_base, qlora_base, sram_resident
+from core.memory.engines import ENGINES
+from core.scenario import Scenario
+
+
+def scenario_problem(sc: Scenario) -> str | None:
+    """Why the scenario's training stack or part cannot run it, its optimizer included (data/stack_layouts.csv), or
+    why its serving engine has no kernels there for its weights' format or their FP8 KV cache (data/format_kernels.csv),
+    or None."""
+    if sc.mode != "training":
+        return serving_problem(sc, ENGINES[sc.serving_engine].label)
+    stack = sc.training_stack
+    base = base_problem(qlora_base(sc).id, sc.zero_stage, sc.offload, sc.tensor_parallel) if gptq_base(sc) else None
+    return (
+        base
+        or layout_problem(stack, sc.method, sc.zero_stage, sc.tensor_parallel, sc.pipeline_parallel, sc.data_parallel, sc.optimizer, sc.offload)
+        or part_problem(get_accelerator(sc.accelerator), sc.method, stack, sc.optimizer)
+    )
+
+
+def serving_problem(sc: Scenario, engine_name: str | None = None) -> str | None:
+    """Why the serving engine (written `engine_name`, else its id) cannot serve the scenario on its part, in one line:
+    no implementation of the model's architecture (data/engine_models.csv), or the weights' format not loaded or
+    without kernels there, or their FP8 KV cache (data/engine_formats.csv, data/format_kernels.csv). None on the SRAM
+    chips, which run their vendor's own stack. The estimate's warning, the every-accelerator table's and the
+    comparison's one rule."""
+    if sram_resident(sc):
+        return None
+    return model_problem(sc.serving_engine, sc.model, sc.architecture.name, engine_name) or kernels_problem(
+        sc.weights_format, sc.kv_cache_format, sc.serving_engine, get_accelerator(sc.accelerator), engine_name, sc.architecture
+    )
+
+
+def runnable_kv_cache(sc: Scenario) -> str | None:
+    """Where the serving engine cannot keep the scenario's KV cache on its part for its model but would serve the
+    scenario with another, the nearest in bytes it keeps there (core/catalog/kv_cache_kernels.nearest_kv_cache:
+    llama.cpp asked for FP8, Q8_0; vLLM on a T4, INT8); None where the cache is not what stops it."""
+    if sc.mode != "inference" or serving_problem(sc) is None:
+        return None
+    kv = nearest_kv_cache(sc.kv_cache_format, sc.serving_engine, get_accelerator(sc.accelerator), sc.architecture)
+    return kv if kv is not None and serving_problem(sc.replace(kv_cache_format=kv)) is None else None
