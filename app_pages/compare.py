@@ -93,38 +93,40 @@ with side:
 show_table(
     pd.DataFrame(
         [
-            {
+            {  # the answer first (fits, time and cost, speed and monthly bill: in sight at 1280 px), then the memory
                 "#": i + 1,
                 "Scenario": name,
-                "Model": s.architecture.name,
                 "Accelerator": r.accelerator,
-                f"Per device ({units.name})": round(units.value(r.memory_per_device_bytes.total), 2),
                 "Fits its layout": "yes" if r.fits else "no",
+                "Training hours": None if r.training is None or r.training.run_hours is None else round(r.training.run_hours, 2),
+                "Training run (USD)": None if r.training is None or r.training.run_usd is None else round(r.training.run_usd, 2),
+                "Tokens/s per user": None if r.inference is None else round(r.inference.decode_tokens_per_s, 1),
+                "Serving USD / month at the traffic": None if (usd := monthly_serving_usd(s, TRAFFIC, PRICES)) is None else round(usd),
+                "Model": s.architecture.name,
+                f"Per device ({units.name})": round(units.value(r.memory_per_device_bytes.total), 2),
                 "Fewest devices": layout_text(r.layout_needed),
                 "Max batch": r.max_batch_size or None,
                 "Max context": r.max_seq_len or None,
-                "Training run (USD)": None if r.training is None or r.training.run_usd is None else round(r.training.run_usd),
-                "Training hours": None if r.training is None or r.training.run_hours is None else round(r.training.run_hours, 2),
-                "Tokens/s per user": None if r.inference is None else round(r.inference.decode_tokens_per_s, 1),
                 "Tokens/s, all users": None if r.inference is None else round(r.inference.aggregate_tokens_per_s),
                 "Serving USD / M output tokens (full load)": None
                 if r.inference is None or r.inference.usd_per_million_tokens is None
                 else round(r.inference.usd_per_million_tokens, 3),
-                "Serving USD / month at the traffic": None if (usd := monthly_serving_usd(s, TRAFFIC, PRICES)) is None else round(usd),
             }
             for i, (name, s, r) in enumerate(results)
         ]
     ),
     hide_index=True,
     width="stretch",
+    column_config={"Scenario": st.column_config.TextColumn(pinned=True)},  # a phone scrolls sideways: the name stays
 )
 
 st.markdown("**Every setting of the saved scenarios**")
 settings = {}
 for f in fields().values():
     if f.scenario:
-        # exact: not a slider's stop; an input sharing its scenario field with another (the QLoRA base) only where it applies
-        settings[f.label] = ["—" if f.others_as_default and not f.applies(scenario_values(s)) else f.scenario_text(getattr(s, f.scenario)) for _, s, _ in results]
+        # exact: not a slider's stop; "—" where the input does not shape that scenario (a serving scenario's method and
+        # optimizer, a training one's engine; the QLoRA base off QLoRA)
+        settings[f.label] = ["—" if not f.applies(scenario_values(s)) else f.scenario_text(getattr(s, f.scenario)) for _, s, _ in results]
 show_table(pd.DataFrame(settings, index=names).T, width="stretch")
 
 st.caption(plain("Saved scenarios are kept in this page's link (parameter cmp): copy the address bar to share the comparison."))

@@ -83,6 +83,28 @@ result = _plan(KEY, *PRICES)
 serving = goal.goal == "serve"
 
 
+# Compute-optimal pretraining: about 20 tokens a parameter (Hoffmann et al. 2022, "Training Compute-Optimal Large
+# Language Models", arXiv 2203.15556, Table 3: 20.2 tokens a parameter at 1B-10T FLOPs budgets). A pretraining goal
+# on a tenth of it or less is a fine-tuning-sized dataset: the page says so (a link keeps its own dataset).
+CHINCHILLA_TOKENS_PER_PARAM = 20.0
+SMALL_PRETRAIN_FRACTION = 0.1
+
+
+def pretrain_tokens_note(g: Goal, arch) -> tuple[str, float] | None:
+    """Where a pretraining goal's tokens are a tenth or less of the compute-optimal count: what to say, and that count
+    in millions (the Dataset field's unit)."""
+    optimal = CHINCHILLA_TOKENS_PER_PARAM * arch.total_params
+    tokens = g.train_tokens
+    if tokens > SMALL_PRETRAIN_FRACTION * optimal:
+        return None
+    said = (
+        f"{tokens / 1e6:,.0f} million tokens is a fine-tuning-sized dataset: pretraining {arch.name} compute-optimally takes "
+        f"about {optimal / 1e9:,.0f} billion ({CHINCHILLA_TOKENS_PER_PARAM:g} tokens a parameter, Hoffmann et al. 2022); "
+        "Llama 3's models were pretrained on 15 trillion."
+    )
+    return said, float(f"{optimal / 1e6:.3g}")  # three significant figures: 161,000 million for an 8B model
+
+
 def load(plan_index: int) -> None:
     chosen = result.plans[plan_index]
     request_values(scenario_values(Scenario.model_validate(chosen.scenario)))
@@ -97,6 +119,12 @@ with answer_slot:  # the answer in one line above the chart; in full, with how t
     regardless = "" if result.cheapest.within_bounds else " (none meets the deadline and budget: the cheapest regardless)"
     short = plain(headline(result.cheapest, goal.pricing, short=True))
     st.markdown(md("#### Cheapest plan for {name}{regardless} — ", name=sc.architecture.name, regardless=regardless) + short)
+    if goal.goal == "pretrain" and (optimal := pretrain_tokens_note(goal, sc.architecture)) is not None:
+        note, million = optimal
+        st.caption(plain(note))
+        if st.button(f"Plan it at {million:,.0f} million tokens", key="ptok_optimal"):
+            request_values({"ptok": float(million)})
+            st.rerun()
 
 with chart_slot:
     picked = show(_frontier(KEY, *PRICES), key="chart_frontier", clicks=True)
@@ -154,7 +182,7 @@ with st.container(border=True):
     launch_section(result.cheapest, shown, "faster" if serving else "fastest")
 
 with st.expander("All shown plans", expanded=False):
-    show_table(pd.DataFrame(plan_table(result.plans, serving)), hide_index=True, width="stretch")
+    show_table(pd.DataFrame(plan_table(result.plans, serving)), hide_index=True, width="stretch", column_config={"Accelerator": st.column_config.TextColumn(pinned=True)})
 
 if serving and result.api_quotes:
     st.subheader("The same traffic through a per-token API")

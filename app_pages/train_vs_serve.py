@@ -8,7 +8,7 @@ from app_pages.shared.context import as_mode, page_header, priced, stop_page, tr
 from app_pages.shared.plot import show
 from app_pages.shared.results import cached_estimate, cached_serving
 from app_pages.shared.serving_section import api_comparison, traffic_and_targets
-from app_pages.shared.text import hours_text, md, metric, plain
+from app_pages.shared.text import hours_text, md, metric, plain, usd_text
 from app_pages.shared.train_serve_views import bills_figure, cumulative_figure, own_vs_rent_figure
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
@@ -37,7 +37,7 @@ def training_metric(col: Any, training: TrainingEstimate) -> None:
     metric(
         col,
         "Training run (one-off)",
-        f"${training.run_usd:,.0f}",
+        usd_text(training.run_usd),
         help=f"{training.devices} x {acc.name}, {hours_text(training.run_hours or 0.0)} with setup; {training.price_instance}",
     )
 
@@ -77,9 +77,9 @@ def bills() -> int:
         f"${plan.usd_per_month:,.0f}",
         help=f"{plan.replicas} replica(s) of {plan.batch_size:,} concurrent requests on {plan.instances} x {plan.provider} {plan.instance_type}",
     )
-    months = be.months_of_serving_per_one_off
+    ratio = be.months_of_serving_per_one_off  # not the horizon (`months`, the bars' span)
     # two significant figures below 1 (a $30 fine-tune against $1,883 a month is 0.016, not "0.0")
-    metric(m[2], "Training = months of serving", f"{months:,.1f}" if months >= 1 or months == 0 else f"{months:.2g}")
+    metric(m[2], "Training = months of serving", f"{ratio:,.1f}" if ratio >= 1 or ratio == 0 else f"{ratio:.2g}")
     metric(
         m[3],
         "Break-even vs per-token API",
@@ -89,6 +89,8 @@ def bills() -> int:
         else f"when owning the model beats paying per token: {against}"
         + ("; the API costs less every month than serving it yourself" if be.break_even_month is None else ""),
     )
+
+    st.markdown(answer(training.run_usd, plan.usd_per_month, alternative, be.break_even_month, months))
 
     left, right = st.columns([2, 1])
     with left:
@@ -100,6 +102,20 @@ def bills() -> int:
     else:
         st.caption(md("Per-token prices: {what}.", what=against))
     return training.devices
+
+
+def answer(training_usd: float, serving_usd_per_month: float, api_usd_per_month: float | None, break_even_month: int | None, months: int) -> str:
+    """The page's answer in one sentence: the one-off training bill, serving it yourself a month, and the per-token
+    API a month, with which wins over the horizon."""
+    said = md("**Training once: {t}. Serving it yourself: {s} a month.**", t=usd_text(training_usd), s=usd_text(serving_usd_per_month))
+    if api_usd_per_month is None:
+        return said
+    api = md(" **The per-token API: {a} a month**", a=usd_text(api_usd_per_month))
+    if break_even_month is None:
+        share = api_usd_per_month / serving_usd_per_month if serving_usd_per_month > 0 else 0.0
+        return said + api + md(": it costs less every month ({p} of serving it yourself).", p=f"{share:.0%}" if share >= 0.01 else "under 1%")
+    within = "within" if break_even_month <= months else "after"
+    return said + api + md(": owning the model pays back in month {m}, {w} the {h}-month horizon.", m=break_even_month, w=within, h=months)
 
 
 training_devices = bills()

@@ -16,6 +16,7 @@ from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import REFERENCE_CEILING, get_accelerator
 from core.memory.engines import EAGER_LAYER_OVERHEAD_S
 from core.memory.stacks import STACKS
+from core.money.blocks import FitInfo, run_layout
 from core.money.cost import pick
 from core.money.run_bill import HORIZON_HOURS, SETUP_HOURS
 from core.plan.launch import launch_command
@@ -51,6 +52,15 @@ KEY = sc.model_dump_json()
 PRICES = price_list()  # the price list in use: (cache key, rows)
 
 
+def layout_words(s) -> str:
+    """A training layout in words: "8 devices: data parallel 8, ZeRO-1, micro-batch 8"."""
+    parts = [f"data parallel {s.data_parallel}"]
+    parts += [f"tensor parallel {s.tensor_parallel}"] if s.tensor_parallel > 1 else []
+    parts += [f"{s.pipeline_parallel} pipeline stages"] if s.pipeline_parallel > 1 else []
+    parts += [f"ZeRO-{s.zero_stage}"] if s.zero_stage else []
+    return f"{s.devices} device{'s' if s.devices > 1 else ''}: " + ", ".join(parts) + f", micro-batch {s.batch_size}"
+
+
 opts = training_options_of(KEY, *PRICES)
 if not opts.options:
     st.warning("No price row can run this setup (it fits on no priced accelerator). " + plain("; ".join(opts.skipped[:3])))
@@ -74,6 +84,36 @@ mine = [o for o in priced if o.accelerator_id == acc.id]
 full = cached_estimate(KEY, *PRICES)
 est = full.training
 stack_problem_warning(full.stack_problem)
+# the layout the time and cost are for (core/money/blocks.run_layout): the sidebar's own where it fits, else the
+# smallest that fits; the launch below writes that one (the sidebar's would run out of memory)
+need = full.layout_needed
+timed = sc
+if not full.fits and need is not None:
+    lay, zero = run_layout(sc, FitInfo.of(full, sc))  # the one rule the estimate times
+    timed = sc.replace(data_parallel=lay.data_parallel, tensor_parallel=lay.tensor_parallel, pipeline_parallel=lay.pipeline_parallel, zero_stage=zero)
+    st.warning(
+        md(
+            "Your layout ({own}) needs {mem} per device; one {acc} has {cap}. The time and cost below are for {timed}, the "
+            "smallest layout that fits, and *Run this setup* writes it.",
+            own=layout_words(sc),
+            mem=units(full.memory_per_device_bytes.total),
+            acc=acc.name,
+            cap=units(full.fit_capacity_bytes),
+            timed=layout_words(timed),
+        ),
+        icon=":material/warning:",
+    )
+elif not full.fits:
+    st.warning(
+        md(
+            "This setup fits on no layout of {acc} (it needs {mem} per device of {cap}, and more devices do not bring it "
+            "under): the time and cost of your setup are left out. The Memory page says what would make it fit.",
+            acc=acc.name,
+            mem=units(full.memory_per_device_bytes.total),
+            cap=units(full.fit_capacity_bytes),
+        ),
+        icon=":material/warning:",
+    )
 c = st.columns(4)
 metric(c[0], "Compute", flops_text(est.flops), help=f"{est.flops:.3g} FLOPs = {sc.train_tokens / 1e9:,.3g} B tokens x {est.flops_per_token:.3g} FLOPs per token")
 metric(c[1], "Device-hours", f"{est.gpu_hours:,.0f}", help=f"on {acc.name}: {est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%}")
@@ -90,7 +130,7 @@ metric(
     hours_text(fastest.run_hours),
     help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {get_accelerator(fastest.accelerator_id).name}, ${cost(fastest):,.0f}",
 )
-if est.run_usd is not None and est.run_hours is not None:
+if est.run_usd is not None and est.run_hours is not None and (full.fits or need is not None):
     own_usd = est.run_spot_usd if spot and est.run_spot_usd is not None else est.run_usd
     st.caption(
         md(
@@ -175,7 +215,7 @@ with right:
     table = offers_table(KEY, spot, *PRICES)
     st.markdown("**Per provider and instance: the cheapest way to run it**")
     show_table(table, hide_index=True, width="stretch", height=400, column_config={"Provider": st.column_config.TextColumn(pinned=True)})
-    if len(table) and (table["Rented"] != "on demand").any():
+    if len(table) and table["Rented"].str.startswith("reservation").any():
         st.caption(
             "*Rented*: a reservation is the provider's reserved cluster (data/reservations.csv: Lambda's 1-Click "
             "Clusters by the week, AWS EC2 Capacity Blocks by the day up to 14 days): its cost pays whole terms, at "
@@ -184,13 +224,14 @@ with right:
 
 if (fold := folded("Run this setup: the command and the trainer's config", "fold_training_launch")) is not None:
     with fold:
-        # the sidebar's scenario as set (its layout, optimizer, offload, base): what the estimate above counts
-        st.code(launch_command(sc.model_dump(mode="json", exclude_none=True)), language="bash", height=CODE_HEIGHT_PX, wrap_lines=True)
+        # the sidebar's scenario (its optimizer, offload, base) on the layout the estimate above times
+        st.code(launch_command(timed.model_dump(mode="json", exclude_none=True)), language="bash", height=CODE_HEIGHT_PX, wrap_lines=True)
         st.caption(
             md(
-                "For the sidebar's setup as set: {devices} x {acc}, {stack}. The Plan page writes the command of a planned "
+                "For the sidebar's setup{laid}: {devices} x {acc}, {stack}. The Plan page writes the command of a planned "
                 "run. Flag names from each trainer's documentation (data/launch_flags.csv); lines starting with # say what to replace.",
-                devices=sc.data_parallel * sc.tensor_parallel * sc.pipeline_parallel,
+                laid="" if timed is sc else " on the smallest layout that fits (" + layout_words(timed) + ")",
+                devices=timed.devices,
                 acc=acc.name,
                 stack=STACKS[sc.training_stack].label,
             )

@@ -288,36 +288,37 @@ def faster_for_users(plans: tuple[Plan, ...], cheapest: Plan, price_factor: floa
 
 
 def plan_table(plans: tuple[Plan, ...], serving: bool) -> list[dict[str, Any]]:
+    """One row per plan, the answer first (the accelerator, then its time and cost or speed and monthly bill: in sight
+    at 1280 px without scrolling sideways), then how the plan is laid out and rented."""
     rows = []
     for p in plans:
-        row: dict[str, Any] = {
-            "Frontier": "yes" if p.pareto else "",
-            "Accelerator": p.accelerator_name,
-            "Where": f"{p.provider} {p.instance}" + (f" x {p.instances}" if p.instances > 1 else ""),
-            "Devices used": p.devices,
-            "Idle": p.idle_devices,
-        }
+        row: dict[str, Any] = {"Accelerator": p.accelerator_name, "Devices used": p.devices}
         if serving:
             row |= {
+                "Tokens/s per user": round(p.tokens_per_s_per_user or 0, 1),
+                "USD per month": round(p.usd_per_month or 0),
+                "USD per M tokens (in + out)": round(p.usd_per_million_tokens or 0, 3),
                 "Weights": weights_words(p),
                 "KV cache": (p.kv_cache_format or "bf16").upper(),
                 "Replicas x TP": f"{p.data_parallel} x {p.tensor_parallel}" + (" (expert-parallel)" if p.expert_parallel else ""),
                 "Batch": p.micro_batch,
-                "Tokens/s per user": round(p.tokens_per_s_per_user or 0, 1),
-                "USD per month": round(p.usd_per_month or 0),
-                "USD per M tokens (in + out)": round(p.usd_per_million_tokens or 0, 3),
                 "Average load": f"{100 * (p.utilisation or 0):.0f}%",
             }
         else:
             row |= {
+                "Hours": round(p.hours or 0, 2),
+                "USD": round(p.usd or 0, 2),
                 "Method": method_words(p) + (" + GC" if p.gradient_checkpointing else ""),
                 "Layout": f"DP {p.data_parallel} x TP {p.tensor_parallel} x PP {p.pipeline_parallel}" + (", ZeRO-3" if p.zero_stage == 3 else ""),
                 "Micro-batch x accumulation": f"{p.micro_batch} x {p.gradient_accumulation_steps}",
-                "Hours": round(p.hours or 0, 2),
-                "USD": round(p.usd or 0, 2),
                 "Scaling efficiency": f"{100 * p.scaling_efficiency:.0f}%",
                 "Rented": reserved(p).removeprefix("; needs a reservation: ") or "on demand",
             }
+        row |= {
+            "Frontier": "yes" if p.pareto else "",
+            "Where": f"{p.provider} {p.instance}" + (f" x {p.instances}" if p.instances > 1 else ""),
+            "Idle": p.idle_devices,
+        }
         row["Within bounds"] = "yes" if p.within_bounds else "no"
         row["Price as of"] = p.price_as_of + (" (estimate)" if p.price_is_estimate else "")
         rows.append(row)

@@ -174,15 +174,15 @@ def offers_table(key: str, use_spot: bool, price_key: str = "", _rows: Rows = No
             best[k] = o
     return pd.DataFrame(
         [
-            {
+            {  # the answer first (what, how many, how long, what it costs: in sight at 1280 px), then where and how
                 "Provider": o.provider,
-                "Instance": o.instance_type,
-                "Rented": rented(o),
                 "Accelerator": get_accelerator(o.accelerator_id).name,
                 "Devices": o.devices,
                 "Hours": round(o.run_hours, 2),
                 "On demand or reserved (USD)": round(o.run_usd, 2),
                 "Spot (USD)": None if o.run_spot_usd is None else round(o.run_spot_usd, 2),
+                "Instance": o.instance_type,
+                "Rented": "spot" if use_spot and o.reservation is None and o.run_spot_usd is not None else rented(o),
                 "Price is an estimate": "yes" if o.price_is_estimate else "",
             }
             for o in sorted(best.values(), key=cost)

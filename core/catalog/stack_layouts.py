@@ -228,6 +228,22 @@ def stack_for(stack: str, kind: str) -> str | None:
     return next((s.stack for s in table.values() if kind in s.hardware), None)
 
 
+# AWS documents Inferentia for inference only (Trainium for training).
+INFERENCE_ONLY = frozenset({"inferentia2"})
+
+
+def training_part_problem(acc: Accelerator, method: str, stack: str, optimizer: str = "adamw") -> str | None:
+    """Why no run of `method` trains on `acc` with `stack` (or the stack that part trains under, stack_for), or None:
+    an inference-only part, a part no stack of the table runs on, or the part's kernels (part_problem). The
+    Training page's sweep over parts asks it, as the planner's search does of each part."""
+    if acc.id in INFERENCE_ONLY:
+        return f"{acc.id}: an inference-only part"
+    run_stack = stack_for(stack, acc.kind)
+    if run_stack is None:
+        return f"{acc.id}: no training stack in data/stack_layouts.csv runs on a {acc.kind}"
+    return part_problem(acc, method, run_stack, optimizer)
+
+
 def spans_nodes_ok(stack: str) -> bool:
     s = load_stack_layouts().get(stack)
     return s is None or s.multi_node

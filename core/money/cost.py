@@ -21,6 +21,7 @@ from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import Reservation
+from core.catalog.stack_layouts import training_part_problem
 from core.layout import Layout
 from core.memory.components import fp32_attention
 from core.memory.evaluator import Evaluator, fit_capacity, own_layout
@@ -215,6 +216,9 @@ def training_options(
             skipped.append(f"{aid}: no price row")
             continue
         acc = get_accelerator(aid)
+        if (why := training_part_problem(acc, sc.method, sc.training_stack, sc.optimizer)) is not None and aid != sc.accelerator:
+            skipped.append(why)  # the planner leaves it out too (Inferentia; QLoRA off CUDA and ROCm GPUs); the sidebar's own part is the user's call, warned on the page
+            continue
         path = fp32_attention(sc, acc)
         if path not in evs:  # the scenario itself where its own part takes the same path (every non-QLoRA scenario)
             sized = sc if path == fp32_attention(sc) else sc.model_copy(update={"accelerator": aid})

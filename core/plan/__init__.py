@@ -9,13 +9,14 @@ from typing import Any
 from core.catalog.api_prices import load_api_prices, monthly_usd
 from core.catalog.presets import preset
 from core.catalog.prices import PriceRow
+from core.catalog.stack_layouts import INFERENCE_ONLY
 from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, FUSED_LOSS_LOGITS_BYTES
 from core.money.pricing import DAYS_PER_MONTH
 from core.plan import frontier as fr
 from core.plan.goal import Goal
 from core.plan.result import ApiQuote, Plan, PlanResult
 from core.plan.serve import plan_serving, serving_plan_of
-from core.plan.train import FINE_TUNE_GLOBAL_SEQUENCES, HORIZON_HOURS, INFERENCE_ONLY, plan_training, training_plan_of
+from core.plan.train import FINE_TUNE_GLOBAL_SEQUENCES, HORIZON_HOURS, plan_training, training_plan_of
 
 __all__ = ["Goal", "Plan", "PlanResult", "plan"]
 

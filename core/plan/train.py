@@ -18,7 +18,7 @@ from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import Reservation
-from core.catalog.stack_layouts import layout_problem, part_problem, spans_nodes_ok, stack_for
+from core.catalog.stack_layouts import INFERENCE_ONLY, layout_problem, part_problem, spans_nodes_ok, stack_for
 from core.layout import Layout
 from core.memory.components import qlora_upcast
 from core.memory.evaluator import Evaluator
@@ -40,8 +40,6 @@ FINE_TUNE_GLOBAL_SEQUENCES = 64
 # Pretraining batch in tokens by model size: GPT-3 (Brown et al. 2020, Table 2.1: 0.5M tokens at 125M-350M
 # parameters, 1M at 760M-2.7B, 2M at 6.7B-13B, 3.2M at 175B); Llama 2 and 3 pretrained at 4M tokens.
 PRETRAIN_BATCH_TOKENS = ((0.5e9, 0.5e6), (3e9, 1e6), (15e9, 2e6), (float("inf"), 4e6))
-# AWS documents Inferentia for inference only (Trainium for training).
-INFERENCE_ONLY = frozenset({"inferentia2"})
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,22 @@ def test_prices_read_in_whole_dollars_cents_or_two_significant_digits():
     assert [usd_text(u) for u in prices] == ["$25,696", "$100", "$78.24", "$2.37", "$1.00", "$0.50", "$0.021", "$0.0021", "$0.00", "—"]
 
 
+def test_a_room_past_the_memory_search_reads_as_a_floor():
+    """Qwen2.5 0.5B on an H200 at 512 tokens: vLLM's pool holds about 21,000 sequences, and the memory's search stops at
+    4,096 (core/memory/fit.MAX_BATCH): the Inference page said "4,096" as if it were the room; it says "4,096+"."""
+    from core.memory.fit import MAX_BATCH
+
+    sc = Scenario(model="qwen2.5-0.5b", mode="inference", accelerator="h200", seq_len=512)
+    r = estimate(sc)
+    assert r.inference.max_concurrent_sequences == MAX_BATCH == 4096 and r.kv_pool_sequences > 20_000
+    at = run_app("inference", params={"model": "qwen2.5-0.5b", "acc": "h200", "seq": "512", "mode": "inference"})
+    no_exception(at)
+    assert metric(at, "Most concurrent sequences") == "4,096+"
+    assert any("(room for 4,096+)" in a.value for a in [*at.info, *at.success, *at.warning]), [a.value for a in at.info]
+    small = run_app("inference", params={"model": "llama-3.1-70b", "acc": "h100-sxm", "fmt": "fp8", "tp": "2", "mode": "inference"})
+    assert not metric(small, "Most concurrent sequences").endswith("+")
+
+
 def test_inference_page_numbers_equal_core_and_follow_batch():
     at = run_app("inference", params={"model": "llama-3.1-70b", "fmt": "fp8", "tp": "2", "batch": "32", "seq": "8192"})
     no_exception(at)
@@ -136,18 +152,24 @@ def test_train_vs_serve_uses_core_bills():
     at = run_app("train_vs_serve", params={"tokens": "10", "mode": "training"})
     no_exception(at)
     sc = Scenario(model="llama-3.1-8b", mode="training", train_tokens=10e9, seq_len=4096)
-    assert metric(at, "Training run (one-off)") == f"${estimate(sc).training.run_usd:,.0f}"  # the one bill: setup and communication in
+    assert metric(at, "Training run (one-off)") == usd_text(estimate(sc).training.run_usd)  # the one bill: setup and communication in
 
 
 def test_train_vs_serve_keeps_the_training_bill_where_the_serving_engine_cannot_run():
     """A fine-tune the planner puts on V100s (no BF16: FP16 LoRA) loads into the sidebar with the default engine, vLLM,
     whose builds left Volta (data/engine_hardware.csv). The page showed nothing but the refusal; the training bill
     does not depend on the engine, so it stays, with the one line that says why there is no serving bill."""
-    at = run_app("train_vs_serve", params={"model": "llama-3.1-8b", "mode": "training", "acc": "v100-32gb"})
+    from app_pages.shared.fields import defaults, fields
+    from app_pages.shared.scenario_io import build_scenario
+
+    link = {"model": "llama-3.1-8b", "mode": "training", "acc": "v100-32gb"}
+    at = run_app("train_vs_serve", params=link)
     no_exception(at)
-    training = estimate(Scenario(model="llama-3.1-8b", mode="training", accelerator="v100-32gb", train_tokens=20e6)).training
+    sc, _ = build_scenario(defaults() | {k: fields()[k].parse(v) for k, v in link.items()}, "")  # the page's own scenario
+    assert sc is not None
+    training = estimate(sc.replace(train_tokens=20e6)).training
     assert training is not None and training.run_usd is not None
-    assert metric(at, "Training run (one-off)") == f"${training.run_usd:,.0f}"
+    assert metric(at, "Training run (one-off)") == usd_text(training.run_usd)
     said = [w.value.replace("\\", "") for w in at.warning if w.value.startswith("No serving bill")]
     assert len(said) == 1 and "vllm does not run on NVIDIA V100" in said[0] and "llama.cpp" in said[0], said
     assert "Serving engine" in said[0]  # another engine serves there: the sidebar's input to change
@@ -366,6 +388,23 @@ def test_train_vs_serve_months_of_serving_keeps_two_figures_below_one():
     shown = metric(at, "Training = months of serving")
     assert train / serve < 0.1 and shown != "0.0"
     assert float(shown) == pytest.approx(train / serve, rel=0.05)  # the bills are shown rounded to whole dollars
+
+
+def test_train_vs_serve_bars_span_the_horizon_and_the_answer_is_one_sentence():
+    """The bars compare the one-off training bill with serving over the page's horizon (24 months by default): their
+    title read "Over 0.005989627786743428 months" and both bars were equal, the horizon overwritten by the
+    months-of-serving ratio. Above them, the answer in words: both bills and the per-token API's month."""
+    from .conftest import charts
+
+    at = run_app("train_vs_serve", params={"model": "llama-3.1-70b", "mode": "training", "method": "lora", "tokens": "0.02", "months": "24"})
+    no_exception(at)
+    serve = float(metric(at, "Serving (per month)").strip("$").replace(",", ""))
+    bars = next(f for f in charts(at) if f["layout"]["title"]["text"].startswith("Over"))
+    assert bars["layout"]["title"]["text"] == "Over 24 months"
+    training_usd, serving_usd = bars["data"][0]["y"]
+    assert serving_usd == pytest.approx(24 * serve, rel=0.01) and serving_usd > 100 * training_usd  # $1,883 x 24 against $11
+    said = [m.value.replace("\\", "") for m in at.markdown if "Training once" in m.value]
+    assert len(said) == 1 and f"Serving it yourself: ${serve:,.0f} a month." in said[0] and "The per-token API: $" in said[0], said
 
 
 def test_a_figure_that_does_not_apply_reads_as_a_dash():

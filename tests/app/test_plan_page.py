@@ -171,3 +171,23 @@ def test_a_llama_cpp_plan_with_a_q8_0_cache_says_so():
     best = plan(Goal.model_validate(goal | {"tokens_per_s_per_user": 5, "ttft_s": 120})).cheapest
     assert best is not None and best.kv_cache_format == "q8_0"
     assert "weights with a Q8_0 KV cache on 1 x NVIDIA RTX 6000 Ada" in headline(best, "on_demand")
+
+
+def test_a_pretraining_goal_on_a_fine_tuning_sized_dataset_says_so_and_offers_the_optimal_one():
+    """The Pretrain goal kept the fine-tune's 20 million tokens and headlined "Pretrain Llama 3.1 8B: 49 min, $0.70". A
+    link keeps its dataset; the page says it is fine-tuning-sized and offers the compute-optimal count: 20 tokens a
+    parameter (Hoffmann et al. 2022), 8.03 billion parameters x 20 = 161 billion, which plans it in weeks."""
+    at = open_link("plan", {"goal": "pretrain", "model": "llama-3.1-8b"})
+    no_exception(at)
+    said = [c.value.replace("\\", "") for c in at.caption if "fine-tuning-sized" in c.value.replace("\\", "")]
+    assert len(said) == 1 and "about 161 billion" in said[0] and "20 million tokens" in said[0], said
+    button = next(b for b in at.button if b.key == "ptok_optimal")
+    assert button.label == "Plan it at 161,000 million tokens"
+    button.click().run()
+    no_exception(at)
+    assert at.session_state["ptok"] == 161_000.0
+    assert not [c for c in at.caption if "fine-tuning-sized" in c.value.replace("\\", "")]
+    best = plan(Goal(goal="pretrain", model="llama-3.1-8b", tokens=161e9)).cheapest
+    assert best is not None and best.hours is not None and best.hours > 24 * 7  # weeks, not minutes
+    fine = open_link("plan", {"goal": "fine-tune", "model": "llama-3.1-8b"})
+    assert not [c for c in fine.caption if "fine-tuning-sized" in c.value.replace("\\", "")]

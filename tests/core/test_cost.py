@@ -179,3 +179,21 @@ def test_a_run_spans_instances_only_on_a_cluster_network(options):
     assert [p.devices for p in curve] == [6, 12, 24, 48, 96, 192, 384]
     assert curve[0].price_instance is not None and curve[0].on_demand_usd is not None and curve[0].on_demand_usd > 0
     assert all(p.price_instance is None and p.on_demand_usd is None and p.spot_usd is None for p in curve[1:])
+
+
+def test_the_training_sweep_leaves_out_the_parts_the_planner_does():
+    """The Training page's every-part sweep listed AWS Inferentia2 (inference only) and, for QLoRA, TPUs and Trainium
+    (no bitsandbytes 4-bit kernels) where the Plan page says it leaves them out: one rule now
+    (core/catalog/stack_layouts.training_part_problem), each skip said."""
+    from core.catalog.accelerators import get_accelerator
+    from core.catalog.stack_layouts import INFERENCE_ONLY, training_part_problem
+
+    qlora = Scenario(model="llama-3.1-8b", mode="training", method="qlora", gradient_checkpointing=True, train_tokens=1e7)
+    found = {o.accelerator_id for o in training_options(qlora).options}
+    kinds = {get_accelerator(a).kind for a in found}
+    assert kinds == {"gpu"} and not found & INFERENCE_ONLY, sorted(found)
+    assert "inferentia2: an inference-only part" in training_options(qlora).skipped
+    assert "no bitsandbytes 4-bit kernels" in (training_part_problem(get_accelerator("tpu-v6e"), "qlora", "hf") or "")
+    full = {o.accelerator_id for o in training_options(qlora.replace(method="full", gradient_checkpointing=True)).options}
+    assert {"tpu-v6e", "trainium"} & full and "inferentia2" not in full  # a full fine-tune trains on TPUs (PyTorch/XLA)
+    assert training_part_problem(get_accelerator("h100-sxm"), "qlora", "hf") is None
