@@ -221,7 +221,13 @@ if not serving:
         return frozen(strategies_figure(Scenario.model_validate_json(key), Units(unit), device))
 
     show(_strategies(sc.replace(seq_len=goal.seq_len, output_tokens=None).model_dump_json(), units.name, acc.name), key="chart_strategies")
-    st.caption(md("For the sidebar's accelerator (**{acc}**), one sequence of {n} tokens per device; ZeRO-3 over 8 devices.", acc=acc.name, n=f"{goal.seq_len:,}"))
+    st.caption(
+        md(
+            "For the sidebar's accelerator (**{acc}**), one sequence of {n} tokens per device; each bar says how many devices it is on.",
+            acc=acc.name,
+            n=f"{goal.seq_len:,}",
+        )
+    )
 
 # a model served in the format its makers ship (gpt-oss's MXFP4 experts, trained so) trades nothing for the format
 shipped = result.cheapest.weights_format == shipped_format(goal.model)

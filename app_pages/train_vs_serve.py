@@ -46,26 +46,32 @@ def bills() -> int:
     """The training bill next to the serving bill; returns the training layout's device count (0 when unpriced)."""
     st.subheader("One-off training bill vs monthly serving bill")
     training = cached_estimate(train_sc.model_dump_json(), *PRICES).training
-    if serve_sc is None:  # the same setup cannot be served (its engine does not run on this part...): the training bill alone, and why
+    serve, why_not, engine_id, where = serve_sc, err2, sc.serving_engine, " (the sidebar's *Serving engine*)"
+    if sc.mode == "training":  # the sidebar draws no serving engine while training: the page does (a link's engine= kept)
+        engine_id = page_widget("engine", st.columns(4)[0])
+        serve, why_not, _ = as_mode(sc, "inference", serving_engine=engine_id)
+        where = " (*Serving engine* above)"
+    if serve is None:  # the same setup cannot be served (its engine does not run on this part...): the training bill alone, and why
         if training is not None and training.run_usd is not None:
             training_metric(st.columns(4)[0], training)
-        why = (err2 or "").removeprefix("scenario: ")
-        engine = engine_problem(sc.serving_engine, acc)  # the engine refuses the part: another engine may serve it
-        where = " (the sidebar's *Serving engine*)" if engine is not None and "; on it: " in engine else ""
-        st.warning(md("No serving bill: {why}", why=why) + where + ".")
+        why = (why_not or "").removeprefix("scenario: ")
+        refused = engine_problem(engine_id, acc)  # the engine refuses the part: another engine may serve it
+        st.warning(md("No serving bill: {why}", why=why) + (where if refused is not None and "; on it: " in refused else "") + ".")
         return training.devices if training is not None else 1
     traffic, months = traffic_and_targets("months")
     if traffic is None:
         return 1
     # the Inference page's bill and the Plan's serve goal: one fleet-sizing rule (core/money/serving.py)
-    plan, why, _ = cached_serving(serve_sc.model_dump_json(), traffic.model_dump_json(), 1.0, *PRICES)
+    plan, why, _ = cached_serving(serve.model_dump_json(), traffic.model_dump_json(), 1.0, *PRICES)
     if training is None or training.run_usd is None or training.run_hours is None or plan is None or plan.usd_per_month is None:
-        st.warning(md("No bill to compare on {acc}: {why}.", acc=acc.name, why=why or "no price for it in the price list"))
+        if training is not None and training.run_usd is not None:  # the training bill does not depend on serving
+            training_metric(st.columns(4)[0], training)
+        st.warning(md("No serving bill to compare on {acc}: {why}.", acc=acc.name, why=why or "no price for it in the price list"))
         return training.devices if training is not None else 1
     a = st.columns(2)
     api_in = page_widget("api_in", a[0])
     api_out = page_widget("api_out", a[1])
-    cmp, against = api_comparison(serve_sc, plan, traffic, api_in, api_out)
+    cmp, against = api_comparison(serve, plan, traffic, api_in, api_out)
     alternative = None if cmp is None else cmp.per_token_usd_per_month
     be = train_vs_serve(training.run_usd, plan.usd_per_month, alternative, months=months)
 

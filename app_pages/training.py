@@ -210,7 +210,8 @@ with left:
                 )
             )
     else:
-        st.info(md("No price rows for {acc}: the curve needs a price.", acc=acc.name))
+        why = "it fits on no layout of them (above)" if not full.fits and need is None else "no price row rents them at any device count"
+        st.info(md("No curve of more {acc} devices: {why}.", acc=acc.name, why=why))
 with right:
     table = offers_table(KEY, spot, *PRICES)
     st.markdown("**Per provider and instance: the cheapest way to run it**")

@@ -237,13 +237,14 @@ def frontier_figure(
     return layout(fig, title, height=480)
 
 
-STRATEGIES = (
-    ("Full fine-tune", {"method": "full", "precision": "bf16", "gradient_checkpointing": False}),
-    ("Full + checkpointing", {"method": "full", "precision": "bf16", "gradient_checkpointing": True}),
+STRATEGIES = (  # each label says how many devices it is on (a bar on one device read as a verdict on a plan over eight)
+    ("Full fine-tune, one device", {"method": "full", "precision": "bf16", "gradient_checkpointing": False}),
+    ("Full + checkpointing, one device", {"method": "full", "precision": "bf16", "gradient_checkpointing": True}),
     ("Full, ZeRO-3 over 8", {"method": "full", "precision": "bf16", "gradient_checkpointing": True, "zero_stage": 3, "data_parallel": 8}),
-    ("Full + optimizer offload", {"method": "full", "precision": "bf16", "gradient_checkpointing": True, "zero_stage": 2, "offload": "optimizer"}),
-    ("LoRA", {"method": "lora", "precision": "bf16-true", "gradient_checkpointing": True}),
-    ("QLoRA", {"method": "qlora", "precision": "bf16-true", "gradient_checkpointing": True}),
+    ("Full + optimizer offload, one device", {"method": "full", "precision": "bf16", "gradient_checkpointing": True, "zero_stage": 2, "offload": "optimizer"}),
+    ("LoRA, one device", {"method": "lora", "precision": "bf16-true", "gradient_checkpointing": True}),
+    ("LoRA, ZeRO-3 over 8", {"method": "lora", "precision": "bf16-true", "gradient_checkpointing": True, "zero_stage": 3, "data_parallel": 8}),
+    ("QLoRA, one device", {"method": "qlora", "precision": "bf16-true", "gradient_checkpointing": True}),
 )
 
 

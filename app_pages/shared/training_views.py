@@ -149,10 +149,13 @@ def curve_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows = No
     cf = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
     cf.add_scatter(x=xs, y=[p.run_hours for p in curve], name="Wall-clock hours", mode="lines+markers", row=1, col=1)
     cf.add_scatter(x=xs, y=ys, name="Run cost (USD)", mode="lines+markers", row=2, col=1)
-    cf.update_xaxes(type="log", dtick=1)
+    cf.update_xaxes(type="log", **number_ticks([float(x) for x in xs]))
     cf.update_xaxes(title=f"Number of {name} devices (log scale)", row=2, col=1)
-    cf.update_yaxes(type="log", dtick=1, title="Hours (log)", row=1, col=1)
-    cf.update_yaxes(title="Run cost (USD)", rangemode="tozero", tickprefix="$", row=2, col=1)
+    # both in words at 1-2-5 steps (the hours axis had one mark, "1"); the cost on a log scale too: a reserved cluster's
+    # whole terms ($15,000 at 128 devices) flattened every on-demand run to "$0" on a linear one
+    cf.update_yaxes(type="log", **time_ticks([p.run_hours for p in curve]), title="Wall-clock time (log)", row=1, col=1)
+    costs = [float(y) for y in ys if y]
+    cf.update_yaxes(type="log", **(number_ticks(costs, "$") if costs else {}), title="Run cost (USD, log)", row=2, col=1)
     return frozen(layout(cf, f"More {name} devices: shorter, and what it costs", height=460))
 
 

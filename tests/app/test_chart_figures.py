@@ -183,3 +183,18 @@ def test_number_ticks_fall_back_to_finer_marks_then_to_plotlys_own():
     assert number_ticks([100_000.0, 368_000.0])["ticktext"][-1] == "200,000", "past the 50,000 the Plan page's marks stop at"
     assert number_ticks([1.0, 1.1], "$") == {"tickprefix": "$"}
     assert log_ticks([20_000.0, 99_333.0], TIME_TICKS)["ticktext"] == ["2 years", "5 years", "10 years"], "a 1T-token pretrain"
+
+
+def test_the_device_count_curve_reads_in_words_on_log_axes():
+    """Training's "More ... devices" panels: the hours axis had one mark ("1") and the cost axis was linear, so a
+    reserved cluster's whole terms at 128 devices flattened every on-demand run to "$0". Both are log axes marked at
+    1-2-5 steps in words, and every point is on them."""
+    at = open_link("training", {"model": "llama-3.1-8b", "mode": "training", "acc": "h100-sxm", "tokens": "10"})
+    no_exception(at)
+    fig = next(f for f in charts(at) if f["layout"]["title"]["text"].startswith("More "))
+    hours, cost = fig["layout"]["yaxis"], fig["layout"]["yaxis2"]
+    assert hours["type"] == cost["type"] == "log"
+    assert len(hours["tickvals"]) >= 2 and all(t.endswith(("h", "min", "day", "days", "week", "month", "months")) for t in hours["ticktext"]), hours
+    assert len(cost["tickvals"]) >= 2 and all(t.startswith("$") for t in cost["ticktext"]), cost
+    usd = [y for y in fig["data"][1]["y"] if y]
+    assert max(usd) / min(usd) > 5  # the reserved runs cost several times the on-demand ones: a log axis shows both

@@ -155,6 +155,24 @@ def test_train_vs_serve_uses_core_bills():
     assert metric(at, "Training run (one-off)") == usd_text(estimate(sc).training.run_usd)  # the one bill: setup and communication in
 
 
+def test_train_vs_serve_draws_and_keeps_the_links_serving_engine_while_training():
+    """In training mode the sidebar draws no serving engine: the page ignored a link's engine= and sent the reader to
+    an input that was not there. It draws the engine itself, serves with the link's, and keeps the training bill
+    where nothing is priced for serving."""
+    link = {"model": "llama-3.1-8b", "mode": "training", "acc": "v100-32gb", "engine": "llama.cpp", "fmt": "gguf-q4_k_m"}
+    at = run_app("train_vs_serve", params=link)
+    no_exception(at)
+    engine = next(s for s in at.selectbox if s.label == "Serving engine")
+    assert engine.value == "llama.cpp"
+    assert not [w for w in at.warning if w.value.startswith("No serving bill")]  # llama.cpp runs on a V100
+    assert any(m.label == "Serving (per month)" for m in at.metric)
+    engine.set_value("vllm").run()
+    no_exception(at)
+    said = [w.value.replace("\\", "") for w in at.warning if w.value.startswith("No serving bill")]
+    assert len(said) == 1 and "(*Serving engine* above)" in said[0], said
+    assert any(m.label == "Training run (one-off)" for m in at.metric)
+
+
 def test_train_vs_serve_keeps_the_training_bill_where_the_serving_engine_cannot_run():
     """A fine-tune the planner puts on V100s (no BF16: FP16 LoRA) loads into the sidebar with the default engine, vLLM,
     whose builds left Volta (data/engine_hardware.csv). The page showed nothing but the refusal; the training bill

@@ -191,3 +191,20 @@ def test_a_pretraining_goal_on_a_fine_tuning_sized_dataset_says_so_and_offers_th
     assert best is not None and best.hours is not None and best.hours > 24 * 7  # weeks, not minutes
     fine = open_link("plan", {"goal": "fine-tune", "model": "llama-3.1-8b"})
     assert not [c for c in fine.caption if "fine-tuning-sized" in c.value.replace("\\", "")]
+
+
+def test_each_strategy_bar_says_how_many_devices_it_is_on():
+    """The fine-tune goal for a 70B model headlines LoRA with ZeRO-3 over 8 devices, and the strategies chart under it
+    said "LoRA: does not fit" (that bar was one H100): each bar names its devices, and LoRA over 8 is among them,
+    worked out from the core's estimate of the same scenario."""
+    from core.memory.estimate import estimate_memory
+
+    at = open_link("plan", {"goal": "fine-tune", "model": "llama-3.1-70b"})
+    no_exception(at)
+    fig = next(f for f in charts(at) if f["layout"]["title"]["text"].startswith("Memory per device by strategy"))
+    names = fig["data"][0]["y"]
+    assert all(", one device: " in n or " over 8: " in n for n in names), names
+    lora8 = Scenario(model="llama-3.1-70b", mode="training", method="lora", precision="bf16-true", gradient_checkpointing=True)
+    lora8 = lora8.replace(zero_stage=3, data_parallel=8, seq_len=2048)
+    fits = estimate_memory(lora8).fits
+    assert f"LoRA, ZeRO-3 over 8: {'fits' if fits else '<b>does not fit</b>'}" in names and fits
