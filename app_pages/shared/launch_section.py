@@ -13,7 +13,8 @@ CODE_HEIGHT_PX = 360  # a trainer's config runs to 40 lines: scroll inside the b
 def launch_section(cheapest: Plan, faster: Plan | None, faster_label: str) -> None:
     """The cheapest plan's command, and in an expander the faster plan's (when there is one)."""
     if cheapest.launch:
-        st.markdown("**Run it:** the command (and the trainer's config) for the cheapest plan, ready to copy")
+        what = "the command" if cheapest.goal == "serve" else "the command (and the trainer's config)"  # no trainer when serving
+        st.markdown(f"**Run it:** {what} for the cheapest plan, ready to copy")
         st.code(cheapest.launch, language="bash", height=CODE_HEIGHT_PX, wrap_lines=True)
     if faster is not None and faster is not cheapest and faster.launch:
         with st.expander(f"Run the {faster_label} plan instead"):

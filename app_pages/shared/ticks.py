@@ -43,12 +43,22 @@ SPEED_TICKS = number_marks()  # tokens/s: 1 to 50,000 (the Plan page's speed axi
 _WIDE = range(-3, 10)  # 0.001 to 5 x 10^9: fractions of a dollar up to a fleet's tokens/s (368,000 for a small model ran past 50,000)
 _COARSE = {prefix: number_marks(prefix, _WIDE) for prefix in ("", "$")}
 _FINE = {prefix: number_marks(prefix, _WIDE, (1, 1.5, 2, 3, 5, 7)) for prefix in ("", "$")}
+_DECADES = {prefix: number_marks(prefix, _WIDE, (1,)) for prefix in ("", "$")}
+
+
+# More marks than this on one axis overlap on a projector's 480 px chart (a training cost axis from $5 to $20,000
+# had twelve): past it, powers of ten alone.
+MAX_MARKS = 9
 
 
 def number_ticks(values: list[float], prefix: str = "") -> dict[str, Any]:
-    """Marks for a log axis of plain numbers ("" or "$"): 1, 2 and 5 times each power of ten, finer steps on a range
-    too short for two of those, else Plotly's own marks (with the prefix)."""
-    return log_ticks(values, _COARSE[prefix]) or log_ticks(values, _FINE[prefix]) or ({"tickprefix": prefix} if prefix else {})
+    """Marks for a log axis of plain numbers ("" or "$"): 1, 2 and 5 times each power of ten (powers of ten alone on a
+    range that would take more than MAX_MARKS), finer steps on a range too short for two of those, else Plotly's own
+    marks (with the prefix)."""
+    coarse = log_ticks(values, _COARSE[prefix])
+    if len(coarse.get("tickvals", ())) > MAX_MARKS:
+        return log_ticks(values, _DECADES[prefix])
+    return coarse or log_ticks(values, _FINE[prefix]) or ({"tickprefix": prefix} if prefix else {})
 
 
 def time_ticks(hours: list[float]) -> dict[str, Any]:

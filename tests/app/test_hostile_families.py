@@ -121,11 +121,17 @@ def test_a_compare_set_named_with_a_formula(page):
 
 
 def test_compare_shows_every_setting_as_saved_not_as_a_slider_stop():
-    saved = [{"name": "big batch", "scenario": {"model": "llama-3.1-8b", "batch_size": 4096, "lora_rank": 12}}]
+    saved = [
+        {"name": "big batch", "scenario": {"model": "llama-3.1-8b", "mode": "training", "method": "lora", "batch_size": 4096, "lora_rank": 12}},
+        {"name": "served", "scenario": {"model": "llama-3.1-8b", "batch_size": 4096, "lora_rank": 12}},
+    ]
     at = open_link("compare", {"cmp": token(json.dumps(saved))})
     frame = next(df.value for df in at.dataframe if "Batch (per device) / concurrent sequences" in list(df.value.index))
     assert frame.loc["Batch (per device) / concurrent sequences"].iloc[0] == "4,096"
     assert frame.loc["LoRA rank"].iloc[0] == "12"
+    # a setting that does not shape a scenario reads "—" (a served model's LoRA rank, a training run's serving engine)
+    assert frame.loc["LoRA rank"].iloc[1] == "—" and frame.loc["Serving engine"].iloc[0] == "—"
+    assert frame.loc["Serving engine"].iloc[1] != "—"
 
 
 def test_no_page_draws_a_metric_or_a_table_around_the_escaping_wrappers():
