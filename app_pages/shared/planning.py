@@ -257,7 +257,8 @@ def strategy_scenarios(sc: Scenario) -> list[tuple[str, Scenario]]:
 def strategies_figure(sc: Scenario, units: Units, device_name: str) -> go.Figure:
     """Per-device memory of each fine-tuning strategy for the sidebar's model and accelerator, by component."""
     rows = [(name, estimate_memory(s)) for name, s in strategy_scenarios(sc)]
-    names = [f"{name}: {'fits' if r.fits else '<b>does not fit</b>'}" for name, r in rows]  # our own labels
+    # our own labels, the verdict on a second line (a phone's 390 px keeps room for the memory axis and its title)
+    names = [f"{name}<br>{'fits' if r.fits else '<b>does not fit</b>'}" for name, r in rows]
     fig = go.Figure()
     for comp in COMPONENTS:
         values = [units.value(getattr(r.memory_per_device_bytes, comp)) for _, r in rows]
@@ -277,7 +278,8 @@ def strategies_figure(sc: Scenario, units: Units, device_name: str) -> go.Figure
     capacity_line(fig, cap, chart_text(f"{device_name}: {cap:,.1f} {units.name}"), longest, f"{cap:,.1f} {units.name} usable")
     fig.update_layout(barmode="stack", xaxis_title=f"Memory per device ({units.name})", yaxis={"title": None, "autorange": "reversed"})
     model = chart_text(sc.architecture.name)
-    return layout(fig, f"Memory per device by strategy: {model}", height=420)
+    # two lines a bar: 50 px each beside room for the axis and a legend that wraps to six lines on a phone
+    return layout(fig, f"Memory per device by strategy: {model}", height=200 + 50 * len(rows))
 
 
 def faster_for_users(plans: tuple[Plan, ...], cheapest: Plan, price_factor: float = 2.0) -> Plan | None:
