@@ -157,6 +157,14 @@ with st.container(border=True):
         st.caption(plain(note))
     if not result.cheapest.within_bounds:
         st.warning("No plan meets the deadline and budget: this is the cheapest one regardless.", icon=":material/warning:")
+    if (market := result.cheapest_at_market) is not None:
+        st.markdown(
+            md(
+                "**Its price is {note}**: one listing or a promotion, which may be gone when you rent. **At a market price:** {plan}",
+                note=result.cheapest.price_note or "far below the market",
+                plan=headline(market, goal.pricing),
+            )
+        )
     if (longer := result.cheaper_if_longer) is not None and longer.usd is not None and longer.hours is not None:
         limit = f"the {hours_text(goal.deadline_hours)} deadline" if goal.deadline_hours else f"{HORIZON_HOURS / 24:.0f} days (no deadline set)"
         st.caption(
@@ -173,11 +181,13 @@ with st.container(border=True):
     fastest = faster_for_users(result.plans, result.cheapest) if serving else result.fastest
     if fastest is not None and fastest is not result.cheapest and fastest.cost > result.cheapest.cost:
         st.markdown(("**Faster for each user, for at most twice the bill:** " if serving else "**Fastest:** ") + plain(headline(fastest, goal.pricing)))
-    b1, b2, _ = st.columns([1, 1, 2])
+    b1, b2, b3, _ = st.columns([1, 1, 1, 1])
     if b1.button("Load the cheapest plan", icon=":material/download:", width="stretch"):
         load(result.plans.index(result.cheapest))
     if fastest is not None and fastest is not result.cheapest and b2.button("Load the faster plan" if serving else "Load the fastest plan", width="stretch"):
         load(result.plans.index(fastest))
+    if market is not None and b3.button("Load the market-price plan", width="stretch"):
+        load(result.plans.index(market))
     shown = fastest if fastest is not None and fastest.cost > result.cheapest.cost else None
     launch_section(result.cheapest, shown, "faster" if serving else "fastest")
 

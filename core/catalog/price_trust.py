@@ -5,9 +5,11 @@ from `billable_prices()`: the catalog less the rows it cannot vouch for, unless 
 when data/price_flags.csv names its provider (a placeholder or an auction floor, each with its reason and source) or
 when it is stale (older than prices.STALE_AFTER_DAYS). A user's own price list is theirs: it is never flagged.
 
-The market band of an accelerator is the spread of its providers' on-demand prices per device-hour (each provider's
-cheapest row, so a provider with fifty listings counts once); a row under half the band's median is labelled far
-below the market: a marketplace host or a promotion is real, but a buyer should know it is an outlier."""
+The market band of an accelerator is the spread of its providers' prices per device-hour (each provider's cheapest
+row, so a provider with fifty listings counts once), on demand or spot: a price is set against the band of its own
+kind (a spot price is always below the on-demand band; against it nearly every spot plan read as an outlier). A price
+under half its band's median is labelled far below the market: a marketplace host or a promotion is real, but a buyer
+should know it is an outlier."""
 
 from __future__ import annotations
 
@@ -75,18 +77,21 @@ class MarketBand(BaseModel):
     high_usd_per_device_hour: float
 
 
-def market_bands(today: dt.date | None = None) -> dict[str, MarketBand]:
-    """Per accelerator, the on-demand price per device-hour of each provider's cheapest billable catalog row (on
-    `today`'s billable rows: the bands move as rows go stale)."""
-    return _market_bands(today or dt.date.today())
+def market_bands(today: dt.date | None = None, spot: bool = False) -> dict[str, MarketBand]:
+    """Per accelerator, the price per device-hour (on demand, or spot) of each provider's cheapest billable catalog row
+    with such a price (on `today`'s billable rows: the bands move as rows go stale)."""
+    return _market_bands(today or dt.date.today(), spot)
 
 
-@functools.lru_cache(maxsize=4)
-def _market_bands(today: dt.date) -> dict[str, MarketBand]:
+@functools.lru_cache(maxsize=8)
+def _market_bands(today: dt.date, spot: bool) -> dict[str, MarketBand]:
     cheapest: dict[str, dict[str, float]] = defaultdict(dict)
     for r in _billable_catalog(today):
+        usd = r.spot_usd_per_device_hour if spot else r.on_demand_usd_per_device_hour
+        if usd is None:
+            continue
         best = cheapest[r.accelerator_id]
-        best[r.provider] = min(best.get(r.provider, float("inf")), r.on_demand_usd_per_device_hour)
+        best[r.provider] = min(best.get(r.provider, float("inf")), usd)
     return {
         aid: MarketBand(
             accelerator_id=aid,
@@ -99,15 +104,17 @@ def _market_bands(today: dt.date) -> dict[str, MarketBand]:
     }
 
 
-def market_note(row: PriceRow, usd_per_device_hour: float | None = None) -> str | None:
-    """ "far below the market ..." for a price under FAR_BELOW_MARKET x its accelerator's median provider price (with
-    at least three providers to have a market), else None."""
-    band = market_bands().get(row.accelerator_id)
+def market_note(row: PriceRow, usd_per_device_hour: float | None = None, spot: bool = False) -> str | None:
+    """ "far below the market ..." for a price (the row's on-demand one unless given) under FAR_BELOW_MARKET x its
+    accelerator's median provider price of the same kind (spot against spot; at least three providers to have a
+    market), else None."""
+    band = market_bands(spot=spot).get(row.accelerator_id)
     usd = row.on_demand_usd_per_device_hour if usd_per_device_hour is None else usd_per_device_hour
     if band is None or band.providers < 3 or usd >= FAR_BELOW_MARKET * band.median_usd_per_device_hour:
         return None
+    kind = "spot " if spot else ""
     return (
-        f"far below the market: {usd:.2f} USD per device-hour against a median of {band.median_usd_per_device_hour:.2f} "
+        f"far below the market: {usd:.2f} USD per device-hour against a {kind}median of {band.median_usd_per_device_hour:.2f} "
         f"({band.providers} providers, {band.low_usd_per_device_hour:.2f}-{band.high_usd_per_device_hour:.2f})"
     )
 

@@ -4,11 +4,13 @@ speed and communication decide how long, prices decide what it costs."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from core.catalog.api_prices import load_api_prices, monthly_usd
 from core.catalog.presets import preset
-from core.catalog.prices import PriceRow
+from core.catalog.price_trust import market_note
+from core.catalog.prices import PriceRow, load_prices
 from core.catalog.stack_layouts import INFERENCE_ONLY
 from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, FUSED_LOSS_LOGITS_BYTES
 from core.money.pricing import DAYS_PER_MONTH
@@ -40,6 +42,7 @@ def plan(goal: Goal, rows: tuple[PriceRow, ...] | None = None) -> PlanResult:
         bounded[i].pareto = True
     cheapest, fastest = fr.cheapest(options), fr.fastest(options)
     longer = _cheaper_if_longer(goal, options, cheapest)
+    at_market = _at_market(goal, options, cheapest)
     made: dict[int, Plan] = {}
 
     def plan_of(o: Any) -> Plan:
@@ -49,7 +52,7 @@ def plan(goal: Goal, rows: tuple[PriceRow, ...] | None = None) -> PlanResult:
 
     return PlanResult.model_construct(
         goal=goal.goal,
-        plans=tuple(plan_of(o) for o in _shown(options, cheapest, fastest, longer)),
+        plans=tuple(plan_of(o) for o in _shown(options, cheapest, fastest, longer, at_market)),
         cheapest=None if cheapest is None else plan_of(cheapest),
         fastest=None if fastest is None else plan_of(fastest),
         api_quotes=tuple(api_quotes(goal)) if goal.goal == "serve" else (),
@@ -57,7 +60,30 @@ def plan(goal: Goal, rows: tuple[PriceRow, ...] | None = None) -> PlanResult:
         assumptions=tuple(assumptions(goal)),
         skipped=tuple(skipped),
         cheaper_if_longer=None if longer is None else plan_of(longer),
+        cheapest_at_market=None if at_market is None else plan_of(at_market),
     )
+
+
+def _below_market(goal: Goal, o: Any) -> bool:
+    """Whether an option is priced on a catalog row far below its accelerator's market (price_trust.market_note): a
+    marketplace host's listing or a promotion. A user's own price is theirs and never counts as one."""
+    if o.row not in _catalog_rows():
+        return False
+    spot = goal.pricing == "spot" and getattr(o, "reservation", None) is None
+    return market_note(o.row, o.price / o.row.accelerators_per_instance, spot) is not None
+
+
+@functools.cache
+def _catalog_rows() -> frozenset[PriceRow]:
+    return frozenset(load_prices())
+
+
+def _at_market(goal: Goal, options: list[Any], cheapest: Any) -> Any:
+    """When the cheapest plan is priced far below its accelerator's market, the cheapest plan (by the same rule,
+    core/money/picks.cheapest) priced within it: what the run costs if that one listing is gone. None otherwise."""
+    if cheapest is None or not _below_market(goal, cheapest):
+        return None
+    return fr.cheapest([o for o in options if not _below_market(goal, o)])
 
 
 def _cheaper_if_longer(goal: Goal, options: list[Any], cheapest: Any) -> Any:
@@ -88,11 +114,11 @@ def _variant(o: Any) -> str:
     return f"{o.weights_format}/{o.tensor_parallel}/{o.kv_cache_format}" + ("/ep" if o.scenario.expert_parallel else "")
 
 
-def _shown(options: list[Any], cheapest: Any, fastest: Any, longer: Any = None) -> list[Any]:
-    """The picks (and the cheaper plan past the time limit), the frontier, and the cheapest option of each accelerator
-    and variant, cheapest first."""
+def _shown(options: list[Any], cheapest: Any, fastest: Any, longer: Any = None, at_market: Any = None) -> list[Any]:
+    """The picks (and the cheaper plan past the time limit, and the cheapest at a market price), the frontier, and the
+    cheapest option of each accelerator and variant, cheapest first."""
     keep: dict[tuple[Any, ...], Any] = {}
-    for o in (cheapest, fastest, longer):
+    for o in (cheapest, fastest, longer, at_market):
         if o is not None:
             keep.setdefault(_key(o), o)
     for o in sorted((o for o in options if o.pareto), key=lambda o: o.cost):
@@ -183,7 +209,8 @@ def assumptions(goal: Goal) -> list[str]:
             f"Without a deadline, a run longer than {HORIZON_HOURS / 24:.0f} days is not called cheapest; a cheaper run of up to "
             f"{fr.LONGER_RUN_FACTOR:g} x the deadline (or the {HORIZON_HOURS / 24:.0f} days) is shown with what it would save.",
             "Catalog rows flagged as placeholders or floors, and stale rows, are left out (data/price_flags.csv); a price "
-            "far below its accelerator's market is labelled.",
+            "under half its accelerator's median provider price (spot against spot) is labelled far below the market, and "
+            "where the cheapest plan has one, the cheapest plan at a market price is named beside it.",
         ]
     else:
         out += [

@@ -92,8 +92,9 @@ class Plan(BaseModel):
         return 1.0 / (self.tokens_per_s_per_user or 1e-9)
 
 
-def rental_fields(accelerator_id: str, accelerator_name: str, row: Any, instances: int, price: float) -> dict[str, Any]:
-    """The Plan fields that say what is rented (a price row of core/catalog/prices.py) and what it costs per hour."""
+def rental_fields(accelerator_id: str, accelerator_name: str, row: Any, instances: int, price: float, spot: bool) -> dict[str, Any]:
+    """The Plan fields that say what is rented (a price row of core/catalog/prices.py) and what it costs per hour
+    (`price` per instance-hour, a spot price when `spot`)."""
     return {
         "accelerator": accelerator_id,
         "accelerator_name": accelerator_name,
@@ -106,7 +107,7 @@ def rental_fields(accelerator_id: str, accelerator_name: str, row: Any, instance
         "price_source": row.source,
         "price_as_of": row.as_of.isoformat(),
         "usd_per_device_hour": price / row.accelerators_per_instance,
-        "price_note": market_note(row, price / row.accelerators_per_instance),
+        "price_note": market_note(row, price / row.accelerators_per_instance, spot),
     }
 
 
@@ -135,3 +136,6 @@ class PlanResult(BaseModel):
     # training: the cheapest plan that runs past the deadline (or, without one, the 30-day horizon) when it is cheaper
     # than `cheapest`: what accepting a longer run would save
     cheaper_if_longer: Plan | None = None
+    # when `cheapest` is priced far below its accelerator's market (Plan.price_note: one marketplace listing or a
+    # promotion), the cheapest plan priced within the market: what the run costs if that listing is gone
+    cheapest_at_market: Plan | None = None

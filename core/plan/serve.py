@@ -327,7 +327,7 @@ def serving_plan_of(goal: Goal, o: ServingOption) -> Plan:
     in_and_out = o.cost / (traffic.tokens_in_and_out_per_month / 1e6)  # at the goal's pricing (on demand or spot)
     output = o.cost / (traffic.output_tokens_per_month / 1e6)
     return Plan.model_construct(
-        **rental_fields(o.accelerator.id, o.accelerator.name, o.row, b.instances, o.price),
+        **rental_fields(o.accelerator.id, o.accelerator.name, o.row, b.instances, o.price, goal.pricing == "spot"),
         devices=b.replicas * tp,
         idle_devices=idle,
         method="serve",

@@ -500,7 +500,7 @@ def training_plan_of(goal: Goal, o: PlannedRun) -> Plan:
     if goal.fused_cross_entropy:  # left out when off: a plan's scenario carries what the plan changed
         scenario["fused_cross_entropy"] = True
     return Plan.model_construct(
-        **rental_fields(o.accelerator.id, o.accelerator.name, o.row, o.instances, o.price),
+        **rental_fields(o.accelerator.id, o.accelerator.name, o.row, o.instances, o.price, goal.pricing == "spot" and o.reservation is None),
         devices=o.devices,
         idle_devices=idle,
         method=s.method,

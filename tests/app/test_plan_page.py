@@ -208,3 +208,24 @@ def test_each_strategy_bar_says_how_many_devices_it_is_on():
     lora8 = lora8.replace(zero_stage=3, data_parallel=8, seq_len=2048)
     fits = estimate_memory(lora8).fits
     assert f"LoRA, ZeRO-3 over 8<br>{'fits' if fits else '<b>does not fit</b>'}" in names and fits
+
+
+def test_a_cheapest_plan_far_below_its_market_shows_the_market_price_plan_and_loads_it():
+    """The 70B fine-tune's cheapest plan rents a V100 listing at a twentieth of the part's market: the page says so
+    with the band, names core's cheapest plan at a market price, and its button loads that plan's scenario."""
+    at = open_link("plan", {"model": "llama-3.1-70b", "goal": "fine-tune", "ptok": "50"})
+    no_exception(at)
+    r = plan(Goal(goal="fine-tune", model="llama-3.1-70b", tokens=50e6))
+    assert r.cheapest is not None and r.cheapest.price_note is not None and r.cheapest_at_market is not None
+    text = _markdown(at)
+    assert f"**Its price is {r.cheapest.price_note}**" in text
+    assert "**At a market price:** " + headline(r.cheapest_at_market, "on-demand") in text
+    next(b for b in at.button if b.label == "Load the market-price plan").click().run()
+    no_exception(at)
+    assert at.title[0].value == "Memory"
+    assert at.session_state["acc"] == r.cheapest_at_market.accelerator != r.cheapest.accelerator
+    # a goal whose cheapest plan is at a market price has neither the line nor the button
+    at = open_link("plan", {"model": "llama-3.1-70b", "goal": "serve", "rpd": "200000"})
+    no_exception(at)
+    assert plan(Goal(goal="serve", model="llama-3.1-70b", requests_per_day=200_000)).cheapest_at_market is None
+    assert "At a market price" not in _markdown(at) and not any(b.label == "Load the market-price plan" for b in at.button)

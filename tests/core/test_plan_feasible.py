@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.catalog.accelerators import get_accelerator
-from core.catalog.price_trust import billable_prices, flag_of, market_bands, market_note
+from core.catalog.price_trust import FAR_BELOW_MARKET, billable_prices, flag_of, market_bands, market_note, merge_prices
 from core.catalog.prices import PriceRow, load_prices
 from core.catalog.providers import on_demand_cluster, reservation_for, spans_nodes, within_on_demand
 from core.catalog.stack_layouts import layout_problem, load_stack_layouts, part_problem
@@ -151,6 +151,21 @@ def test_a_row_goes_stale_after_six_months():
     assert row not in later and len(later) < len(billable_prices())
 
 
+def _eight_v100s(provider: str, instance: str, usd_per_hour: float) -> PriceRow:
+    """A price row of eight V100 32GB (an instance of our own), dated today."""
+    return PriceRow(
+        provider=provider,
+        instance_type=instance,
+        accelerator_id="v100-32gb",
+        accelerators_per_instance=8,
+        on_demand_usd_per_hour=usd_per_hour,
+        region="x",
+        estimate=False,
+        as_of=dt.date.today(),
+        source="test",
+    )
+
+
 def test_the_market_band_by_hand():
     """H100 SXM: the median of each provider's cheapest on-demand device-hour; a vast.ai 8 x V100 32GB row at
     0.85 USD an hour is 0.106 per device-hour, under half the V100 32GB median: labelled."""
@@ -163,20 +178,55 @@ def test_the_market_band_by_hand():
     mid = len(ordered) // 2
     median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
     assert band.providers == len(cheapest) and band.median_usd_per_device_hour == pytest.approx(median)
-    vast = PriceRow(
-        provider="vast",
-        instance_type="8x-Tesla_V100-32-65536",
-        accelerator_id="v100-32gb",
-        accelerators_per_instance=8,
-        on_demand_usd_per_hour=0.85,
-        region="x",
-        estimate=False,
-        as_of="2026-11-23",
-        source="test",
-    )
+    vast = _eight_v100s("vast", "8x-Tesla_V100-32-65536", 0.85)
     assert "far below the market" in (market_note(vast) or "")
     lambda_h100 = next(r for r in billable_prices() if r.provider == "lambda" and r.accelerator_id == "h100-sxm")
     assert market_note(lambda_h100) is None
+
+
+def test_a_spot_price_is_set_against_the_spot_market():
+    """Spot against spot: the V100 16GB's spot band by hand from the billable rows (each provider's cheapest spot price
+    per device-hour), and a spot price under half its median labelled while the same price is not measured against
+    the on-demand band (which every spot price undercuts)."""
+    cheapest: dict[str, float] = {}
+    for r in billable_prices():
+        if r.accelerator_id == "v100-16gb" and r.spot_usd_per_hour is not None:
+            cheapest[r.provider] = min(cheapest.get(r.provider, math.inf), r.spot_usd_per_hour / r.accelerators_per_instance)
+    assert len(cheapest) >= 3
+    band = market_bands(spot=True)["v100-16gb"]
+    ordered = sorted(cheapest.values())
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    assert (band.providers, band.median_usd_per_device_hour, band.low_usd_per_device_hour) == (len(cheapest), pytest.approx(median), pytest.approx(ordered[0]))
+    row = next(r for r in billable_prices() if r.accelerator_id == "v100-16gb")
+    assert "spot median" in (market_note(row, 0.49 * median, spot=True) or "")
+    assert market_note(row, 0.51 * median, spot=True) is None
+    on_demand = market_bands()["v100-16gb"].median_usd_per_device_hour
+    assert 0.51 * median < FAR_BELOW_MARKET * on_demand  # the on-demand band would have labelled it
+
+
+def test_a_cheapest_plan_far_below_its_market_comes_with_the_cheapest_at_a_market_price():
+    """The 70B fine-tune's cheapest plan rents one marketplace listing far below its part's market: the result also
+    names the cheapest plan priced within the market (the same pick rule over the rest), shown among the plans."""
+    goal = Goal.model_validate(GOALS["fine-tune 70B on 50M tokens"])
+    r = plan(goal)
+    assert r.cheapest is not None and r.cheapest.price_note is not None
+    m = r.cheapest_at_market
+    assert m is not None and m.price_note is None and m in r.plans
+    assert m.cost > r.cheapest.cost and m.within_bounds and not signable(goal, m)
+    assert all(p.cost >= m.cost for p in r.plans if p.price_note is None and p.within_bounds and p.scaling_efficiency >= 0.5)
+    # a cheapest plan already at a market price needs no second answer
+    at_market = plan(Goal.model_validate({"goal": "fine-tune", "model": "llama-3.3-70b", "tokens": 5e7, "accelerators": ["b200"]}))
+    assert at_market.cheapest is not None and at_market.cheapest.price_note is None and at_market.cheapest_at_market is None
+
+
+def test_a_users_own_low_price_is_theirs_not_an_outlier_to_replace():
+    """A user's price list prices the plan as given: a negotiated rate far under the market is labelled, but the
+    planner does not offer a market-price plan in its place."""
+    own = _eight_v100s("ours", "8x V100 32GB (our contract)", 0.4)
+    r = plan(Goal.model_validate(GOALS["fine-tune 70B on 50M tokens"]), merge_prices((own,), "replace"))
+    assert r.cheapest is not None and r.cheapest.provider == "ours" and r.cheapest.price_note is not None
+    assert r.cheapest_at_market is None
 
 
 def test_every_stack_row_is_sourced_and_the_default_stack_has_no_pipelines():
