@@ -10,7 +10,7 @@ from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sid
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls, presenting
 from app_pages.shared.results import cached_estimate
-from app_pages.shared.text import md, metric, plain, say, usd_text
+from app_pages.shared.text import md, metric, plain, say, sequences_text, usd_text
 from core.catalog.accelerators import get_accelerator
 from core.catalog.wired_limit import wired_limit_text
 from core.memory.fit import MAX_BATCH
@@ -29,14 +29,8 @@ result = cached_estimate(KEY, *PRICES)
 inf = result.inference
 
 
-def sequences(n: int) -> str:
-    """A count of concurrent sequences: the memory's search stops at MAX_BATCH (core/memory/fit.py), so a count there
-    is a floor ("4,096+": a 0.5B model on an H200 holds more than 20,000 sequences of 512 tokens)."""
-    return f"{n:,}+" if n >= MAX_BATCH else f"{n:,}"
-
-
 # the engine has no kernels here for the weights' format (gpt-oss's MXFP4) or keeps no such KV cache (and which it keeps)
-instead = kv_instead(sc, PRICES, lambda r: sequences(r.inference.max_concurrent_sequences), f"concurrent sequences of {sc.seq_len:,} tokens")
+instead = kv_instead(sc, PRICES, lambda r: sequences_text(r.inference.max_concurrent_sequences), f"concurrent sequences of {sc.seq_len:,} tokens")
 stack_problem_warning(result.stack_problem, instead)
 shipped_format_note(sc, units)
 weight_only_caption(sc)
@@ -51,7 +45,7 @@ def headline() -> None:
     metric(
         c[3],
         "Most concurrent sequences",
-        sequences(inf.max_concurrent_sequences),
+        sequences_text(inf.max_concurrent_sequences),
         help=f"at {sc.seq_len:,} tokens each, on {inf.devices_per_replica} device(s)"
         + (f"; the search stops at {MAX_BATCH:,}" if inf.max_concurrent_sequences >= MAX_BATCH else ""),
     )
@@ -102,7 +96,7 @@ held_by = md("one {acc}", acc=acc.name) if own == 1 else md("the sidebar's {k} x
 load = f"{sc.batch_size:,} sequence(s) of {sc.seq_len:,} tokens"
 if result.fits:
     st.info(
-        f"At these settings {held_by} {'holds' if own == 1 else 'hold'} the model and {load} (room for {sequences(inf.max_concurrent_sequences)}).",
+        f"At these settings {held_by} {'holds' if own == 1 else 'hold'} the model and {load} (room for {sequences_text(inf.max_concurrent_sequences)}).",
         icon=":material/check_circle:",
     )
 else:

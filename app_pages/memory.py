@@ -14,7 +14,7 @@ from app_pages.shared.report import report_downloads
 from app_pages.shared.results import cached_estimate, cached_explain, cached_help_options
 from app_pages.shared.style import COMPONENT_LABELS
 from app_pages.shared.tables import show_table
-from app_pages.shared.text import metric, plain, say
+from app_pages.shared.text import metric, plain, say, sequences_text
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.catalog.wired_limit import is_apple_gpu, wired_limit_text
@@ -47,7 +47,7 @@ else:
     fit_delta = f"{units(m.total - result.fit_capacity_bytes)} short"
 # One count of the sequences that fit, in whole sequences, for the headline and the engine's pool: the largest batch
 # (core/memory/fit.max_batch, its prefill working set counted); expert-parallel, ceil(B/n) of them on each rank.
-largest_batch = f"{result.max_batch_size:,}" if result.max_batch_size else "none"
+largest_batch = sequences_text(result.max_batch_size) if result.max_batch_size else "none"
 ep_ranks = expert_parallel_ranks(sc, own_layout(sc))
 per_rank = f" ({-(-result.max_batch_size // ep_ranks):,} on each, expert-parallel)" if ep_ranks > 1 and result.max_batch_size else ""
 
@@ -57,7 +57,7 @@ def pool_sequences_help() -> str:
     working set, logged per engine (an expert-parallel rank is one)."""
     held = f"whole sequences of {sc.seq_len:,} tokens at once, on {own}{per_rank}: the largest batch that fits, its prefill working set counted"
     if result.max_batch_size >= MAX_BATCH:
-        held = f"at least {MAX_BATCH:,} " + held + f" (the search stops at {MAX_BATCH:,})"
+        held = f"{sequences_text(MAX_BATCH)} " + held + f" (the search stops at {MAX_BATCH:,})"
     if not result.kv_pool_sequences:
         return held
     engine = f", {result.kv_pool_sequences / ep_ranks:,.2f} on each of the {ep_ranks} engines" if ep_ranks > 1 else ""

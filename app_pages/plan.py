@@ -22,6 +22,7 @@ from core.cli import describe_validation_error
 from core.memory.engines import ENGINES
 from core.money.picks import FAST_ENOUGH, LONGER_RUN_FACTOR
 from core.plan import Goal, PlanResult, plan
+from core.plan.goal import CHINCHILLA_TOKENS_PER_PARAM, compute_optimal_tokens, fine_tuning_sized
 from core.plan.serve import shipped_format
 from core.plan.train import HORIZON_HOURS
 from core.scenario import Scenario
@@ -83,19 +84,12 @@ result = _plan(KEY, *PRICES)
 serving = goal.goal == "serve"
 
 
-# Compute-optimal pretraining: about 20 tokens a parameter (Hoffmann et al. 2022, "Training Compute-Optimal Large
-# Language Models", arXiv 2203.15556, Table 3: 20.2 tokens a parameter at 1B-10T FLOPs budgets). A pretraining goal
-# on a tenth of it or less is a fine-tuning-sized dataset: the page says so (a link keeps its own dataset).
-CHINCHILLA_TOKENS_PER_PARAM = 20.0
-SMALL_PRETRAIN_FRACTION = 0.1
-
-
 def pretrain_tokens_note(g: Goal, arch) -> tuple[str, float] | None:
     """Where a pretraining goal's tokens are a tenth or less of the compute-optimal count: what to say, and that count
     in millions (the Dataset field's unit)."""
-    optimal = CHINCHILLA_TOKENS_PER_PARAM * arch.total_params
+    optimal = compute_optimal_tokens(arch.total_params)
     tokens = g.train_tokens
-    if tokens > SMALL_PRETRAIN_FRACTION * optimal:
+    if not fine_tuning_sized(tokens, arch.total_params):
         return None
     said = (
         f"{tokens / 1e6:,.0f} million tokens is a fine-tuning-sized dataset: pretraining {arch.name} compute-optimally takes "

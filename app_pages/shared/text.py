@@ -11,6 +11,7 @@ import math
 import re
 from typing import Any
 
+from core.memory.fit import MAX_BATCH
 from core.text import Text
 
 # The marks that make links, images, HTML, code, emphasis, headings, tables, math or autolinks in Streamlit's
@@ -113,3 +114,10 @@ def metric(where: Any, label: str, value: str, help: str | None = None, **kwargs
     if NOT_A_NUMBER.search(value):
         value, help, kwargs = "not computable", "these inputs are beyond what the model covers: this number came out as no finite number", {}
     where.metric(label, value, help=None if help is None else plain(help), **kwargs)
+
+
+def sequences_text(n: int) -> str:
+    """A count of concurrent sequences (or the largest batch): the memory's search stops at MAX_BATCH
+    (core/memory/fit.py), so a count there is a floor: "4,096+" (a 0.5B model on an H200 holds more than 20,000
+    sequences of 512 tokens). Every page writes the floor this one way."""
+    return f"{n:,}+" if n >= MAX_BATCH else f"{n:,}"

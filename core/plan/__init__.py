@@ -15,10 +15,10 @@ from core.catalog.stack_layouts import INFERENCE_ONLY
 from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, FUSED_LOSS_LOGITS_BYTES
 from core.money.pricing import DAYS_PER_MONTH
 from core.plan import frontier as fr
-from core.plan.goal import Goal
+from core.plan.goal import CHINCHILLA_TOKENS_PER_PARAM, Goal, compute_optimal_tokens, fine_tuning_sized
 from core.plan.result import ApiQuote, Plan, PlanResult
 from core.plan.serve import plan_serving, serving_plan_of
-from core.plan.train import FINE_TUNE_GLOBAL_SEQUENCES, HORIZON_HOURS, plan_training, training_plan_of
+from core.plan.train import FINE_TUNE_GLOBAL_SEQUENCES, HORIZON_HOURS, base_scenario, plan_training, training_plan_of
 
 __all__ = ["Goal", "Plan", "PlanResult", "plan"]
 
@@ -165,6 +165,19 @@ def api_quotes(goal: Goal) -> list[ApiQuote]:
     return sorted(quotes, key=lambda q: q.usd_per_month)[:12]
 
 
+def _pretraining_size(goal: Goal) -> list[str]:
+    """A pretraining goal on a tenth or less of its model's compute-optimal tokens says so (core/plan/goal.py)."""
+    if goal.goal != "pretrain":
+        return []
+    params = float(base_scenario(goal, "full", False).architecture.total_params)
+    if not fine_tuning_sized(goal.train_tokens, params):
+        return []
+    return [
+        f"{goal.train_tokens:,.0f} tokens is a fine-tuning-sized dataset for pretraining: compute-optimal is about "
+        f"{compute_optimal_tokens(params) / 1e9:,.3g} billion ({CHINCHILLA_TOKENS_PER_PARAM:g} tokens a parameter, Hoffmann et al. 2022)."
+    ]
+
+
 def assumptions(goal: Goal) -> list[str]:
     out = [
         "Only plans that fit, sized with the same memory model as the Memory page, on the catalog's price rows (whole "
@@ -206,6 +219,7 @@ def assumptions(goal: Goal) -> list[str]:
             "elsewhere the run is left out. A Capacity Block also competes within the on-demand order when its rate makes "
             "it cheaper. A reservation that would sit idle past the run is never called cheapest or fastest while "
             "another plan exists.",
+            *_pretraining_size(goal),
             f"Without a deadline, a run longer than {HORIZON_HOURS / 24:.0f} days is not called cheapest; a cheaper run of up to "
             f"{fr.LONGER_RUN_FACTOR:g} x the deadline (or the {HORIZON_HOURS / 24:.0f} days) is shown with what it would save.",
             "Catalog rows flagged as placeholders or floors, and stale rows, are left out (data/price_flags.csv); a price "

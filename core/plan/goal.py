@@ -13,6 +13,24 @@ from core.memory.stacks import StackId
 from core.money.run_bill import SETUP_HOURS
 from core.scenario import MAX_TRAIN_TOKENS, Method, ModelSpec, Scenario
 
+# Compute-optimal pretraining: about 20 tokens a parameter (Hoffmann et al. 2022, "Training Compute-Optimal Large
+# Language Models", arXiv 2203.15556, Table 3: 20.2 tokens a parameter at 1B-10T FLOPs budgets). A pretraining goal
+# on a tenth of it or less is a fine-tuning-sized dataset: the Plan page and the plan's assumptions say so (a goal
+# keeps its own dataset).
+CHINCHILLA_TOKENS_PER_PARAM = 20.0
+SMALL_PRETRAIN_FRACTION = 0.1
+
+
+def compute_optimal_tokens(total_params: float) -> float:
+    """Pretraining tokens for a model of `total_params` parameters at the compute-optimal ratio."""
+    return CHINCHILLA_TOKENS_PER_PARAM * total_params
+
+
+def fine_tuning_sized(tokens: float, total_params: float) -> bool:
+    """Whether a pretraining dataset of `tokens` is a tenth or less of the model's compute-optimal count."""
+    return tokens <= SMALL_PRETRAIN_FRACTION * compute_optimal_tokens(total_params)
+
+
 GoalKind = Literal["fine-tune", "pretrain", "serve"]
 Pricing = Literal["on-demand", "spot"]
 

@@ -114,7 +114,8 @@ ENGINE_SCHEDULERS: dict[str, tuple[int, bool, str]] = {
     "hf-transformers-compiled": (2048, False, "transformers generate(): the whole batch of prompts at once"),
     "deepspeed-mii": (2048, True, "DeepSpeed-FastGen Dynamic SplitFuse: 768 tokens per forward pass"),
 }
-# The flag that caps an engine's running requests, as its launch writes it (data/launch_flags.csv, a test checks):
+# The flag that caps an engine's running requests: the launch writes it from here (core/plan/launch/serve.py; each in
+# data/launch_flags.csv, a test checks):
 # what the pages call max_num_seqs in each engine's own words (llama.cpp's -np slots share one -c context).
 RUNNING_LIMIT_FLAG: dict[str, str] = {"vllm": "--max-num-seqs", "sglang": "--max-running-requests", "tensorrt-llm": "--max_batch_size", "llama.cpp": "-np"}
 

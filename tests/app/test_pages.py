@@ -91,6 +91,11 @@ def test_a_room_past_the_memory_search_reads_as_a_floor():
     assert any("(room for 4,096+)" in a.value for a in [*at.info, *at.success, *at.warning]), [a.value for a in at.info]
     small = run_app("inference", params={"model": "llama-3.1-70b", "acc": "h100-sxm", "fmt": "fp8", "tp": "2", "mode": "inference"})
     assert not metric(small, "Most concurrent sequences").endswith("+")
+    # the Memory page writes the same floor the same way, in its metric and its help
+    mem = run_app("memory", params={"model": "qwen2.5-0.5b", "acc": "h200", "seq": "512", "mode": "inference"})
+    no_exception(mem)
+    assert metric(mem, "Largest batch that fits") == "4,096+"
+    assert not [m for m in mem.metric if "at least 4,096" in (m.help or "")]
 
 
 def test_inference_page_numbers_equal_core_and_follow_batch():

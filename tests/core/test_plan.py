@@ -326,3 +326,21 @@ def test_the_serve_search_tries_an_fp8_kv_cache_and_every_batch_where_the_part_h
         )
         meets = curve["tokens_per_s_per_user_p90"][0] >= traffic.tokens_per_s_per_user and curve["time_to_first_token_p90_s"][0] <= traffic.ttft_s
         assert not (fits and meets), (o.accelerator.id, o.weights_format, o.kv_cache_format, o.tensor_parallel, b.max_batch_meeting_targets)
+
+
+def test_a_pretraining_goal_on_a_fine_tuning_sized_dataset_says_so_in_its_assumptions():
+    """Compute-optimal pretraining at 20 tokens a parameter (Hoffmann et al. 2022): Llama 3.1 8B's 8.03 billion
+    parameters make 161 billion tokens; a goal on a tenth of that or less is told so, one above it is not."""
+    from core.catalog.presets import preset
+    from core.plan import assumptions
+    from core.plan.goal import compute_optimal_tokens, fine_tuning_sized
+
+    params = preset("llama-3.1-8b").architecture.total_params
+    assert compute_optimal_tokens(params) == pytest.approx(20 * params) and 160e9 < 20 * params < 162e9
+    assert fine_tuning_sized(0.1 * 20 * params, params) and not fine_tuning_sized(0.11 * 20 * params, params)
+    said = [a for a in assumptions(Goal(goal="pretrain", model="llama-3.1-8b", tokens=2e7)) if "compute-optimal" in a]
+    assert said == [
+        "20,000,000 tokens is a fine-tuning-sized dataset for pretraining: compute-optimal is about 161 billion (20 tokens a parameter, Hoffmann et al. 2022)."
+    ]
+    assert not [a for a in assumptions(Goal(goal="pretrain", model="llama-3.1-8b", tokens=2e11)) if "compute-optimal" in a]
+    assert not [a for a in assumptions(Goal(goal="fine-tune", model="llama-3.1-8b", tokens=2e7)) if "compute-optimal" in a]

@@ -23,6 +23,7 @@ from core.plan.launch.facts import (
     _q,
     _yaml,
 )
+from core.speed.load import RUNNING_LIMIT_FLAG
 from core.speed.timing import weight_only_note
 
 # --- serving ---------------------------------------------------------------------------------------------------------
@@ -135,7 +136,7 @@ def _vllm(p: _Facts) -> list[str]:
     kv = "auto" if neuron_nxd else {"fp8": VLLM_FP8_KV.get(p.vendor, "fp8"), "int8": "int8_per_token_head"}.get(p.kv_cache_format, "auto")
     args: list[tuple[str, Any] | str] = [
         *layout,
-        ("--max-num-seqs", p.engine_batch),
+        (RUNNING_LIMIT_FLAG["vllm"], p.engine_batch),
         ("--max-model-len", p.seq_len),
         ("--gpu-memory-utilization", GPU_MEMORY_FRACTION),
         ("--kv-cache-dtype", kv),
@@ -157,7 +158,7 @@ def _sglang(p: _Facts) -> list[str]:
     args: list[tuple[str, Any] | str] = [
         ("--model-path", p.model),
         ("--tp", p.tensor_parallel),
-        ("--max-running-requests", p.micro_batch),
+        (RUNNING_LIMIT_FLAG["sglang"], p.micro_batch),
         ("--context-length", p.seq_len),
         ("--mem-fraction-static", GPU_MEMORY_FRACTION),
         ("--kv-cache-dtype", "fp8_e4m3" if p.kv_cache_format == "fp8" else "auto"),
@@ -178,7 +179,7 @@ def _trtllm(p: _Facts) -> list[str]:
     args: list[tuple[str, Any] | str] = [
         ("--backend", "pytorch"),
         ("--tp_size", p.tensor_parallel),
-        ("--max_batch_size", p.engine_batch),
+        (RUNNING_LIMIT_FLAG["tensorrt-llm"], p.engine_batch),
         ("--max_seq_len", p.seq_len),
         ("--kv_cache_free_gpu_memory_fraction", GPU_MEMORY_FRACTION),
     ]
@@ -212,7 +213,7 @@ def _llama_cpp(p: _Facts) -> list[str]:
     args: list[tuple[str, Any] | str] = [
         ("-m", gguf),
         ("-c", p.micro_batch * p.seq_len),
-        ("-np", p.micro_batch),
+        (RUNNING_LIMIT_FLAG["llama.cpp"], p.micro_batch),
         ("-ngl", ALL_LAYERS_ON_GPU),
     ]
     if p.kv_cache_format in ("q8_0", "q4_0"):  # a quantized V cache needs flash attention (llama.cpp refuses it without)
