@@ -8,7 +8,7 @@ from pydantic import ValidationError
 from app_pages.shared.cache import shared_cache
 from app_pages.shared.context import page_header, priced, stop_page
 from app_pages.shared.launch_section import launch_section
-from app_pages.shared.planning import faster_for_users, frontier_figure, goal_dict, headline, no_plan_reason, plan_table, strategies_figure
+from app_pages.shared.planning import PLAN_COLUMN_HELP, faster_for_users, frontier_figure, goal_dict, headline, no_plan_reason, plan_table, strategies_figure
 from app_pages.shared.plot import show
 from app_pages.shared.scenario_io import scenario_values
 from app_pages.shared.state import off_default, request_values
@@ -186,7 +186,9 @@ with st.container(border=True):
     launch_section(result.cheapest, shown, "faster" if serving else "fastest")
 
 with st.expander("All shown plans", expanded=False):
-    show_table(pd.DataFrame(plan_table(result.plans, serving)), hide_index=True, width="stretch", column_config={"Accelerator": st.column_config.TextColumn(pinned=True)})
+    table = pd.DataFrame(plan_table(result.plans, serving))
+    helps = {c: st.column_config.Column(help=PLAN_COLUMN_HELP[c]) for c in table.columns if c in PLAN_COLUMN_HELP}
+    show_table(table, hide_index=True, width="stretch", column_config={"Accelerator": st.column_config.TextColumn(pinned=True), **helps})
 
 if serving and result.api_quotes:
     st.subheader("The same traffic through a per-token API")

@@ -114,9 +114,21 @@ elif not full.fits:
         ),
         icon=":material/warning:",
     )
+FLOP_WORDS = "FLOP: one floating-point operation; P, E, Z: 10^15, 10^18, 10^21"
+MFU_WORDS = "model FLOPs utilisation: the share of the devices' peak the run turns into the model's arithmetic"
 c = st.columns(4)
-metric(c[0], "Compute", flops_text(est.flops), help=f"{est.flops:.3g} FLOPs = {sc.train_tokens / 1e9:,.3g} B tokens x {est.flops_per_token:.3g} FLOPs per token")
-metric(c[1], "Device-hours", f"{est.gpu_hours:,.0f}", help=f"on {acc.name}: {est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%}")
+metric(
+    c[0],
+    "Compute",
+    flops_text(est.flops),
+    help=f"{est.flops:.3g} FLOPs = {sc.train_tokens / 1e9:,.3g} B tokens x {est.flops_per_token:.3g} FLOPs per token ({FLOP_WORDS})",
+)
+metric(
+    c[1],
+    "Device-hours",
+    f"{est.gpu_hours:,.0f}",
+    help=f"on {acc.name}: {est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%} ({MFU_WORDS})",
+)
 metric(
     c[2],
     "Cheapest run",

@@ -433,6 +433,8 @@ def sidebar_fields(presets: dict[str, str], accs: dict[str, str]) -> list[Field]
             scale=0.01,
             zero_is_unset=True,
             applies=training,
+            help="Model FLOPs utilisation: the share of the devices' peak FLOP/s a run turns into the model's own arithmetic "
+            "(published large runs: 35-55%). 0 keeps the setup's own figure, which the Training page explains.",
         ),
         # --- display ----------------------------------------------------------------------------------------------
         Field(

@@ -324,5 +324,21 @@ def plan_table(plans: tuple[Plan, ...], serving: bool) -> list[dict[str, Any]]:
         }
         row["Within bounds"] = "yes" if p.within_bounds else "no"
         row["Price as of"] = p.price_as_of + (" (estimate)" if p.price_is_estimate else "")
+        row["Against the market"] = "far below" if p.price_note else ""
         rows.append(row)
     return rows
+
+
+# What the plan table's terse columns mean, on hover (a manager reads "DP 8 x TP 1 x PP 1" without knowing the letters)
+PLAN_COLUMN_HELP = {
+    "Replicas x TP": "copies of the model serving side by side x the GPUs each copy is split over (tensor parallel)",
+    "Layout": "DP: data-parallel copies x TP: GPUs each layer is split over (tensor parallel) x PP: pipeline stages; "
+    "ZeRO-3 shards the weights, gradients and optimizer state over the copies",
+    "Micro-batch x accumulation": "sequences per device per pass x passes summed before each optimizer step",
+    "Scaling efficiency": "the share of the devices' time spent computing rather than waiting on communication",
+    "Frontier": "no other plan is both cheaper and faster",
+    "Idle": "devices rented with the instance that the plan leaves unused",
+    "Within bounds": "meets the goal's deadline, budget and latency targets",
+    "Against the market": "the price is under half the median of its accelerator's providers: one listing or a promotion",
+    "Average load": "the fleet's busy share over the day, its size set by the busiest hour",
+}

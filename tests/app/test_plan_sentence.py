@@ -25,3 +25,18 @@ def test_a_full_fine_tune_still_says_full_fine_tune():
     c = r.cheapest
     assert c is not None and c.goal == "fine-tune"
     assert headline(c, "on-demand").startswith("Full fine-tune"), headline(c, "on-demand")
+
+
+def test_the_plan_table_marks_prices_far_below_the_market_and_explains_its_terse_columns():
+    """Every row priced far below its part's market says so in the table (the 70B fine-tune's V100 listing does), no
+    other row does, and each column the hover help explains is a column the table has, for training and serving."""
+    from app_pages.shared.planning import PLAN_COLUMN_HELP
+
+    r = plan(Goal(goal="fine-tune", model="llama-3.1-70b", tokens=5e7))
+    rows = plan_table(r.plans, serving=False)
+    assert [row["Against the market"] == "far below" for row in rows] == [p.price_note is not None for p in r.plans]
+    assert rows[0]["Against the market"] == "far below" and any(row["Against the market"] == "" for row in rows)
+    served = plan_table(plan(Goal(goal="serve", model="llama-3.1-8b", requests_per_day=2000)).plans, serving=True)
+    columns = set(rows[0]) | set(served[0])
+    assert set(PLAN_COLUMN_HELP) <= columns, set(PLAN_COLUMN_HELP) - columns
+    assert {"Layout", "Replicas x TP", "Scaling efficiency"} <= set(PLAN_COLUMN_HELP)
