@@ -73,6 +73,16 @@ class PriceRow(BaseModel):
 COLUMNS: tuple[str, ...] = tuple(PriceRow.model_fields)
 
 
+# Catalog region names that read as something else in a sentence: skypilot's catalogs call a provider's only region
+# "default" (hyperbolic: a plan read "hyperbolic 2x-H100-149-1443 (default)", like a setting) or "earth" (daytona).
+REGION_WORDS = {"default": "the provider's default region", "earth": "one global region"}
+
+
+def region_text(region: str) -> str:
+    """A row's region as a sentence says it."""
+    return REGION_WORDS.get(region.strip().lower(), region)
+
+
 def parse_price_csv(text: str, known_accelerator_ids: set[str]) -> tuple[tuple[PriceRow, ...], list[str]]:
     """Parse price CSV text. Returns (good rows, messages); never raises on bad content."""
     text = text.lstrip("\ufeff")

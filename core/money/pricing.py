@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 
 from core.catalog.accelerators import get_accelerator
 from core.catalog.price_trust import billable_prices
-from core.catalog.prices import PriceRow
+from core.catalog.prices import PriceRow, region_text
 from core.catalog.providers import Reservation, can_serve, max_devices, on_demand_cluster, reservation_for, within_on_demand
 from core.speed.comm import DEVICES_PER_NODE
 from core.units import SECONDS_PER_HOUR
@@ -202,4 +202,4 @@ def usd_per_million_tokens(tokens_per_s: float, usd_per_hour: float, utilisation
 
 
 def label(row: PriceRow) -> str:
-    return f"{row.provider} {row.instance_type} ({row.region})"
+    return f"{row.provider} {row.instance_type} ({region_text(row.region)})"

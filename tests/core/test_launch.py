@@ -926,3 +926,13 @@ def test_the_pages_name_the_running_request_cap_in_each_engines_flag():
     assert running_limit_words("llama.cpp", 4) == "-np 4 slots"
     assert running_limit_words("vllm", 1024) == "--max-num-seqs 1,024"
     assert running_limit_words("hf-transformers", 8) == "at most 8 running"  # generate() batches what it gets
+
+
+def test_a_catalog_region_that_reads_as_a_setting_is_said_in_words():
+    """skypilot's catalogs name hyperbolic's only region "default": a price label read "(default)" like a setting."""
+    from core.catalog.prices import load_prices, region_text
+    from core.money.pricing import label
+
+    row = next(r for r in load_prices() if r.provider == "hyperbolic" and r.region == "default")
+    assert label(row).endswith("(the provider's default region)") and "(default)" not in label(row)
+    assert region_text("us-east-1") == "us-east-1" and region_text("Earth") == "one global region"

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.catalog.presets import preset, preset_ids
+from core.catalog.prices import region_text
 from core.catalog.stack_layouts import optimizer_problem
 from core.memory.stacks import trains_on_gptq
 
@@ -89,7 +90,7 @@ class _Facts:
         self.accelerator_id = str(sc.get("accelerator", ""))
         self.devices = int(plan.devices) if plan is not None else self.data_parallel * tp * pp
         self.instances = int(plan.instances) if plan is not None else 1
-        self.where = "" if plan is None else f"{plan.instances} x {plan.instance} ({plan.provider}, {plan.region})"
+        self.where = "" if plan is None else f"{plan.instances} x {plan.instance} ({plan.provider}, {region_text(plan.region)})"
         if plan is not None and getattr(plan, "reservation", None):
             self.where += f", a reserved {plan.reservation}"
         self.accelerator = _known_accelerator(self.accelerator_id)
