@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from core.catalog.accelerators import get_accelerator
 from core.catalog.stack_layouts import layout_problem
+from core.catalog.tpu_slices import rentable_chips
 from core.layout import Layout
 from core.memory.components import (
     part_memory_key,
@@ -85,7 +86,8 @@ def layout_options(sc: Scenario, ev: Evaluator, capacity: float, tensor: bool = 
         def stages_fit(p: int, t: int = tp) -> bool:
             return ev.total(Layout(1, t, p), b, s) <= capacity
 
-        pp = smallest_count(stages_fit, min(arch.num_layers, MAX_DEVICES // tp) if pipeline else 1)
+        most = min(arch.num_layers, MAX_DEVICES // tp) if pipeline else 1
+        pp = _rentable(sc.accelerator, tp, smallest_count(stages_fit, most), most)
         if pp:
             options.append((tp * pp, 1 + (tp if layer_split else pp), Layout(1, tp, pp), sc.zero_stage))
     if sc.mode == "training":
@@ -99,7 +101,7 @@ def layout_options(sc: Scenario, ev: Evaluator, capacity: float, tensor: bool = 
                 def ranks_fit(d: int, z: int = zero, t: int = tp) -> bool:
                     return float(ev.components(Layout(d, t, sc.pipeline_parallel), b, s, zero_stage=z)[0].total) <= capacity
 
-                dp = smallest_count(ranks_fit, MAX_DEVICES // group)
+                dp = _rentable(sc.accelerator, group, smallest_count(ranks_fit, MAX_DEVICES // group), MAX_DEVICES // group)
                 if dp:
                     preference = (1 if zero == sc.zero_stage else 2) + (0 if tp == sc.tensor_parallel else 2)
                     options.append((dp * group, preference, Layout(dp, tp, sc.pipeline_parallel), zero))
@@ -116,6 +118,21 @@ def layout_options(sc: Scenario, ev: Evaluator, capacity: float, tensor: bool = 
         )
         for devices, preference, layout, zero in options
     ]
+
+
+def _rentable(accelerator_id: str, group: int, count: int | None, most: int) -> int | None:
+    """`count` groups of `group` devices raised to the fewest whose devices the part can be rented for: on a TPU
+    (data/tpu_slices.csv) a number of chips that divides the smallest slice holding them, so that slice runs whole
+    copies of the layout (14 v5e chips is no slice and leaves 2 of 16 idle: 16 is; one v7 chip is a quarter of a
+    4-chip slice), within `most`; None where none is (or `count` was None). Raising a stage or rank count only
+    lowers each device's memory, so the layout still fits."""
+    if not count:
+        return None
+    slice_chips = rentable_chips(accelerator_id, group * count)
+    for c in range(count, min(most, slice_chips // group) + 1):
+        if slice_chips % (group * c) == 0:
+            return c
+    return None
 
 
 def expert_parallel_sizes(arch: Architecture) -> list[int]:

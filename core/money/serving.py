@@ -34,6 +34,7 @@ from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import spans_nodes
+from core.catalog.tpu_slices import rentable_chips
 from core.layout import Layout
 from core.memory.components import expert_parallel_ranks
 from core.memory.evaluator import Evaluator, fit_capacity
@@ -219,11 +220,16 @@ def rents_many(row: PriceRow) -> bool:
 def fleet(row: PriceRow, devices_per_replica: int, replicas_needed: int, kind: str) -> tuple[int, int] | None:
     """(replicas, instances) of a fleet of `replicas_needed` replicas on whole instances of `row`, every slot of a
     rented instance serving; None where the row cannot be rented that many times (one host, or more devices than one
-    on-demand order of its provider holds: core/money/pricing.on_demand_ok). A TPU row prices one
-    chip of a slice (accelerators_per_instance 1), rented per chip."""
+    on-demand order of its provider holds: core/money/pricing.on_demand_ok). A TPU row priced by the chip
+    (accelerators_per_instance 1) rents slices (data/tpu_slices.csv): each the smallest that holds a replica's chips,
+    shared by as many replicas as it holds (tensor parallel 2 on a v5e rents 4-chip slices, two replicas each; a
+    v5p's smallest slice is 4 chips), so a fleet's chips are whole slices."""
     k = row.accelerators_per_instance
     d = devices_per_replica
-    if d <= k:
+    if kind == "tpu" and k == 1 and (chips := rentable_chips(row.accelerator_id, d)) % d == 0:
+        slices = math.ceil(replicas_needed / (chips // d))
+        replicas, instances = slices * (chips // d), slices * chips
+    elif d <= k:
         per_instance = k // d
         instances = math.ceil(replicas_needed / per_instance)
         replicas = instances * per_instance

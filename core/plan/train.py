@@ -19,6 +19,7 @@ from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import Reservation
 from core.catalog.stack_layouts import INFERENCE_ONLY, layout_problem, part_problem, spans_nodes_ok, stack_for
+from core.catalog.tpu_slices import rentable_chips
 from core.layout import Layout
 from core.memory.components import qlora_upcast
 from core.memory.evaluator import Evaluator
@@ -388,6 +389,8 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
                 s, dp, b = cand.shape, cand.data_parallel, cand.micro_batch
                 used = dp * s.tensor_parallel * s.pipeline_parallel
                 accumulation = max(1, math.ceil(global_seqs / (dp * b)), MICROBATCHES_PER_STAGE * s.pipeline_parallel if s.pipeline_parallel > 1 else 1)
+                if acc.kind == "tpu" and row.accelerators_per_instance == 1 and rentable_chips(aid, used) != used:
+                    continue  # a TPU priced by the chip rents whole slices (data/tpu_slices.csv): one v5p chip is none
                 if not rental.holds(math.ceil(used / row.accelerators_per_instance)):
                     continue  # beyond one on-demand order of the provider, or the reservation's sizes: the bill would refuse it
                 key = (aid, s.method, s.gradient_checkpointing, s.zero_stage, s.tensor_parallel, s.pipeline_parallel, dp, b)
