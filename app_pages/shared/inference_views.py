@@ -15,7 +15,7 @@ from app_pages.shared.results import Rows, cached_estimate, cached_serving, scen
 from app_pages.shared.state import off_default
 from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, FrozenFigure, Units, frozen, layout, vmarker
 from app_pages.shared.text import plain, spreadsheet_safe
-from app_pages.shared.ticks import number_ticks
+from app_pages.shared.ticks import CONTEXT_TICKS, log_ticks, number_ticks
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.estimate import Result
@@ -169,7 +169,7 @@ def kv_figure(key: str, unit: str) -> FrozenFigure:
     kf.add_scatter(x=ctx, y=units.value(free), name="Memory left for KV cache", mode="lines", line={"color": CAPACITY_COLOR, "dash": "dash"})
     vmarker(kf, sc.seq_len, "your context", log_x=True)
     y_title = f"{units.name} per device" if devices == 1 else f"{units.name} on each of {devices} devices"
-    kf.update_layout(xaxis={"type": "log", "dtick": 1, "title": "Context per sequence (tokens, log scale)"}, yaxis_title=y_title)
+    kf.update_layout(xaxis={"type": "log", "title": "Context per sequence (tokens, log scale)", **log_ticks(list(ctx), CONTEXT_TICKS)}, yaxis_title=y_title)
     return frozen(layout(kf, f"KV cache vs context ({result.kv_cache_bytes_per_token:,} bytes per token)", height=420))
 
 

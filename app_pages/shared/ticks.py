@@ -39,6 +39,9 @@ def number_marks(prefix: str = "", decades: range = range(0, 5), steps: tuple[fl
     return tuple((m * 10.0**e, _label(m * 10.0**e, prefix)) for e in decades for m in steps)
 
 
+# Contexts in the words people use for them ("4k", "128k"): every power of four from 256 tokens to 1M (with Llama's
+# 128k), few enough for a projector's chart.
+CONTEXT_TICKS: Marks = ((256, "256"), (1024, "1k"), (4096, "4k"), (16384, "16k"), (65536, "64k"), (131072, "128k"), (262144, "256k"), (1048576, "1M"))
 SPEED_TICKS = number_marks()  # tokens/s: 1 to 50,000 (the Plan page's speed axis, GPU vs TPU's)
 _WIDE = range(-3, 10)  # 0.001 to 5 x 10^9: fractions of a dollar up to a fleet's tokens/s (368,000 for a small model ran past 50,000)
 _COARSE = {prefix: number_marks(prefix, _WIDE) for prefix in ("", "$")}

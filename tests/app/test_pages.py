@@ -143,6 +143,9 @@ def test_inference_charts_draw_the_replica_the_metrics_describe(query):
     free = kv["data"][1]["y"]
     first = np.frombuffer(base64.b64decode(free["bdata"]), dtype=free["dtype"])[0] if isinstance(free, dict) else free[0]
     assert first > 0
+    # the context axis in the words people use for contexts (it read "1000" beside "10k")
+    ticks = kv["layout"]["xaxis"]["ticktext"]
+    assert "4k" in ticks and "1000" not in ticks and set(ticks) <= {"256", "1k", "4k", "16k", "64k", "128k", "256k", "1M"}
 
 
 def test_traffic_input_changes_monthly_cost():
