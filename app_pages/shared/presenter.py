@@ -50,7 +50,7 @@ def chart_with_controls(page: str) -> Any:
     table = fields()
     with side:
         for key in keys:
-            widget(table[key], on_change=after_sidebar_change, args=(shape,))
+            widget(table[key], on_change=after_sidebar_change, args=(shape,), narrow=True)
             if full := long_choice(table[key], values, limit=20):  # the large type fits about 20 characters
                 st.caption(plain(full))
     return chart

@@ -101,7 +101,9 @@ def time_cost_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows 
     groups = [(name, df[df["name"] == name], TOP_COLORS[i] if i < len(TOP_COLORS) else OWN_EXTRA_COLOR) for i, name in enumerate(top)]
     rest = df[~df["name"].isin(top) & on_frontier(df["hours"], df["usd"])]
     if len(rest):
-        groups.append(("Other accelerators: runs nothing beats on both time and cost", rest, OTHER_COLOR))
+        # short: a horizontal legend's columns are as wide as its longest entry (this one at 60 characters put every
+        # entry on a line of its own, ten lines under a 480 px chart in the presenter view); the caption says the rest
+        groups.append(("Other accelerators (best runs)", rest, OTHER_COLOR))
     for name, g, color in groups:
         symbol = "diamond" if name == own else "circle-open" if color == OTHER_COLOR else "circle"
         fig.add_scatter(

@@ -16,9 +16,11 @@ from app_pages.shared.text import plain
 from core.cli import describe_validation_error
 
 
-def widget(f: Field, container: Any = st, on_change: Callable[..., None] | None = None, args: tuple = ()) -> Any:
+def widget(f: Field, container: Any = st, on_change: Callable[..., None] | None = None, args: tuple = (), narrow: bool = False) -> Any:
     """The widget for a field, keyed by its URL key; its value lives in st.session_state[f.key]. A sidebar input
-    gets the sidebar's callback (sidebar.py: rerun.after_sidebar_change with the sidebar's shape)."""
+    gets the sidebar's callback (sidebar.py: rerun.after_sidebar_change with the sidebar's shape). `narrow`: a column
+    too narrow for a row of buttons in large type (the presenter view's, beside its chart), where a segmented choice
+    is drawn as radio buttons, one a line ("Full fine-tune" was cut to "Full fine-" there at 1024 px)."""
     st.session_state.setdefault(f.key, f.default)
     common: dict[str, Any] = {"key": f.key, "help": f.help or None}
     if on_change is not None:
@@ -31,6 +33,8 @@ def widget(f: Field, container: Any = st, on_change: Callable[..., None] | None 
         return container.number_input(f.label, min_value=cast(f.lo), max_value=cast(f.hi), **step, **common)
     if f.widget == "slider":
         return container.select_slider(f.label, options=f.stops(st.session_state[f.key]), format_func=f.fmt, **common)
+    if f.widget == "segmented" and narrow:
+        return container.radio(f.label, options=list(f.options), format_func=f.fmt, **common)
     if f.widget == "segmented":
         return container.segmented_control(f.label, options=list(f.options), format_func=f.fmt, required=True, **common)
     return container.selectbox(f.label, options=list(f.options), format_func=f.fmt, **common)

@@ -87,8 +87,14 @@ def test_the_presenter_view_draws_the_main_inputs_beside_the_chart():
 def test_the_training_page_presents_its_time_and_cost_chart_with_its_inputs():
     at = open_link("training", {"present": "true", "mode": "training"})
     no_exception(at)
-    assert {"model", "method"} <= {getattr(w, "key", None) for kind in ("selectbox", "segmented_control", "button_group") for w in at.main.get(kind)}
+    assert {"model", "method"} <= {getattr(w, "key", None) for kind in ("selectbox", "radio") for w in at.main.get(kind)}
     assert "tokens" in {getattr(w, "key", None) for w in at.main.get("number_input")}
+    # the narrow column draws the method one choice a line ("Full fine-tune" was cut in a row of buttons at 1024 px)
+    method = next(r for r in at.main.get("radio") if r.key == "method")
+    assert "Full fine-tune" in method.options
+    method.set_value("qlora").run()
+    no_exception(at)
+    assert at.session_state["method"] == "qlora" and at.query_params.get("method") == "qlora"
 
 
 def _keys(where, *kinds: str) -> set:
