@@ -77,7 +77,8 @@ def _plan(key: str, price_key: str = "", _rows=None) -> PlanResult:
 def _frontier(key: str, price_key: str = "", _rows=None):
     g = Goal.model_validate_json(key)
     r = _plan(key, price_key, _rows)
-    return frozen(frontier_figure(r.plans, g.goal == "serve", g.deadline_hours, g.budget_usd, r.cheapest, r.fastest))
+    api = r.api_quotes[0] if r.api_quotes else None
+    return frozen(frontier_figure(r.plans, g.goal == "serve", g.deadline_hours, g.budget_usd, r.cheapest, r.fastest, api))
 
 
 result = _plan(KEY, *PRICES)
@@ -127,6 +128,7 @@ with chart_slot:
         f"{'weights format' if serving else 'method'}; outlined points are on the frontier. 'fastest' is the planner's: the "
         f"cheapest plan within {FAST_ENOUGH - 1:.0%} of the shortest time. {result.considered:,} priced plans weighed; "
         f"{len(result.plans)} shown (the frontier, the cheapest per accelerator and method)."
+        + (" The dashed line is the same traffic through the cheapest per-token API (table below)." if serving and result.api_quotes else "")
     )
     if serving:
         from_sidebar = md("Model: **{name}**, served with **{engine}** (from the sidebar).", name=sc.architecture.name, engine=ENGINES[goal.serving_engine].label)

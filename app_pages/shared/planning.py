@@ -8,7 +8,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from app_pages.shared.charts import component_label
-from app_pages.shared.style import COMPONENT_COLORS, Units, capacity_line, layout
+from app_pages.shared.style import COMPONENT_COLORS, Units, capacity_line, hmarker, layout
 from app_pages.shared.text import chart_text, hours_text, usd_text
 from app_pages.shared.ticks import number_ticks, time_ticks
 from core.catalog.accelerators import UnknownAcceleratorError, get_accelerator
@@ -17,6 +17,7 @@ from core.memory.estimate import estimate_memory
 from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS
 from core.memory.sweep import COMPONENTS
 from core.plan import Plan
+from core.plan.result import ApiQuote
 from core.plan.train import days_words
 from core.scenario import Scenario
 from core.speed.timing import fp8_weight_only
@@ -150,6 +151,7 @@ def headline(p: Plan, pricing: str, short: bool = False) -> str:
     )
 
 
+API_COLOR = "#7F3C8D"  # the per-token API's line on the serving chart
 GROUP_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#B279A2", "#E45756", "#72B7B2", "#9D755D")
 
 
@@ -160,12 +162,20 @@ def _group(p: Plan, serving: bool) -> str:
 
 
 def frontier_figure(
-    plans: tuple[Plan, ...], serving: bool, deadline: float | None, budget: float | None, cheapest: Plan | None = None, fastest: Plan | None = None
+    plans: tuple[Plan, ...],
+    serving: bool,
+    deadline: float | None,
+    budget: float | None,
+    cheapest: Plan | None = None,
+    fastest: Plan | None = None,
+    api: ApiQuote | None = None,
 ) -> go.Figure:
     """Each shown plan a point (time or speed vs cost) coloured by method (format when serving), the frontier joined,
     the planner's picks labelled (`cheapest` and `fastest`: PlanResult's, from core/money/picks.py, so the chart
     names the plans the sentences name), bounds shaded; customdata[0] = plan index. Groups come in the order of their
-    first plan, and plans come cheapest first, so the first point of the first trace is the cheapest plan."""
+    first plan, and plans come cheapest first, so the first point of the first trace is the cheapest plan. Serving,
+    `api` (the cheapest per-token API quote for the traffic) is a dashed line at its monthly bill: the manager's
+    other option, on the chart rather than three screens down."""
     fig = go.Figure()
     x_of = (lambda p: p.tokens_per_s_per_user) if serving else (lambda p: p.hours)
     y_of = (lambda p: p.usd_per_month) if serving else (lambda p: p.usd)
@@ -223,6 +233,9 @@ def frontier_figure(
         fig.add_vrect(x0=deadline, x1=max(x_of(p) or 0 for p in plans) * 2, fillcolor="#E45756", opacity=0.08, line_width=0, annotation_text="past the deadline")
     if budget:
         fig.add_hrect(y0=budget, y1=max(y_of(p) or 0 for p in plans) * 2, fillcolor="#E45756", opacity=0.08, line_width=0, annotation_text="over the budget")
+    api_usd = [api.usd_per_month] if serving and api is not None and api.usd_per_month > 0 else []
+    for usd in api_usd:
+        hmarker(fig, usd, chart_text(f"per-token API ({api.provider}): {usd_text(usd)} a month"), log_y=True, color=API_COLOR)  # type: ignore[union-attr]
     fig.update_layout(
         xaxis={"type": "log", "title": "Generation speed each user sees (tokens/s, log scale)", **number_ticks([x for p in plans if (x := x_of(p))])}
         if serving
@@ -230,7 +243,7 @@ def frontier_figure(
         yaxis={
             "type": "log",
             "title": "Monthly bill (USD, log scale)" if serving else "Cost of the run (USD, log scale)",
-            **number_ticks([y for p in plans if (y := y_of(p))], "$"),
+            **number_ticks([y for p in plans if (y := y_of(p))] + api_usd, "$"),
         },
     )
     title = "Speed vs monthly bill of each plan" if serving else "Time vs cost of each plan"

@@ -120,6 +120,17 @@ def vmarker(fig: go.Figure, x: float, text: str, *, log_x: bool, color: str = "#
     )
 
 
+def hmarker(fig: go.Figure, y: float, text: str, *, log_y: bool, color: str) -> None:
+    """A labelled horizontal dashed line at data value y across the plot, its label above the line at the right (on a
+    cost-vs-speed chart the cheap plans sit at the left, near such a line, and the fast ones high at the right). As
+    vmarker: a layout shape and annotation, the annotation in log10 coordinates on a log axis (Plotly's add_hline put
+    its label at 10^y there: a $1.76 line labelled near $58)."""
+    fig.add_shape(type="line", xref="x domain", yref="y", x0=0, x1=1, y0=y, y1=y, line={"color": color, "dash": "dash", "width": 2})
+    fig.add_annotation(
+        x=1, xref="x domain", y=math.log10(y) if log_y else y, yref="y", xanchor="right", yanchor="bottom", text=text, showarrow=False, font={"color": color}
+    )
+
+
 def capacity_line(fig: go.Figure, capacity: float, text: str, longest: float, narrow_text: str) -> None:
     """The device's usable memory as a dashed vertical line on a horizontal-bar chart, labelled above the plot, on
     the side of the line with more room (a line far right: to its left; a line near 0 when the bars run far past

@@ -40,3 +40,25 @@ def test_the_plan_table_marks_prices_far_below_the_market_and_explains_its_terse
     columns = set(rows[0]) | set(served[0])
     assert set(PLAN_COLUMN_HELP) <= columns, set(PLAN_COLUMN_HELP) - columns
     assert {"Layout", "Replicas x TP", "Scaling efficiency"} <= set(PLAN_COLUMN_HELP)
+
+
+def test_the_serving_chart_draws_the_per_token_api_at_its_monthly_bill():
+    """The manager's other option on the chart: a dashed line at the cheapest API quote's monthly bill for the same
+    traffic, labelled with its provider and bill, its label placed on the log axis at the line (log10 of the bill);
+    training charts have none."""
+    import math
+
+    from app_pages.shared.text import usd_text
+
+    r = plan(Goal(goal="serve", model="llama-3.1-70b", requests_per_day=200_000))
+    api = r.api_quotes[0]
+    assert api.usd_per_month == min(q.usd_per_month for q in r.api_quotes) > 0
+    fig = frontier_figure(r.plans, serving=True, deadline=None, budget=None, cheapest=r.cheapest, fastest=r.fastest, api=api)
+    lines = [s for s in fig.layout.shapes if s.y0 == s.y1 == api.usd_per_month]
+    assert len(lines) == 1 and lines[0].line.dash == "dash"
+    label = next(a for a in fig.layout.annotations if "per-token API" in a.text)
+    assert label.text == f"per-token API ({api.provider}): {usd_text(api.usd_per_month)} a month"
+    assert label.y == math.log10(api.usd_per_month)
+    training = plan(Goal(goal="fine-tune", model="llama-3.1-8b", tokens=2e7))
+    tf = frontier_figure(training.plans, serving=False, deadline=None, budget=None, api=api)
+    assert not any("per-token API" in (a.text or "") for a in tf.layout.annotations)
