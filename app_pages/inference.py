@@ -17,11 +17,13 @@ from core.memory.fit import MAX_BATCH
 
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
 if sc.mode != "inference":
-    sc, err, _ = as_mode(sc, "inference")
+    sc, err, served_note = as_mode(sc, "inference")
     st.info("The sidebar is set to training; this page shows the same model **served** (weights in the sidebar's format).", icon=":material/info:")
     if sc is None:
         st.error(plain(err))
         stop_page()
+    if served_note:  # the sidebar's engine does not run on the part: served with one that does
+        st.warning(plain(served_note), icon=":material/warning:")
 acc = get_accelerator(sc.accelerator)
 PRICES = priced()  # the price list in use: (cache key, rows)
 KEY = sc.model_dump_json()

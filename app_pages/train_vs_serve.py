@@ -49,7 +49,7 @@ def bills() -> int:
     serve, why_not, engine_id, where = serve_sc, err2, sc.serving_engine, " (the sidebar's *Serving engine*)"
     if sc.mode == "training":  # the sidebar draws no serving engine while training: the page does (a link's engine= kept)
         engine_id = page_widget("engine", st.columns(4)[0])
-        serve, why_not, _ = as_mode(sc, "inference", serving_engine=engine_id)
+        serve, why_not, _ = as_mode(sc, "inference", fallback=False, serving_engine=engine_id)  # the page's own choice: said, not replaced
         where = " (*Serving engine* above)"
     if serve is None:  # the same setup cannot be served (its engine does not run on this part...): the training bill alone, and why
         if training is not None and training.run_usd is not None:

@@ -49,10 +49,12 @@ def page_header(title: str, caption: str) -> tuple[Scenario, dict[str, Any], Uni
     return ctx.scenario, ctx.values, ctx.units  # hop: PageContext -> the page's Scenario (and values, units)
 
 
-def as_mode(sc: Scenario, mode: str, **update: Any) -> tuple[Scenario | None, str | None, str | None]:
+def as_mode(sc: Scenario, mode: str, fallback: bool = True, **update: Any) -> tuple[Scenario | None, str | None, str | None]:
     """The same model and accelerator as a training or serving scenario: (scenario, error, note). A serving format
     (AWQ, GPTQ, GGUF, FP8...) cannot be fully fine-tuned, so the training view trains the model's weights in the
-    sidebar's precision (BF16, FP16 or FP32) and the note says so."""
+    sidebar's precision (BF16, FP16 or FP32) and the note says so. Served with an engine the part does not run, it is
+    served with one that does (core/engine_fallback.py) and the note says so, unless `fallback` is off (an engine the
+    reader picked on the page, beside the refusal)."""
     from core.cli import describe_validation_error
     from core.model.formats import FORMATS
 
@@ -71,6 +73,10 @@ def as_mode(sc: Scenario, mode: str, **update: Any) -> tuple[Scenario | None, st
     try:
         return Scenario(**fields), None, note
     except ValidationError as exc:
+        from core.engine_fallback import with_runnable_engine
+
+        if fallback and (instead := with_runnable_engine(fields)) is not None:  # an engine the part does not run: one that does
+            return instead[0], None, " ".join(n for n in (note, instead[1]) if n)
         return None, describe_validation_error(exc), None
 
 

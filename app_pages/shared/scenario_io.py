@@ -18,6 +18,7 @@ from app_pages.shared.fields import fields
 from app_pages.shared.state import CFG_TEXT, MAX_CONFIG_CHARS, config_blob
 from core.catalog.accelerators import custom_accelerator, custom_accelerator_id
 from core.cli import describe_validation_error
+from core.engine_fallback import with_runnable_engine
 from core.jsontext import JSONProblem, loads
 from core.model.hf_config import ConfigError, parse_hf_config
 from core.scenario import HFConfig, Scenario
@@ -75,10 +76,13 @@ def build_scenario(values: Values, config_text: str) -> tuple[Scenario | None, s
     refused = {f.key: why for f in fields().values() if f.scenario and f.applies(values) and (why := f.refused(values[f.key])) is not None}
     if refused:  # a number the input takes but the scenario does not (a step budget of 1-15 tokens): left unset, said once
         values = {**values, **{key: 0 for key in refused}}
+    d = scenario_dict(values, model)
     try:
-        sc = Scenario.model_validate(scenario_dict(values, model))  # hop: field dict -> validated Scenario
+        sc = Scenario.model_validate(d)  # hop: field dict -> validated Scenario
         return sc, " ".join(refused.values()) or None
     except ValidationError as exc:
+        if (instead := with_runnable_engine(d)) is not None:  # an engine the part does not run: shown with one it does
+            return instead[0], " ".join([*refused.values(), instead[1]])
         return None, "This combination is not valid: " + describe_validation_error(exc, names=input_labels())
 
 

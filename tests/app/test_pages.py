@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from app_pages.shared.style import Units
 from app_pages.shared.text import flops_text, hours_text, usd_text
 from core.estimate import estimate
 from core.memory.validation import load_cases
@@ -457,3 +458,24 @@ def test_each_kv_cache_choice_names_its_engines_and_reads_whole_in_its_box():
     f = fields()["kv"]
     assert f.fmt("fp8") == "FP8 (vLLM, SGLang, TRT-LLM)" and f.fmt("q8_0") == "Q8_0 (llama.cpp, MLX)" and f.fmt("bf16") == "BF16"
     assert max(len(f.fmt(v)) for v in f.options) <= LONG_CHOICE
+
+
+def test_the_cheapest_v100_plan_opens_on_the_inference_page_with_an_engine_that_runs_there():
+    """The Plan page's cheapest fine-tune runs on V100s; its scenario keeps the default engine, vLLM, which left Volta.
+    Opened on Inference (and Memory in serving mode) it showed an error box and no numbers: it is now served with
+    llama.cpp, said in one warning, and the numbers are that scenario's."""
+    from core.engine_fallback import with_runnable_engine
+
+    at = run_app("inference", params={"model": "llama-3.1-8b", "mode": "training", "acc": "v100-32gb", "method": "lora"})
+    no_exception(at)
+    assert not at.error
+    said = [w.value.replace("\\", "") for w in at.warning if "does not run on NVIDIA V100" in w.value]
+    assert len(said) == 1 and "Shown with llama.cpp" in said[0], [w.value for w in at.warning]
+    assert metric(at, "Tokens/s per user")
+    mem = run_app("memory", params={"model": "llama-3.1-8b", "acc": "v100-32gb"})
+    no_exception(mem)
+    assert not mem.error
+    got = with_runnable_engine({"model": "llama-3.1-8b", "mode": "inference", "accelerator": "v100-32gb", "seq_len": 4096})
+    assert got is not None
+    want = Units("GiB")(estimate(got[0]).memory_per_device_bytes.total)
+    assert metric(mem, "Memory per device") == want
