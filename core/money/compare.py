@@ -12,6 +12,7 @@ from core.catalog.accelerators import get_accelerator, load_accelerators
 from core.catalog.ecosystem import EcosystemEntry, ecosystem_for, platform_of
 from core.catalog.engine_hardware import engine_problem
 from core.catalog.prices import PriceRow
+from core.catalog.stack_layouts import training_part_problem
 from core.layout import Layout
 from core.memory.components import part_memory_key
 from core.memory.evaluator import Evaluator
@@ -83,7 +84,12 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
         if per_device is not None:
             usd_mtok = per_device * devices / (speed.output_tokens_per_s * SECONDS_PER_HOUR) * 1e6
     train_rate = train_hours = train_usd = None
-    if sc.mode == "training" or sc.train_tokens:
+    # training figures only where a stack trains this method on the part (the Training sweep's and the planner's rule:
+    # no QLoRA on a TPU, nothing on Inferentia2 or an SRAM inference chip)
+    cannot_train = training_part_problem(acc, sc.method, sc.training_stack, sc.optimizer) if sc.mode == "training" or sc.train_tokens else None
+    if cannot_train is not None:
+        notes.append(cannot_train.removeprefix(f"{acc.id}: "))
+    elif sc.mode == "training" or sc.train_tokens:
         t = training_time(sc_a, acc, 1, tokens=sc.train_tokens or 1.0)
         train_rate = t.tokens_per_s
         if training is not None:

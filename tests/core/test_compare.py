@@ -75,3 +75,31 @@ def test_every_platform_names_the_seed_trade_offs():
     for platform in {e.platform for e in eco}:
         aspects = {e.aspect for e in eco if e.platform == platform}
         assert {"quantization", "memory", "scaling", "frameworks"} <= aspects, platform
+
+
+def test_a_part_that_cannot_train_this_way_has_no_training_figures_and_says_why():
+    """GPU vs TPU in training mode ranked TPUs for QLoRA and Inferentia2 for a full fine-tune, which the Training page
+    and the planner refuse (core/catalog/stack_layouts.training_part_problem, the one rule): no figures there, the
+    reason in the notes; a part that trains keeps its figures."""
+    from core.catalog.accelerators import get_accelerator
+    from core.catalog.stack_layouts import training_part_problem
+
+    ids = ["h100-sxm", "tpu-v5p", "inferentia2", "cerebras-wse-3"]
+    qlora = {r.accelerator_id: r for r in compare_accelerators(Scenario(model="llama-3.1-8b", mode="training", method="qlora"), ids)}
+    assert qlora["h100-sxm"].training_tokens_per_s_per_device and qlora["h100-sxm"].training_tokens_per_usd
+    for aid in ("tpu-v5p", "inferentia2", "cerebras-wse-3"):
+        why = training_part_problem(get_accelerator(aid), "qlora", "hf")
+        assert why is not None and qlora[aid].training_tokens_per_s_per_device is None and qlora[aid].training_run_usd is None
+        assert why.removeprefix(f"{aid}: ") in qlora[aid].notes
+    full = {r.accelerator_id: r for r in compare_accelerators(Scenario(model="llama-3.1-8b", mode="training", method="full"), ids)}
+    assert full["tpu-v5p"].training_tokens_per_s_per_device and full["inferentia2"].training_tokens_per_s_per_device is None
+
+
+def test_the_estimate_says_when_its_own_part_cannot_train():
+    """The Training page priced a fine-tune on Inferentia2 as the sidebar's part with no word (its sweep skipped the
+    check for the sidebar's own part): the estimate's problem names it, by the part's name."""
+    from core.memory.problems import scenario_problem
+
+    said = scenario_problem(Scenario(model="llama-3.1-8b", mode="training", method="full", accelerator="inferentia2"))
+    assert said == "AWS Inferentia2 (Inf2, per chip): an inference-only part"
+    assert scenario_problem(Scenario(model="llama-3.1-8b", mode="training", method="lora", accelerator="tpu-v5p")) is None
