@@ -10,7 +10,7 @@ from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.tables import show_table
-from app_pages.shared.text import flops_text, hours_text, md, metric, plain
+from app_pages.shared.text import device_hours_text, flops_text, hours_text, md, metric, plain, usd_text
 from app_pages.shared.training_views import TOP_COLORS, curve_figure, offers_table, run_cost, time_cost_figure, training_curve_of, training_options_of
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import REFERENCE_CEILING, get_accelerator
@@ -126,13 +126,13 @@ metric(
 metric(
     c[1],
     "Device-hours",
-    f"{est.gpu_hours:,.0f}",
+    device_hours_text(est.gpu_hours),
     help=f"on {acc.name}: {est.devices} devices x {est.wall_hours:,.1f} h at MFU {est.mfu:.0%} ({MFU_WORDS})",
 )
 metric(
     c[2],
     "Cheapest run",
-    f"${cost(cheapest):,.0f}",
+    usd_text(cost(cheapest)),  # the pages' one way with money: "$1" beside "Your setup ... $0.53" read as cheaper
     help=f"{cheapest.provider} {cheapest.instance_type}, {cheapest.devices} x {get_accelerator(cheapest.accelerator_id).name}, "
     f"{hours_text(cheapest.run_hours)}" + ("" if cheapest.within_bounds else f" (no run finishes within {HORIZON_HOURS / 24:.0f} days)"),
 )
@@ -140,7 +140,7 @@ metric(
     c[3],
     "Fastest run",
     hours_text(fastest.run_hours),
-    help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {get_accelerator(fastest.accelerator_id).name}, ${cost(fastest):,.0f}",
+    help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {get_accelerator(fastest.accelerator_id).name}, {usd_text(cost(fastest))}",
 )
 if est.run_usd is not None and est.run_hours is not None and (full.fits or need is not None):
     own_usd = est.run_spot_usd if spot and est.run_spot_usd is not None else est.run_usd

@@ -121,3 +121,9 @@ def sequences_text(n: int) -> str:
     (core/memory/fit.py), so a count there is a floor: "4,096+" (a 0.5B model on an H200 holds more than 20,000
     sequences of 512 tokens). Every page writes the floor this one way."""
     return f"{n:,}+" if n >= MAX_BATCH else f"{n:,}"
+
+
+def device_hours_text(hours: float) -> str:
+    """Device-hours as the Training page counts them: one decimal under 10 (a LoRA run of 0.6 device-hours read "1"),
+    whole hours above."""
+    return f"{hours:,.1f}" if hours < 10 else f"{hours:,.0f}"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from app_pages.shared.style import Units
-from app_pages.shared.text import flops_text, hours_text, usd_text
+from app_pages.shared.text import device_hours_text, flops_text, hours_text, usd_text
 from core.estimate import estimate
 from core.memory.validation import load_cases
 from core.money.buy_rent import buy_vs_rent
@@ -34,7 +34,7 @@ def test_training_page_numbers_equal_core_and_follow_tokens():
     sc = Scenario(model="llama-3.1-8b", mode="training", train_tokens=100e9, zero_stage=1, data_parallel=8, seq_len=4096)
     est = estimate(sc).training
     assert metric(at, "Compute") == flops_text(est.flops)
-    assert metric(at, "Device-hours") == f"{est.gpu_hours:,.0f}"
+    assert metric(at, "Device-hours") == device_hours_text(est.gpu_hours)
     at.number_input(key="tokens").set_value(200.0).run()
     no_exception(at)
     assert metric(at, "Compute") == flops_text(2 * est.flops)
@@ -52,7 +52,7 @@ def test_a_serving_format_is_trained_from_its_16_bit_weights(fmt):
     # no training tokens in the sidebar: the page bills the Plan page's dataset, 20 million tokens x 1 epoch by default
     est = estimate(Scenario(model="qwen3-32b", mode="training", accelerator="rtx-4090", train_tokens=2e7, seq_len=4096)).training
     assert metric(at, "Compute") == flops_text(est.flops)
-    assert metric(at, "Device-hours") == f"{est.gpu_hours:,.0f}"
+    assert metric(at, "Device-hours") == device_hours_text(est.gpu_hours)
     tvs = run_app("train_vs_serve", params={"model": "qwen3-32b", "fmt": fmt, "acc": "rtx-4090"})
     no_exception(tvs)
     assert not tvs.error and any("BF16 weights" in c.value for c in tvs.caption)
@@ -479,3 +479,28 @@ def test_the_cheapest_v100_plan_opens_on_the_inference_page_with_an_engine_that_
     assert got is not None
     want = Units("GiB")(estimate(got[0]).memory_per_device_bytes.total)
     assert metric(mem, "Memory per device") == want
+
+
+def test_the_cheapest_run_is_never_shown_dearer_than_the_readers_own():
+    """The Plan's cheapest fine-tune loaded on Training: "Cheapest run $1" sat beside "Your setup ... $0.53" (whole
+    dollars against cents); both read in cents now, and the cheapest is not above the reader's own run."""
+    import re
+
+    link = {
+        "mode": "training",
+        "model": "llama-3.1-8b",
+        "acc": "v100-32gb",
+        "seq": "2048",
+        "method": "lora",
+        "prec": "fp16-true",
+        "ga": "8",
+        "zero": "3",
+        "dp": "8",
+        "tokens": "0.02",
+    }
+    at = run_app("training", params=link)
+    no_exception(at)
+    cheapest = metric(at, "Cheapest run")
+    assert re.fullmatch(r"\$\d+\.\d\d", cheapest), cheapest
+    own = next(m for m in (re.search(r"Your setup \(.*?\): [^,]+, \$([\d,.]+)", c.value.replace("\\", "")) for c in at.caption) if m)
+    assert float(cheapest[1:]) <= float(own.group(1).replace(",", "").rstrip(".")), (cheapest, own.group(0))
