@@ -113,6 +113,9 @@ if result.cheapest is None:
 with answer_slot:  # the answer in one line above the chart; in full, with how to run it, below it
     regardless = "" if result.cheapest.within_bounds else " (none meets the deadline and budget: the cheapest regardless)"
     short = plain(headline(result.cheapest, goal.pricing, short=True))
+    if (at_market := result.cheapest_at_market) is not None:  # a manager quotes this line: the caveat goes in it
+        month = " a month" if at_market.usd is None else ""
+        short += md(" Its price is one listing far below its market; at a market price: {usd}{month}.", usd=usd_text(at_market.cost), month=month)
     st.markdown(md("#### Cheapest plan for {name}{regardless} — ", name=sc.architecture.name, regardless=regardless) + short)
     if goal.goal == "pretrain" and (optimal := pretrain_tokens_note(goal, sc.architecture)) is not None:
         note, million = optimal
@@ -231,7 +234,9 @@ if not serving:
     show(_strategies(sc.replace(seq_len=goal.seq_len, output_tokens=None).model_dump_json(), units.name, acc.name), key="chart_strategies")
     st.caption(
         md(
-            "For the sidebar's accelerator (**{acc}**), one sequence of {n} tokens per device; each bar says how many devices it is on.",
+            "For the sidebar's accelerator (**{acc}**), one sequence of {n} tokens per device; each bar says how many devices it is on. "
+            "The full fine-tunes train in mixed BF16, LoRA and QLoRA in pure BF16 (the optimizer, LoRA rank and targets are the sidebar's), "
+            "with gradient checkpointing but on the first bar: the Memory page shows the sidebar's own settings, which may differ.",
             acc=acc.name,
             n=f"{goal.seq_len:,}",
         )

@@ -5,6 +5,7 @@ import re
 
 from app_pages.shared.planning import headline
 from app_pages.shared.style import Units
+from app_pages.shared.text import usd_text
 from core.estimate import estimate
 from core.plan import Goal, plan
 from core.scenario import Scenario
@@ -220,6 +221,9 @@ def test_a_cheapest_plan_far_below_its_market_shows_the_market_price_plan_and_lo
     text = _markdown(at)
     assert f"**Its price is {r.cheapest.price_note}**" in text
     assert "**At a market price:** " + headline(r.cheapest_at_market, "on-demand") in text
+    # the one-line answer above the chart, the line a manager quotes, carries the caveat and the market price
+    answer = next(m.value.replace("\\", "") for m in at.markdown if m.value.startswith("#### Cheapest plan"))
+    assert answer.endswith(f"Its price is one listing far below its market; at a market price: {usd_text(r.cheapest_at_market.cost)}."), answer
     next(b for b in at.button if b.label == "Load the market-price plan").click().run()
     no_exception(at)
     assert at.title[0].value == "Memory"
