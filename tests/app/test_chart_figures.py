@@ -7,7 +7,9 @@ import pytest
 
 from app_pages.shared.planning import METHOD_WORDS, frontier_figure
 from app_pages.shared.ticks import TIME_TICKS, log_ticks
+from core.money.compare import compare_accelerators
 from core.plan import Goal, plan
+from core.scenario import Scenario
 
 from .conftest import array_of, charts, no_exception, open_link
 
@@ -78,6 +80,13 @@ def test_gpu_vs_tpu_names_sit_over_the_bubbles_and_thin_out_on_a_phone():
     for trace in (t for t in fig["data"] if t.get("mode") == "markers"):
         sizes, phone = trace["marker"]["size"], trace["meta"]["narrow_size"]
         assert len(phone) == len(sizes) and all(p == s / 2 and 8 <= s <= 40 for s, p in zip(sizes, phone, strict=True))
+    # a chip as fast as another for more (GB200 and MI355X both bandwidth-bound at 8 TB/s: 307 tokens/s) is beaten:
+    # the dearer one is not named (a strict "cheaper and faster" named the GB200, over the MI355X bubble)
+    rows = {r.accelerator_id: r for r in compare_accelerators(Scenario(model="llama-3.1-8b", seq_len=4096), ["gb200", "mi355x"])}
+    gb200, mi355x = rows["gb200"], rows["mi355x"]
+    assert gb200.output_tokens_per_s_per_device == pytest.approx(mi355x.output_tokens_per_s_per_device, rel=1e-9)
+    assert gb200.usd_per_device_hour > mi355x.usd_per_device_hour
+    assert "GB200" not in wide, wide
     h100 = next(t for t in fig["data"] if t.get("mode") == "markers" and any(c[0] == "NVIDIA H100 SXM5 80GB" for c in t["customdata"]))
     i = next(i for i, c in enumerate(h100["customdata"]) if c[0] == "NVIDIA H100 SXM5 80GB")
     assert h100["marker"]["size"][i] == pytest.approx(h100["customdata"][i][1] / 4)
