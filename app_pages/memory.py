@@ -47,7 +47,7 @@ else:
     fit_delta = f"{units(m.total - result.fit_capacity_bytes)} short"
 # One count of the sequences that fit, in whole sequences, for the headline and the engine's pool: the largest batch
 # (core/memory/fit.max_batch, its prefill working set counted); expert-parallel, ceil(B/n) of them on each rank.
-largest_batch = sequences_text(result.max_batch_size) if result.max_batch_size else "none"
+largest_batch = sequences_text(result.max_batch_size) if result.max_batch_size else "not even 1"  # "none" read as "no limit"
 ep_ranks = expert_parallel_ranks(sc, own_layout(sc))
 per_rank = f" ({-(-result.max_batch_size // ep_ranks):,} on each, expert-parallel)" if ep_ranks > 1 and result.max_batch_size else ""
 
@@ -84,7 +84,9 @@ def headline() -> None:
         ("Yes" if result.fits else "No") + (", barely" if result.borderline and result.fits else ", nearly" if result.borderline else ""),
         help=capacity_text(result, acc.name, units) + ram_note + near,
         delta=fit_delta,
-        delta_color="normal" if result.fits else "inverse",
+        # headroom up in green, a shortfall down in red ("↑ 63.3 GiB short" pointed up)
+        delta_color="green" if result.fits else "red",
+        delta_arrow="up" if result.fits else "down",
     )
     if result.layout_needed is None and ram_short:
         metric(cols[2], "Fewest devices that fit", "none", help="more devices do not help: the layers kept off them stay in system RAM" + ram_note)
@@ -96,7 +98,8 @@ def headline() -> None:
             help="Smallest layout that fits: " + layout_text(result.layout_needed) + (EP_BASIS if sc.expert_parallel else ""),
         )
     metric(cols[3], "Largest batch that fits", largest_batch, help=f"at {sc.seq_len:,} tokens, on {own}" + per_rank)
-    metric(cols[4], "Longest context that fits", f"{result.max_seq_len:,}" if result.max_seq_len else "none", help=f"tokens, at batch {sc.batch_size}, on {own}")
+    longest = f"{result.max_seq_len:,}" if result.max_seq_len else "none at this batch"
+    metric(cols[4], "Longest context that fits", longest, help=f"tokens, at batch {sc.batch_size}, on {own}")
     with st.container():  # always there, so a note that comes and goes does not shift (and redraw) the charts below
         if result.layout_note is not None:
             st.caption(say(result.layout_note, units.name))

@@ -199,8 +199,8 @@ def test_llama_cpp_with_its_layers_in_too_little_ram_gives_one_answer():
     assert_safe(at)
     shown = {m.label: (m.value, m.proto.help) for m in at.metric}
     assert shown["Fits one device?"][0] == "No" and "system RAM" in shown["Fits one device?"][1]
-    assert shown["Largest batch that fits"][0] == "none"
-    assert shown["Longest context that fits"][0] == "none"
+    assert shown["Largest batch that fits"][0] == "not even 1"  # "none" read as "no limit"
+    assert shown["Longest context that fits"][0] == "none at this batch"
     assert shown["Fewest devices that fit"][0] == "none"
     advice = " ".join(m.value.replace("\\", "") for m in at.markdown)
     assert "System RAM is what is short" in advice and "132.7 GiB" in advice
@@ -306,7 +306,7 @@ def test_generated_offload_fields(ngl, ram, fmt, seq):
     assert_safe(at)
     shown = {m.label: m.value for m in at.metric}
     if shown.get("Fits one device?") == "No":  # no answer beside the verdict says it fits
-        assert shown["Largest batch that fits"] == "none" or "System RAM" not in " ".join(m.value for m in at.markdown)
+        assert shown["Largest batch that fits"] == "not even 1" or "System RAM" not in " ".join(m.value for m in at.markdown)
 
 
 def test_a_metric_that_came_out_not_finite_is_refused_in_words():
