@@ -14,11 +14,14 @@ from app_pages.shared.rerun import after_sidebar_change, sidebar_shape
 from app_pages.shared.text import plain
 from app_pages.shared.widgets import long_choice, widget
 
+MAX_BESIDE = 6  # inputs beside a chart: six fit beside a 480 px chart and the metrics under it at 1024 x 768
 PAGE_KEY = "_llmgp_page"  # the url_path of the page being shown (app.py), read by the sidebar
 
-# Per page, the sidebar inputs that matter for its main chart, in order; the first four that apply are drawn beside it.
+# Per page, the sidebar inputs that matter for its main chart, in order; the first MAX_BESIDE that apply are drawn
+# beside it. The Memory page's are a workshop's knobs: with four (accelerator, batch, context, method) the instructor
+# opened the sidebar for precision, checkpointing or ZeRO, and at 1024 px the chart beside it squeezed.
 CONTROLS: dict[str, tuple[str, ...]] = {
-    "memory": ("acc", "batch", "seq", "method", "fmt"),
+    "memory": ("acc", "method", "seq", "batch", "gc", "zero", "prec", "fmt"),
     "gpu-vs-tpu": ("model", "mode", "batch", "seq"),
     "training": ("model", "method", "tokens", "seq"),
     "inference": ("model", "acc", "fmt", "seq", "batch"),
@@ -35,7 +38,7 @@ def beside(values: dict[str, Any], page: str | None = None) -> tuple[str, ...]:
         return ()
     table = fields()
     keys = CONTROLS.get(page or st.session_state.get(PAGE_KEY, ""), ())
-    return tuple(k for k in keys if table[k].applies(values))[:4]
+    return tuple(k for k in keys if table[k].applies(values))[:MAX_BESIDE]
 
 
 def chart_with_controls(page: str) -> Any:

@@ -134,3 +134,18 @@ def test_method_sums_up_the_published_cases_beside_its_chart():
     within = sum(abs(c.estimated_bytes() / c.measured_bytes - 1) <= 0.15 for c in cases)
     assert metric(at, "Cases within 15%") == f"{within} of {len(cases)}"
     assert len(charts(at)) == 1
+
+
+def test_the_memory_page_presents_a_workshops_training_knobs_beside_its_chart():
+    """In training mode the instructor's knobs are beside the chart (the sidebar had precision, checkpointing and ZeRO,
+    and opening it at 1024 px squeezed the chart the room watches): six inputs, the method first after the part."""
+    from app_pages.shared.fields import defaults
+    from app_pages.shared.presenter import MAX_BESIDE, beside
+
+    at = open_link("memory", {"present": "true", "mode": "training"})
+    no_exception(at)
+    keys = beside(defaults() | {"present": True, "mode": "training"}, "memory")
+    assert keys == ("acc", "method", "seq", "batch", "gc", "zero") and len(keys) == MAX_BESIDE
+    assert {"acc", "seq", "batch", "zero"} <= _keys(at.main, "selectbox", "select_slider")
+    assert "gc" in _keys(at.main, "toggle") and "method" in _keys(at.main, "radio")
+    assert not {"gc", "zero", "method"} & _keys(at.sidebar, "selectbox", "toggle", "radio", "segmented_control", "button_group")
