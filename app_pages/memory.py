@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.charts import capacity_text, component_label, layout_text
+from app_pages.shared.charts import capacity_text, component_label, layout_text, peak_words
 from app_pages.shared.context import kv_instead, page_header, priced, shipped_format_note, stack_problem_warning, weight_only_caption
 from app_pages.shared.memory_views import breakdown_chart, fits_on_chart, help_basis, help_rows, sweep_chart
 from app_pages.shared.plot import show
@@ -140,9 +140,7 @@ def fit_details() -> str:
                     fit_cols[1], "PyTorch's reserved pool", units(result.reserved_peak_bytes), help="torch.cuda.max_memory_reserved(): live tensors + freed blocks kept"
                 )
                 metric(fit_cols[2], "What nvidia-smi shows", units(m.total), help="the reserved pool + CUDA context and libraries: the number a fit is decided on")
-            phases = {"loss": "the loss step", "recomputation of a checkpointed block": "a recomputed block", "optimizer step": "the optimizer step"}
-            phase = phases.get(result.peak_phase, "the forward pass")
-            metric(fit_cols[3], "Peak happens at", phase if sc.mode == "training" else "the prefill")
+            metric(fit_cols[3], "Peak happens at", peak_words(result) if sc.mode == "training" else "the prefill")
         else:
             metric(
                 fit_cols[0], "Engine reserves at start", units(result.engine_reserved_bytes or 0), help="gpu_memory_utilization x device memory: taken whatever the load"

@@ -40,6 +40,17 @@ def capacity_text(result: MemoryResult, device_name: str, units: Units) -> str:
     return f"{device_name}: {capacity_phrase(result, units)}"
 
 
+# When a training step's memory peaks (core's peak_phase), in words: the bar shows the components at that moment, so
+# checkpointing, which frees the activations before the optimizer step, moves the peak there and the gradients grow
+# on the bar while the activations vanish (a room read it as checkpointing creating gradients)
+PEAK_WORDS = {"loss": "the loss step", "recomputation of a checkpointed block": "a recomputed block", "optimizer step": "the optimizer step"}
+
+
+def peak_words(result: Result) -> str:
+    """The moment a training step's memory peaks, in words ("the forward pass" where core names none)."""
+    return PEAK_WORDS.get(result.peak_phase, "the forward pass")
+
+
 def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
     m = result.memory_per_device_bytes
     fig = go.Figure()
@@ -58,7 +69,8 @@ def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
         )
     cap = units.value(result.fit_capacity_bytes)
     capacity_line(fig, cap, capacity_text(result, device_name, units), units.value(m.total), f"{units(result.fit_capacity_bytes)} usable")
-    fig.update_layout(barmode="stack", xaxis_title=f"Memory per device ({units.name})", yaxis={"visible": False})
+    at = f" at its peak, {peak_words(result)}" if result.mode == "training" else ""
+    fig.update_layout(barmode="stack", xaxis_title=f"Memory per device{at} ({units.name})", yaxis={"visible": False})
     verdict = "fits" if result.fits else "does NOT fit"
     title = f"Memory per device: {units(m.total)} of {units(result.fit_capacity_bytes)} — {verdict}"
     fig = layout(fig, title, height=290)

@@ -149,3 +149,23 @@ def test_the_memory_page_presents_a_workshops_training_knobs_beside_its_chart():
     assert {"acc", "seq", "batch", "zero"} <= _keys(at.main, "selectbox", "select_slider")
     assert "gc" in _keys(at.main, "toggle") and "method" in _keys(at.main, "radio")
     assert not {"gc", "zero", "method"} & _keys(at.sidebar, "selectbox", "toggle", "radio", "segmented_control", "button_group")
+
+
+def test_the_memory_bar_says_at_which_moment_of_the_step_it_is_drawn():
+    """Checkpointing moves a full fine-tune's peak from the loss step to the optimizer step, and the bar, drawn at the
+    peak, shows the gradients whole and no activations: the room read it as checkpointing creating gradients. The
+    axis says the moment (core's peak_phase), as the metric under it does; a serving bar says none."""
+    from core.estimate import estimate
+    from core.scenario import Scenario
+
+    for gc in ("false", "true"):
+        at = open_link("memory", {"mode": "training", "gc": gc, "model": "llama-3.1-8b"})
+        no_exception(at)
+        r = estimate(Scenario(model="llama-3.1-8b", mode="training", gradient_checkpointing=gc == "true", seq_len=4096))
+        words = {"loss": "the loss step", "optimizer step": "the optimizer step"}.get(r.peak_phase, r.peak_phase)
+        bar = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("Memory per device"))
+        assert bar["layout"]["xaxis"]["title"]["text"] == f"Memory per device at its peak, {words} (GiB)"
+        assert metric(at, "Peak happens at") == words
+    served = open_link("memory", {"model": "llama-3.1-8b"})
+    bar = next(c for c in charts(served) if c["layout"]["title"]["text"].startswith("Memory per device"))
+    assert bar["layout"]["xaxis"]["title"]["text"] == "Memory per device (GiB)"
