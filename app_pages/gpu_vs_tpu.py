@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages.shared.cache import shared_cache
-from app_pages.shared.context import page_header, priced
+from app_pages.shared.context import page_header, priced, training_tokens
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls
 from app_pages.shared.results import cached_comparison, scenario_of
@@ -45,6 +45,10 @@ sc, values, units = page_header(
     "GPU vs TPU vs inference chips",
     "For this model and workload: memory, throughput and price-performance per chip, the chips that hold the model in on-chip SRAM, and the ecosystem trade-offs.",
 )
+if sc.mode == "training" and not sc.train_tokens:  # the run billed as on the Training page: the Plan page's dataset
+    tokens, tokens_note = training_tokens(sc, values)
+    sc = sc.replace(train_tokens=tokens)
+    st.caption(tokens_note or "")
 KEY = sc.model_dump_json()
 PRICES = priced()  # the price list in use: (cache key, rows)
 cached_comparison(KEY, *PRICES)  # the expensive part, here between turns (results.cached_comparison); then cache hits
@@ -161,11 +165,11 @@ def comparison_table(key: str, price_key: str = "", _rows=None) -> pd.DataFrame:
                 "Bandwidth (GB/s)": r.memory_bandwidth_gbps,
                 "Peak TFLOP/s": r.peak_tflops,
                 "Devices needed": r.devices,
-                "USD per device-hour": r.usd_per_device_hour,
+                "USD per device-hour": None if r.usd_per_device_hour is None else round(r.usd_per_device_hour, 2),
                 **(
                     {
                         "Training tokens/s per device": None if r.training_tokens_per_s_per_device is None else round(r.training_tokens_per_s_per_device),
-                        "Training run (USD)": None if r.training_run_usd is None else round(r.training_run_usd),
+                        "Training run (USD)": None if r.training_run_usd is None else round(r.training_run_usd, 2),
                         "Hours": None if r.training_wall_hours is None else round(r.training_wall_hours, 1),
                     }
                     if training

@@ -247,6 +247,20 @@ def test_gpu_vs_tpu_table_covers_every_accelerator():
     assert charts(at)
 
 
+def test_gpu_vs_tpu_bills_training_runs_as_the_training_page_does():
+    """In training mode with no token count in the sidebar, GPU vs TPU left its run cost and hours empty while the
+    Training page billed the Plan page's dataset (20 million tokens by default): it bills that dataset too, says so,
+    and its H100 run is core's bill of it, to the cent."""
+    at = run_app("gpu_vs_tpu", params={"model": "llama-3.1-8b", "mode": "training", "method": "lora"})
+    no_exception(at)
+    assert any("20,000,000 tokens" in c.value for c in at.caption)
+    table = at.dataframe[0].value
+    row = compare_accelerators(Scenario(model="llama-3.1-8b", mode="training", method="lora", seq_len=4096, train_tokens=20e6), ["h100-sxm"])[0]
+    assert row.training_run_usd is not None
+    h100 = table[table["Accelerator"] == row.name].iloc[0]
+    assert h100["Training run (USD)"] == round(row.training_run_usd, 2) and h100["USD per device-hour"] == round(row.usd_per_device_hour, 2)
+
+
 def test_gpu_vs_tpu_throughput_axis_has_marks_to_read():
     """70B QLoRA: the chips' training throughputs span less than two decades, and a decades-only log axis had one
     mark ("100"); it has 1-2-5 marks within the data's range."""
