@@ -129,6 +129,13 @@ class PeakCompute(NamedTuple):
     flagged: bool  # True when it is not the figure the precision asks for
 
 
+# A part without BF16 (T4, V100, Turing Quadros): the catalog's 16-bit column holds its FP16 matrix figure, which a
+# run in FP16 gets (training with loss scaling; serving FP16 weights). Said for the workload (a serving page read
+# "train in fp16") and without NVIDIA's word for the units.
+NO_BF16_TRAINING = "no BF16 hardware: its FP16 matrix figure used (train in FP16)"
+NO_BF16_SERVING = "no BF16 hardware: its FP16 matrix figure used (served in FP16)"
+
+
 def peak_tflops(acc: Accelerator, precision: str) -> PeakCompute:
     """Dense peak for training at `precision` (bf16/fp16/fp32) from the catalog."""
     if precision == "fp32":
@@ -140,7 +147,7 @@ def peak_tflops(acc: Accelerator, precision: str) -> PeakCompute:
         return PeakCompute(acc.fp32_tflops or 0.0, "no 16-bit tensor units: FP32 figure used", True)
     if not acc.supports_bf16:
         # T4, V100, Turing Quadros: the catalog's 16-bit column holds the FP16 tensor figure.
-        return PeakCompute(acc.bf16_tflops, "no BF16 hardware: FP16 tensor-core figure used (train in fp16)", True)
+        return PeakCompute(acc.bf16_tflops, NO_BF16_TRAINING, True)
     return PeakCompute(acc.bf16_tflops, "BF16 dense tensor figure", False)
 
 
@@ -168,7 +175,8 @@ def inference_peak_tflops(acc: Accelerator, weights_format: str) -> PeakCompute:
     16-bit and run at the 16-bit rate."""
     if weights_format == "fp8" and not fp8_weight_only(weights_format, acc):
         return PeakCompute(acc.fp8_tflops or 0.0, "FP8 dense tensor figure", False)
-    return peak_tflops(acc, "fp32" if weights_format == "fp32" else "bf16")
+    peak = peak_tflops(acc, "fp32" if weights_format == "fp32" else "bf16")
+    return peak._replace(basis=NO_BF16_SERVING) if peak.basis == NO_BF16_TRAINING else peak
 
 
 def default_mfu(sc: Scenario, acc: Accelerator | None = None) -> tuple[float | None, str]:

@@ -103,3 +103,17 @@ def test_the_estimate_says_when_its_own_part_cannot_train():
     said = scenario_problem(Scenario(model="llama-3.1-8b", mode="training", method="full", accelerator="inferentia2"))
     assert said == "AWS Inferentia2 (Inf2, per chip): an inference-only part"
     assert scenario_problem(Scenario(model="llama-3.1-8b", mode="training", method="lora", accelerator="tpu-v5p")) is None
+
+
+def test_a_part_without_bf16_is_said_for_the_workload():
+    """A T4 has no BF16: its FP16 matrix figure is used, said as training in FP16 when training and served in FP16
+    when serving (a serving page read "train in fp16")."""
+    from core.catalog.accelerators import get_accelerator
+    from core.speed.timing import inference_peak_tflops, peak_tflops
+
+    t4 = get_accelerator("t4")
+    assert peak_tflops(t4, "bf16").basis.endswith("(train in FP16)")
+    served = inference_peak_tflops(t4, "bf16")
+    assert served.basis.endswith("(served in FP16)") and served.tflops == peak_tflops(t4, "bf16").tflops == t4.bf16_tflops
+    rows = compare_accelerators(Scenario(model="llama-3.2-1b"), ["t4"])
+    assert not any("train in" in n for n in rows[0].notes)
