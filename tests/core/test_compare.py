@@ -37,7 +37,7 @@ def test_training_comparison_and_per_dollar():
     assert h100.training_run_usd > 0 and h100.training_wall_hours > 0
     # v6e: 918 of the H100's 989 TFLOP/s and less than half its bandwidth (the per-layer work is bandwidth-bound)
     assert rows["tpu-v6e"].training_tokens_per_s_per_device < 918 / 989 * h100.training_tokens_per_s_per_device
-    assert any("FP16 tensor" in n for n in rows["t4"].notes)
+    assert any("FP16 matrix figure" in n and "train in FP16" in n for n in rows["t4"].notes)
     assert rows["t4"].decode_tokens_per_s is None
 
 
