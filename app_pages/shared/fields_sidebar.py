@@ -198,7 +198,10 @@ def sidebar_fields(presets: dict[str, str], accs: dict[str, str]) -> list[Field]
             scenario="precision",
             applies=training,
             labels={"bf16": "BF16 mixed", "fp16": "FP16 mixed", "bf16-true": "BF16 true (no fp32 copy)", "fp16-true": "FP16 true (no fp32 copy)", "fp32": "FP32"},
-            help="Mixed keeps fp32 weights or a master copy for the update; 'true' trains in the 16-bit type, optimizer states too (LitGPT bf16-true)",
+            help="Mixed keeps fp32 weights or a master copy for the update; 'true' trains in the 16-bit type, optimizer states too (LitGPT bf16-true). "
+            "BF16 and FP16 take 2 bytes a number alike: BF16 keeps FP32's 8 exponent bits (its range, to about 3e38) with 7 bits of "
+            "precision, FP16 has 5 exponent bits (largest 65,504) and 10 of precision, so FP16 training scales the loss to keep small "
+            "gradients from rounding to zero. BF16 needs Ampere (A100, RTX 30) or newer; a V100 or T4 trains in FP16.",
         ),
         Field(
             "stack",

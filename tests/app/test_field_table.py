@@ -42,3 +42,16 @@ def test_a_new_row_is_a_widget_a_url_key_a_scenario_field_and_a_compare_row(new_
     settings = at.dataframe[-1].value
     assert LABEL in list(settings.index), "the Compare page's settings table"
     assert list(settings.loc[LABEL]) == ["fp8"]
+
+
+def test_the_precision_help_explains_bf16_against_fp16_with_the_formats_own_numbers():
+    """A seed-note topic (BF16 vs FP16 range): the help's figures are the formats' own, worked out here: FP16's
+    largest finite number (numpy's float16) and BF16's 8 exponent bits as FP32's ((2 - 2^-7) x 2^127)."""
+    import numpy as np
+
+    from app_pages.shared.fields import fields
+
+    said = fields()["prec"].help
+    assert f"{float(np.finfo(np.float16).max):,.0f}" == "65,504" and "largest 65,504" in said
+    assert f"{(2 - 2**-7) * 2.0**127:.0e}" == "3e+38" and "about 3e38" in said
+    assert np.finfo(np.float16).nmant == 10 and "10 of precision" in said and "7 bits of precision" in said
