@@ -95,6 +95,8 @@ if result.layout_needed is None:
 # and went was mounted and removed and shifted the charts below (README, bench/ab_latency.py).
 own = sc.tensor_parallel * sc.pipeline_parallel  # the sidebar's devices per replica
 held_by = md("one {acc}", acc=acc.name) if own == 1 else md("the sidebar's {k} x {acc}", k=own, acc=acc.name)
+if sc.serving_engine == "llama.cpp" and sc.gpu_layers == 0:  # -ngl 0: the CPU runs it from system RAM, not the card
+    held_by = md("system RAM (llama.cpp with -ngl 0: the CPU runs every layer; {ram} GiB set)", ram=f"{sc.host_memory_gib:g}")
 load = f"{sc.batch_size:,} sequence(s) of {sc.seq_len:,} tokens"
 if result.fits:
     st.info(

@@ -518,3 +518,13 @@ def test_the_cheapest_run_is_never_shown_dearer_than_the_readers_own():
     assert re.fullmatch(r"\$\d+\.\d\d", cheapest), cheapest
     own = next(m for m in (re.search(r"Your setup \(.*?\): [^,]+, \$([\d,.]+)", c.value.replace("\\", "")) for c in at.caption) if m)
     assert float(cheapest[1:]) <= float(own.group(1).replace(",", "").rstrip(".")), (cheapest, own.group(0))
+
+
+def test_cpu_only_llama_cpp_says_system_ram_holds_the_model():
+    """llama.cpp with -ngl 0 runs every layer on the CPU from system RAM: the page said one RTX 4090 held the model."""
+    at = run_app("inference", params={"acc": "rtx-4090", "engine": "llama.cpp", "fmt": "gguf-q4_k_m", "ngl": "0"})
+    no_exception(at)
+    held = [i.value for i in at.info if i.value.startswith("At these settings")]
+    assert len(held) == 1 and "system RAM" in held[0] and "RTX 4090 holds" not in held[0], held
+    gpu = run_app("inference", params={"acc": "rtx-4090", "engine": "llama.cpp", "fmt": "gguf-q4_k_m"})
+    assert any(i.value.startswith("At these settings one NVIDIA GeForce RTX 4090 holds") for i in gpu.info)
