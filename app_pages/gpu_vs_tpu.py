@@ -15,7 +15,7 @@ from app_pages.shared.results import cached_comparison, scenario_of
 from app_pages.shared.style import frozen, layout
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import md
-from app_pages.shared.ticks import SPEED_TICKS, log_ticks
+from app_pages.shared.ticks import SPEED_TICKS, log_ticks, number_ticks
 from core.catalog.accelerators import SRAM_KINDS
 from core.catalog.api_prices import load_api_prices
 from core.catalog.ecosystem import load_ecosystem
@@ -145,7 +145,8 @@ def price_performance(key: str, price_key: str = "", _rows=None):
     # within two decades, marks at 1, 2, 5 x 10^k (decades alone left one mark, "100", on a 30-700 axis)
     marks = log_ticks(ys, SPEED_TICKS) if math.log10(max(ys) / min(ys)) < 2 else {}
     fig.update_layout(
-        xaxis={"type": "log", "dtick": 1, "tickprefix": "$", "title": "Cheapest on-demand price (USD per device-hour, log)"},
+        # 1-2-5 marks in dollars ($0.2 ... $20): decades alone marked $0.13-$30 at $1 and $10 only
+        xaxis={"type": "log", "title": "Cheapest on-demand price (USD per device-hour, log)", **number_ticks([r.usd_per_device_hour for r in priced] or [1.0], "$")},
         yaxis={"type": "log", "title": f"{metric_name} (log)", **(marks or {"dtick": 1})},
     )
     title = f"Price vs throughput for {sc.architecture.name} ({'training' if training else 'serving'})"
@@ -165,7 +166,7 @@ def comparison_table(key: str, price_key: str = "", _rows=None) -> pd.DataFrame:
                 "Bandwidth (GB/s)": r.memory_bandwidth_gbps,
                 "Peak TFLOP/s": r.peak_tflops,
                 "Devices needed": r.devices,
-                "USD per device-hour": None if r.usd_per_device_hour is None else round(r.usd_per_device_hour, 2),
+                "USD per device-hour (cheapest instance for the layout)": None if r.usd_per_device_hour is None else round(r.usd_per_device_hour, 2),
                 **(
                     {
                         "Training tokens/s per device": None if r.training_tokens_per_s_per_device is None else round(r.training_tokens_per_s_per_device),

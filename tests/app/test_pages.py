@@ -258,7 +258,16 @@ def test_gpu_vs_tpu_bills_training_runs_as_the_training_page_does():
     row = compare_accelerators(Scenario(model="llama-3.1-8b", mode="training", method="lora", seq_len=4096, train_tokens=20e6), ["h100-sxm"])[0]
     assert row.training_run_usd is not None
     h100 = table[table["Accelerator"] == row.name].iloc[0]
-    assert h100["Training run (USD)"] == round(row.training_run_usd, 2) and h100["USD per device-hour"] == round(row.usd_per_device_hour, 2)
+    assert h100["Training run (USD)"] == round(row.training_run_usd, 2)
+    assert h100["USD per device-hour (cheapest instance for the layout)"] == round(row.usd_per_device_hour, 2)
+
+
+def test_gpu_vs_tpu_price_axis_is_marked_in_dollars_at_1_2_5():
+    """The price axis spans $0.13-$30 a device-hour: decades alone marked it at $1 and $10 only."""
+    at = run_app("gpu_vs_tpu")
+    no_exception(at)
+    x = charts(at)[0]["layout"]["xaxis"]
+    assert len(x["tickvals"]) >= 4 and all(t.startswith("$") for t in x["ticktext"]) and "$2" in x["ticktext"], x["ticktext"]
 
 
 def test_gpu_vs_tpu_throughput_axis_has_marks_to_read():
