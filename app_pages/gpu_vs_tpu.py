@@ -147,7 +147,7 @@ def price_performance(key: str, price_key: str = "", _rows=None):
     fig.update_layout(
         # 1-2-5 marks in dollars ($0.2 ... $20): decades alone marked $0.13-$30 at $1 and $10 only
         xaxis={"type": "log", "title": "Cheapest on-demand price (USD per device-hour, log)", **number_ticks([r.usd_per_device_hour for r in priced] or [1.0], "$")},
-        yaxis={"type": "log", "title": f"{metric_name} (log)", **(marks or {"dtick": 1})},
+        yaxis={"type": "log", "title": f"{metric_name} (log)", **(marks or number_ticks(ys))},  # written out: "1,000", "10,000" (Plotly's own read "1000" beside "10k")
     )
     title = f"Price vs throughput for {sc.architecture.name} ({'training' if training else 'serving'})"
     return frozen(layout(fig, title, height=520))
