@@ -15,7 +15,7 @@ from app_pages.shared.style import frozen
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import metric, plain
 from app_pages.shared.validation_chart import MATCH_PERCENT, validation_figure
-from core.catalog.accelerators import load_accelerators
+from core.catalog.accelerators import get_accelerator, load_accelerators
 from core.catalog.api_prices import load_api_prices
 from core.catalog.engine_formats import format_names, kv_format_name, load_engine_formats
 from core.catalog.engine_models import load_engine_models
@@ -25,7 +25,9 @@ from core.catalog.managed import load_managed_services
 from core.catalog.presets import load_presets
 from core.catalog.prices import STALE_AFTER_DAYS, is_stale, load_prices
 from core.catalog.purchases import load_purchases
+from core.measured import measured_peaks
 from core.memory.engines import ENGINES
+from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION
 from core.memory.validation import load_cases
 from core.model.formats import FORMATS
 
@@ -80,6 +82,54 @@ show_table(cases, hide_index=True, width="stretch")
 st.caption(
     "Measured peaks are `torch.cuda.max_memory_allocated`, which excludes the CUDA context, so the estimate shown here is "
     "our total minus the 0.5 GiB context budget. GB = 10^9 bytes."
+)
+
+# Our own GPU runs (bench/gpu/, data/measurements): the peaks nvidia-smi showed, which the Memory page's "borderline"
+# band is drawn from (90% of them within 7%: core/memory/fit.py)
+st.subheader("Our estimates against our own H100 and H200 runs")
+peaks = measured_peaks()
+ours = pd.DataFrame(
+    [
+        {
+            "Run": p.label,
+            "GPU": get_accelerator(p.accelerator).name,
+            "Measured (GB)": round(p.measured_bytes / 1e9, 2),
+            "Our estimate (GB)": round(p.estimated_bytes / 1e9, 2),
+            "Error (%)": round(100 * p.error, 1),
+            "File": f"data/measurements/{p.source}",
+        }
+        for p in peaks
+    ]
+)
+
+
+@shared_cache()
+def _measured_chart():
+    return frozen(
+        validation_figure(
+            list(ours["Run"]),
+            list(ours["Measured (GB)"]),
+            list(ours["Our estimate (GB)"]),
+            title="Our estimate against each of our GPU runs (what nvidia-smi showed)",
+            match_percent=100 * BORDERLINE_FRACTION,
+        )
+    )
+
+
+chart, side = st.columns([2, 1], gap="medium")
+with chart:
+    show(_measured_chart(), key="chart_measured")
+band = 100 * BORDERLINE_FRACTION
+ours_errors = ours["Error (%)"].abs()
+metric(side, f"Runs within {band:.0f}%", f"{(ours_errors <= band).sum()} of {len(ours)}", help=BORDERLINE_BASIS)
+metric(side, "Median error", f"{ours_errors.median():.1f}%", help="the middle run's distance from its measurement, either way")
+metric(side, "Largest miss", f"{ours.loc[ours_errors.idxmax(), 'Error (%)']:+.1f}%", help=str(ours.loc[ours_errors.idxmax(), "Run"]))
+with st.expander(f"The {len(ours)} runs"):
+    show_table(ours, hide_index=True, width="stretch")
+st.caption(
+    "Training steps and generate() calls of the Hugging Face stack on one H100 SXM and one H200, measured by bench/gpu/ "
+    "(peak memory as nvidia-smi shows it: PyTorch's reserved pool and the CUDA context); the estimate is our total. "
+    "The Memory page calls a fit within this band borderline. GB = 10^9 bytes."
 )
 
 st.subheader("Formulas")

@@ -188,3 +188,31 @@ def load_measured(path: Path | None = None) -> tuple[Measured, ...]:
                     )
                 )
     return tuple(out)
+
+
+class MeasuredPeak(BaseModel):
+    """One of our GPU runs' peaks (what nvidia-smi showed) beside our estimate of it."""
+
+    model_config = ConfigDict(frozen=True)
+    label: str
+    accelerator: str
+    measured_bytes: float
+    estimated_bytes: float
+    source: str  # the measurement file
+
+    @property
+    def error(self) -> float:
+        return self.estimated_bytes / self.measured_bytes - 1
+
+
+@cache
+def measured_peaks() -> tuple[MeasuredPeak, ...]:
+    """Every training and generate() peak our H100 and H200 runs measured (data/measurements/*.jsonl) that our
+    estimate covers, with it: the Method page's second chart, and the basis of fit.BORDERLINE_FRACTION (90% of them
+    within 7%, recomputed by tests/core/test_measured_h200.py)."""
+    out = []
+    for path in sorted((DATA_DIR / "measurements").glob("*.jsonl")):
+        for m in load_measured(path):
+            if m.ok and m.kind != "decode" and (est := m.estimate()) and m.device_used_bytes:
+                out.append(MeasuredPeak(label=m.label, accelerator=m.accelerator, measured_bytes=m.device_used_bytes, estimated_bytes=est, source=path.name))
+    return tuple(out)

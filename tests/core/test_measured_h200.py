@@ -12,8 +12,6 @@ either way, fails here and has to be looked at."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from core.catalog.presets import DATA_DIR
@@ -171,14 +169,11 @@ def test_the_borderline_band_is_the_measured_error():
     it fails until the constant (and its stated basis) follow."""
     import statistics
 
-    from core.measured import load_measured
+    from core.measured import measured_peaks
     from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION, borderline
 
-    errors = []
-    for path in sorted((Path(__file__).resolve().parents[2] / "data" / "measurements").glob("*.jsonl")):
-        for m in load_measured(path):
-            if m.ok and m.kind != "decode" and (est := m.estimate()) and m.device_used_bytes:
-                errors.append(abs(est / m.device_used_bytes - 1))
+    errors = [abs(p.estimated_bytes / p.measured_bytes - 1) for p in measured_peaks()]
     assert len(errors) == 48 and "48" in BORDERLINE_BASIS
+    assert {p.accelerator for p in measured_peaks()} == {"h100-sxm", "h200"}
     assert statistics.quantiles(errors, n=10)[-1] == pytest.approx(BORDERLINE_FRACTION, abs=0.005)
     assert borderline(100.0, 106.0) and borderline(100.0, 94.0) and not borderline(100.0, 108.0) and not borderline(100.0, 92.0)
