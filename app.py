@@ -14,7 +14,7 @@ from app_pages.shared.fields import fields
 from app_pages.shared.presenter import PAGE_KEY
 from app_pages.shared.prices import price_inputs, price_list
 from app_pages.shared.rerun import BODY, LOWER, fragment_run, run_page, whole_run
-from app_pages.shared.scenario_io import LATEST, build_scenario, load_scenario_json, remember_scenario, scenario_download, scenario_values
+from app_pages.shared.scenario_io import LATEST, NO_CONFIG, build_scenario, load_scenario_json, remember_scenario, scenario_download, scenario_values
 from app_pages.shared.sidebar import render_sidebar
 from app_pages.shared.state import (
     CFG_TEXT,
@@ -74,8 +74,10 @@ def body() -> None:
         scenario, problem = build_scenario(values, st.session_state.get(CFG_TEXT, ""))  # hop: Values -> Scenario
         remember_scenario(scenario, problem)
         note = write_url(values)
-        # the inputs' problem first: it is the one that stops the page (show_messages folds all but the first away)
-        messages = [*([problem] if problem else []), *st.session_state.get("_link_messages", [])]
+        # the inputs' problem first: it is the one that stops the page (show_messages folds all but the first away);
+        # but "paste a config.json" after a link whose config could not be read is the link's doing: its word first
+        link_messages = list(st.session_state.get("_link_messages", []))
+        messages = [*link_messages, problem] if problem == NO_CONFIG and link_messages else [*([problem] if problem else []), *link_messages]
         ctx = PageContext(scenario, values, tuple(messages), (note,) if note else (), price_list(values))
         set_context(ctx)  # hop: Scenario -> this run's PageContext, which the page reads (context.page_header)
         guard.yield_turn()

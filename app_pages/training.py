@@ -7,7 +7,7 @@ from app_pages.shared.context import priced as price_list
 from app_pages.shared.fold import folded
 from app_pages.shared.launch_section import CODE_HEIGHT_PX
 from app_pages.shared.plot import show
-from app_pages.shared.presenter import chart_with_controls
+from app_pages.shared.presenter import chart_with_controls, presenting
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import device_hours_text, flops_text, hours_text, md, metric, plain, usd_text
@@ -81,6 +81,9 @@ with st.container():  # one slot whether or not the warning shows (the chart bel
 cheapest, fastest = pick(priced, spot)  # the planner's definitions (core/money/picks.py)
 mine = [o for o in priced if o.accelerator_id == acc.id]
 
+# the presenter view opens on the chart (issue #29): its slot comes before the warnings and metrics, which follow it
+# there; elsewhere the slot is drawn where the chart was
+chart_slot = st.container() if presenting() else None
 full = cached_estimate(KEY, *PRICES)
 est = full.training
 stack_problem_warning(full.stack_problem)
@@ -191,7 +194,7 @@ if est.launch_bound_fraction >= LAUNCH_BOUND_NOTED_FRACTION:
         "pass (measured on our H100); the GPU runs them as they come, so a micro-batch takes the longer of its GPU work and its launches.",
     )
 
-with chart_with_controls("training"):
+with chart_slot if chart_slot is not None else st.container(), chart_with_controls("training"):
     show(time_cost_figure(KEY, spot, *PRICES), key="chart_tc")
 st.caption(
     "Each dot is one accelerator at one device count, at its cheapest offer (hover for the provider and how many offers there are): "

@@ -23,13 +23,15 @@ from core.jsontext import JSONProblem, loads
 from core.model.hf_config import ConfigError, parse_hf_config
 from core.scenario import HFConfig, Scenario
 
+NO_CONFIG = "Paste or upload a config.json to size a model that is not in the catalog."
+
 
 @shared_cache(max_entries=64, data=True)
 def parse_config_text(text: str) -> tuple[dict[str, Any] | None, str | None]:
     """(config dict, None) or (None, the problem). Shared by all sessions, bounded: the same pasted or linked
     config is parsed once."""
     if not text.strip():
-        return None, "Paste or upload a config.json to size a model that is not in the catalog."
+        return None, NO_CONFIG
     if len(text) > MAX_CONFIG_CHARS:
         return None, f"That config.json is {len(text):,} characters; a config.json is a few thousand. Nothing was sized."
     try:

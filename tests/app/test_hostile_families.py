@@ -330,3 +330,12 @@ def test_a_compare_scenario_named_nan_is_shown_as_its_name():
     at = open_link("compare", {"cmp": token(json.dumps(saved))})
     assert_safe(at, own=("NAN",))
     assert "NAN" in [c for c in table_cells(at) if isinstance(c, str)]
+
+
+def test_a_link_whose_config_cannot_be_read_says_so_first():
+    """A link with a broken config.json blob: the page said "Paste or upload a config.json" and folded the cause (the
+    link's config could not be read) under "1 more warning"; the cause comes first."""
+    at = open_link("plan", {"src": "config", "cfg": "zzzz"})
+    assert_safe(at)
+    shown = [w.value.replace("\\", "") for w in at.warning]
+    assert shown and shown[0].startswith("The config.json in the link could not be read"), shown

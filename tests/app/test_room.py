@@ -170,3 +170,30 @@ def test_the_memory_bar_says_at_which_moment_of_the_step_it_is_drawn():
     served = open_link("memory", {"model": "llama-3.1-8b"})
     bar = next(c for c in charts(served) if c["layout"]["title"]["text"].startswith("Memory per device"))
     assert bar["layout"]["xaxis"]["title"]["text"] == "Memory per device (GiB)"
+
+
+def test_the_training_page_opens_on_its_chart_in_the_presenter_view():
+    """The Training page drew its warnings and four metrics above its chart, which the presenter view then put below a
+    1024 x 768 projector's fold: there the chart comes first and the metrics follow; elsewhere the metrics lead."""
+
+    def order(at) -> tuple[int, int]:
+        elements = list(_walk(at.main))  # depth first, in page order
+        first_metric = next(i for i, e in enumerate(elements) if type(e).__name__ == "Metric")
+        first_chart = next(i for i, e in enumerate(elements) if getattr(getattr(e, "proto", None), "component_name", "") == "llmgp_chart")
+        return first_chart, first_metric
+
+    link = {"mode": "training", "model": "llama-3.1-8b", "acc": "h100-sxm"}
+    presenting = open_link("training", {**link, "present": "true"})
+    no_exception(presenting)
+    chart, first_metric = order(presenting)
+    assert chart < first_metric
+    default = open_link("training", link)
+    no_exception(default)
+    chart, first_metric = order(default)
+    assert first_metric < chart
+
+
+def _walk(block):
+    for child in getattr(block, "children", {}).values():
+        yield child
+        yield from _walk(child)
