@@ -73,7 +73,9 @@ def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
     fig.update_layout(barmode="stack", xaxis_title=f"Memory per device{at} ({units.name})", yaxis={"visible": False})
     verdict = "fits" if result.fits else "does NOT fit"
     title = f"Memory per device: {units(m.total)} of {units(result.fit_capacity_bytes)} — {verdict}"
-    fig = layout(fig, title, height=290)
+    # a training bar's axis title says the moment and wraps onto a second line on a phone: 30 px more, or Plotly's
+    # automargin leaves the plot no height under a 390 px chart's legend ("Something went wrong with axis scaling")
+    fig = layout(fig, title, height=320 if at else 290)
     fig.update_layout(legend={"y": -0.6})
     return fig
 
