@@ -268,7 +268,7 @@ def test_peak_by_precision_and_flags():
     assert peak_tflops(h100, "fp32").tflops == 67.0
     for part in ("t4", "v100-16gb", "quadro-rtx-8000"):
         p = peak_tflops(get_accelerator(part), "bf16")
-        assert p.flagged and "FP16 tensor" in p.basis
+        assert p.flagged and "FP16 matrix figure" in p.basis and "train in FP16" in p.basis
     k80 = peak_tflops(get_accelerator("k80"), "bf16")
     assert k80.flagged and k80.tflops == 4.37
     for acc in load_accelerators():  # every catalog row yields a positive peak for every precision
