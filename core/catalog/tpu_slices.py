@@ -3,7 +3,7 @@
 A TPU is not rented by the chip in any count: Google sells slices of fixed shapes (v5e: 1, 4, 8, 16 ... 256 chips; v5p
 from 4). A layout of 14 chips (tensor parallel 2 x 7 pipeline stages) is not a slice; the layout search rounds a TPU's
 device count up to the next slice (core/memory/layouts.py), and a serving replica's group rents the smallest slice
-that holds it, shared with other replicas where they fit (core/money/pricing.py)."""
+that holds it, shared with other replicas where they fit (core/money/serving.fleet)."""
 
 from __future__ import annotations
 

@@ -86,10 +86,11 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
     train_rate = train_hours = train_usd = None
     # training figures only where a stack trains this method on the part (the Training sweep's and the planner's rule:
     # no QLoRA on a TPU, nothing on Inferentia2 or an SRAM inference chip)
-    cannot_train = training_part_problem(acc, sc.method, sc.training_stack, sc.optimizer) if sc.mode == "training" or sc.train_tokens else None
+    trains = sc.mode == "training" or bool(sc.train_tokens)
+    cannot_train = training_part_problem(acc, sc.method, sc.training_stack, sc.optimizer) if trains else None
     if cannot_train is not None:
         notes.append(cannot_train.removeprefix(f"{acc.id}: "))
-    elif sc.mode == "training" or sc.train_tokens:
+    elif trains:
         t = training_time(sc_a, acc, 1, tokens=sc.train_tokens or 1.0)
         train_rate = t.tokens_per_s
         if training is not None:

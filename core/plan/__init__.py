@@ -9,14 +9,13 @@ from typing import Any
 
 from core.catalog.api_prices import load_api_prices, monthly_usd
 from core.catalog.presets import preset
-from core.catalog.price_trust import market_note
 from core.catalog.prices import PriceRow, load_prices
 from core.catalog.stack_layouts import INFERENCE_ONLY
 from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, FUSED_LOSS_LOGITS_BYTES
 from core.money.pricing import DAYS_PER_MONTH
 from core.plan import frontier as fr
 from core.plan.goal import CHINCHILLA_TOKENS_PER_PARAM, Goal, compute_optimal_tokens, fine_tuning_sized
-from core.plan.result import ApiQuote, Plan, PlanResult
+from core.plan.result import ApiQuote, Plan, PlanResult, price_note, spot_priced
 from core.plan.serve import plan_serving, serving_plan_of
 from core.plan.train import FINE_TUNE_GLOBAL_SEQUENCES, HORIZON_HOURS, base_scenario, plan_training, training_plan_of
 
@@ -69,8 +68,7 @@ def _below_market(goal: Goal, o: Any) -> bool:
     marketplace host's listing or a promotion. A user's own price is theirs and never counts as one."""
     if id(o.row) not in _catalog_rows():  # by identity: the catalog's rows are one cached tuple's (hashing 3,000 took 10 ms)
         return False
-    spot = goal.pricing == "spot" and getattr(o, "reservation", None) is None
-    return market_note(o.row, o.price / o.row.accelerators_per_instance, spot) is not None
+    return price_note(o.row, o.price, spot_priced(goal.pricing, o)) is not None
 
 
 @functools.cache

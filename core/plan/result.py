@@ -92,6 +92,17 @@ class Plan(BaseModel):
         return 1.0 / (self.tokens_per_s_per_user or 1e-9)
 
 
+def spot_priced(pricing: str, option: Any) -> bool:
+    """Whether a priced option pays its row's spot price: a spot goal, and not a reserved cluster (never spot)."""
+    return pricing == "spot" and getattr(option, "reservation", None) is None
+
+
+def price_note(row: Any, price: float, spot: bool) -> str | None:
+    """Where `price` (per instance-hour of `row`, spot when `spot`) sits against its part's market
+    (price_trust.market_note): the Plan's `price_note`, and the planner's test for a listing far below the market."""
+    return market_note(row, price / row.accelerators_per_instance, spot)
+
+
 def rental_fields(accelerator_id: str, accelerator_name: str, row: Any, instances: int, price: float, spot: bool) -> dict[str, Any]:
     """The Plan fields that say what is rented (a price row of core/catalog/prices.py) and what it costs per hour
     (`price` per instance-hour, a spot price when `spot`)."""
@@ -107,7 +118,7 @@ def rental_fields(accelerator_id: str, accelerator_name: str, row: Any, instance
         "price_source": row.source,
         "price_as_of": row.as_of.isoformat(),
         "usd_per_device_hour": price / row.accelerators_per_instance,
-        "price_note": market_note(row, price / row.accelerators_per_instance, spot),
+        "price_note": price_note(row, price, spot),
     }
 
 

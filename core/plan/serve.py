@@ -40,7 +40,7 @@ from core.money.serving import (
     size_fleets,
 )
 from core.plan.goal import Goal
-from core.plan.result import Plan, rental_fields
+from core.plan.result import Plan, rental_fields, spot_priced
 from core.scenario import Scenario
 
 TENSOR_PARALLEL = (1, 2, 4, 8)
@@ -327,7 +327,7 @@ def serving_plan_of(goal: Goal, o: ServingOption) -> Plan:
     in_and_out = o.cost / (traffic.tokens_in_and_out_per_month / 1e6)  # at the goal's pricing (on demand or spot)
     output = o.cost / (traffic.output_tokens_per_month / 1e6)
     return Plan.model_construct(
-        **rental_fields(o.accelerator.id, o.accelerator.name, o.row, b.instances, o.price, goal.pricing == "spot"),
+        **rental_fields(o.accelerator.id, o.accelerator.name, o.row, b.instances, o.price, spot_priced(goal.pricing, o)),
         devices=b.replicas * tp,
         idle_devices=idle,
         method="serve",

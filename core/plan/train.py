@@ -28,7 +28,7 @@ from core.memory.stacks import STACKS
 from core.money.pricing import forms_cluster, on_demand_ok, reservation_holds, reserved_cluster, wider_orders
 from core.money.run_bill import HORIZON_HOURS, bill, cheapest_bill, reserved_usd_per_instance_hour, run_hours, run_time
 from core.plan.goal import Goal
-from core.plan.result import Plan, rental_fields
+from core.plan.result import Plan, rental_fields, spot_priced
 from core.scenario import Scenario
 from core.speed.comm import MICROBATCHES_PER_STAGE
 from core.speed.timing import TokenCosts, token_costs
@@ -503,7 +503,7 @@ def training_plan_of(goal: Goal, o: PlannedRun) -> Plan:
     if goal.fused_cross_entropy:  # left out when off: a plan's scenario carries what the plan changed
         scenario["fused_cross_entropy"] = True
     return Plan.model_construct(
-        **rental_fields(o.accelerator.id, o.accelerator.name, o.row, o.instances, o.price, goal.pricing == "spot" and o.reservation is None),
+        **rental_fields(o.accelerator.id, o.accelerator.name, o.row, o.instances, o.price, spot_priced(goal.pricing, o)),
         devices=o.devices,
         idle_devices=idle,
         method=s.method,
