@@ -97,7 +97,8 @@ def headline() -> None:
             layout_text(result.layout_needed).split(" (")[0],
             help="Smallest layout that fits: " + layout_text(result.layout_needed) + (EP_BASIS if sc.expert_parallel else ""),
         )
-    metric(cols[3], "Largest batch that fits", largest_batch, help=f"at {sc.seq_len:,} tokens, on {own}" + per_rank)
+    pairs = " (DPO pairs: a chosen and a rejected sequence each)" if sc.mode == "training" and sc.objective == "dpo" else ""
+    metric(cols[3], "Largest batch that fits", largest_batch, help=f"at {sc.seq_len:,} tokens, on {own}" + per_rank + pairs)
     longest = f"{result.max_seq_len:,}" if result.max_seq_len else "none at this batch"
     metric(cols[4], "Longest context that fits", longest, help=f"tokens, at batch {sc.batch_size}, on {own}")
     with st.container():  # always there, so a note that comes and goes does not shift (and redraw) the charts below

@@ -103,6 +103,10 @@ MODEL_SPEC_TAGS = ("preset", "count", "config")
 
 Mode = Literal["training", "inference"]
 Method = Literal["full", "lora", "qlora"]
+# What a training run optimises: supervised fine-tuning's next-token loss, or Direct Preference Optimization's
+# (Rafailov et al. 2023, arXiv 2305.18290): each example a prompt with a chosen and a rejected response, the policy's
+# preference scored against a frozen reference model (core/memory/objective.py).
+Objective = Literal["sft", "dpo"]
 Optimizer = Literal["adamw", "adamw-8bit", "sgd", "adafactor"]
 # "bf16"/"fp16": mixed precision (fp32 kept for the update); "-true": everything in the 16-bit type, optimizer
 # states included (LitGPT bf16-true, a Trainer run on a model loaded in bf16, torchtune's default).
@@ -122,6 +126,11 @@ class Scenario(BaseModel):
     mode: Mode = "inference"
     weights_format: WeightFormatId = "bf16"
     method: Method = "full"
+    objective: Objective = Field(
+        default="sft",
+        description="the training objective: 'sft' (next-token loss) or 'dpo' (Direct Preference Optimization: a chosen and a rejected "
+        "response per example, batch_size counts pairs, against a frozen reference model); train_tokens counts both responses",
+    )
     optimizer: Optimizer = "adamw"
     precision: Precision = "bf16"
     batch_size: int = Field(default=1, ge=1, le=4096, description="per-device micro-batch; in inference, concurrent sequences")

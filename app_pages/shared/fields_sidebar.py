@@ -8,6 +8,7 @@ from core.catalog.accelerators import load_accelerators
 from core.catalog.engine_formats import kv_format_name, load_engine_formats
 from core.catalog.presets import load_presets
 from core.memory.engines import ENGINES
+from core.memory.objective import OBJECTIVE_LABELS
 from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, STACKS
 from core.model.formats import FORMATS
 
@@ -152,6 +153,21 @@ def sidebar_fields(presets: dict[str, str], accs: dict[str, str]) -> list[Field]
             labels={"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA (4-bit base)"},
         ),
         Field(
+            "obj",
+            "Objective",
+            "choice",
+            "sft",
+            tuple(OBJECTIVE_LABELS),
+            section="workload",
+            scenario="objective",
+            applies=training,
+            labels=OBJECTIVE_LABELS,
+            help="SFT trains on example answers (next-token loss). DPO (Rafailov et al. 2023) trains on preference pairs: each example is a "
+            "prompt with a chosen and a rejected answer, so a batch of N pairs runs 2N sequences, and the loss compares the model with a "
+            "frozen reference: a second copy of the weights for a full fine-tune (LoRA's reference is the base with the adapters off) and "
+            "one more forward pass a step (about 4/3 of SFT's compute per token). Trainers: Hugging Face TRL, Unsloth, Axolotl, torchtune",
+        ),
+        Field(
             "fmt",
             "Weight format",
             "choice",
@@ -248,7 +264,7 @@ def sidebar_fields(presets: dict[str, str], accs: dict[str, str]) -> list[Field]
             widget="toggle",
             section="workload",
             scenario="fused_cross_entropy",
-            applies=lambda v: training(v) and v.get("stack", "hf") in FUSED_CROSS_ENTROPY_STACKS,
+            applies=lambda v: training(v) and v.get("stack", "hf") in FUSED_CROSS_ENTROPY_STACKS and v.get("obj", "sft") == "sft",
             help="Liger Kernel's fused linear cross-entropy or Cut Cross-Entropy: the loss never holds the whole logits "
             "(gigabytes at a 128k vocabulary). The Hugging Face, Axolotl and DeepSpeed stacks take it as an option; the others have their own loss",
         ),

@@ -77,16 +77,21 @@ def goal_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:
         if values.get("mode") == "training":  # the sidebar's training stack and loss, as the Training page runs them
             out["training_stack"] = values.get("stack", "hf")
             out["fused_cross_entropy"] = bool(values.get("fce", False)) and out["training_stack"] in FUSED_CROSS_ENTROPY_STACKS
+            if values["goal"] == "fine-tune":  # preference tuning is a fine-tune (core/plan/goal.py)
+                out["objective"] = values.get("obj", "sft")
     out["budget_usd"] = values["budget"] or None
     return out
 
 
 def method_words(p: Plan) -> str:
     """What a training plan does: 'Pretrain' for a pretraining goal (all weights trained from scratch), else its
-    method ('Full fine-tune', 'LoRA', 'QLoRA')."""
+    method ('Full fine-tune', 'LoRA', 'QLoRA'); preference tuning says DPO ('Full DPO fine-tune', 'LoRA DPO')."""
     if p.goal == "pretrain" and p.method == "full":
         return METHOD_WORDS["pretrain"]
-    return METHOD_WORDS.get(p.method, p.method)
+    words = METHOD_WORDS.get(p.method, p.method)
+    if p.scenario.get("objective") == "dpo":  # preference tuning (core/memory/objective.py)
+        return "Full DPO fine-tune" if p.method == "full" else f"{words} DPO"
+    return words
 
 
 def where(p: Plan) -> str:

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
 from core.catalog.engine_hardware import engine_problem
-from core.scenario import Offload, Optimizer
+from core.memory.stacks import STACKS
+from core.scenario import Method, Offload, Optimizer
 
 LAYOUTS_CSV = DATA_DIR / "stack_layouts.csv"
 QLORA_VENDORS = frozenset({"nvidia", "amd"})
@@ -34,6 +35,8 @@ MLX_STACK = "mlx-lm"
 AXOLOTL_STACK = "axolotl"
 KINDS = frozenset({"gpu", "npu", "tpu", "apple", "unified", "lpu", "wafer"})  # data/accelerators.csv kinds
 OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+METHODS: tuple[str, ...] = get_args(Method)
+METHOD_NAMES = {"full": "a full fine-tune", "lora": "LoRA", "qlora": "QLoRA"}
 OPTIMIZER_LABELS = {"adamw": "AdamW", "adamw-8bit": "8-bit AdamW", "sgd": "SGD with momentum", "adafactor": "Adafactor"}
 OFFLOADS = frozenset(o for o in get_args(Offload) if o != "none")
 EIGHT_BIT_OPTIMIZERS = frozenset({"adamw-8bit"})  # bitsandbytes' (or torchao's) 8-bit states: CUDA or ROCm kernels
@@ -59,6 +62,8 @@ class StackLayouts(BaseModel):
     qlora_optimizers: tuple[str, ...] | None = None  # those it runs on a QLoRA base, where fewer (None: all of optimizers)
     offload: tuple[str, ...] = ()  # the scenario's CPU offloads its launch sets (core/scenario.Offload, not "none")
     offload_source: str = Field(min_length=10)
+    dpo_methods: tuple[str, ...] = ()  # the methods it runs Direct Preference Optimization with (core/memory/objective.py)
+    dpo_source: str = Field(min_length=10)
 
     @field_validator("zero_stages", "pipeline_zero_stages", mode="before")
     @classmethod
@@ -73,6 +78,14 @@ class StackLayouts(BaseModel):
         names = tuple(value.split(";")) if isinstance(value, str) else value
         if not isinstance(names, tuple | list) or not names or not set(names) <= set(OPTIMIZERS):
             raise ValueError(f"optimizers must name optimizers among {list(OPTIMIZERS)}")
+        return names
+
+    @field_validator("dpo_methods", mode="before")
+    @classmethod
+    def _dpo_methods(cls, value: object) -> object:
+        names = tuple(n for n in value.split(";") if n) if isinstance(value, str) else value
+        if not isinstance(names, tuple | list) or not set(names) <= set(METHODS):
+            raise ValueError(f"dpo_methods must name methods among {list(METHODS)}")
         return names
 
     @field_validator("offload", mode="before")
@@ -138,6 +151,19 @@ def layout_problem(
     if method == "qlora" and tensor_parallel > 1:
         return "a bitsandbytes 4-bit base is not split by tensor parallelism"
     return offload_problem(stack, offload) or offload_optimizer_problem(stack, zero_stage, offload, optimizer) or stack_optimizer_problem(stack, method, optimizer)
+
+
+def objective_problem(stack: str, objective: str, method: str) -> str | None:
+    """Why `stack` cannot train `method` with `objective` (data/stack_layouts.csv `dpo_methods`), or None."""
+    s = load_stack_layouts().get(stack)
+    if s is None or objective != "dpo" or method in s.dpo_methods:
+        return None
+    if not s.dpo_methods:
+        trainers = [STACKS[k].label for k, row in load_stack_layouts().items() if row.dpo_methods and k in STACKS]
+        return f"{stack} has no DPO trainer (these stacks have one: {', '.join(trainers)})"
+    runs = [METHOD_NAMES.get(m, m) for m in s.dpo_methods]
+    listed = " and ".join([", ".join(runs[:-1]), runs[-1]] if len(runs) > 1 else runs)
+    return f"{stack} has no DPO recipe for {METHOD_NAMES.get(method, method)} (it runs DPO with {listed})"
 
 
 def offload_problem(stack: str, offload: str) -> str | None:
@@ -232,15 +258,18 @@ def stack_for(stack: str, kind: str) -> str | None:
 INFERENCE_ONLY = frozenset({"inferentia2"})
 
 
-def training_part_problem(acc: Accelerator, method: str, stack: str, optimizer: str = "adamw") -> str | None:
-    """Why no run of `method` trains on `acc` with `stack` (or the stack that part trains under, stack_for), or None:
-    an inference-only part, a part no stack of the table runs on, or the part's kernels (part_problem). The
-    Training page's sweep over parts asks it, as the planner's search does of each part."""
+def training_part_problem(acc: Accelerator, method: str, stack: str, optimizer: str = "adamw", objective: str = "sft") -> str | None:
+    """Why no run of `method` (with `objective`) trains on `acc` with `stack` (or the stack that part trains under,
+    stack_for), or None: an inference-only part, a part no stack of the table runs on, the part's kernels
+    (part_problem), or no DPO trainer in the stack it trains under. The Training page's sweep over parts asks it, as
+    the planner's search does of each part."""
     if acc.id in INFERENCE_ONLY:
         return f"{acc.id}: an inference-only part"
     run_stack = stack_for(stack, acc.kind)
     if run_stack is None:
         return f"{acc.id}: no training stack in data/stack_layouts.csv runs on a {acc.kind}"
+    if (problem := objective_problem(run_stack, objective, method)) is not None:
+        return f"{acc.id}: {problem}"
     return part_problem(acc, method, run_stack, optimizer)
 
 

@@ -34,6 +34,7 @@ from core.catalog.accelerators import get_accelerator
 from core.layout import Layout
 from core.memory.activations import LayerCosts, layer_activation_bytes, logits_bytes
 from core.memory.engines import ENGINES
+from core.memory.objective import preference, reference_copy, sequences_per_example
 from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, FUSED_LOSS_LOGITS_BYTES, STACKS, TrainingStack, trains_on_gptq
 from core.model.architecture import ATTENTION_ROLES, MLP_ROLES, Architecture, WeightGroup
 from core.model.formats import FORMATS, KV_CACHE_BYTES, WeightFormat, routed_expert_bytes, weight_bytes
@@ -305,8 +306,10 @@ def full_state_bytes(sc: Scenario) -> StateBytes:
 
 
 def fused_loss(sc: Scenario) -> bool:
-    """The scenario asks for a fused cross-entropy and its stack takes one (stacks.FUSED_CROSS_ENTROPY_STACKS)."""
-    return sc.fused_cross_entropy and sc.training_stack in FUSED_CROSS_ENTROPY_STACKS
+    """The scenario asks for a fused cross-entropy and its stack takes one (stacks.FUSED_CROSS_ENTROPY_STACKS). DPO's
+    loss is not a cross-entropy over the vocabulary: its trainers take each response's log-probabilities from the whole
+    logits (core/memory/objective.py), so no fused cross-entropy applies."""
+    return sc.fused_cross_entropy and sc.training_stack in FUSED_CROSS_ENTROPY_STACKS and not preference(sc)
 
 
 def loss_logits_bytes(sc: Scenario) -> float:
@@ -427,7 +430,10 @@ def training_peak(sc: Scenario, arch: Architecture, layout: Layout, batch: Any, 
     stack = stack_of(sc)
     dp, tp, pp = layout
     split = tp * pp
-    weights = st.weights / split
+    batch = batch * sequences_per_example(sc)  # DPO: a chosen and a rejected sequence an example (core/memory/objective.py)
+    # DPO's frozen reference model of a full fine-tune: a copy of the weights as loaded, sharded and offloaded as they are
+    reference = st.weights if reference_copy(sc) else 0.0
+    weights = (st.weights + reference) / split
     copies = st.weight_copies / split
     grads = st.gradients / split
     opt = st.optimizer / split
@@ -535,6 +541,8 @@ def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, ba
     # vocabulary-parallel. Under 1F1B the first pipeline stage holds L/p layers for p micro-batches in flight, i.e.
     # L layers' worth (Sec. 4.2.3); the last stage holds the loss.
     whole_loss = logits_bytes(seq, batch, arch.vocab_size, loss_logits_bytes(sc))
+    if preference(sc):  # DPO: the reference's forward runs while the policy's logits are held (core/memory/objective.py)
+        whole_loss = whole_loss + logits_bytes(seq, batch, arch.vocab_size, act_bytes(sc))
     # hop: the unsharded pieces -> ActivationParts (MemoryResult.activation_parts, what Explain prints)
     parts = ActivationParts(all_layers, largest, inputs if not stack.checkpoints_offloaded else offloaded, whole_loss, dequantized)
     loss = whole_loss / tp

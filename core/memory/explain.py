@@ -32,6 +32,7 @@ from core.memory.components import (
 )
 from core.memory.engines import ENGINES
 from core.memory.estimate import MemoryResult
+from core.memory.objective import preference, reference_copy, sequences_per_example
 from core.model.formats import FORMATS, KV_CACHE_BYTES, routed_expert_bytes, weight_bytes
 from core.scenario import Scenario
 from core.text import Text, bytes_mark, marked
@@ -256,11 +257,12 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
         k_txt = f"{sc.optimizer} states" if k is not None else "factored Adafactor states"
         if table.master:
             k_txt += f" + {table.master:g} B fp32 master copy"
+        twice = " x 2 (the policy and DPO's frozen reference)" if reference_copy(sc) else ""
         rows = [
             (
                 "weights",
-                f"Psi x {w:g} B / (TP x PP){' / N_d' if z >= 3 else ''}" + (f" + bf16 autocast copies ({copies_b:g} B per parameter)" if copies_b else ""),
-                f"{_n(n)} x {w:g} B ({layout_txt})" + _copies_text(n, copies_b, at_forward),
+                f"Psi x {w:g} B{twice} / (TP x PP){' / N_d' if z >= 3 else ''}" + (f" + bf16 autocast copies ({copies_b:g} B per parameter)" if copies_b else ""),
+                f"{_n(n)} x {w:g} B ({layout_txt}){twice}" + _copies_text(n, copies_b, at_forward),
                 m.weights,
             ),
             (
@@ -292,10 +294,13 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     for comp, formula, numbers, value in rows:
         out.append(Explanation(component=comp, formula=formula, numbers=marked(f"{numbers}{suffix} = {bytes_mark(value)}"), bytes=value, source=ZERO_SRC))
     # the activations before sharding that the breakdown's activations were built from (training_peak)
-    tokens = sc.seq_len * sc.batch_size
+    tokens = sc.seq_len * sc.batch_size * sequences_per_example(sc)  # DPO: a chosen and a rejected sequence an example
     per_layer_token = float(parts.all_layers) / arch.num_layers / tokens
     fused = " (fused cross-entropy)" if fused_loss(sc) else ""
-    loss = f"{bytes_mark(float(parts.logits))} loss step{fused} ({loss_logits_bytes(sc):g} B x {tokens:,} tokens x {arch.vocab_size:,} vocabulary)"
+    loss_b, of = loss_logits_bytes(sc), ""
+    if preference(sc):  # DPO: the reference's 16-bit logits beside the policy's loss (core/memory/objective.py)
+        loss_b, of = loss_b + act_bytes(sc), f": the policy's {loss_logits_bytes(sc):g} B and the reference's {act_bytes(sc):g} B logits"
+    loss = f"{bytes_mark(float(parts.logits))} loss step{fused} ({loss_b:g} B x {tokens:,} tokens x {arch.vocab_size:,} vocabulary{of})"
     if checkpointing(sc):
         where = "in CPU memory" if stack.checkpoints_offloaded else "on the device"
         formula = "layers x the block input (kept " + where + ") + one block recomputed + the loss step"

@@ -8,7 +8,7 @@ from core.catalog.accelerators import get_accelerator
 from core.catalog.engine_models import model_problem
 from core.catalog.format_kernels import kernels_problem
 from core.catalog.kv_cache_kernels import nearest_kv_cache
-from core.catalog.stack_layouts import base_problem, layout_problem, training_part_problem
+from core.catalog.stack_layouts import base_problem, layout_problem, objective_problem, training_part_problem
 from core.memory.components import gptq_base, qlora_base, sram_resident
 from core.memory.engines import ENGINES
 from core.scenario import Scenario
@@ -25,9 +25,10 @@ def scenario_problem(sc: Scenario) -> str | None:
     acc = get_accelerator(sc.accelerator)
     # the Training sweep's and the planner's rule for the part (an inference-only part, no stack for its kind, its
     # kernels), with the part's name where it says the id (Inferentia2 trained with no word on the Training page)
-    part = training_part_problem(acc, sc.method, stack, sc.optimizer)
+    part = training_part_problem(acc, sc.method, stack, sc.optimizer, sc.objective)
     return (
         base
+        or objective_problem(stack, sc.objective, sc.method)
         or layout_problem(stack, sc.method, sc.zero_stage, sc.tensor_parallel, sc.pipeline_parallel, sc.data_parallel, sc.optimizer, sc.offload)
         or (None if part is None else acc.name + part.removeprefix(acc.id) if part.startswith(f"{acc.id}: ") else part)
     )

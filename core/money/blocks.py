@@ -16,6 +16,7 @@ from core.memory.engines import EAGER_LAYER_OVERHEAD_S
 from core.memory.estimate import MemoryResult, estimate_memory
 from core.memory.evaluator import Evaluator, fit_capacity
 from core.memory.fit import max_batch
+from core.memory.objective import reference_forward_passes
 from core.money.pricing import cheapest_replica_row, label, replica_usd_per_hour, usd_per_million_tokens
 from core.money.run_bill import SETUP_HOURS, cheapest_bill, run_time
 from core.scenario import Scenario
@@ -132,7 +133,8 @@ def training_estimate(sc: Scenario, acc: Accelerator, info: FitInfo, rows: tuple
     row = None if on_demand is None else on_demand.row
     notes = [
         f"FLOPs = {t.flops_per_token / arch.active_params:.2g} x {arch.active_params:,} active params x {t.tokens:,.0f} tokens"
-        + (" (full activation recomputation)" if checkpointing(sc) else ""),
+        + (" (full activation recomputation)" if checkpointing(sc) else "")
+        + ("; DPO's reference forward is 2 of them, and the tokens are both answers of each pair" if reference_forward_passes(sc) else ""),
         t.mfu_source,
         f"peak {t.peak_tflops_per_device:g} TFLOP/s per device: {t.peak_basis}",
         f"time on {layout.devices} devices (DP {layout.data_parallel} x TP {layout.tensor_parallel} x PP {layout.pipeline_parallel})",

@@ -87,7 +87,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
     # training figures only where a stack trains this method on the part (the Training sweep's and the planner's rule:
     # no QLoRA on a TPU, nothing on Inferentia2 or an SRAM inference chip)
     trains = sc.mode == "training" or bool(sc.train_tokens)
-    cannot_train = training_part_problem(acc, sc.method, sc.training_stack, sc.optimizer) if trains else None
+    cannot_train = training_part_problem(acc, sc.method, sc.training_stack, sc.optimizer, sc.objective) if trains else None
     if cannot_train is not None:
         notes.append(cannot_train.removeprefix(f"{acc.id}: "))
     elif trains:

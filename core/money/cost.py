@@ -216,7 +216,7 @@ def training_options(
             skipped.append(f"{aid}: no price row")
             continue
         acc = get_accelerator(aid)
-        if (why := training_part_problem(acc, sc.method, sc.training_stack, sc.optimizer)) is not None and aid != sc.accelerator:
+        if (why := training_part_problem(acc, sc.method, sc.training_stack, sc.optimizer, sc.objective)) is not None and aid != sc.accelerator:
             skipped.append(why)  # the planner leaves it out too (Inferentia; QLoRA off CUDA and ROCm GPUs); the sidebar's own part is the user's call, warned on the page
             continue
         path = fp32_attention(sc, acc)

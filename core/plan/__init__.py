@@ -199,6 +199,16 @@ def assumptions(goal: Goal) -> list[str]:
             f"Accelerators for inference only are left out ({', '.join(sorted(INFERENCE_ONLY))}); QLoRA only on CUDA or ROCm GPUs (bitsandbytes' 4-bit kernels).",
             *(
                 [
+                    f"Preference tuning (DPO): the global batch is {FINE_TUNE_GLOBAL_SEQUENCES} pairs, each a chosen and a rejected sequence of "
+                    "the sequence length; the tokens count both; a full fine-tune keeps a frozen reference copy of the weights, and each step "
+                    "adds the reference's forward pass (core/memory/objective.py); only the stacks with a DPO trainer and their methods "
+                    "(data/stack_layouts.csv dpo_methods)."
+                ]
+                if goal.objective == "dpo"
+                else []
+            ),
+            *(
+                [
                     f"The loss is a fused cross-entropy (Liger Kernel / Cut Cross-Entropy): {FUSED_LOSS_LOGITS_BYTES:g} bytes a token and "
                     "vocabulary entry instead of the stack's own (core/memory/stacks.py)."
                 ]

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from core.memory.engines import EngineId
 from core.memory.stacks import StackId
 from core.money.run_bill import SETUP_HOURS
-from core.scenario import MAX_TRAIN_TOKENS, Method, ModelSpec, Scenario
+from core.scenario import MAX_TRAIN_TOKENS, Method, ModelSpec, Objective, Scenario
 
 # Compute-optimal pretraining: about 20 tokens a parameter (Hoffmann et al. 2022, "Training Compute-Optimal Large
 # Language Models", arXiv 2203.15556, Table 3: 20.2 tokens a parameter at 1B-10T FLOPs budgets). A pretraining goal
@@ -64,6 +64,11 @@ class Goal(BaseModel):
     accelerators: tuple[str, ...] | None = Field(default=None, max_length=200)
     methods: tuple[Method, ...] | None = Field(default=None, min_length=1, max_length=3)
     training_stack: StackId = "hf"
+    objective: Objective = Field(
+        default="sft",
+        description="fine-tune goals: 'sft' (next-token loss) or 'dpo' (Direct Preference Optimization: tokens counts both responses of "
+        "each pair; a full fine-tune keeps a frozen reference copy: core/memory/objective.py)",
+    )
     fused_cross_entropy: bool = Field(
         default=False,
         description="training: the stack's loss replaced by a fused cross-entropy (Liger Kernel / Cut Cross-Entropy) where the stack takes it "
@@ -111,6 +116,8 @@ class Goal(BaseModel):
             raise ValueError(f"a {self.goal} goal needs tokens (the dataset's tokens per epoch)")
         elif self.train_tokens > MAX_TRAIN_TOKENS:  # each bound holds alone; their product must hold too
             raise ValueError(f"tokens x epochs is {self.train_tokens:.3g} training tokens: at most {MAX_TRAIN_TOKENS:.0e} (fewer epochs or a smaller dataset)")
+        if self.goal != "fine-tune" and self.objective != "sft":
+            raise ValueError("preference tuning (objective 'dpo') tunes a trained model: use goal 'fine-tune'")
         if self.goal == "pretrain" and self.methods not in (None, ("full",)):
             raise ValueError("pretraining trains every weight: methods can only be ['full']")
         return self

@@ -18,7 +18,7 @@ from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import Reservation
-from core.catalog.stack_layouts import INFERENCE_ONLY, layout_problem, part_problem, spans_nodes_ok, stack_for
+from core.catalog.stack_layouts import INFERENCE_ONLY, layout_problem, objective_problem, part_problem, spans_nodes_ok, stack_for
 from core.catalog.tpu_slices import rentable_chips
 from core.layout import Layout
 from core.memory.components import qlora_upcast
@@ -85,6 +85,7 @@ def base_scenario(goal: Goal, method: str, gc: bool, stack: str | None = None, *
             "train_tokens": goal.train_tokens,
             "training_stack": stack or goal.training_stack,
             "fused_cross_entropy": goal.fused_cross_entropy,
+            "objective": goal.objective,
             **update,
         }
     )
@@ -98,6 +99,8 @@ def _shapes(goal: Goal, stack: str) -> list[_Shape]:
     """Every layout `stack` runs (data/stack_layouts.csv), sized under that stack's memory behaviour."""
     out = []
     for method in _methods(goal):
+        if objective_problem(stack, goal.objective, method) is not None:
+            continue  # the stack has no DPO recipe for this method (data/stack_layouts.csv dpo_methods)
         for gc in (False, True):
             # Sized with gradient accumulation on (gradients stay allocated between micro-batches): the global batch
             # is reached by accumulating, except on the largest layouts, where this errs on the safe side.
@@ -378,8 +381,12 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
             shapes_of[stack] = _shapes(goal, stack)
         shapes = shapes_of[stack]
         usable = [s for s in shapes if part_problem(acc, s.method, stack) is None and s.fa2_part in (None, acc.runs_flash_attention_2)]
+        if not shapes:  # the stack it trains under has no recipe for the goal's objective (a TPU's PyTorch/XLA and DPO)
+            why = next((p for m in _methods(goal) if (p := objective_problem(stack, goal.objective, m))), "nothing to train")
+            skipped.append(f"{aid}: {why}")
+            continue
         if not usable:
-            skipped.append(part_problem(acc, shapes[0].method, goal.training_stack) if shapes else f"{aid}: nothing to train")  # type: ignore[arg-type]
+            skipped.append(part_problem(acc, shapes[0].method, goal.training_stack))  # type: ignore[arg-type]
             continue
         found = False
         fit = _part_fit(usable, acc)  # the same for every rental of the part
@@ -502,6 +509,8 @@ def training_plan_of(goal: Goal, o: PlannedRun) -> Plan:
     }
     if goal.fused_cross_entropy:  # left out when off: a plan's scenario carries what the plan changed
         scenario["fused_cross_entropy"] = True
+    if goal.objective != "sft":
+        scenario["objective"] = goal.objective
     return Plan.model_construct(
         **rental_fields(o.accelerator.id, o.accelerator.name, o.row, o.instances, o.price, spot_priced(goal.pricing, o)),
         devices=o.devices,

@@ -49,6 +49,7 @@ from core.catalog.accelerators import Accelerator
 from core.catalog.collective_bandwidth import link_fraction, network_fraction
 from core.layout import Layout
 from core.memory.components import checkpointing, lora_params
+from core.memory.objective import reference_forward_passes, sequences_per_example
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.scenario import Scenario
@@ -260,7 +261,7 @@ def comm_step(
     """training_comm's formulas (its docstring), as plain numbers."""
     dp, tp, pp = layout
     act_bytes = 4 if sc.precision == "fp32" else 2
-    tokens_mb = (batch or sc.batch_size) * sc.seq_len
+    tokens_mb = (batch or sc.batch_size) * sequences_per_example(sc) * sc.seq_len  # DPO: two sequences an example
     m = max(accumulation or sc.gradient_accumulation_steps, MICROBATCHES_PER_STAGE * pp if pp > 1 else 1)
     stage_compute = flops_per_token * tokens_mb / (tp * pp) / (achieved_tflops * 1e12)
     per_layer = tp_allreduces_per_layer(True, checkpointing(sc))
@@ -287,11 +288,15 @@ def comm_step(
         # gathers again for it (STACKS zero3_regathers_for_recompute), under its own forward's share of the compute.
         rs_s = ring_s(grad_bytes, dp, link, nccl, all_reduce=False)
         gather_s = ring_s(act_bytes * arch.total_params / (tp * pp), dp, link, nccl, all_reduce=False)
-        forward = 1.0 - backward  # the first forward's share; a recomputed forward's is the same
+        # DPO's reference forward gathers its own weights (a full fine-tune's sharded copy, or LoRA's base again) under
+        # its own compute
+        reference = reference_share(sc, arch, flops_per_token, flash_attention(acc))
+        forward = 1.0 - backward - reference  # the first forward's share; a recomputed forward's is the same
         regather = 1.0 if checkpointing(sc) and STACKS[sc.training_stack].zero3_regathers_for_recompute else 0.0
         exposed = m * (
             (1.0 + regather) * max(0.0, gather_s - forward * stage_compute)  # the forward, and the recomputed one's regather
             + max(0.0, gather_s + rs_s - (backward - regather * forward) * stage_compute)
+            + reference_forward_passes(sc) * max(0.0, gather_s - reference * stage_compute)
         )
         dp_s = m * rs_s
     else:
@@ -326,7 +331,16 @@ def backward_share(sc: Scenario, arch: Architecture, flops_per_token: float, fla
     the backward pass)."""
     adapters = 0.0 if sc.method == "full" else float(lora_params(arch, sc.lora_rank, sc.lora_targets))
     forward = 2.0 * (arch.active_params + adapters) + attention_flops_per_token(arch, sc.seq_len / 2.0 if flash else float(sc.seq_len))
+    forward += reference_share(sc, arch, 1.0, flash)  # DPO's reference forward is a forward too
     return max(0.0, 1.0 - forward / flops_per_token) if flops_per_token > 0 else 0.0
+
+
+def reference_share(sc: Scenario, arch: Architecture, flops_per_token: float, flash: bool) -> float:
+    """DPO's reference forward's share of a step's FLOPs (the base without adapters; core/memory/objective.py), 0 else."""
+    passes = reference_forward_passes(sc)
+    if not passes or flops_per_token <= 0:
+        return 0.0
+    return passes * (2.0 * arch.active_params + attention_flops_per_token(arch, sc.seq_len / 2.0 if flash else float(sc.seq_len))) / flops_per_token
 
 
 def decode_tp_s(arch: Architecture, acc: Accelerator, tp: int, pp: int, tokens: float) -> float:

@@ -29,6 +29,7 @@ from core.catalog.accelerators import Accelerator
 from core.catalog.host_memory import host_memory_bandwidth_gbps
 from core.layout import Layout
 from core.memory.components import checkpointing, training_states
+from core.memory.objective import micro_batch_tokens
 from core.model.architecture import Architecture
 from core.scenario import Scenario
 from core.speed.comm import DEVICES_PER_NODE, backward_share
@@ -132,7 +133,7 @@ def offload_time(
     host_bw = host_memory_bandwidth_gbps(sc, acc, per_host) * 1e9 / per_host * CPU_ADAM_BANDWIDTH_EFFICIENCY
     dp = layout.data_parallel if layout is not None else max(1, devices // (sc.tensor_parallel * sc.pipeline_parallel))
     accumulation = sc.gradient_accumulation_steps
-    steps = tokens / (sc.batch_size * sc.seq_len * accumulation * dp)
+    steps = tokens / (micro_batch_tokens(sc) * accumulation * dp)
     micro_s = compute_s / (steps * accumulation)  # one micro-batch's GPU work on a device
     st = training_states(sc, arch)
     grads = st.gradients / devices  # the device's partition, 16-bit in mixed precision (fp32 in fp32)

@@ -39,6 +39,7 @@ from core.catalog.format_kernels import weights_problem
 from core.layout import Layout
 from core.memory.components import checkpointing, fp32_attention, fp32_math_attention, gptq_base, lora_fp32_inputs, lora_params, qlora_upcast, quantized_params
 from core.memory.engines import EAGER_LAYER_OVERHEAD_S
+from core.memory.objective import micro_batch_tokens, reference_forward_passes
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.scenario import Scenario
@@ -201,8 +202,9 @@ def default_mfu(sc: Scenario, acc: Accelerator | None = None) -> tuple[float | N
 
 def forward_passes(sc: Scenario) -> float:
     """A training step in forward passes' worth: the forward, the backward at about twice it (each op's gradient with
-    respect to its inputs and its trainable weights) and, with recomputation, the forward again: 3, or 4."""
-    return 4.0 if checkpointing(sc) else 3.0
+    respect to its inputs and its trainable weights) and, with recomputation, the forward again: 3, or 4; DPO's
+    reference model adds its own forward (core/memory/objective.py)."""
+    return (4.0 if checkpointing(sc) else 3.0) + reference_forward_passes(sc)
 
 
 def training_attention_flops_per_token(sc: Scenario, arch: Architecture, flash: bool = True) -> float:
@@ -215,13 +217,14 @@ def training_attention_flops_per_token(sc: Scenario, arch: Architecture, flash: 
 def training_flops_per_token(sc: Scenario, arch: Architecture, flash: bool = True) -> float:
     n = float(arch.active_params)
     attention = training_attention_flops_per_token(sc, arch, flash)
+    reference = 2.0 * n * reference_forward_passes(sc)  # DPO: the frozen reference's forward (the base, adapters off)
     if sc.method == "full":
-        return (8.0 if checkpointing(sc) else 6.0) * n + attention
+        return (8.0 if checkpointing(sc) else 6.0) * n + reference + attention
     adapters = float(lora_params(arch, sc.lora_rank, sc.lora_targets))
     per_token = 4.0 * n + 6.0 * adapters
     if checkpointing(sc):
         per_token += 2.0 * (n + adapters)
-    return per_token + attention
+    return per_token + reference + attention
 
 
 def _fp32_ops_per_s(acc: Accelerator) -> float:
@@ -245,8 +248,9 @@ def dequant_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator
         passes, per_param = (2 if checkpointing(sc) else 1), GPTQ_DEQUANT_BYTES_PER_PARAM
     else:
         passes, per_param = (3 if checkpointing(sc) else 2), DEQUANT_BYTES_PER_PARAM
+    passes += reference_forward_passes(sc)  # DPO's reference forward runs the same 4-bit base
     traffic_bytes = passes * quantized_params(arch) * per_param
-    return traffic_bytes / acc.memory_bandwidth_bytes_per_s / (sc.batch_size * sc.seq_len)
+    return traffic_bytes / acc.memory_bandwidth_bytes_per_s / micro_batch_tokens(sc)
 
 
 def overhead_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerator) -> float:
@@ -308,7 +312,7 @@ def launch_floor_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accele
     and for parts that run compiled graphs): a device's GPU work per token cannot take less."""
     if not STACKS[sc.training_stack].eager_launches or acc.kind not in LAUNCH_FLOOR_KINDS:
         return 0.0
-    return forward_passes(sc) * arch.num_layers * EAGER_LAYER_OVERHEAD_S * max(tensor_parallel, 1) / (sc.batch_size * sc.seq_len)
+    return forward_passes(sc) * arch.num_layers * EAGER_LAYER_OVERHEAD_S * max(tensor_parallel, 1) / micro_batch_tokens(sc)
 
 
 class TrainingTime(BaseModel):

@@ -936,3 +936,35 @@ def test_a_catalog_region_that_reads_as_a_setting_is_said_in_words():
     row = next(r for r in load_prices() if r.provider == "hyperbolic" and r.region == "default")
     assert label(row).endswith("(the provider's default region)") and "(default)" not in label(row)
     assert region_text("us-east-1") == "us-east-1" and region_text("Earth") == "one global region"
+
+
+DPO_STACKS = ("hf", "torchtune", "unsloth", "axolotl")  # data/stack_layouts.csv dpo_methods
+
+
+@pytest.mark.parametrize("stack", _stacks())
+def test_a_preference_tuning_goal_launches_its_trainers_dpo_or_is_refused(stack):
+    """DPO (core/memory/objective.py): on a stack with a DPO trainer every plan of a DPO goal passes the flag table and
+    runs that trainer (TRL's `trl dpo` or DPOTrainer, Axolotl's rl: dpo, torchtune's *_dpo_* recipes), with pairs in
+    the batch's words and no packing; a part whose stack has none (Megatron's GPUs, PyTorch/XLA's TPUs) is left out with
+    why, in one line (a part the goal's stack does not run on trains under one that does: data/stack_layouts.csv)."""
+    for methods in (["full"], ["lora"]):
+        r = plan(Goal.model_validate({"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 2e7, "objective": "dpo", "methods": methods, "training_stack": stack}))
+        if stack not in DPO_STACKS:
+            assert any(f"{stack} has no DPO trainer (these stacks have one: " in s for s in r.skipped), r.skipped
+        assert r.plans or stack not in DPO_STACKS, (stack, methods)
+        for p in [r.cheapest, *r.plans[:4]] if r.plans else []:
+            assert p is not None and p.scenario["objective"] == "dpo" and p.scenario["training_stack"] in DPO_STACKS
+            run_stack = p.scenario["training_stack"]
+            check(p)
+            text = p.launch
+            assert "pairs, a chosen and a rejected sequence" in text and "prompt, chosen and rejected" in text
+            assert {"hf": "trl dpo", "unsloth": "DPOTrainer(", "axolotl": 'rl: "dpo"', "torchtune": "_dpo_"}[run_stack] in text, text
+            assert "--packing" not in text and "sample_packing: true" not in text and "SFTTrainer" not in text
+            if run_stack == "torchtune" and p.method == "full":
+                assert "full_dpo_distributed" in text and "ref_checkpointer.checkpoint_dir=./model" in text
+
+
+def test_torchtune_has_no_qlora_dpo_and_says_so():
+    r = plan(Goal.model_validate({"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 2e7, "objective": "dpo", "methods": ["qlora"], "training_stack": "torchtune"}))
+    assert not r.plans
+    assert any("torchtune has no DPO recipe for QLoRA (it runs DPO with a full fine-tune and LoRA)" in s for s in r.skipped), r.skipped

@@ -75,6 +75,7 @@ class _Facts:
         self.zero_stage = int(sc.get("zero_stage", 0) or 0)
         self.gradient_checkpointing = bool(sc.get("gradient_checkpointing", False))
         self.fused_cross_entropy = bool(sc.get("fused_cross_entropy", False))
+        self.dpo = not self.serving and sc.get("objective", "sft") == "dpo"  # preference tuning (core/memory/objective.py)
         self.offload = str(sc.get("offload", "none"))  # ZeRO-Offload: none, optimizer, optimizer+params (ZeRO-3)
         self.optimizer = str(sc.get("optimizer", "adamw") or "adamw")
         self.stack = str(sc.get("training_stack", "hf"))

@@ -59,12 +59,15 @@ _TORCHTUNE_DTYPE = {"bf16": "bf16", "bf16-true": "bf16", "fp32": "fp32"}  # torc
 def _training(p: _Facts) -> str:
     full = {"pretrain": "Pretraining", "fine-tune": "Full fine-tune"}.get(p.goal or "", "Full training")
     what = {"full": full, "lora": "LoRA fine-tune", "qlora": "QLoRA fine-tune"}.get(p.method, p.method)
+    if p.dpo:
+        what += " by preference tuning (DPO)"
     lines = _header(p, f"{what} with {p.stack}")
+    examples = f"pairs, a chosen and a rejected sequence of {p.seq_len:,} tokens each" if p.dpo else f"sequences of {p.seq_len:,} tokens"
     lines.append(
         _comment(
             f"layout: data parallel {p.data_parallel} x tensor parallel {p.tensor_parallel} x pipeline parallel "
             f"{p.pipeline_parallel}, ZeRO stage {p.zero_stage}; micro-batch {p.micro_batch}, gradient accumulation "
-            f"{p.accumulation} (global batch {p.global_batch} sequences of {p.seq_len:,} tokens); precision {p.precision}"
+            f"{p.accumulation} (global batch {p.global_batch} {examples}); precision {p.precision}"
         )
     )
     if p.multi_node:
@@ -75,7 +78,10 @@ def _training(p: _Facts) -> str:
         lines.append(
             _comment(f"{p.accelerator_name}: run the stack through its port for this part (PyTorch/XLA, Optimum Neuron or Optimum Habana); the layout is the same")
         )
-    lines.append(_comment("data/train.jsonl: your dataset, one example per line"))
+    if p.dpo:
+        lines.append(_comment("data/train.jsonl: your preference pairs, one per line: prompt, chosen and rejected"))
+    else:
+        lines.append(_comment("data/train.jsonl: your dataset, one example per line"))
     if p.method == "full" and p.goal == "pretrain":
         lines.append(_comment("pretraining from scratch: start from the model's config (random weights) rather than its checkpoint"))
     elif p.method == "full" and p.goal is None:  # a bare scenario does not say which
@@ -157,7 +163,7 @@ def _sft_args(p: _Facts) -> list[tuple[str, Any] | str]:
         ("--per_device_train_batch_size", p.micro_batch),
         ("--gradient_accumulation_steps", p.accumulation),
         ("--max_length", p.seq_len),
-        "--packing",
+        *([] if p.dpo else ["--packing"]),  # DPO's pairs are not packed (TRL's DPOConfig has no packing)
         ("--dtype", _load_dtype(p)),
     ]
 
@@ -224,9 +230,10 @@ def _hf(p: _Facts) -> list[str]:
         args += ["--load_in_4bit", ("--bnb_4bit_quant_type", "nf4")]
         if p.flash_attention_2:  # prepare_model_for_kbit_training makes q, k, v fp32: FlashAttention-2 casts them back
             args.append(("--attn_implementation", "flash_attention_2"))
-    if p.fused_cross_entropy:
+    if p.fused_cross_entropy and not p.dpo:
         args.append("--use_liger_kernel")  # Liger Kernel (pip install liger-kernel): its fused linear cross-entropy, norms and SwiGLU
-    out = [_comment("TRL's SFT trainer over Accelerate (trl passes the accelerate launch flags on); ./data holds train.jsonl"), *_torchao_note(optim)]
+    trainer = "DPO" if p.dpo else "SFT"
+    out = [_comment(f"TRL's {trainer} trainer over Accelerate (trl passes the accelerate launch flags on); ./data holds train.jsonl"), *_torchao_note(optim)]
     out += _gptq_note(p) + _upcast_note(p)
     if _tp_with_data_parallel(p):
         out.append(
@@ -236,7 +243,7 @@ def _hf(p: _Facts) -> list[str]:
             )
         )
     out.append(_file("accelerate_config.yaml", _yaml(config)))
-    out.append(_command(["trl", "sft"], args))
+    out.append(_command(["trl", "dpo" if p.dpo else "sft"], args))
     return out
 
 
@@ -275,8 +282,10 @@ def _axolotl_config(p: _Facts) -> dict[str, Any]:
     if p.method in ("lora", "qlora"):
         adapter = "lora" if p.gptq_base else p.method
         cfg |= {"adapter": adapter, "lora_r": LORA_RANK, "lora_alpha": 2 * LORA_RANK, "lora_target_linear": True}
+    if p.dpo:  # docs/rlhf.qmd: rl: dpo; prompt_strategies/dpo/chatml.py prompt_pairs reads prompt, chosen, rejected
+        cfg["rl"] = "dpo"
     cfg |= {
-        "datasets": [{"path": "data/train.jsonl", "ds_type": "json", "type": "alpaca"}],
+        "datasets": [{"path": "data/train.jsonl", "ds_type": "json", "type": "chatml.prompt_pairs" if p.dpo else "alpaca"}],
         "output_dir": "./outputs",
         "sequence_len": p.seq_len,
         "micro_batch_size": p.micro_batch,
@@ -290,7 +299,7 @@ def _axolotl_config(p: _Facts) -> dict[str, Any]:
     # use SDPA); packing needs it for a full fine-tune (Axolotl's validation: packing without it in fp16 "is likely to
     # raise errors", src/axolotl/utils/schemas/validation.py)
     fa2 = (p.accelerator is None or p.accelerator.runs_flash_attention_2) and p.precision != "fp32"
-    cfg["sample_packing"] = fa2 or p.method != "full"
+    cfg["sample_packing"] = (fa2 or p.method != "full") and not p.dpo  # RL trainers take pairs unpacked
     cfg["attn_implementation"] = "flash_attention_2" if fa2 else "sdpa"
     sharded = p.zero_stage == 3 or _tp_with_data_parallel(p)
     cfg["gradient_checkpointing"] = p.gradient_checkpointing and not sharded  # under FSDP2: fsdp_config.activation_checkpointing
@@ -322,7 +331,8 @@ def _axolotl(p: _Facts) -> list[str]:
     """`axolotl train` on the plan's config: accelerate on one node, torchrun on every node of several
     (docs/cli.qmd: launcher arguments after `--`; docs/multi-node.qmd)."""
     cfg = _axolotl_config(p)
-    out = [_comment("Axolotl reads the whole run from its YAML config; set datasets[0].type to your data's format (alpaca: instruction / input / output)")]
+    fmt = "chatml.prompt_pairs: prompt, chosen, rejected" if p.dpo else "alpaca: instruction / input / output"
+    out = [_comment(f"Axolotl reads the whole run from its YAML config; set datasets[0].type to your data's format ({fmt})")]
     out += _gptq_note(p)
     if p.accelerator is not None and (problem := part_problem(p.accelerator, p.method, "axolotl")):
         out.append(_comment(f"Axolotl cannot run this: {problem}"))
@@ -371,20 +381,30 @@ def _hf_xla(p: _Facts) -> list[str]:
     if p.zero_stage == 3:
         fsdp = {"xla": True, "xla_fsdp_v2": True, "xla_fsdp_grad_ckpt": p.gradient_checkpointing}
         out.append(_file("fsdp_config.json", json.dumps(fsdp, indent=2)))
-    out.append(_command(["trl", "sft"], args))
+    out.append(_command(["trl", "dpo" if p.dpo else "sft"], args))
     return out
 
 
 def _torchtune(p: _Facts) -> list[str]:
     distributed = p.processes > 1 or p.offload != "none"  # CPU offload is FSDP's (fsdp_cpu_offload): the distributed recipe, one process too
     kind = "full_finetune" if p.method == "full" else "lora_finetune"
-    recipe = f"{kind}_{'distributed' if distributed else 'single_device'}"
     suffix = {"full": "full", "lora": "lora", "qlora": "qlora"}[p.method if p.method in ("full", "lora", "qlora") else "full"]
+    if p.dpo:  # recipes full_dpo_distributed (no single-device one), lora_dpo_single_device, lora_dpo_distributed
+        distributed = distributed or p.method == "full"
+        kind, suffix = ("full_dpo" if p.method == "full" else "lora_dpo"), f"{suffix}_dpo"
+    recipe = f"{kind}_{'distributed' if distributed else 'single_device'}"
     config = f"REPLACE_WITH_CONFIG_{suffix}"
+    dataset = (
+        "torchtune.datasets.preference_dataset with source json: prompt, chosen and rejected messages"
+        if p.dpo
+        else "torchtune.datasets.instruct_dataset with source json"
+    )
     out = [
         _comment(f"replace {config} with the torchtune config of your model for {suffix} ('tune ls' lists them, e.g. llama3_1/8B_{suffix})"),
-        _comment("point the config's dataset at data/train.jsonl (torchtune.datasets.instruct_dataset with source json)"),
+        _comment(f"point the config's dataset at data/train.jsonl ({dataset})"),
     ]
+    if p.dpo and p.method == "full":
+        out.append(_comment("full DPO keeps a frozen reference copy of the model: point ref_checkpointer.checkpoint_dir at ./model too"))
     if p.precision.startswith("fp16"):
         out.append(_comment("torchtune trains in bf16 or fp32 only: this part has no bf16, so the run uses fp32"))
     if distributed and p.zero_stage == 0:
@@ -402,7 +422,9 @@ def _torchtune(p: _Facts) -> list[str]:
         f"tokenizer.max_seq_len={p.seq_len}",
         "checkpointer.checkpoint_dir=./model",
     ]
-    if p.method == "full":  # the fused step the plan counts at one micro-batch a step (STACKS grads_freed_in_backward)
+    if p.dpo and p.method == "full":
+        overrides.append("ref_checkpointer.checkpoint_dir=./model")
+    elif p.method == "full":  # the fused step the plan counts at one micro-batch a step (STACKS grads_freed_in_backward)
         overrides.append(f"optimizer_in_bwd={p.accumulation == 1}")
     if p.offload != "none":  # FSDP2's CPU offload: parameters, gradients and optimizer states
         overrides.append("fsdp_cpu_offload=True")
@@ -438,11 +460,13 @@ def _unsloth(p: _Facts) -> list[str]:
     optim_kwargs = [] if optim is None else [f"        optim={json.dumps(optim[0])},"]
     if optim is not None and optim[1]:
         optim_kwargs.append(f"        optim_args={json.dumps(optim[1])},")
+    trainer = "DPO" if p.dpo else "SFT"
     script = [
         "from datasets import load_dataset",
-        "from trl import SFTConfig, SFTTrainer",
-        "from unsloth import FastLanguageModel",
+        f"from trl import {trainer}Config, {trainer}Trainer",
+        f"from unsloth import FastLanguageModel{', PatchDPOTrainer' if p.dpo else ''}",
         "",
+        *(["PatchDPOTrainer()  # Unsloth's kernels in TRL's DPO trainer", ""] if p.dpo else []),
         "model, tokenizer = FastLanguageModel.from_pretrained(",
         f"    model_name={json.dumps(p.model)},",
         f"    max_seq_length={p.seq_len},",
@@ -461,11 +485,12 @@ def _unsloth(p: _Facts) -> list[str]:
             ")",
         ]
     script += [
-        "trainer = SFTTrainer(",
+        f"trainer = {trainer}Trainer(",
         "    model=model,",
+        *(["    ref_model=None,  # the base with the adapters off, or a copy of the model (full fine-tune)"] if p.dpo else []),
         "    processing_class=tokenizer,",
         '    train_dataset=load_dataset("json", data_files="data/train.jsonl", split="train"),',
-        "    args=SFTConfig(",
+        f"    args={trainer}Config(",
         f"        per_device_train_batch_size={p.micro_batch},",
         f"        gradient_accumulation_steps={p.accumulation},",
         f"        max_length={p.seq_len},",
