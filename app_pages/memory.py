@@ -22,6 +22,7 @@ from core.memory.components import expert_parallel_ranks
 from core.memory.engines import ENGINES
 from core.memory.evaluator import own_layout
 from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION, MAX_BATCH
+from core.memory.objective import preference_note
 from core.memory.stacks import STACKS
 from core.model.formats import FORMATS
 from core.units import BYTES_PER_GIB
@@ -173,6 +174,8 @@ def fit_details() -> str:
         else:
             st.markdown(f"**{label}: {plain(software.label)}** (change it in the sidebar). " + " · ".join(plain(n) for n in software.notes[:3]))
             st.caption("Source: " + plain(software.source))
+            if (note := preference_note(sc)) is not None:  # the objective changes what the bars hold
+                st.markdown(plain(note))
             if (wired := wired_limit_text(acc)) is not None:  # Apple silicon: macOS's GPU wired-memory limit, in words
                 st.caption(say(wired, units.name))
     return label

@@ -17,7 +17,7 @@ from core.memory.components import (
     sram_resident,
 )
 from core.memory.engines import ENGINES
-from core.memory.objective import preference, reference_copy
+from core.memory.objective import preference, preference_note
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
 from core.model.formats import FORMATS
@@ -84,18 +84,8 @@ def memory_assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
             out.append(Text.of("fused_cross_entropy is not used: DPO's loss reads each response's log-probabilities from the whole logits"))
         elif sc.fused_cross_entropy:
             out.append(Text.of("fused_cross_entropy is not used: {label} has its own loss", label=stack.label))
-        if preference(sc):
-            out.append(
-                Text.of(
-                    "DPO: a micro-batch of {b} runs {n:,} sequences (a chosen and a rejected answer each); "
-                    "{reference}; a reference forward pass a step with no gradients, its logits held at the loss (TRL's DPOTrainer, torchtune's DPO recipes)",
-                    b=f"{sc.batch_size:,} pair" + ("s" if sc.batch_size > 1 else ""),
-                    n=2 * sc.batch_size,
-                    reference="a frozen reference copy of the weights, as loaded and sharded like them"
-                    if reference_copy(sc)
-                    else "the reference is the base with the adapters off (no second copy)",
-                )
-            )
+        if (note := preference_note(sc)) is not None:
+            out.append(Text.of("{note}", note=note))
         if sc.method == "qlora" and sc.weights_format != qlora_base(sc).id:
             out.append(Text.of("QLoRA keeps the frozen base in {label}; weights_format is not used", label=qlora_base(sc).label))
         if gptq_base(sc):

@@ -52,3 +52,19 @@ def reference_forward_passes(sc: Scenario) -> int:
 def reference_copy(sc: Scenario) -> bool:
     """The reference is a second copy of the weights (a full fine-tune's DPO), not the base with adapters off."""
     return preference(sc) and sc.method == "full"
+
+
+def preference_note(sc: Scenario) -> str | None:
+    """What DPO adds to the scenario, in one sentence (the Memory page and the estimate's assumptions), or None."""
+    if not preference(sc):
+        return None
+    pairs = f"{sc.batch_size:,} pair" + ("s" if sc.batch_size > 1 else "")
+    reference = (
+        "a frozen reference copy of the weights, as loaded and sharded like them"
+        if reference_copy(sc)
+        else "the reference is the base with the adapters off (no second copy)"
+    )
+    return (
+        f"DPO: a micro-batch of {pairs} runs {2 * sc.batch_size:,} sequences (a chosen and a rejected answer each); {reference}; "
+        "a reference forward pass a step with no gradients, its logits held at the loss (TRL's DPOTrainer, torchtune's DPO recipes)"
+    )
