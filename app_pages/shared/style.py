@@ -133,14 +133,31 @@ def hmarker(fig: go.Figure, y: float, text: str, *, log_y: bool, color: str) -> 
     )
 
 
+# Axis lengths past the device's memory, in multiples of it (capacity_line): 1.25, 1.5, then 2, 3, 4, 6, 8, 12 ...
+CAPACITY_STEPS = (1.0, 1.25, 1.5, *(f * 2.0**k for k in range(1, 40) for f in (1.0, 1.5)))
+
+
+def capacity_axis(longest: float, capacity: float) -> float:
+    """The end of a capacity chart's axis: the smallest step of CAPACITY_STEPS x `capacity` that holds the longest
+    bar, with 6% of room for the line's label (the longer bar's own 6% where the device has no memory figure)."""
+    if not capacity > 0:
+        return max(longest, 1e-9) * 1.06
+    step = next((m for m in CAPACITY_STEPS if m * capacity >= longest), longest / capacity)
+    return step * capacity * 1.06
+
+
 def capacity_line(fig: go.Figure, capacity: float, text: str, longest: float, narrow_text: str) -> None:
     """The device's usable memory as a dashed vertical line on a horizontal-bar chart, labelled above the plot, on
     the side of the line with more room (a line far right: to its left; a line near 0 when the bars run far past
     it: to its right), so the label is never cut off at the chart's edge. The axis runs from 0 to past the longer of
     the bars and the line: left to itself, Plotly widens it to hold the label's text box, and a label run left from a
     line near 0 took the axis to -200 GiB. On a chart narrower than 600 px the label reads `narrow_text` (a short one:
-    a phone has no room for a card's full name beside a line; app_pages/shared/chart.js)."""
-    axis_max = max(longest, capacity) * 1.06
+    a phone has no room for a card's full name beside a line; app_pages/shared/chart.js).
+
+    The axis moves in steps a room can follow (capacity_axis): a bar that fits, whatever its length, sits on the
+    device's own axis; a bar past the line sits on 1.25, 1.5, 2, 3, 4, 6, 8 ... times the device's memory, so a slider
+    that shrinks or grows it moves the bar, not the axis under it, until it crosses a step."""
+    axis_max = capacity_axis(longest, capacity)
     fig.update_xaxes(range=[0, axis_max])
     fig.add_vline(x=capacity, line={"color": CAPACITY_COLOR, "dash": "dash", "width": 3})
     fig.add_annotation(x=capacity, y=1.0, yref="paper", yanchor="bottom", text=text, showarrow=False, xanchor="right" if capacity > 0.5 * axis_max else "left")

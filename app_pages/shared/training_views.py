@@ -155,9 +155,12 @@ def curve_figure(key: str, use_spot: bool, price_key: str = "", _rows: Rows = No
     cf.update_xaxes(title=f"Number of {name} devices (log scale)", row=2, col=1)
     # both in words at 1-2-5 steps (the hours axis had one mark, "1"); the cost on a log scale too: a reserved cluster's
     # whole terms ($15,000 at 128 devices) flattened every on-demand run to "$0" on a linear one
-    cf.update_yaxes(type="log", **time_ticks([p.run_hours for p in curve]), title="Wall-clock time (log)", row=1, col=1)
+    # short axis titles (each panel is a third of the chart: at 1024 px the longer ones ran into each other, review M4)
+    # and no legend: the titles say which panel is which, and the legend took the panels' height on a phone
+    cf.update_yaxes(type="log", **time_ticks([p.run_hours for p in curve]), title="Run time (log)", row=1, col=1)
     costs = [float(y) for y in ys if y]
-    cf.update_yaxes(type="log", **(number_ticks(costs, "$") if costs else {}), title="Run cost (USD, log)", row=2, col=1)
+    cf.update_yaxes(type="log", **(number_ticks(costs, "$") if costs else {}), title="Run cost (log)", row=2, col=1)
+    cf.update_layout(showlegend=False)
     return frozen(layout(cf, f"More {name} devices: shorter, and what it costs", height=460))
 
 

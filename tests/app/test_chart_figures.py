@@ -207,3 +207,28 @@ def test_the_device_count_curve_reads_in_words_on_log_axes():
     assert len(cost["tickvals"]) >= 2 and all(t.startswith("$") for t in cost["ticktext"]), cost
     usd = [y for y in fig["data"][1]["y"] if y]
     assert max(usd) / min(usd) > 5  # the reserved runs cost several times the on-demand ones: a log axis shows both
+
+
+def test_the_memory_bar_moves_on_an_axis_that_stays_put():
+    """The room (review M1): a slider that grows or shrinks the memory bar moves the bar, not the axis under it. A bar
+    that fits sits on the device's own axis (its memory + 6% for the line's label); a bar past the line on a step of
+    1.25, 1.5, 2, 3, 4, 6, 8 ... times the device's memory, the same while the bar stays within the step."""
+    from app_pages.shared.charts import breakdown_bar
+    from app_pages.shared.style import Units
+    from core.estimate import estimate
+
+    def bar(**kw):
+        r = estimate(Scenario(model=kw.pop("model", "llama-3.1-8b"), mode="training", accelerator="h100-sxm", **kw))
+        fig = breakdown_bar(r, Units("GiB"), "H100")
+        total = sum(float(t.x[0]) for t in fig.data)
+        return tuple(fig.layout.xaxis.range), total, Units("GiB").value(r.fit_capacity_bytes)
+
+    (lo1, hi1), t1, cap = bar(method="lora", batch_size=1, seq_len=2048)
+    (lo2, hi2), t2, _ = bar(method="lora", batch_size=2, seq_len=2048)
+    assert t1 < t2 <= cap and (lo1, hi1) == (lo2, hi2) == (0, pytest.approx(cap * 1.06))
+    (_, hi3), t3, _ = bar(method="full", batch_size=1, seq_len=2048)
+    (_, hi4), t4, _ = bar(method="full", batch_size=2, seq_len=2048)
+    assert cap < t3 < t4, (t3, t4)
+    step = hi3 / 1.06 / cap
+    assert step in (1.25, 1.5, 2.0, 3.0, 4.0) and t3 <= step * cap
+    assert hi4 == hi3 or t4 > step * cap  # the axis moves only when the bar crosses its step
