@@ -16,9 +16,10 @@ from app_pages.shared.style import frozen, layout
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import md
 from app_pages.shared.ticks import SPEED_TICKS, log_ticks, number_ticks
-from core.catalog.accelerators import SRAM_KINDS
+from core.catalog.accelerators import SRAM_KINDS, get_accelerator
 from core.catalog.api_prices import load_api_prices
 from core.catalog.ecosystem import load_ecosystem
+from core.catalog.gpu_cores import load_gpu_cores
 
 PLATFORM_COLORS = {
     "nvidia-gpu": "#54A24B",
@@ -260,6 +261,38 @@ if sc.mode == "inference":
     if fig is not None:
         show(fig, key="chart_sram")
     show_table(table, hide_index=True, width="stretch")
+
+
+@shared_cache(max_entries=1)
+def cores_table() -> pd.DataFrame:
+    """NVIDIA GPUs' CUDA cores and Tensor Cores (data/gpu_cores.csv) beside the two rates they set."""
+    rows = []
+    for aid, c in load_gpu_cores().items():
+        acc = get_accelerator(aid)
+        tensor = acc.bf16_tflops
+        rows.append(
+            {
+                "GPU": acc.name,  # the answer first (in sight at 1280 px), then how the FP32 rate is made
+                "CUDA cores": c.cuda_cores,
+                "Tensor Cores": c.tensor_cores,
+                "FP32 TFLOP/s (2 x cores x clock)": round(c.fp32_tflops, 1),
+                "16-bit tensor TFLOP/s (dense)": tensor if tensor is not None else None,
+                "Tensor / FP32": None if tensor is None else round(tensor / c.fp32_tflops, 1),
+                "Boost clock (MHz)": round(c.boost_clock_mhz),
+                "Architecture": c.architecture,
+            }
+        )
+    return pd.DataFrame(rows).sort_values("16-bit tensor TFLOP/s (dense)", na_position="first")
+
+
+with st.expander("CUDA cores and Tensor Cores: why a core count does not rank GPUs for LLMs"):
+    st.caption(
+        "A CUDA core does one fused multiply-add (2 FLOPs) a clock in FP32, so FP32 TFLOP/s = 2 x cores x boost clock (each "
+        "row matches its datasheet's FP32 figure). LLMs spend their time in matrix multiplies, which Tensor Cores run in 16-bit "
+        "(and FP8) at many times the FP32 rate: the speeds on these pages use the tensor figure. The K80 and M60 have no "
+        "Tensor Cores. Sources: NVIDIA datasheets and architecture whitepapers (data/gpu_cores.csv)."
+    )
+    show_table(cores_table(), hide_index=True, width="stretch")
 
 st.subheader("Ecosystem trade-offs (with sources)")
 eco = load_ecosystem()

@@ -1,0 +1,20 @@
+"""The GPU vs TPU page's CUDA cores and Tensor Cores table (a seed-note topic; data/gpu_cores.csv): the seed's
+figures on the page, each FP32 rate worked out as 2 x cores x clock, and the tensor figure the speeds use beside it."""
+
+from core.catalog.accelerators import get_accelerator
+
+from .conftest import no_exception, open_link
+
+
+def test_the_cores_table_shows_the_seeds_figures_and_the_two_rates():
+    at = open_link("gpu_vs_tpu", {"model": "llama-3.1-8b"})
+    no_exception(at)
+    assert any(e.label.startswith("CUDA cores and Tensor Cores") for e in at.expander)
+    table = next(d.value for d in at.dataframe if "CUDA cores" in d.value.columns)
+    rows = table.set_index("GPU")
+    assert rows.loc[get_accelerator("k80").name, "CUDA cores"] == 2496
+    assert rows.loc[get_accelerator("t4").name, "CUDA cores"] == 2560
+    a100 = rows.loc[get_accelerator("a100-sxm-80gb").name]
+    assert (a100["CUDA cores"], a100["Tensor Cores"]) == (6912, 432)
+    assert a100["FP32 TFLOP/s (2 x cores x clock)"] == round(2 * 6912 * 1410e6 / 1e12, 1) == 19.5
+    assert a100["16-bit tensor TFLOP/s (dense)"] == 312 and a100["Tensor / FP32"] == 16.0
