@@ -42,9 +42,9 @@ with side:
     goal_kind = page_widget("goal")
     # the folded inputs named in one line at 1280 x 720 (the column is ~230 px of text there: 39 characters fit)
     main, rest, more = (
-        (("rpd", "tin", "tout"), ("peak", "ttft", "tps", "budget", "price", "pep"), "Peak, targets, budget, price, EP")
+        (("rpd", "tin", "tout"), ("peak", "ttft", "tps", "budget", "price", "cloud", "pep"), "Peak, targets, budget, price, cloud, EP")
         if goal_kind == "serve"
-        else (("ptok", "epochs", "deadline"), ("pseq", "budget", "price", "pbf16"), "Tokens per example, budget, price, BF16")
+        else (("ptok", "epochs", "deadline"), ("pseq", "budget", "price", "cloud", "pbf16"), "Length, budget, price, cloud, BF16")
     )
     for key in main:
         page_widget(key)
@@ -55,7 +55,7 @@ values = {
     **values,
     **{
         k: st.session_state[k]
-        for k in ("goal", "rpd", "tin", "tout", "peak", "ttft", "tps", "ptok", "epochs", "pseq", "deadline", "budget", "price", "pbf16", "pep")
+        for k in ("goal", "rpd", "tin", "tout", "peak", "ttft", "tps", "ptok", "epochs", "pseq", "deadline", "budget", "price", "cloud", "pbf16", "pep")
         if k in st.session_state
     },
 }

@@ -8,11 +8,22 @@ from functools import cache
 from app_pages.shared.field import Field, inference
 from app_pages.shared.fields_sidebar import SEQ_OPTIONS
 from core.catalog.accelerators import load_accelerators
+from core.catalog.prices import load_prices
 
 API_HELP = (
     "0 in and out: the cheapest offer of the same model in data/api_prices.csv, or of the model nearest in size where "
     "no API serves it; a price typed here (or set by a link) is used instead"
 )
+
+
+# How the big clouds write their own names; the other providers read as their catalog id, capitalised
+PROVIDER_NAMES = {"aws": "AWS", "gcp": "Google Cloud", "azure": "Microsoft Azure", "oci": "Oracle Cloud", "ovhcloud": "OVHcloud", "coreweave": "CoreWeave"}
+
+
+@cache
+def catalog_providers() -> tuple[str, ...]:
+    """The providers the price catalog has rows from, by name (the Plan page's cloud filter)."""
+    return tuple(sorted({r.provider for r in load_prices()}, key=lambda p: PROVIDER_NAMES.get(p, p).lower()))
 
 
 @cache
@@ -34,6 +45,15 @@ def page_fields(accs: dict[str, str]) -> list[Field]:
             widget="segmented",
             labels={"on-demand": "On-demand", "spot": "Spot"},  # "Spot / preemptible" was cut off in the Plan page's column
             help="Spot (preemptible) instances cost less but the cloud can take them back; on-demand ones stay yours",
+        ),
+        Field(
+            "cloud",
+            "Cloud or provider",
+            "choice",
+            "any",
+            ("any", *catalog_providers()),
+            labels={"any": "Any provider", **{p: PROVIDER_NAMES.get(p, p.capitalize()) for p in catalog_providers()}},
+            help="Plan only on one provider's prices (the cloud you have an account or credits with); the market a price is called cheap against stays every provider's",
         ),
         Field("rpd", "Requests per day", "int", 10_000, lo=1, hi=1_000_000_000, widget="number"),
         Field("tin", "Input tokens per request", "int", 1_000, lo=1, hi=2_000_000, widget="number"),

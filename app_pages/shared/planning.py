@@ -58,6 +58,8 @@ def no_plan_reason(skipped: tuple[str, ...] | list[str], reasons: int = 4) -> st
 def goal_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:
     """The Goal the Plan page's inputs describe (validated by the caller)."""
     out: dict[str, Any] = {"goal": values["goal"], "model": model, "pricing": values["price"]}
+    if values.get("cloud", "any") != "any":  # the Plan page's cloud filter (Goal.providers)
+        out["providers"] = [values["cloud"]]
     if values["goal"] == "serve":
         out |= {
             "requests_per_day": values["rpd"],

@@ -14,7 +14,7 @@ from core.catalog.stack_layouts import INFERENCE_ONLY
 from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS, FUSED_LOSS_LOGITS_BYTES
 from core.money.pricing import DAYS_PER_MONTH
 from core.plan import frontier as fr
-from core.plan.goal import CHINCHILLA_TOKENS_PER_PARAM, Goal, compute_optimal_tokens, fine_tuning_sized
+from core.plan.goal import CHINCHILLA_TOKENS_PER_PARAM, Goal, compute_optimal_tokens, fine_tuning_sized, missing_providers
 from core.plan.result import ApiQuote, Plan, PlanResult, price_note, spot_priced
 from core.plan.serve import plan_serving, serving_plan_of
 from core.plan.train import FINE_TUNE_GLOBAL_SEQUENCES, HORIZON_HOURS, base_scenario, plan_training, training_plan_of
@@ -57,7 +57,7 @@ def plan(goal: Goal, rows: tuple[PriceRow, ...] | None = None) -> PlanResult:
         api_quotes=tuple(api_quotes(goal)) if goal.goal == "serve" else (),
         considered=considered,
         assumptions=tuple(assumptions(goal)),
-        skipped=tuple(skipped),
+        skipped=(*missing_providers(goal, rows), *skipped),
         cheaper_if_longer=None if longer is None else plan_of(longer),
         cheapest_at_market=None if at_market is None else plan_of(at_market),
     )
@@ -183,6 +183,8 @@ def assumptions(goal: Goal) -> list[str]:
         f"A plan that spends more than half its time communicating is never called cheapest or fastest while one that "
         f"does not exists (scaling efficiency below {fr.MIN_SCALING_EFFICIENCY:.0%}).",
     ]
+    if goal.providers is not None:
+        out.append(f"Only the price rows of {', '.join(goal.providers)} (the goal's providers); the market a price is set against is every provider's.")
     if goal.training:
         out += [
             "Training time = FLOPs / (devices x peak x MFU) plus the communication the core models (tensor-parallel "

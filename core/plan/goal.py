@@ -4,10 +4,13 @@ A contract (`python -m core plan`): fields are added, never renamed or dropped."
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from core.catalog.price_trust import billable_prices
+from core.catalog.prices import PriceRow
 from core.memory.engines import EngineId
 from core.memory.stacks import StackId
 from core.money.run_bill import SETUP_HOURS
@@ -31,6 +34,7 @@ def fine_tuning_sized(tokens: float, total_params: float) -> bool:
     return tokens <= SMALL_PRETRAIN_FRACTION * compute_optimal_tokens(total_params)
 
 
+PROVIDER_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 GoalKind = Literal["fine-tune", "pretrain", "serve"]
 Pricing = Literal["on-demand", "spot"]
 
@@ -62,6 +66,12 @@ class Goal(BaseModel):
     budget_usd: float | None = Field(default=None, gt=0, le=1e12, description="training: the run's cost; serving: the monthly bill")
     pricing: Pricing = "on-demand"
     accelerators: tuple[str, ...] | None = Field(default=None, max_length=200)
+    providers: tuple[str, ...] | None = Field(
+        default=None,
+        max_length=64,
+        description="only these providers' price rows (the catalog's provider ids, data/providers.csv: aws, azure, gcp, lambda...; "
+        "or a price list's own); default: every provider",
+    )
     methods: tuple[Method, ...] | None = Field(default=None, min_length=1, max_length=3)
     training_stack: StackId = "hf"
     objective: Objective = Field(
@@ -107,6 +117,19 @@ class Goal(BaseModel):
             raise ValueError("name at least one accelerator, or leave the field out")
         return value
 
+    @field_validator("providers")
+    @classmethod
+    def _providers(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        names = tuple(dict.fromkeys(v.strip().lower() for v in value))
+        if not names:
+            raise ValueError("name at least one provider, or leave the field out")
+        bad = [n for n in names if not PROVIDER_ID.fullmatch(n)]
+        if bad:
+            raise ValueError(f"a provider is a short id such as 'aws' or 'lambda' (letters, digits, '.', '_', '-'): not {bad[0][:40]!r}")
+        return names
+
     @model_validator(mode="after")
     def _coherent(self) -> Goal:
         if self.goal == "serve":
@@ -129,3 +152,24 @@ class Goal(BaseModel):
     @property
     def train_tokens(self) -> float:
         return (self.tokens or 0.0) * self.epochs
+
+
+def goal_rows(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[PriceRow, ...]:
+    """The price rows a goal is planned on: the bill's rows (billable_prices: a user's list as given, else the
+    catalog less its flagged and stale rows), of the goal's providers only when it names them."""
+    rows = billable_prices(prices)
+    if goal.providers is None:
+        return rows
+    wanted = set(goal.providers)
+    return tuple(r for r in rows if r.provider.lower() in wanted)
+
+
+def missing_providers(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> list[str]:
+    """The goal's providers that no price row is from, each with why ("nosuch: no price rows from this provider
+    (did you mean ...)"): said where the plan is empty or thinner than asked."""
+    if goal.providers is None:
+        return []
+    from core.catalog.presets import suggest
+
+    have = sorted({r.provider.lower() for r in billable_prices(prices)})
+    return [f"{p}: no price rows from this provider{suggest(p, frozenset(have))}" for p in goal.providers if p not in have]

@@ -20,7 +20,6 @@ from core.catalog.engine_models import model_problem
 from core.catalog.expert_parallel import supports_expert_parallel
 from core.catalog.format_kernels import FOUR_BIT, four_bit_format, weights_problem
 from core.catalog.kv_cache_kernels import kv_cache_problem
-from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
 from core.layout import Layout
@@ -39,7 +38,7 @@ from core.money.serving import (
     serving_rows,
     size_fleets,
 )
-from core.plan.goal import Goal
+from core.plan.goal import Goal, goal_rows
 from core.plan.result import Plan, rental_fields, spot_priced
 from core.scenario import Scenario
 
@@ -179,7 +178,7 @@ class ServingOption:
 
 def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[list[ServingOption], list[str], int]:
     # rows of providers that may host a serving endpoint (not Colab's notebooks: data/providers.csv)
-    rows = tuple(r for r in billable_prices(prices) if can_serve(r.provider))
+    rows = tuple(r for r in goal_rows(goal, prices) if can_serve(r.provider))  # the goal's providers where it names them
     wanted = set(goal.accelerators) if goal.accelerators else None
     formats = searched_formats(goal)
     traffic = traffic_of(goal)

@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from core.catalog.accelerators import Accelerator, get_accelerator
-from core.catalog.price_trust import billable_prices
 from core.catalog.prices import PriceRow
 from core.catalog.providers import Reservation
 from core.catalog.stack_layouts import INFERENCE_ONLY, layout_problem, objective_problem, part_problem, spans_nodes_ok, stack_for
@@ -27,7 +26,7 @@ from core.memory.fit import MAX_DEVICES
 from core.memory.stacks import STACKS
 from core.money.pricing import forms_cluster, on_demand_ok, reservation_holds, reserved_cluster, wider_orders
 from core.money.run_bill import HORIZON_HOURS, bill, cheapest_bill, reserved_usd_per_instance_hour, run_hours, run_time
-from core.plan.goal import Goal
+from core.plan.goal import Goal, goal_rows
 from core.plan.result import Plan, rental_fields, spot_priced
 from core.scenario import Scenario
 from core.speed.comm import MICROBATCHES_PER_STAGE
@@ -351,7 +350,7 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
     shapes_of: dict[str, list[_Shape]] = {}  # by training stack: a TPU trains under PyTorch/XLA (stack_for)
     total_params = float(base_scenario(goal, "full", False).architecture.total_params)
     global_seqs = global_sequences(goal, total_params)
-    rows = billable_prices(prices)
+    rows = goal_rows(goal, prices)  # the goal's providers' rows only, where it names them
     horizon = goal.deadline_hours if goal.deadline_hours is not None else HORIZON_HOURS
     wanted = set(goal.accelerators) if goal.accelerators else None
     spot = goal.pricing == "spot"

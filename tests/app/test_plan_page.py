@@ -233,3 +233,17 @@ def test_a_cheapest_plan_far_below_its_market_shows_the_market_price_plan_and_lo
     no_exception(at)
     assert plan(Goal(goal="serve", model="llama-3.1-70b", requests_per_day=200_000)).cheapest_at_market is None
     assert "At a market price" not in _markdown(at) and not any(b.label == "Load the market-price plan" for b in at.button)
+
+
+def test_the_cloud_filter_plans_on_one_providers_prices_and_stays_in_the_link():
+    """A seed-note topic (AWS, Azure and GCP GPU instances): the Plan page's cloud filter plans on that provider's
+    rows only (Goal.providers), as the core plans it, and the link keeps it."""
+    at = open_link("plan", {"model": "llama-3.1-70b", "goal": "fine-tune", "ptok": "50", "cloud": "aws"})
+    no_exception(at)
+    best = plan(Goal(goal="fine-tune", model="llama-3.1-70b", tokens=50e6, providers=["aws"])).cheapest
+    assert best is not None and best.provider == "aws"
+    headline = next(str(m.value) for m in at.markdown if str(m.value).startswith("#### Cheapest plan"))
+    assert f"{best.devices} x {best.accelerator_name}".replace(".", "\\.") in headline
+    assert at.query_params.get("cloud") in ("aws", ["aws"])
+    shown = next(d.value for d in at.dataframe if "Where" in d.value.columns)
+    assert len(shown) > 1 and all(str(w).startswith("aws ") for w in shown["Where"]), list(shown["Where"])

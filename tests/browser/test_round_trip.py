@@ -25,7 +25,7 @@ PAGE_FIELDS = {  # the page inputs (section "page"), each away from its default
     "box2": "rtx-4090", "box2n": "2", "api_in": "0.5", "api_out": "1.5", "months": "36", "kwh": "0.2", "busy": "50.0",
     "buy_usd": "250000.0", "pue": "1.3", "goal": "pretrain", "ptok": "2.0", "epochs": "2.0", "pseq": "4096",
     "peak": "3.0", "ttft": "1.5", "tps": "30.0", "deadline": "48.0", "budget": "50000.0", "pbf16": "True", "pep": "True",
-    "mns": "64", "mnbt": "2048", "pcache": "20.0", "arrive": "synchronised",
+    "mns": "64", "mnbt": "2048", "pcache": "20.0", "arrive": "synchronised", "cloud": "aws",
 }  # fmt: skip
 CONFIG = {  # a small Llama-shaped config.json, pasted
     "model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 16,
@@ -45,7 +45,7 @@ LINKS = {
     "config.json, llama.cpp": {
         "src": "config", "cfg": encode_blob(json.dumps(CONFIG)), "acc": "rtx-4090", "fmt": "int8", "kv": "q8_0",
         "engine": "llama.cpp", "ngl": "12", "ram": "128.0", "rambw": "90.0", "out": "512", "gmu": "85.0", "batch": "2",
-        "seq": "8192", "offload": "optimizer", "pp": "2",
+        "seq": "8192", "offload": "optimizer", "pp": "2", "obj": "dpo",
     },
     # a parameter count on hardware of one's own
     "own hardware": {"src": "params", "params": "13.0", "acc": "custom", "cmem": "48.0", "cbw": "1200.0", "ctf": "150.0", "tp": "2", "pflag": "True", "present": "True"},
