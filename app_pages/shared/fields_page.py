@@ -7,6 +7,7 @@ from functools import cache
 
 from app_pages.shared.field import Field, inference
 from app_pages.shared.fields_sidebar import SEQ_OPTIONS
+from app_pages.shared.text import provider_name
 from core.catalog.accelerators import load_accelerators
 from core.catalog.prices import load_prices
 
@@ -16,14 +17,10 @@ API_HELP = (
 )
 
 
-# How the big clouds write their own names; the other providers read as their catalog id, capitalised
-PROVIDER_NAMES = {"aws": "AWS", "gcp": "Google Cloud", "azure": "Microsoft Azure", "oci": "Oracle Cloud", "ovhcloud": "OVHcloud", "coreweave": "CoreWeave"}
-
-
 @cache
 def catalog_providers() -> tuple[str, ...]:
     """The providers the price catalog has rows from, by name (the Plan page's cloud filter)."""
-    return tuple(sorted({r.provider for r in load_prices()}, key=lambda p: PROVIDER_NAMES.get(p, p).lower()))
+    return tuple(sorted({r.provider for r in load_prices()}, key=lambda p: provider_name(p).lower()))
 
 
 @cache
@@ -52,7 +49,7 @@ def page_fields(accs: dict[str, str]) -> list[Field]:
             "choice",
             "any",
             ("any", *catalog_providers()),
-            labels={"any": "Any provider", **{p: PROVIDER_NAMES.get(p, p.capitalize()) for p in catalog_providers()}},
+            labels={"any": "Any provider", **{p: provider_name(p) for p in catalog_providers()}},
             help="Plan only on one provider's prices (the cloud you have an account or credits with); the market a price is called cheap against stays every provider's",
         ),
         Field("rpd", "Requests per day", "int", 10_000, lo=1, hi=1_000_000_000, widget="number"),

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from app_pages.shared.charts import component_label
 from app_pages.shared.style import COMPONENT_COLORS, Units, capacity_line, hmarker, layout
-from app_pages.shared.text import chart_text, hours_text, usd_text
+from app_pages.shared.text import chart_text, hours_text, provider_name, usd_text
 from app_pages.shared.ticks import number_ticks, time_ticks
 from core.catalog.accelerators import UnknownAcceleratorError, get_accelerator
 from core.memory.engines import ENGINES
@@ -136,7 +136,7 @@ def headline(p: Plan, pricing: str, short: bool = False) -> str:
     page's chart; the full sentence is below it)."""
     idle = f"; {p.idle_devices} rented device{'s' * (p.idle_devices > 1)} idle" if p.idle_devices else ""
     price = "spot" if pricing == "spot" else "reserved" if p.reservation else "on demand"
-    on = f"{p.devices} x {p.accelerator_name}" if short else where(p)
+    on = f"{p.devices} x {p.accelerator_name} at {provider_name(p.provider)}" if short else where(p)
     if p.usd is not None and p.hours is not None:
         what = method_words(p) + (" with gradient checkpointing" if p.gradient_checkpointing else "")
         shard = f", ZeRO-3 over {p.data_parallel}" if p.zero_stage == 3 else ""

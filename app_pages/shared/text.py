@@ -127,3 +127,12 @@ def device_hours_text(hours: float) -> str:
     """Device-hours as the Training page counts them: one decimal under 10 (a LoRA run of 0.6 device-hours read "1"),
     whole hours above."""
     return f"{hours:,.1f}" if hours < 10 else f"{hours:,.0f}"
+
+
+# How the big clouds write their own names; the other providers read as their catalog id, capitalised
+PROVIDER_NAMES = {"aws": "AWS", "gcp": "Google Cloud", "azure": "Microsoft Azure", "oci": "Oracle Cloud", "ovhcloud": "OVHcloud", "coreweave": "CoreWeave"}
+
+
+def provider_name(provider: str) -> str:
+    """A price row's provider as people write it ("aws" -> "AWS", "lambda" -> "Lambda")."""
+    return PROVIDER_NAMES.get(provider, provider.capitalize())
