@@ -14,6 +14,7 @@ from app_pages.shared.text import md, metric, plain, say, sequences_text, usd_te
 from core.catalog.accelerators import get_accelerator
 from core.catalog.wired_limit import wired_limit_text
 from core.memory.fit import MAX_BATCH
+from core.speed.storage import load_sentence
 
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
 if sc.mode != "inference":
@@ -111,6 +112,8 @@ else:
         icon=":material/warning:",
     )
 
+cold = load_sentence(result.weights_bytes_total)  # a cold start's floor (core/speed/storage.py)
+st.caption(plain(cold[0].upper() + cold[1:] + "."))
 if presenter:
     show(kv_figure(KEY, units.name), key="chart_kv")
 else:

@@ -17,10 +17,12 @@ from core.memory.estimate import MemoryResult, estimate_memory
 from core.memory.evaluator import Evaluator, fit_capacity
 from core.memory.fit import max_batch
 from core.memory.objective import reference_forward_passes
+from core.model.formats import FORMATS, weight_bytes
 from core.money.pricing import cheapest_replica_row, label, replica_usd_per_hour, usd_per_million_tokens
 from core.money.run_bill import SETUP_HOURS, cheapest_bill, run_time
 from core.scenario import Scenario
 from core.speed.roofline import COMPUTE_EFF, inference_speed, roofline
+from core.speed.storage import load_sentence
 from core.speed.timing import LAUNCH_BOUND_NOTED_FRACTION, dequant_words, forward_passes
 
 _OUT = ConfigDict(frozen=True)
@@ -270,6 +272,7 @@ def inference_estimate(
         notes.append(f"no cloud price for {acc.id} in the price list with {layout.tensor_parallel}+ devices per instance")
     else:
         notes.append(f"price: cheapest on-demand catalog row per replica at 100% utilisation, {label(row)}")
+    notes.append(load_sentence(weight_bytes(sc.architecture, FORMATS[sc.weights_format])))  # a cold start's floor (core/speed/storage.py)
     return InferenceEstimate.model_construct(
         batch_size=s.batch_size,
         prompt_tokens=s.prompt_tokens,
