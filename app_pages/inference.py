@@ -112,8 +112,6 @@ else:
         icon=":material/warning:",
     )
 
-cold = load_sentence(result.weights_bytes_total)  # a cold start's floor (core/speed/storage.py)
-st.caption(plain(cold[0].upper() + cold[1:] + "."))
 if presenter:
     show(kv_figure(KEY, units.name), key="chart_kv")
 else:
@@ -122,6 +120,8 @@ else:
         show(decode_figure(KEY), key="chart_decode")
     with right:
         show(kv_figure(KEY, units.name), key="chart_kv")
+cold = load_sentence(result.weights_bytes_total)  # a cold start's floor (core/speed/storage.py), below the charts
+st.caption(plain(cold[0].upper() + cold[1:] + "."))
 load_section(KEY)  # time to first token and tokens/s per user under load, p50 and p90 (core/speed/load.py)
 if (fold := folded("How this is computed", "fold_inference_how")) is not None:
     with fold:
