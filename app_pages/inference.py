@@ -12,8 +12,10 @@ from app_pages.shared.presenter import chart_with_controls, presenting
 from app_pages.shared.results import cached_estimate
 from app_pages.shared.text import md, metric, plain, say, sequences_text, usd_text
 from core.catalog.accelerators import get_accelerator
+from core.catalog.quality import caveats
 from core.catalog.wired_limit import wired_limit_text
 from core.memory.fit import MAX_BATCH
+from core.plan.serve import shipped_format
 from core.speed.storage import load_sentence
 
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
@@ -122,6 +124,12 @@ else:
         show(kv_figure(KEY, units.name), key="chart_kv")
 cold = load_sentence(result.weights_bytes_total)  # a cold start's floor (core/speed/storage.py), below the charts
 st.caption(plain(cold[0].upper() + cold[1:] + "."))
+# what the weights' and the cache's formats trade in quality (data/quality_notes.csv, as the Plan page says it for a
+# plan), but for a model served in the format its makers ship
+if quality := ([] if sc.weights_format == shipped_format(sc.model) else caveats(sc.weights_format, None, sc.kv_cache_format)):
+    with st.expander("What these formats trade in quality"):
+        for n in quality:
+            st.markdown("- " + plain(n.caveat) + " *(" + plain(n.source) + ")*")
 load_section(KEY)  # time to first token and tokens/s per user under load, p50 and p90 (core/speed/load.py)
 if (fold := folded("How this is computed", "fold_inference_how")) is not None:
     with fold:

@@ -540,3 +540,14 @@ def test_cpu_only_llama_cpp_says_system_ram_holds_the_model():
     assert len(held) == 1 and "system RAM" in held[0] and "RTX 4090 holds" not in held[0], held
     gpu = run_app("inference", params={"acc": "rtx-4090", "engine": "llama.cpp", "fmt": "gguf-q4_k_m"})
     assert any(i.value.startswith("At these settings one NVIDIA GeForce RTX 4090 holds") for i in gpu.info)
+
+
+def test_the_inference_page_says_what_the_formats_trade_in_quality():
+    """The sidebar's weight and KV-cache formats get the Plan page's sourced quality notes (data/quality_notes.csv):
+    GGUF Q2_K names BiLLM's 1-bit result; BF16 weights and cache trade nothing and say nothing."""
+    at = open_link("inference", {"model": "llama-3.1-70b", "fmt": "gguf-q2_k", "engine": "llama.cpp", "acc": "rtx-4090"})
+    no_exception(at)
+    assert any(e.label == "What these formats trade in quality" for e in at.expander)
+    assert any("BiLLM" in str(m.value) for m in at.markdown)
+    plain_bf16 = open_link("inference", {"model": "llama-3.1-8b"})
+    assert not any(e.label == "What these formats trade in quality" for e in plain_bf16.expander)

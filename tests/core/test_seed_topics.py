@@ -232,3 +232,20 @@ def test_explain_covers_the_new_engine_and_the_sram_chips():
     groq = Scenario(model="llama-3.1-8b", accelerator="groq-lpu")
     parts = {e.component: e for e in explain(groq, estimate(groq))}
     assert parts["overhead"].bytes == 0 and "SRAM" in parts["overhead"].formula
+
+
+# --- quantization methods the seed notes name (GPTQ, AWQ, SmoothQuant, BiLLM) ----------------------------------------
+
+
+def test_smoothquant_and_billm_are_said_where_their_formats_are_chosen():
+    """The seed notes name SmoothQuant and BiLLM beside GPTQ and AWQ: each is a sourced quality note
+    (data/quality_notes.csv) on the formats it speaks to, with its paper's own figures: SmoothQuant's W8A8 at up to
+    1.56x the speed and half the memory; BiLLM's 8.41 perplexity on Llama 2 70B at 1.08 bits a weight."""
+    from core.catalog.quality import caveats
+
+    smooth = {n.id: n for n in caveats("int8")}["smoothquant-w8a8"]
+    assert "1.56x" in smooth.caveat and "arXiv:2211.10438" in smooth.source
+    assert "smoothquant-w8a8" in {n.id for n in caveats("fp8")} and "smoothquant-w8a8" not in {n.id for n in caveats("bf16")}
+    billm = {n.id: n for n in caveats("gguf-q2_k")}["billm-1bit"]
+    assert "8.41" in billm.caveat and "1.08 bits" in billm.caveat and "arXiv:2402.04291" in billm.source
+    assert {n.id for n in caveats("gguf-tq1_0")} >= {"billm-1bit"} and "billm-1bit" not in {n.id for n in caveats("gguf-q4_k_m")}
