@@ -31,7 +31,7 @@ class EngineHardware(BaseModel):
     # Parts of those vendors the engine's builds do not run on (a regular expression on data/accelerators.csv's id:
     # generations below its compute-capability floor), why in a few words, and the source
     refused_pattern: AcceleratorPattern | None = None
-    refused_why: str = ""
+    refused_why: str = ""  # one sentence, or one per vendor: "nvidia: <why> | amd: <why>"
     refused_source: str = ""
 
     @model_validator(mode="after")
@@ -39,6 +39,13 @@ class EngineHardware(BaseModel):
         if self.refused_pattern and (len(self.refused_why) < 10 or len(self.refused_source) < 10):
             raise ValueError("a refused_pattern needs refused_why and refused_source")
         return self
+
+    def why_refused(self, vendor: str) -> str:
+        """refused_why for a part of `vendor` (its own clause where the row gives one per vendor)."""
+        parts = [p.split(":", 1) for p in self.refused_why.split(" | ")]
+        if len(parts) > 1 and all(len(p) == 2 and p[0].strip() in self.vendors for p in parts):
+            return next((text.strip() for v, text in parts if v.strip() == vendor), self.refused_why)
+        return self.refused_why
 
     def refuses(self, acc: Accelerator) -> bool:
         return acc.vendor not in self.vendors or bool(self.refused_pattern and re.search(self.refused_pattern, acc.id))
@@ -72,7 +79,7 @@ def engine_problem(engine: str, acc: Accelerator) -> str | None:
     others = sorted(e for e, r in load_engine_hardware().items() if not r.refuses(acc))
     choose = f"; on it: {', '.join(others)}" if others else ""
     if acc.vendor in row.vendors:  # a generation below the engine's floor
-        return f"{engine} does not run on {acc.name}: {row.refused_why}{choose}"
+        return f"{engine} does not run on {acc.name}: {row.why_refused(acc.vendor)}{choose}"
     if (note := row.elsewhere.get(acc.vendor)) is not None:
         return f"{engine} as modelled here does not run on {acc.name} ({acc.vendor} hardware): {note}{choose}"
     return f"{engine} does not run on {acc.name} ({acc.vendor} hardware){choose}"

@@ -249,3 +249,24 @@ def test_smoothquant_and_billm_are_said_where_their_formats_are_chosen():
     billm = {n.id: n for n in caveats("gguf-q2_k")}["billm-1bit"]
     assert "8.41" in billm.caveat and "1.08 bits" in billm.caveat and "arXiv:2402.04291" in billm.source
     assert {n.id for n in caveats("gguf-tq1_0")} >= {"billm-1bit"} and "billm-1bit" not in {n.id for n in caveats("gguf-q4_k_m")}
+
+
+# --- the AMD Radeon PRO V620 (the seed notes list it among Azure's GPU VMs) -----------------------------------------
+
+
+def test_the_radeon_pro_v620_serves_with_the_engines_that_build_for_rdna2():
+    """32 GB at 512 GB/s, 20.28 TFLOPS FP32 (2 x 4,608 shaders x 2.2 GHz) and FP16 at twice that (no matrix cores, no
+    BF16): vLLM's ROCm builds skip RDNA 2's gfx1030 and say so with the AMD clause of their reason (not the CUDA one);
+    llama.cpp (HIP) serves it."""
+    from core.catalog.engine_hardware import engine_problem
+
+    v620 = get_accelerator("radeon-pro-v620")
+    assert (v620.memory_gib, v620.memory_bandwidth_gbps, v620.kernel_target) == (32, 512, "gfx1030")
+    assert v620.fp32_tflops == pytest.approx(2 * 4608 * 2.2e9 / 1e12, rel=0.001)
+    assert v620.bf16_tflops == pytest.approx(2 * v620.fp32_tflops, rel=0.001) and not v620.supports_bf16
+    said = engine_problem("vllm", v620)
+    assert said is not None and "not RDNA 2's gfx1030" in said and "CUDA" not in said and "llama.cpp" in said
+    assert "CUDA builds need compute capability 7.5" in (engine_problem("vllm", get_accelerator("k80")) or "")
+    assert engine_problem("llama.cpp", v620) is None
+    served = estimate_memory(Scenario(model="llama-3.1-8b", accelerator="radeon-pro-v620", serving_engine="llama.cpp", weights_format="gguf-q4_k_m"))
+    assert served.fits
