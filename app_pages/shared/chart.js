@@ -186,7 +186,10 @@ function draw(Plotly, div, parentElement, spec, config) {
     }
     fitTitles(layout, div.clientWidth);
   }
-  const scale = parseFloat(getComputedStyle(document.documentElement).fontSize) / 16 || 1;
+  // the presenter view's charts read at --llmgp-chart-scale (style.PRESENTER_CSS: 1.4x, for the back of a room), else
+  // at the root font's scale
+  const root = getComputedStyle(document.documentElement);
+  const scale = parseFloat(root.getPropertyValue("--llmgp-chart-scale")) || parseFloat(root.fontSize) / 16 || 1;
   if (Math.abs(scale - 1) > 0.01) {
     if (!(layout.font && layout.font.size)) layout.font = Object.assign({}, layout.font, { size: 12 });
     scaleFonts(layout, scale);

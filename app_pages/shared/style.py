@@ -245,9 +245,11 @@ PAGE_CSS = """
 }
 .st-key-llmgp_style, .st-key-llmgp_style_presenter { display: none; }
 """
-# The presenter view (link key `present`): larger type everywhere (Streamlit's sizes are in rem), a wider page.
+# The presenter view (link key `present`): larger type everywhere (Streamlit's sizes are in rem), the charts' type at
+# 1.4x (app_pages/shared/chart.js reads --llmgp-chart-scale; review M3: 1.19x from the root font alone), a wider page.
 PRESENTER_CSS = """
 html { font-size: 19px; }
+:root { --llmgp-chart-scale: 1.4; }
 [data-testid="stMainBlockContainer"] { max-width: none; padding-top: 4.25rem; }
 [data-testid="stMain"] h1 { font-size: 2rem; padding-top: 0; padding-bottom: 0.25rem; }
 [data-testid="stMetricValue"] { font-size: clamp(1.5rem, 2.6vw, 2.4rem); }
