@@ -2,8 +2,8 @@
 
 A bill (the planner, the Training page, the serving bill, Training vs inference, GPU vs TPU, both CLI verbs) prices
 from `billable_prices()`: the catalog less the rows it cannot vouch for, unless the user opts in. A row is flagged
-when data/price_flags.csv names its provider (a placeholder or an auction floor, each with its reason and source) or
-when it is stale (older than prices.STALE_AFTER_DAYS). A user's own price list is theirs: it is never flagged.
+when data/price_flags.csv names its provider (a placeholder, an auction floor, or the price of a part of a machine such
+as GCP's attachable GPU without the VM it needs, each with its reason and source) or when it is stale (older than prices.STALE_AFTER_DAYS). A user's own price list is theirs: it is never flagged.
 
 The market band of an accelerator is the spread of its providers' prices per device-hour (each provider's cheapest
 row, so a provider with fifty listings counts once), on demand or spot: a price is set against the band of its own
@@ -32,7 +32,7 @@ class PriceFlag(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     provider: str = Field(min_length=1, max_length=64)
     instance_prefix: str = ""  # empty: every row of the provider
-    flag: Literal["placeholder", "floor"]
+    flag: Literal["placeholder", "floor", "partial"]  # partial: the price of a part of a machine (a GPU without its host)
     reason: str = Field(min_length=10)
     as_of: dt.date
     source: str = Field(min_length=3)

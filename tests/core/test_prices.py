@@ -157,3 +157,20 @@ def test_broken_builtin_style_file_raises_catalog_error(tmp_path):
     path.write_text(PRICES_CSV.read_text().replace(",55.04,", ",-55.04,"))
     with pytest.raises(CatalogError, match=r"prices\.csv: .*on_demand_usd_per_hour: must be > 0"):
         load_prices(path)
+
+
+def test_a_gpu_priced_without_its_host_never_prices_a_bill():
+    """Review L8: GCP lists an attachable GPU apart from the N1 VM it needs (its 'GPU part only' rows: a T4 at 0.35 USD
+    an hour, which no one can rent alone). data/price_flags.csv flags them as partial; the rows with a host (n1-standard-4
+    + 1x T4 at 0.54) price the machine, and a T4 serving plan never rents a bare GPU."""
+    from core.catalog.price_trust import billable_prices, flag_of
+    from core.catalog.prices import load_prices
+    from core.plan import plan
+    from core.plan.goal import Goal
+
+    partial = [r for r in load_prices() if "GPU part only" in r.instance_type]
+    assert partial and all((flag_of(r) or "").startswith("partial: ") for r in partial)
+    hosted = [r for r in billable_prices() if r.provider == "gcp" and r.accelerator_id == "t4"]
+    assert hosted and all("+" in r.instance_type and "part only" not in r.instance_type for r in hosted)
+    r = plan(Goal(goal="serve", model="llama-3.2-1b", requests_per_day=2000, accelerators=["t4"]))
+    assert all("part only" not in p.instance for p in r.plans)
