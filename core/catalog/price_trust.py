@@ -3,7 +3,8 @@
 A bill (the planner, the Training page, the serving bill, Training vs inference, GPU vs TPU, both CLI verbs) prices
 from `billable_prices()`: the catalog less the rows it cannot vouch for, unless the user opts in. A row is flagged
 when data/price_flags.csv names its provider (a placeholder, an auction floor, or the price of a part of a machine such
-as GCP's attachable GPU without the VM it needs, each with its reason and source) or when it is stale (older than prices.STALE_AFTER_DAYS). A user's own price list is theirs: it is never flagged.
+as GCP's attachable GPU without the VM it needs, each with its reason and source) or when it is stale (older than
+prices.STALE_AFTER_DAYS). A user's own price list is theirs: it is never flagged.
 
 The market band of an accelerator is the spread of its providers' prices per device-hour (each provider's cheapest
 row, so a provider with fifty listings counts once), on demand or spot: a price is set against the band of its own
