@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument(
             "--include-flagged-prices",
             action="store_true",
-            help="also price from catalog rows flagged as placeholders or floors (data/price_flags.csv) or stale (left out by default)",
+            help="also price from catalog rows flagged as placeholders, floors or a part of a machine (data/price_flags.csv) or stale (left out by default)",
         )
     for name in ("models", "accelerators", "schema"):
         sub.add_parser(name)

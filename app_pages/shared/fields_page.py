@@ -171,7 +171,7 @@ def page_fields(accs: dict[str, str]) -> list[Field]:
             "bool",
             False,
             widget="toggle",
-            help="left out of every bill unless this is on: rows the catalog flags as placeholders or auction floors "
+            help="left out of every bill unless this is on: rows the catalog flags as placeholders, auction floors or a GPU without its host "
             "(data/price_flags.csv, with why) and rows older than six months",
         ),
         # --- the Plan page's goal (core/plan/goal.py) ------------------------------------------------------------

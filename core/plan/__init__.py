@@ -232,7 +232,7 @@ def assumptions(goal: Goal) -> list[str]:
             *_pretraining_size(goal),
             f"Without a deadline, a run longer than {HORIZON_HOURS / 24:.0f} days is not called cheapest; a cheaper run of up to "
             f"{fr.LONGER_RUN_FACTOR:g} x the deadline (or the {HORIZON_HOURS / 24:.0f} days) is shown with what it would save.",
-            "Catalog rows flagged as placeholders or floors, and stale rows, are left out (data/price_flags.csv); a price "
+            "Catalog rows flagged as placeholders, floors or a part of a machine (a GPU without its host), and stale rows, are left out (data/price_flags.csv); a price "
             "under half its accelerator's median provider price (spot against spot) is labelled far below the market, and "
             "where the cheapest plan has one, the cheapest plan at a market price is named beside it.",
         ]
