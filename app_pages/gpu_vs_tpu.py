@@ -302,6 +302,7 @@ grid = pd.DataFrame(
     {PLATFORM_LABELS[p]: [next((e.summary for e in eco if e.platform == p and e.aspect == a), "") for a in aspects] for p in platforms},
     index=[a.replace("-", " ").capitalize() for a in aspects],
 )
+st.caption(f"{len(platforms)} platforms side by side, one column each: on a narrow screen the table scrolls sideways.")  # review L9
 show_table(grid, static=True)
 with st.expander("Sources"):
     for e in eco:
