@@ -14,7 +14,7 @@ from app_pages.shared.presenter import chart_with_controls
 from app_pages.shared.results import cached_comparison, scenario_of
 from app_pages.shared.style import frozen, layout
 from app_pages.shared.tables import show_table
-from app_pages.shared.text import md
+from app_pages.shared.text import md, plain
 from app_pages.shared.ticks import SPEED_TICKS, log_ticks, number_ticks
 from core.catalog.accelerators import SRAM_KINDS, get_accelerator
 from core.catalog.api_prices import load_api_prices
@@ -196,6 +196,15 @@ st.caption(
     "throughput (hover for the others). Accelerators without a price in the price list are in the table only."
 )
 show_table(comparison_table(KEY, *PRICES), hide_index=True, width="stretch", height=420)
+# the parts that cannot train this scenario at all (a stack without the objective's trainer, an inference-only part,
+# no 4-bit kernels) are in the table without figures: said once per reason, not left for the reader to notice
+if sc.mode == "training":
+    untrained: dict[str, list[str]] = {}
+    for r in cached_comparison(KEY, *PRICES):
+        if r.training_problem:
+            untrained.setdefault(r.training_problem, []).append(r.name)
+    if untrained:
+        st.caption(plain("Not on the chart, no figures in the table: " + "; ".join(f"{', '.join(names)} ({why})" for why, names in untrained.items()) + "."))
 
 # GPUs and TPUs beside the SRAM chips: the cheapest-to-rent data-center parts of each kind that the catalog prices
 REFERENCE_IDS = ("h100-sxm", "tpu-v6e")
@@ -292,7 +301,9 @@ with st.expander("CUDA cores and Tensor Cores: why a core count does not rank GP
         "(and FP8) at many times the FP32 rate: the speeds on these pages use the tensor figure. The K80 and M60 have no "
         "Tensor Cores. Sources: NVIDIA datasheets and architecture whitepapers (data/gpu_cores.csv)."
     )
-    show_table(cores_table(), hide_index=True, width="stretch")
+    counts: dict = {c: st.column_config.NumberColumn(c, format="localized") for c in ("CUDA cores", "Tensor Cores", "Boost clock (MHz)")}
+    counts["GPU"] = st.column_config.TextColumn("GPU", pinned=True)  # on a phone the name stays while the table scrolls
+    show_table(cores_table(), hide_index=True, width="stretch", column_config=counts)  # "10,496", not "10496"
 
 st.subheader("Ecosystem trade-offs (with sources)")
 eco = load_ecosystem()

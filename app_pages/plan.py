@@ -234,11 +234,12 @@ if not serving:
     show(_strategies(sc.replace(seq_len=goal.seq_len, output_tokens=None).model_dump_json(), units.name, acc.name), key="chart_strategies")
     st.caption(
         md(
-            "For the sidebar's accelerator (**{acc}**), one sequence of {n} tokens per device; each bar says how many devices it is on. "
+            "For the sidebar's accelerator (**{acc}**), {one} of {n} tokens per device; each bar says how many devices it is on. "
             "The full fine-tunes train in mixed BF16, LoRA and QLoRA in pure BF16 (the optimizer, LoRA rank and targets are the sidebar's), "
             "with gradient checkpointing but on the first bar: the Memory page shows the sidebar's own settings, which may differ.",
             acc=acc.name,
             n=f"{goal.seq_len:,}",
+            one="one DPO pair (a chosen and a rejected sequence)" if sc.mode == "training" and sc.objective == "dpo" else "one sequence",
         )
     )
 

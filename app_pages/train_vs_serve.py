@@ -36,7 +36,7 @@ if tokens_note:
 def training_metric(col: Any, training: TrainingEstimate) -> None:
     metric(
         col,
-        "Training run (one-off)",
+        "Training run (one-off, DPO)" if train_sc.objective == "dpo" else "Training run (one-off)",
         usd_text(training.run_usd),
         help=f"{training.devices} x {acc.name}, {hours_text(training.run_hours or 0.0)} with setup; {training.price_instance}",
     )
@@ -45,7 +45,10 @@ def training_metric(col: Any, training: TrainingEstimate) -> None:
 def bills() -> int:
     """The training bill next to the serving bill; returns the training layout's device count (0 when unpriced)."""
     st.subheader("One-off training bill vs monthly serving bill")
-    training = cached_estimate(train_sc.model_dump_json(), *PRICES).training
+    trained = cached_estimate(train_sc.model_dump_json(), *PRICES)
+    training = trained.training
+    if trained.stack_problem:  # the Memory and Training pages' one line, where this page prices the same run
+        st.warning(md("The training bill is for a setup its stack cannot run as set: {why}.", why=trained.stack_problem), icon=":material/warning:")
     serve, why_not, engine_id, where = serve_sc, err2, sc.serving_engine, " (the sidebar's *Serving engine*)"
     if sc.mode == "training":  # the sidebar draws no serving engine while training: the page does (a link's engine= kept)
         engine_id = page_widget("engine", st.columns(4)[0])

@@ -9,7 +9,7 @@ from app_pages.shared.field import Field, inference
 from app_pages.shared.fields_sidebar import SEQ_OPTIONS
 from app_pages.shared.text import provider_name
 from core.catalog.accelerators import load_accelerators
-from core.catalog.prices import load_prices
+from core.catalog.price_trust import billable_prices
 
 API_HELP = (
     "0 in and out: the cheapest offer of the same model in data/api_prices.csv, or of the model nearest in size where "
@@ -19,8 +19,9 @@ API_HELP = (
 
 @cache
 def catalog_providers() -> tuple[str, ...]:
-    """The providers the price catalog has rows from, by name (the Plan page's cloud filter)."""
-    return tuple(sorted({r.provider for r in load_prices()}, key=lambda p: provider_name(p).lower()))
+    """The providers a plan can rent from (the catalog's billable rows: not a flagged or stale one), by name (the Plan
+    page's cloud filter: Colab, whose rows are compute units, and providers with only stale rows are not offered)."""
+    return tuple(sorted({r.provider for r in billable_prices()}, key=lambda p: provider_name(p).lower()))
 
 
 @cache
@@ -186,7 +187,15 @@ def page_fields(accs: dict[str, str]) -> list[Field]:
         ),
         Field("ptok", "Dataset (million tokens per epoch)", "float", 20.0, lo=0.001, hi=1e10, widget="number", help="examples x tokens per example"),
         Field("epochs", "Epochs", "float", 1.0, lo=0.01, hi=1_000.0, widget="number"),
-        Field("pseq", "Tokens per example", "choice", 2048, SEQ_OPTIONS[:10], labels={v: f"{v:,}" for v in SEQ_OPTIONS}, help="the packed sequence length"),
+        Field(
+            "pseq",
+            "Tokens per example",
+            "choice",
+            2048,
+            SEQ_OPTIONS[:10],
+            labels={v: f"{v:,}" for v in SEQ_OPTIONS},
+            help="the packed sequence length; for DPO, each answer of a pair (with its prompt): a pair is two such sequences",
+        ),
         Field("peak", "Busiest hour / average", "float", 2.0, lo=1.0, hi=100.0, widget="number", help="replicas are sized for the busiest hour"),
         Field("ttft", "Time to first token at most (s)", "float", 2.0, lo=0.01, hi=600.0, widget="number"),
         Field("tps", "Tokens/s each user sees at least", "float", 20.0, lo=0.1, hi=10_000.0, widget="number"),

@@ -99,7 +99,7 @@ def method_words(p: Plan) -> str:
 def where(p: Plan) -> str:
     """The hardware and who rents it at what: '8 x NVIDIA H100 (lambda 8x H100 SXM, 2.99 USD per GPU-hour as of
     2026-09-20)'; a price far below its market says so."""
-    inst = f"{p.provider} {p.instance}" + (f" x {p.instances}" if p.instances > 1 else "")
+    inst = f"{provider_name(p.provider)} {p.instance}" + (f" x {p.instances}" if p.instances > 1 else "")
     rate = f", {p.usd_per_device_hour:,.2f} USD per device-hour as of {p.price_as_of}" if p.usd_per_device_hour is not None else ""
     below = "; far below its market" if p.price_note else ""
     return f"{p.devices} x {p.accelerator_name} ({inst}{rate}{below}{reserved(p)})"

@@ -21,11 +21,14 @@ PAGE_KEY = "_llmgp_page"  # the url_path of the page being shown (app.py), read 
 # beside it. The Memory page's are a workshop's knobs: with four (accelerator, batch, context, method) the instructor
 # opened the sidebar for precision, checkpointing or ZeRO, and at 1024 px the chart beside it squeezed.
 CONTROLS: dict[str, tuple[str, ...]] = {
-    "memory": ("acc", "method", "seq", "batch", "gc", "zero", "prec", "fmt"),
+    "memory": ("acc", "method", "obj", "seq", "batch", "gc", "zero", "prec", "fmt"),
     "gpu-vs-tpu": ("model", "mode", "batch", "seq"),
-    "training": ("model", "method", "tokens", "seq"),
+    "training": ("model", "method", "obj", "tokens", "seq"),
     "inference": ("model", "acc", "fmt", "seq", "batch"),
 }
+# Inputs drawn beside the chart only when moved off their default: the objective (DPO) changes what the bars hold,
+# and a room shown 110 GiB for "LoRA, batch 1" must see that it is DPO (review, stop 48); left at SFT it takes no room.
+WHEN_SET = frozenset({"obj"})
 
 
 def presenting(values: dict[str, Any] | None = None) -> bool:
@@ -38,7 +41,7 @@ def beside(values: dict[str, Any], page: str | None = None) -> tuple[str, ...]:
         return ()
     table = fields()
     keys = CONTROLS.get(page or st.session_state.get(PAGE_KEY, ""), ())
-    return tuple(k for k in keys if table[k].applies(values))[:MAX_BESIDE]
+    return tuple(k for k in keys if table[k].applies(values) and (k not in WHEN_SET or values.get(k, table[k].default) != table[k].default))[:MAX_BESIDE]
 
 
 def chart_with_controls(page: str) -> Any:

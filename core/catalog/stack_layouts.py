@@ -158,12 +158,26 @@ def objective_problem(stack: str, objective: str, method: str) -> str | None:
     s = load_stack_layouts().get(stack)
     if s is None or objective != "dpo" or method in s.dpo_methods:
         return None
+    name = stack_name(stack)
     if not s.dpo_methods:
-        trainers = [STACKS[k].label for k, row in load_stack_layouts().items() if row.dpo_methods and k in STACKS]
-        return f"{stack} has no DPO trainer (these stacks have one: {', '.join(trainers)})"
-    runs = [METHOD_NAMES.get(m, m) for m in s.dpo_methods]
-    listed = " and ".join([", ".join(runs[:-1]), runs[-1]] if len(runs) > 1 else runs)
-    return f"{stack} has no DPO recipe for {METHOD_NAMES.get(method, method)} (it runs DPO with {listed})"
+        trainers = ["Hugging Face (TRL)" if k == "hf" else stack_name(k) for k, row in load_stack_layouts().items() if row.dpo_methods]
+        return f"{name} has no DPO trainer; preference tuning runs on {_listed(trainers)}"
+    return f"{name} has no DPO recipe for {METHOD_NAMES.get(method, method)} (it runs DPO with {_listed([METHOD_NAMES.get(m, m) for m in s.dpo_methods])})"
+
+
+def stack_name(stack: str) -> str:
+    """A training stack as its users call it: the label's first name ("Hugging Face Trainer", "Megatron-LM"), with
+    the part it runs on where that is what sets it apart (PyTorch/XLA on a TPU)."""
+    if stack not in STACKS:
+        return stack
+    label = STACKS[stack].label
+    if stack == "hf-xla":
+        return "Hugging Face on PyTorch/XLA (how TPUs train here)"
+    return label.split(" (")[0].split(" + ")[0].split(" / ")[0]
+
+
+def _listed(names: list[str]) -> str:
+    return " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else "".join(names)
 
 
 def offload_problem(stack: str, offload: str) -> str | None:

@@ -21,6 +21,7 @@ from core.memory.components import (
 from core.memory.evaluator import RESULT_MODEL, Evaluator, LayoutResult, MemoryBreakdown, fewest_gpu_layers_for_host, most_gpu_layers, own_layout
 from core.memory.fit import MAX_DEVICES, max_batch, max_seq
 from core.memory.layouts import layout_options
+from core.memory.objective import preference
 from core.memory.problems import scenario_problem
 from core.memory.stacks import FUSED_CROSS_ENTROPY_STACKS
 from core.model.architecture import Architecture
@@ -95,7 +96,7 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
         alts.append(("FlashAttention", {"flash_attention": True}))
     if sc.optimizer == "adamw":
         alts.append(("8-bit AdamW", {"optimizer": "adamw-8bit"}))
-    if not sc.fused_cross_entropy and sc.training_stack in FUSED_CROSS_ENTROPY_STACKS:
+    if not sc.fused_cross_entropy and sc.training_stack in FUSED_CROSS_ENTROPY_STACKS and not preference(sc):  # DPO's loss is no cross-entropy
         alts.append(("a fused cross-entropy (Liger / Cut Cross-Entropy)", {"fused_cross_entropy": True}))
     # ZeRO-Offload (Ren et al. 2021, arXiv 2101.06840) moves the gradients and the optimizer states to CPU memory, on
     # one GPU too (ZeRO stage 2 there); ZeRO-Infinity (arXiv 2104.07857) the parameters as well, under ZeRO-3.

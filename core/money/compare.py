@@ -52,6 +52,9 @@ class ComparisonRow(BaseModel):
     training_tokens_per_usd: float | None
     ecosystem: tuple[EcosystemEntry, ...]
     notes: tuple[str, ...]
+    # training mode: why no stack trains this scenario on the part (the planner's rule), without the part's name; None
+    # where it trains (the GPU vs TPU page says each reason once, with the parts it leaves out)
+    training_problem: str | None = None
     usd_per_million_output_tokens_full_load: float | None = None  # the same number under a name that states its basis
 
 
@@ -89,7 +92,9 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
     trains = sc.mode == "training" or bool(sc.train_tokens)
     cannot_train = training_part_problem(acc, sc.method, sc.training_stack, sc.optimizer, sc.objective) if trains else None
     if cannot_train is not None:
-        notes.append(cannot_train.removeprefix(f"{acc.id}: "))
+        cannot_train = cannot_train.removeprefix(f"{acc.id}: ")
+        notes.append(cannot_train)
+        cannot_train = cannot_train.removeprefix(f"{acc.name}: ")  # the reason alone, for a line naming several parts
     elif trains:
         t = training_time(sc_a, acc, 1, tokens=sc.train_tokens or 1.0)
         train_rate = t.tokens_per_s
@@ -122,6 +127,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
         training_tokens_per_usd=None if train_rate is None or per_device is None else train_rate * SECONDS_PER_HOUR / per_device,
         ecosystem=ecosystem_for(acc),
         notes=tuple(notes),
+        training_problem=cannot_train,
     )
 
 

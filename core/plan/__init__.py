@@ -191,7 +191,7 @@ def assumptions(goal: Goal) -> list[str]:
             "all-reduces, pipeline bubble, the exposed data-parallel gradient all-reduce over the part's interconnect).",
             "A job spans several instances only when they are whole nodes (8 GPUs) of a provider that rents them on a "
             "cluster network (data/providers.csv); a marketplace's listing (Vast, Lium...) is one host, rented one at a time.",
-            f"Global batch: {FINE_TUNE_GLOBAL_SEQUENCES} sequences for fine-tuning; for pretraining by model size as "
+            f"Global batch: {FINE_TUNE_GLOBAL_SEQUENCES} {'pairs' if goal.objective == 'dpo' else 'sequences'} for fine-tuning; for pretraining by model size as "
             "GPT-3 (Brown et al. 2020, Table 2.1) and Llama (4M tokens): more data-parallel ranks than the batch has "
             "sequences cannot help, so extra devices on an instance stay idle.",
             "Searched: full fine-tuning (mixed bf16, AdamW), LoRA and QLoRA (rank 16, all linear layers, bf16 base), "
@@ -201,8 +201,8 @@ def assumptions(goal: Goal) -> list[str]:
             f"Accelerators for inference only are left out ({', '.join(sorted(INFERENCE_ONLY))}); QLoRA only on CUDA or ROCm GPUs (bitsandbytes' 4-bit kernels).",
             *(
                 [
-                    f"Preference tuning (DPO): the global batch is {FINE_TUNE_GLOBAL_SEQUENCES} pairs, each a chosen and a rejected sequence of "
-                    "the sequence length; the tokens count both; a full fine-tune keeps a frozen reference copy of the weights, and each step "
+                    "Preference tuning (DPO): each example of the batch is a pair, a chosen and a rejected sequence of the sequence length; "
+                    "the tokens count both; a full fine-tune keeps a frozen reference copy of the weights, and each step "
                     "adds the reference's forward pass (core/memory/objective.py); only the stacks with a DPO trainer and their methods "
                     "(data/stack_layouts.csv dpo_methods)."
                 ]

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.catalog.price_trust import billable_prices
-from core.catalog.prices import PriceRow
+from core.catalog.prices import PriceRow, load_prices
 from core.memory.engines import EngineId
 from core.memory.stacks import StackId
 from core.money.run_bill import SETUP_HOURS
@@ -172,4 +172,11 @@ def missing_providers(goal: Goal, prices: tuple[PriceRow, ...] | None = None) ->
     from core.catalog.presets import suggest
 
     have = sorted({r.provider.lower() for r in billable_prices(prices)})
-    return [f"{p}: no price rows from this provider{suggest(p, frozenset(have))}" for p in goal.providers if p not in have]
+    listed = {r.provider.lower() for r in load_prices()} if prices is None else set(have)  # the catalog's, flagged and stale too
+    return [
+        f"{p}: its price rows are flagged or stale (data/price_flags.csv, older than six months)"
+        if p in listed
+        else f"{p}: no price rows from this provider{suggest(p, frozenset(have))}"
+        for p in goal.providers
+        if p not in have
+    ]

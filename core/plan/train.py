@@ -347,6 +347,9 @@ class PlannedRun:
 def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[list[PlannedRun], list[str], int]:
     """Every priced plan that fits (priced from `prices`, the built-in catalog when None), and the accelerators left
     out with why."""
+    refused = [objective_problem(goal.training_stack, goal.objective, m) for m in _methods(goal)]
+    if all(refused):  # the goal's own stack has no recipe for its objective and methods: one line, no part by part
+        return [], [str(refused[0])], 0
     shapes_of: dict[str, list[_Shape]] = {}  # by training stack: a TPU trains under PyTorch/XLA (stack_for)
     total_params = float(base_scenario(goal, "full", False).architecture.total_params)
     global_seqs = global_sequences(goal, total_params)
@@ -360,6 +363,7 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
     timed: dict[tuple[Any, ...], tuple[float, float]] = {}
     costs: dict[tuple[Any, ...], TokenCosts] = {}
     rows_of: dict[str, list[PriceRow]] = {}
+    unplanned: dict[str, list[str]] = {}  # one line for the parts one reason leaves out (every TPU under DPO)
     for r in rows:
         rows_of.setdefault(r.accelerator_id, []).append(r)
     for aid in rows_of:
@@ -382,7 +386,7 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
         usable = [s for s in shapes if part_problem(acc, s.method, stack) is None and s.fa2_part in (None, acc.runs_flash_attention_2)]
         if not shapes:  # the stack it trains under has no recipe for the goal's objective (a TPU's PyTorch/XLA and DPO)
             why = next((p for m in _methods(goal) if (p := objective_problem(stack, goal.objective, m))), "nothing to train")
-            skipped.append(f"{aid}: {why}")
+            unplanned.setdefault(why, []).append(aid)
             continue
         if not usable:
             skipped.append(part_problem(acc, shapes[0].method, goal.training_stack))  # type: ignore[arg-type]
@@ -435,6 +439,7 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
                 found = True
         if not found:
             skipped.append(f"{aid}: no layout of up to {MAX_DEVICES:,} devices fits, or no price for it")
+    skipped[:0] = [f"{', '.join(aids)}: {why}" for why, aids in unplanned.items()]
     return options, skipped, len(options)
 
 

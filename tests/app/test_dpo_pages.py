@@ -39,4 +39,4 @@ def test_a_stack_without_a_dpo_trainer_is_one_warning():
     at = open_link("memory", {**LINK, "stack": "megatron", "method": "full"})
     no_exception(at)
     said = [str(w.value).replace("\\", "") for w in at.warning]
-    assert sum("megatron has no DPO trainer" in w for w in said) == 1, said
+    assert sum("Megatron-LM has no DPO trainer" in w for w in said) == 1, said

@@ -112,15 +112,15 @@ def test_plan_draws_every_goal_input_beside_its_chart_with_a_short_answer_above(
     """The default view is chart-first too (issue #29): the goal's inputs in the column beside the chart, the ones
     past the first three folded under them; none is lost. The short answer names the same plan as the full one."""
     goals = {
-        "fine-tune": ({"goal", "ptok", "epochs", "deadline", "pseq", "budget", "price", "pbf16"}, {"ptok": "20"}, {"tokens": 20e6}),
-        "serve": ({"goal", "rpd", "tin", "tout", "peak", "ttft", "tps", "budget", "price", "pep"}, {"rpd": "10000"}, {"requests_per_day": 10_000}),
+        "fine-tune": ({"goal", "ptok", "epochs", "deadline", "pseq", "budget", "price", "cloud", "pbf16"}, {"ptok": "20"}, {"tokens": 20e6}),
+        "serve": ({"goal", "rpd", "tin", "tout", "peak", "ttft", "tps", "budget", "price", "cloud", "pep"}, {"rpd": "10000"}, {"requests_per_day": 10_000}),
     }
     for goal, (keys, link, asked) in goals.items():
         at = open_link("plan", {"goal": goal, "budget": "1000000", **link})  # a budget set: the folded inputs open
         no_exception(at)
         drawn = _keys(at.main, "number_input", "selectbox", "segmented_control", "button_group", "toggle")
         assert keys <= drawn, (goal, keys - drawn)
-        assert any(e.label.startswith(("Tokens per example", "Peak")) and e.proto.expanded for e in at.main.expander), goal
+        assert any(e.label.startswith(("Length, budget", "Peak")) and e.proto.expanded for e in at.main.expander), goal
         best = plan(Goal(goal=goal, model="llama-3.1-8b", budget_usd=1e6, **asked)).cheapest
         assert best is not None
         short = [m.value for m in at.markdown if m.value.startswith("#### Cheapest plan for")]
@@ -150,6 +150,12 @@ def test_the_memory_page_presents_a_workshops_training_knobs_beside_its_chart():
     assert {"acc", "seq", "batch", "zero"} <= _keys(at.main, "selectbox", "select_slider")
     assert "gc" in _keys(at.main, "toggle") and "method" in _keys(at.main, "radio")
     assert not {"gc", "zero", "method"} & _keys(at.sidebar, "selectbox", "toggle", "radio", "segmented_control", "button_group")
+    # a link that sets the objective (DPO) shows it beside the chart: the room must see why LoRA at batch 1 takes 110 GiB
+    dpo = beside(defaults() | {"present": True, "mode": "training", "obj": "dpo"}, "memory")
+    assert dpo == ("acc", "method", "obj", "seq", "batch", "gc")
+    at = open_link("memory", {"present": "true", "mode": "training", "obj": "dpo", "method": "lora"})
+    no_exception(at)
+    assert "obj" in _keys(at.main, "selectbox", "select_slider", "radio", "segmented_control")
 
 
 def test_the_memory_bar_says_at_which_moment_of_the_step_it_is_drawn():

@@ -101,7 +101,7 @@ def test_a_dpo_run_takes_longer_than_sft_on_the_same_tokens_and_says_why():
 
 def test_a_stack_without_a_dpo_trainer_says_so():
     r = estimate(_sc(objective="dpo", training_stack="megatron"))
-    assert r.stack_problem is not None and r.stack_problem.startswith("megatron has no DPO trainer (these stacks have one: ")
+    assert r.stack_problem == "Megatron-LM has no DPO trainer; preference tuning runs on Hugging Face (TRL), torchtune, Unsloth and Axolotl"
     assert estimate(_sc(objective="dpo", method="qlora", precision="bf16-true", training_stack="torchtune")).stack_problem == (
         "torchtune has no DPO recipe for QLoRA (it runs DPO with a full fine-tune and LoRA)"
     )
@@ -129,6 +129,7 @@ def test_a_dpo_goals_plans_fit_as_the_memory_page_counts_them_and_cost_more_than
         sc = Scenario.model_validate(p.scenario)
         assert sc.objective == "dpo"
         assert estimate(sc).fits, p.scenario
-    assert any("Preference tuning (DPO): the global batch is 64 pairs" in a for a in dpo.assumptions)
+    assert any("Global batch: 64 pairs for fine-tuning" in a for a in dpo.assumptions)
+    assert any(a.startswith("Preference tuning (DPO): each example of the batch is a pair") for a in dpo.assumptions)
     hours = np.array([p.hours for p in dpo.plans])
     assert np.all(np.isfinite(hours)) and np.all(hours > 0)

@@ -945,14 +945,18 @@ DPO_STACKS = ("hf", "torchtune", "unsloth", "axolotl")  # data/stack_layouts.csv
 def test_a_preference_tuning_goal_launches_its_trainers_dpo_or_is_refused(stack):
     """DPO (core/memory/objective.py): on a stack with a DPO trainer every plan of a DPO goal passes the flag table and
     runs that trainer (TRL's `trl dpo` or DPOTrainer, Axolotl's rl: dpo, torchtune's *_dpo_* recipes), with pairs in
-    the batch's words and no packing; a part whose stack has none (Megatron's GPUs, PyTorch/XLA's TPUs) is left out with
-    why, in one line (a part the goal's stack does not run on trains under one that does: data/stack_layouts.csv)."""
+    the batch's words and no packing; a goal on a stack without one plans nothing and says why in one line, and the
+    parts whose own stack has none (PyTorch/XLA's TPUs) are left out in one line together."""
     for methods in (["full"], ["lora"]):
         r = plan(Goal.model_validate({"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 2e7, "objective": "dpo", "methods": methods, "training_stack": stack}))
         if stack not in DPO_STACKS:
-            assert any(f"{stack} has no DPO trainer (these stacks have one: " in s for s in r.skipped), r.skipped
-        assert r.plans or stack not in DPO_STACKS, (stack, methods)
-        for p in [r.cheapest, *r.plans[:4]] if r.plans else []:
+            said = "has no DPO trainer; preference tuning runs on Hugging Face (TRL), torchtune, Unsloth and Axolotl"
+            assert not r.plans and len(r.skipped) == 1 and r.skipped[0].endswith(said), r.skipped
+            continue
+        tpus = [s for s in r.skipped if "PyTorch/XLA" in s]
+        assert len(tpus) == 1 and tpus[0].startswith("tpu-"), r.skipped
+        assert r.plans, (stack, methods)
+        for p in [r.cheapest, *r.plans[:4]]:
             assert p is not None and p.scenario["objective"] == "dpo" and p.scenario["training_stack"] in DPO_STACKS
             run_stack = p.scenario["training_stack"]
             check(p)
@@ -968,3 +972,24 @@ def test_torchtune_has_no_qlora_dpo_and_says_so():
     r = plan(Goal.model_validate({"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 2e7, "objective": "dpo", "methods": ["qlora"], "training_stack": "torchtune"}))
     assert not r.plans
     assert any("torchtune has no DPO recipe for QLoRA (it runs DPO with a full fine-tune and LoRA)" in s for s in r.skipped), r.skipped
+
+
+@pytest.mark.parametrize(
+    ("stack", "method", "said"), [("megatron", "full", "Megatron-LM has no DPO trainer"), ("torchtune", "qlora", "torchtune has no DPO recipe for QLoRA")]
+)
+def test_a_dpo_setup_a_stack_cannot_run_gets_no_command(stack, method, said):
+    """'Run this setup' on a DPO scenario its stack has no recipe for says why and writes no command (it wrote
+    Megatron's pretrain_gpt.py as a DPO run, and a torchtune config that does not exist)."""
+    from core.plan.launch import launch_command
+
+    text = launch_command({"model": "llama-3.1-8b", "mode": "training", "method": method, "objective": "dpo", "training_stack": stack, "train_tokens": 1e8})
+    assert f"no launch command: {said}" in text
+    assert not [line for line in text.splitlines() if line and not line.startswith("#")], text
+
+
+def test_a_full_dpo_scenario_reads_as_a_fine_tune_of_one_pair():
+    from core.plan.launch import launch_command
+
+    text = launch_command({"model": "llama-3.1-8b", "mode": "training", "method": "full", "objective": "dpo", "training_stack": "hf", "train_tokens": 1e8})
+    assert "Full fine-tune by preference tuning (DPO)" in text and "(global batch 1 pair, a chosen" in text
+    assert "to pretrain" not in text

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.catalog.stack_layouts import FSDP_OFFLOAD_STACKS, offload_optimizer_problem, offload_problem, part_problem
+from core.catalog.stack_layouts import FSDP_OFFLOAD_STACKS, objective_problem, offload_optimizer_problem, offload_problem, part_problem
 from core.plan.launch.facts import AXOLOTL_DS_CONFIG, LORA_RANK, MASTER_PORT, MLX_LORA_SCALE, SGD_MOMENTUM, _command, _comment, _Facts, _file, _header, _q, _yaml
 from core.plan.launch.serve import _mlx_convert
 
@@ -57,12 +57,15 @@ _TORCHTUNE_DTYPE = {"bf16": "bf16", "bf16-true": "bf16", "fp32": "fp32"}  # torc
 
 
 def _training(p: _Facts) -> str:
-    full = {"pretrain": "Pretraining", "fine-tune": "Full fine-tune"}.get(p.goal or "", "Full training")
+    full = {"pretrain": "Pretraining", "fine-tune": "Full fine-tune"}.get(p.goal or "", "Full fine-tune" if p.dpo else "Full training")
     what = {"full": full, "lora": "LoRA fine-tune", "qlora": "QLoRA fine-tune"}.get(p.method, p.method)
     if p.dpo:
         what += " by preference tuning (DPO)"
     lines = _header(p, f"{what} with {p.stack}")
-    examples = f"pairs, a chosen and a rejected sequence of {p.seq_len:,} tokens each" if p.dpo else f"sequences of {p.seq_len:,} tokens"
+    if p.dpo and (problem := objective_problem(p.stack, "dpo", p.method)) is not None:  # no command that would not run
+        return "\n".join([*lines, _comment(f"no launch command: {problem}")])
+    plural = "s" if p.global_batch != 1 else ""
+    examples = f"pair{plural}, a chosen and a rejected sequence of {p.seq_len:,} tokens each" if p.dpo else f"sequence{plural} of {p.seq_len:,} tokens"
     lines.append(
         _comment(
             f"layout: data parallel {p.data_parallel} x tensor parallel {p.tensor_parallel} x pipeline parallel "
@@ -84,7 +87,7 @@ def _training(p: _Facts) -> str:
         lines.append(_comment("data/train.jsonl: your dataset, one example per line"))
     if p.method == "full" and p.goal == "pretrain":
         lines.append(_comment("pretraining from scratch: start from the model's config (random weights) rather than its checkpoint"))
-    elif p.method == "full" and p.goal is None:  # a bare scenario does not say which
+    elif p.method == "full" and p.goal is None and not p.dpo:  # a bare scenario does not say which (DPO tunes a trained model)
         lines.append(_comment("a fine-tune starts from the checkpoint below; to pretrain, start from the model's config (random weights)"))
     body = {
         "hf": _hf,
