@@ -137,6 +137,10 @@ with chart_slot:
         from_sidebar = md("Model: **{name}**, served with **{engine}** (from the sidebar).", name=sc.architecture.name, engine=ENGINES[goal.serving_engine].label)
     else:
         from_sidebar = md("Model: **{name}** (from the sidebar).", name=sc.architecture.name)
+        if goal.goal == "pretrain" and sc.mode == "training" and sc.objective == "dpo":  # said, not dropped without a word
+            from_sidebar += " Pretraining learns from next tokens: the sidebar's DPO objective applies to a fine-tune goal."
+        elif goal.objective == "dpo":
+            from_sidebar += " Objective: preference tuning (DPO, from the sidebar)."
     st.caption(from_sidebar + " The plan's other settings are the planner's own; load a plan to see it on every page.")
 if picked:
     load(int(picked[0]))

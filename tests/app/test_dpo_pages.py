@@ -40,3 +40,14 @@ def test_a_stack_without_a_dpo_trainer_is_one_warning():
     no_exception(at)
     said = [str(w.value).replace("\\", "") for w in at.warning]
     assert sum("Megatron-LM has no DPO trainer" in w for w in said) == 1, said
+
+
+def test_the_plan_page_says_where_the_sidebars_objective_goes():
+    """A pretraining goal with the sidebar's DPO objective says the objective applies to fine-tunes (it was dropped
+    without a word); a fine-tune goal says it plans DPO."""
+    at = open_link("plan", {**LINK, "goal": "pretrain", "ptok": "20"})
+    no_exception(at)
+    said = " ".join(str(c.value) for c in at.caption).replace("\\", "")
+    assert "the sidebar's DPO objective applies to a fine-tune goal" in said
+    at = open_link("plan", {**LINK, "goal": "fine-tune", "ptok": "20"})
+    assert "Objective: preference tuning (DPO" in " ".join(str(c.value) for c in at.caption).replace("\\", "")
