@@ -259,6 +259,8 @@ def overhead_seconds_per_token(sc: Scenario, arch: Architecture, acc: Accelerato
     upcast_seconds_per_token's (training_time adds both)."""
     bandwidth = acc.memory_bandwidth_bytes_per_s
     seconds = OVERHEAD_BYTES_PER_LAYER_HIDDEN * arch.num_layers * arch.hidden_size / bandwidth
+    if (reference := reference_forward_passes(sc)) > 0:  # DPO's reference forward does a forward pass's share of it again
+        seconds *= forward_passes(sc) / (forward_passes(sc) - reference)  # (its adapters are off: no adapter traffic)
     if sc.method != "full" and lora_fp32_inputs(sc):
         seconds += LORA_FP32_BYTES_PER_ADAPTER_DIM * lora_params(arch, sc.lora_rank, sc.lora_targets) / sc.lora_rank / bandwidth
     return seconds

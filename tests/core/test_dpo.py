@@ -133,3 +133,16 @@ def test_a_dpo_goals_plans_fit_as_the_memory_page_counts_them_and_cost_more_than
     assert any(a.startswith("Preference tuning (DPO): each example of the batch is a pair") for a in dpo.assumptions)
     hours = np.array([p.hours for p in dpo.plans])
     assert np.all(np.isfinite(hours)) and np.all(hours > 0)
+
+
+@pytest.mark.parametrize(("gc", "ratio"), [(False, 4 / 3), (True, 5 / 4)])
+def test_a_full_dpo_token_is_one_more_forward_pass_of_work(gc, ratio):
+    """Llama 3.1 8B full fine-tune on an H100 (neither launch- nor dequantization-bound): each per-token term, the
+    matmuls and the bandwidth-bound work alike, gains the reference's forward pass: 4/3 of SFT's time a token without
+    recomputation (3 passes -> 4), 5/4 with it (4 -> 5)."""
+    from core.speed.timing import training_time
+
+    acc = get_accelerator("h100-sxm")
+    sft = Scenario(model="llama-3.1-8b", mode="training", method="full", gradient_checkpointing=gc, train_tokens=1e7)
+    dpo = sft.replace(objective="dpo")
+    assert training_time(dpo, acc, 1).wall_hours / training_time(sft, acc, 1).wall_hours == pytest.approx(ratio, rel=1e-6)
