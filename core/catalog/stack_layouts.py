@@ -22,6 +22,7 @@ from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
 from core.catalog.engine_hardware import engine_problem
 from core.memory.stacks import STACKS
 from core.scenario import Method, Offload, Optimizer
+from core.text import listed
 
 LAYOUTS_CSV = DATA_DIR / "stack_layouts.csv"
 QLORA_VENDORS = frozenset({"nvidia", "amd"})
@@ -161,8 +162,9 @@ def objective_problem(stack: str, objective: str, method: str) -> str | None:
     name = stack_name(stack)
     if not s.dpo_methods:
         trainers = ["Hugging Face (TRL)" if k == "hf" else stack_name(k) for k, row in load_stack_layouts().items() if row.dpo_methods]
-        return f"{name} has no DPO trainer; preference tuning runs on {_listed(trainers)}"
-    return f"{name} has no DPO recipe for {METHOD_NAMES.get(method, method)} (it runs DPO with {_listed([METHOD_NAMES.get(m, m) for m in s.dpo_methods])})"
+        return f"{name} has no DPO trainer; preference tuning runs on {listed(trainers, 'stacks', len(trainers))}"
+    runs = [METHOD_NAMES.get(m, m) for m in s.dpo_methods]
+    return f"{name} has no DPO recipe for {METHOD_NAMES.get(method, method)} (it runs DPO with {listed(runs, 'methods', len(runs))})"
 
 
 def stack_name(stack: str) -> str:
@@ -174,10 +176,6 @@ def stack_name(stack: str) -> str:
     if stack == "hf-xla":
         return "Hugging Face on PyTorch/XLA (how TPUs train here)"
     return label.split(" (")[0].split(" + ")[0].split(" / ")[0]
-
-
-def _listed(names: list[str]) -> str:
-    return " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else "".join(names)
 
 
 def offload_problem(stack: str, offload: str) -> str | None:

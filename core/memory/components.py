@@ -318,6 +318,12 @@ def loss_logits_bytes(sc: Scenario) -> float:
     return min(own, FUSED_LOSS_LOGITS_BYTES) if fused_loss(sc) else own
 
 
+def reference_logits_bytes(sc: Scenario) -> float:
+    """Bytes per token and vocabulary entry of DPO's reference logits, held at the loss beside the policy's: the
+    activation dtype's (0 without a reference model)."""
+    return act_bytes(sc) if preference(sc) else 0.0
+
+
 def lora_fp32_inputs(sc: Scenario) -> bool:
     """PEFT runs each adapter on an fp32 copy of its input (the stack's lora_fp32_inputs), unless the sharding engine
     (DeepSpeed, FSDP) runs the adapters in the 16-bit type (TrainingStack.adapters_16bit_zero_stages). By the ZeRO stage
@@ -542,7 +548,7 @@ def _training_activations(sc: Scenario, arch: Architecture, pp: int, tp: int, ba
     # L layers' worth (Sec. 4.2.3); the last stage holds the loss.
     whole_loss = logits_bytes(seq, batch, arch.vocab_size, loss_logits_bytes(sc))
     if preference(sc):  # DPO: the reference's forward runs while the policy's logits are held (core/memory/objective.py)
-        whole_loss = whole_loss + logits_bytes(seq, batch, arch.vocab_size, act_bytes(sc))
+        whole_loss = whole_loss + logits_bytes(seq, batch, arch.vocab_size, reference_logits_bytes(sc))
     # hop: the unsharded pieces -> ActivationParts (MemoryResult.activation_parts, what Explain prints)
     parts = ActivationParts(all_layers, largest, inputs if not stack.checkpoints_offloaded else offloaded, whole_loss, dequantized)
     loss = whole_loss / tp

@@ -25,6 +25,7 @@ from core.memory.components import (
     loss_logits_bytes,
     qlora_base,
     qlora_upcast,
+    reference_logits_bytes,
     residual_bytes,
     runtime_of,
     sram_resident,
@@ -299,7 +300,8 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
     fused = " (fused cross-entropy)" if fused_loss(sc) else ""
     loss_b, of = loss_logits_bytes(sc), ""
     if preference(sc):  # DPO: the reference's 16-bit logits beside the policy's loss (core/memory/objective.py)
-        loss_b, of = loss_b + act_bytes(sc), f": the policy's {loss_logits_bytes(sc):g} B and the reference's {act_bytes(sc):g} B logits"
+        ref = reference_logits_bytes(sc)
+        loss_b, of = loss_b + ref, f": the policy's {loss_logits_bytes(sc):g} B and the reference's {ref:g} B logits"
     loss = f"{bytes_mark(float(parts.logits))} loss step{fused} ({loss_b:g} B x {tokens:,} tokens x {arch.vocab_size:,} vocabulary{of})"
     if checkpointing(sc):
         where = "in CPU memory" if stack.checkpoints_offloaded else "on the device"

@@ -65,6 +65,6 @@ def preference_note(sc: Scenario) -> str | None:
         else "the reference is the base with the adapters off (no second copy)"
     )
     return (
-        f"DPO: a micro-batch of {pairs} runs {2 * sc.batch_size:,} sequences (a chosen and a rejected answer each); {reference}; "
+        f"DPO: a micro-batch of {pairs} runs {sc.batch_size * sequences_per_example(sc):,} sequences (a chosen and a rejected answer each); {reference}; "
         "a reference forward pass a step with no gradients, its logits held at the loss (TRL's DPOTrainer, torchtune's DPO recipes)"
     )
