@@ -69,6 +69,10 @@ class Field:
             for opt in self.options:
                 if str(opt) == raw:
                     return opt
+            # a hand-typed link's capitals (obj=DPO): the one choice that matches but for case, never a guess
+            folded = [opt for opt in self.options if str(opt).casefold() == raw.casefold()]
+            if len(folded) == 1:
+                return folded[0]
             raise ValueError("not one of the choices")
         try:
             value = float(raw)

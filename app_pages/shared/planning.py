@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from app_pages.shared.charts import component_label
 from app_pages.shared.style import COMPONENT_COLORS, Units, capacity_line, hmarker, layout
-from app_pages.shared.text import chart_text, hours_text, provider_name, usd_text
+from app_pages.shared.text import NBSP, chart_text, hours_text, provider_name, usd_text
 from app_pages.shared.ticks import number_ticks, time_ticks
 from core.catalog.accelerators import UnknownAcceleratorError, get_accelerator
 from core.memory.engines import ENGINES
@@ -45,7 +45,7 @@ def no_plan_reason(skipped: tuple[str, ...] | list[str], reasons: int = 4) -> st
     parts: dict[str, list[str]] = {}
     for line in skipped:
         part, sep, why = line.partition(": ")
-        if not sep:
+        if not sep or " " in part:  # a part id has no spaces: a goal-wide sentence with a colon of its own
             part, why = "", line
         parts.setdefault(why, []).append(part)
     out = []
@@ -142,7 +142,8 @@ def headline(p: Plan, pricing: str, short: bool = False) -> str:
         shard = f", ZeRO-3 over {p.data_parallel}" if p.zero_stage == 3 else ""
         mp = f", tensor parallel {p.tensor_parallel}" if p.tensor_parallel > 1 else ""
         mp += f", {p.pipeline_parallel} pipeline stages" if p.pipeline_parallel > 1 else ""
-        return f"{what} on {on}{shard}{mp}: {hours_text(p.hours)}, {usd_text(p.usd)} {price}{idle}."
+        # the time never breaks between its number and unit on a phone ("1.8" at a line's end, "h" on the next)
+        return f"{what} on {on}{shard}{mp}: {hours_text(p.hours).replace(' ', NBSP)}, {usd_text(p.usd)} {price}{idle}."
     replicas = f"{p.data_parallel} replica{'s' * (p.data_parallel > 1)}"
     replicas += f" (each expert-parallel over {p.tensor_parallel} GPUs)" if p.expert_parallel else ""
     kv = KV_WORDS.get(p.kv_cache_format or "", "")

@@ -25,6 +25,8 @@ MD_SPECIAL = frozenset("\\`*[]()<>#+-.!|~$&:\"'_")
 # escaping does not stop them: a zero-width space after "www", inside "://" and after "@" does.
 _AUTOLINK = re.compile(r"(?i)(?<=www)(?=\.)|(?<=:)(?=//)|(?<=@)")
 ZWSP = "\u200b"
+# a space a line never breaks at (between a number and its unit)
+NBSP = "\u00a0"
 
 
 def plain(text: Any) -> str:
@@ -32,7 +34,7 @@ def plain(text: Any) -> str:
     nothing left that an autolink would pick up."""
     out = []
     for c in _AUTOLINK.sub(ZWSP, str(text)):
-        if c == ZWSP:
+        if c in (ZWSP, NBSP):  # characters isprintable() refuses that this code itself writes
             out.append(c)
             continue
         if not c.isprintable():

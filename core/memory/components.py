@@ -300,6 +300,8 @@ def full_state_bytes(sc: Scenario) -> StateBytes:
     if not mixed(sc):  # bf16-true / fp16-true: states in the training dtype, no master copy
         return StateBytes(2.0, 2.0, 2.0, 0.0, 0.0, f"{sc.precision}: weights, gradients and optimizer states in 16-bit")
     if master_layout(sc):  # ZeRO Sec. 3.1: 2 + 2 + (4 master + states)
+        if sc.precision == "bf16" and stack_of(sc).fp32_grads_under_bf16:  # Megatron: 2 + 4 + (4 + 8), its 18 bytes
+            return StateBytes(2.0, 4.0, 4.0, MASTER_COPY_BYTES, 0.0, "mixed precision, fp32 gradients and master copy")
         return StateBytes(2.0, 2.0, 4.0, MASTER_COPY_BYTES, 0.0, "mixed precision, fp32 master copy in the optimizer")
     # autocast: fp32 parameters, gradients and states, bf16 copies of the weights while computing
     return StateBytes(4.0, 4.0, 4.0, 0.0, 2.0, "mixed precision under autocast: fp32 parameters")

@@ -38,12 +38,12 @@ def devices_needed_by_accelerator(sc: Scenario, accelerator_ids: list[str]) -> d
 
 
 def _tp_sizes(sc: Scenario, arch: Architecture) -> list[int]:
-    """Tensor-parallel sizes that split the attention heads evenly (vLLM and
-    Megatron require heads % TP == 0), plus the scenario's own. SRAM-resident
+    """Tensor-parallel sizes that split the attention heads evenly (Architecture.splits_over: serving engines
+    replicate KV heads, training stacks divide them), plus the scenario's own. SRAM-resident
     chips split each layer over many chips (Groq runs a 70B model on hundreds of
     230 MB chips), so up to 64 there."""
     candidates = TP_CANDIDATES + SRAM_TP_CANDIDATES if sram_resident(sc) else TP_CANDIDATES
-    sizes = {t for t in candidates if arch.num_heads % t == 0}
+    sizes = {t for t in candidates if arch.splits_over(t, replicate_kv=sc.mode == "inference")}
     return sorted(sizes | {sc.tensor_parallel})
 
 

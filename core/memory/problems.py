@@ -12,14 +12,15 @@ from core.catalog.stack_layouts import base_problem, layout_problem, objective_p
 from core.memory.components import gptq_base, qlora_base, sram_resident
 from core.memory.engines import ENGINES
 from core.scenario import Scenario
+from core.text import listed
 
 
 def scenario_problem(sc: Scenario) -> str | None:
     """Why the scenario's training stack or part cannot run it, its optimizer included (data/stack_layouts.csv), or
     why its serving engine has no kernels there for its weights' format or their FP8 KV cache (data/format_kernels.csv),
-    or None."""
+    or why its tensor-parallel size does not split the model's attention (heads_problem), or None."""
     if sc.mode != "training":
-        return serving_problem(sc, ENGINES[sc.serving_engine].label)
+        return heads_problem(sc) or serving_problem(sc, ENGINES[sc.serving_engine].label)
     stack = sc.training_stack
     base = base_problem(qlora_base(sc).id, sc.zero_stage, sc.offload, sc.tensor_parallel) if gptq_base(sc) else None
     acc = get_accelerator(sc.accelerator)
@@ -30,6 +31,7 @@ def scenario_problem(sc: Scenario) -> str | None:
         base
         or objective_problem(stack, sc.objective, sc.method)
         or layout_problem(stack, sc.method, sc.zero_stage, sc.tensor_parallel, sc.pipeline_parallel, sc.data_parallel, sc.optimizer, sc.offload)
+        or heads_problem(sc)
         or (None if part is None else acc.name + part.removeprefix(acc.id) if part.startswith(f"{acc.id}: ") else part)
     )
 
@@ -55,3 +57,18 @@ def runnable_kv_cache(sc: Scenario) -> str | None:
         return None
     kv = nearest_kv_cache(sc.kv_cache_format, sc.serving_engine, get_accelerator(sc.accelerator), sc.architecture)
     return kv if kv is not None and serving_problem(sc.replace(kv_cache_format=kv)) is None else None
+
+
+def heads_problem(sc: Scenario) -> str | None:
+    """Why the scenario's tensor-parallel size does not split its model's attention (Architecture.splits_over: serving
+    engines replicate KV heads over a multiple of them, training stacks divide them), with the sizes that do, or None.
+    llama.cpp's split and the SRAM chips' vendor stacks are not a head split."""
+    tp, arch = sc.tensor_parallel, sc.architecture
+    serving = sc.mode == "inference"
+    if tp == 1 or sram_resident(sc) or (serving and sc.serving_engine == "llama.cpp") or arch.splits_over(tp, replicate_kv=serving):
+        return None
+    sizes = [str(t) for t in range(2, 65) if arch.splits_over(t, replicate_kv=serving)]
+    kv = "" if arch.is_mla or arch.num_kv_heads == arch.num_heads else f" and {arch.num_kv_heads} KV heads"
+    rule = "KV heads split evenly or replicated over a multiple of them" if serving else "the training stacks divide both"
+    where = f"it splits over {listed(sizes, 'sizes', first=6)} ({rule})" if sizes else "no tensor-parallel size splits it"
+    return f"Tensor parallel {tp} does not split the model's attention ({arch.num_heads} query heads{kv}): {where}"

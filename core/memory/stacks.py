@@ -91,6 +91,11 @@ class TrainingStack(NamedTuple):
     # a GPTQ checkpoint through PEFT (huggingface/peft@5d602fd src/peft/tuners/lora/gptq.py: GPTQModel's kernels; in
     # 2023 auto-gptq's) or Axolotl's `gptq: true` (axolotl-ai-cloud/axolotl@067b021 examples/llama-2/gptq-lora.yml).
     qlora_other_bases: tuple[str, ...] = ()
+    # Gradients of bf16 parameters kept, accumulated and all-reduced in fp32, 4 bytes a parameter: Megatron-LM forces
+    # accumulate_allreduce_grads_in_fp32 under --bf16 (megatron/training/arguments.py: "bfloat16 requires gradient
+    # accumulation and all-reduce to be done in fp32"), its distributed optimizer's table counting "bf16 param, fp32
+    # grads" as 18 bytes a parameter, 6 + 12/d sharded (NVIDIA/Megatron-LM docs, "Distributed Optimizer").
+    fp32_grads_under_bf16: bool = False
 
 
 _HF = TrainingStack(
@@ -228,7 +233,9 @@ STACKS: dict[str, TrainingStack] = {
                 "with mixed precision, 16-bit parameters and an fp32 master copy in the optimizer",
                 "fused vocabulary-parallel cross-entropy: bf16 logits and one fp32 copy",
                 "fused layer norms keep no fp32 copies",
+                "under bf16, gradients accumulated and all-reduced in fp32 (4 bytes a parameter)",
             ),
+            fp32_grads_under_bf16=True,
         ),
         # mlx-lm's trainer (mlx_lm/tuner): LoRALinear keeps lora_a / lora_b in float32 (MLX's default dtype), so a 16-bit
         # input is promoted to fp32 for the adapter product; the frozen base stays in the checkpoint's dtype, or in MLX

@@ -143,6 +143,18 @@ class Architecture(BaseModel):
     def is_mla(self) -> bool:
         return self.kv_lora_rank is not None
 
+    def splits_over(self, tp: int, replicate_kv: bool = True) -> bool:
+        """Whether `tp` tensor-parallel ranks split the attention evenly: the query heads divide by tp, and the KV
+        heads either divide by tp or, where the runtime replicates them (`replicate_kv`), divide tp. vLLM's
+        QKVParallelLinear (and SGLang's, TensorRT-LLM's) replicates KV heads over tp / num_kv_heads ranks when there
+        are fewer of them and asserts divisibility otherwise: Phi-3-medium's 40 / 10 heads run at TP 2 or 10 (and 5),
+        not 4 or 8. Megatron-core and torchtitan divide the query groups by tp, no replication (`replicate_kv`
+        False, training). MLA's latent is one KV "head" shared by all: only the query heads count."""
+        if tp < 1 or self.num_heads % tp:
+            return False
+        kv = self.num_heads if self.is_mla else self.num_kv_heads
+        return kv % tp == 0 or (replicate_kv and tp % kv == 0)
+
     @property
     def moe_layers(self) -> int:
         return self.num_moe_layers if self.is_moe else 0

@@ -299,7 +299,10 @@ _REQUIRED = {
 
 # Fields some published configs leave to their configuration class's defaults (the config.json of
 # google/gemma-3-27b-it has no text_config.vocab_size: Gemma3TextConfig's default applies).
-FAMILY_DEFAULTS: dict[str, dict[str, int]] = {"gemma3_text": {"vocab_size": 262_208}, "gemma3": {"vocab_size": 262_208}}
+FAMILY_DEFAULTS: dict[str, dict[str, int]] = {
+    "gemma3_text": {"vocab_size": 262_208, "max_position_embeddings": 131_072},
+    "gemma3": {"vocab_size": 262_208, "max_position_embeddings": 131_072},
+}
 
 
 def _common(c: _Cfg, assumptions: list[str], family: str) -> dict[str, Any]:

@@ -182,6 +182,8 @@ def assumptions(goal: Goal) -> list[str]:
         "instances billed, 730 hours a month); idle devices on a rented instance are shown.",
         f"A plan that spends more than half its time communicating is never called cheapest or fastest while one that "
         f"does not exists (scaling efficiency below {fr.MIN_SCALING_EFFICIENCY:.0%}).",
+        f"Fastest is the cheapest plan within {fr.FAST_ENOUGH - 1:.0%} of the shortest time (core/money/picks.py), not one "
+        "that rents many more devices to finish a few minutes sooner.",
     ]
     if goal.providers is not None:
         out.append(f"Only the price rows of {', '.join(goal.providers)} (the goal's providers); the market a price is set against is every provider's.")
@@ -230,8 +232,10 @@ def assumptions(goal: Goal) -> list[str]:
             "it cheaper. A reservation that would sit idle past the run is never called cheapest or fastest while "
             "another plan exists.",
             *_pretraining_size(goal),
-            f"Without a deadline, a run longer than {HORIZON_HOURS / 24:.0f} days is not called cheapest; a cheaper run of up to "
-            f"{fr.LONGER_RUN_FACTOR:g} x the deadline (or the {HORIZON_HOURS / 24:.0f} days) is shown with what it would save.",
+            f"Without a deadline, a run longer than {HORIZON_HOURS / 24:.0f} days is not called cheapest while a shorter one "
+            "exists; where none is (nor, with a deadline or budget, within them), cheapest is the cheapest regardless, marked "
+            f"within_bounds false. A cheaper run of up to {fr.LONGER_RUN_FACTOR:g} x the deadline (or the "
+            f"{HORIZON_HOURS / 24:.0f} days) is shown with what it would save.",
             "Catalog rows flagged as placeholders, floors or a part of a machine (a GPU without its host), and stale rows, are left out (data/price_flags.csv); a price "
             "under half its accelerator's median provider price (spot against spot) is labelled far below the market, and "
             "where the cheapest plan has one, the cheapest plan at a market price is named beside it.",

@@ -16,6 +16,9 @@ from core.memory.stacks import StackId
 from core.money.run_bill import SETUP_HOURS
 from core.scenario import MAX_TRAIN_TOKENS, Method, ModelSpec, Objective, Scenario
 
+# the least dataset a goal plans (tokens, and tokens x epochs): a thousand tokens, a few examples
+MIN_TRAIN_TOKENS = 1e3
+
 # Compute-optimal pretraining: about 20 tokens a parameter (Hoffmann et al. 2022, "Training Compute-Optimal Large
 # Language Models", arXiv 2203.15556, Table 3: 20.2 tokens a parameter at 1B-10T FLOPs budgets). A pretraining goal
 # on a tenth of it or less is a fine-tuning-sized dataset: the Plan page and the plan's assumptions say so (a goal
@@ -45,7 +48,7 @@ class Goal(BaseModel):
     goal: GoalKind
     model: ModelSpec = Field(description="as in `estimate`: a preset id, {'params': N} or {'hf_config': {...}}")
     # training goals: tokens per epoch (a dataset's examples x tokens per example) and epochs
-    tokens: float | None = Field(default=None, ge=1e3, le=MAX_TRAIN_TOKENS, description="training tokens per epoch")
+    tokens: float | None = Field(default=None, ge=MIN_TRAIN_TOKENS, le=MAX_TRAIN_TOKENS, description="training tokens per epoch")
     epochs: float = Field(default=1.0, gt=0, le=1_000)
     seq_len: int = Field(default=2048, ge=16, le=1_048_576, description="tokens per training example (packed sequence length)")
     setup_hours: float = Field(
@@ -139,6 +142,8 @@ class Goal(BaseModel):
             raise ValueError(f"a {self.goal} goal needs tokens (the dataset's tokens per epoch)")
         elif self.train_tokens > MAX_TRAIN_TOKENS:  # each bound holds alone; their product must hold too
             raise ValueError(f"tokens x epochs is {self.train_tokens:.3g} training tokens: at most {MAX_TRAIN_TOKENS:.0e} (fewer epochs or a smaller dataset)")
+        elif self.train_tokens < MIN_TRAIN_TOKENS:  # a fraction of an epoch below the dataset's own least size
+            raise ValueError(f"tokens x epochs is {self.train_tokens:.3g} training tokens: at least {MIN_TRAIN_TOKENS:,.0f} (more epochs or a larger dataset)")
         if self.goal != "fine-tune" and self.objective != "sft":
             raise ValueError("preference tuning (objective 'dpo') tunes a trained model: use goal 'fine-tune'")
         if self.goal == "pretrain" and self.methods not in (None, ("full",)):

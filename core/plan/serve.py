@@ -20,6 +20,7 @@ from core.catalog.engine_models import model_problem
 from core.catalog.expert_parallel import supports_expert_parallel
 from core.catalog.format_kernels import FOUR_BIT, four_bit_format, weights_problem
 from core.catalog.kv_cache_kernels import kv_cache_problem
+from core.catalog.presets import preset, preset_ids
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
 from core.layout import Layout
@@ -176,7 +177,25 @@ class ServingOption:
         return bill(self.scenario, self.row, self.capacity, self.traffic, self.fleet)
 
 
+def context_problem(goal: Goal) -> str | None:
+    """Why the goal's requests do not fit the model's context window, in one line, or None. The window is its config's
+    max_position_embeddings (what vLLM, SGLang and TensorRT-LLM cap --max-model-len at unless told to go past it), or
+    its model card's published context where that is longer (Command R: 8,192 in its config, 128k on its card)."""
+    arch = serving_scenario(goal, "bf16", 1).architecture
+    published = preset(goal.model).context_length if isinstance(goal.model, str) and goal.model in preset_ids() else None
+    window = max(arch.max_context, published or 0)
+    need = goal.input_tokens + goal.output_tokens
+    if need <= window:
+        return None
+    return (
+        f"{arch.name} takes at most {window:,} tokens a sequence (its context window); a {goal.input_tokens:,}-token prompt "
+        f"and a {goal.output_tokens:,}-token answer are {need:,}: serving engines refuse a longer context"
+    )
+
+
 def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tuple[list[ServingOption], list[str], int]:
+    if (too_long := context_problem(goal)) is not None:  # one line, not a part by part refusal
+        return [], [too_long], 0
     # rows of providers that may host a serving endpoint (not Colab's notebooks: data/providers.csv)
     rows = tuple(r for r in goal_rows(goal, prices) if can_serve(r.provider))  # the goal's providers where it names them
     wanted = set(goal.accelerators) if goal.accelerators else None
@@ -194,7 +213,8 @@ def plan_serving(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tupl
                     # the same devices expert-parallel, attention data-parallel (no head split: any head count)
                     ep = sc.replace(expert_parallel=True)
                     sized.append((fmt, kv, tp, ep, memory_by_batch(ep, Layout(1, tp, 1))))
-                if sc.architecture.num_heads % layout.tensor_parallel or tp > sc.architecture.num_layers or (tp > 1 and goal.serving_engine in SINGLE_DEVICE_ENGINES):
+                model = sc.architecture
+                if not model.splits_over(layout.tensor_parallel) or tp > model.num_layers or (tp > 1 and goal.serving_engine in SINGLE_DEVICE_ENGINES):
                     continue
                 sized.append((fmt, kv, tp, sc, memory_by_batch(sc, layout)))
     # Which parts each candidate runs on (and in what form), then every candidate's capacity on all its parts at once

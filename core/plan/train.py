@@ -38,7 +38,10 @@ ZERO3_RANKS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 # device x accumulation). We hold the global batch at 64 sequences: data parallelism beyond 64 ranks cannot help.
 FINE_TUNE_GLOBAL_SEQUENCES = 64
 # Pretraining batch in tokens by model size: GPT-3 (Brown et al. 2020, Table 2.1: 0.5M tokens at 125M-350M
-# parameters, 1M at 760M-2.7B, 2M at 6.7B-13B, 3.2M at 175B); Llama 2 and 3 pretrained at 4M tokens.
+# parameters, 1M at 760M-2.7B, 2M at 6.7B-13B, 3.2M at 175B); Llama 2 and 3 pretrained at 4M tokens. Those "M" are
+# whole powers of two of sequences (GPT-3's 0.5M is 256 sequences of 2,048 tokens, Llama 2's 4M is 1,024 of 4,096), so
+# the recipe is the power of two of sequences nearest the tokens: 2M tokens of 2,048 is 1,024 sequences, not 977 (a
+# prime number of ranks no node count places evenly; the plan helper's review of stop 48, H3).
 PRETRAIN_BATCH_TOKENS = ((0.5e9, 0.5e6), (3e9, 1e6), (15e9, 2e6), (float("inf"), 4e6))
 
 
@@ -67,7 +70,7 @@ def global_sequences(goal: Goal, total_params: float) -> int:
         recipe = FINE_TUNE_GLOBAL_SEQUENCES
     else:
         tokens = next(t for limit, t in PRETRAIN_BATCH_TOKENS if total_params <= limit)
-        recipe = max(1, round(tokens / goal.seq_len))
+        recipe = 1 << max(0, round(math.log2(tokens / goal.seq_len)))
     return max(1, min(recipe, int((goal.tokens or 0) // goal.seq_len)))
 
 
@@ -107,7 +110,7 @@ def _shapes(goal: Goal, stack: str) -> list[_Shape]:
             if not gc and qlora_upcast(sc):  # the usual QLoRA recipe turns checkpointing on itself
                 continue
             arch = sc.architecture
-            tps = [t for t in (1, 2, 4, 8) if arch.num_heads % t == 0]
+            tps = [t for t in (1, 2, 4, 8) if arch.splits_over(t, replicate_kv=False)]
             layouts = [(0, 1, 1, 1, True), (0, 1, 1, 2, False)]
             layouts += [(0, t, 1, 1, False) for t in tps if t > 1]
             layouts += [(0, tps[-1], p, 1, False) for p in (2, 4, 8, 16) if p <= arch.num_layers]
@@ -204,6 +207,8 @@ def _candidates(fit: _Fitting, acc: Accelerator, rental: Rental, global_seqs: in
             if n > 1 and ((n // 2) * k) // group >= global_seqs:
                 break  # half as many instances already had a rank for every sequence
             dp = min((n * k) // group, per_rank_cap)
+            if n > 1:  # the same whole tensor x pipeline groups on every node: a launcher places ranks evenly
+                dp = n * ((dp * group // n) // group)
             if s.single and (n * k != 1):
                 break
             if dp < 1 or (not s.single and s.zero_stage == 0 and group == 1 and dp < 2) or (s.zero_stage == 3 and dp < 2):

@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict
 from core.catalog.accelerators import Accelerator
 from core.catalog.collective_bandwidth import link_fraction, network_fraction
 from core.layout import Layout
-from core.memory.components import checkpointing, lora_params
+from core.memory.components import checkpointing, full_state_bytes, lora_params
 from core.memory.objective import reference_forward_passes, sequences_per_example
 from core.memory.stacks import STACKS
 from core.model.architecture import Architecture
@@ -268,9 +268,11 @@ def comm_step(
     tp_msg = tokens_mb * arch.hidden_size * act_bytes
     stage_tp = arch.num_layers / pp * per_layer * ring_s(tp_msg, tp, collective_gbps(acc, tp), nccl_link(acc, tp))
     bubble = (pp - 1) / m
-    # Every parameter (all experts of an MoE) has a gradient; LoRA only the adapters (fp32 in PEFT).
+    # Every parameter (all experts of an MoE) has a gradient, in the dtype the memory counts it in (components'
+    # byte table: fp32 under autocast and in Megatron's bf16, 16-bit beside a master copy); LoRA only the adapters
+    # (fp32 in PEFT).
     trainable = arch.total_params if sc.method == "full" else lora_params(arch, sc.lora_rank, sc.lora_targets)
-    grad_bytes = (act_bytes if sc.method == "full" else 4) * trainable / (tp * pp)
+    grad_bytes = (full_state_bytes(sc).grad if sc.method == "full" else 4) * trainable / (tp * pp)
     link = collective_gbps(acc, dp * tp * pp)
     nccl = nccl_link(acc, dp * tp * pp)
     # The backward pass's share of a micro-batch's compute (a recomputed forward runs inside it): what hides the

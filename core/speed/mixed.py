@@ -139,7 +139,7 @@ def mixed_box(sc: Scenario, accelerator_ids: Sequence[str]) -> MixedBox:
 def _tensor_parallel(sc: Scenario, ids: Sequence[str]) -> dict | None:
     """The same identical cards as a tensor-parallel group, when the attention heads split evenly over them."""
     n, arch = len(ids), sc.architecture
-    if n < 2 or arch.num_heads % n:
+    if n < 2 or not arch.splits_over(n):
         return None
     acc = get_accelerator(ids[0])
     s = inference_speed(Scenario(**(dict(sc) | {"accelerator": acc.id, "tensor_parallel": n, "pipeline_parallel": 1})))

@@ -157,6 +157,19 @@ def test_every_widget_value_round_trips_through_the_url(key):
     assert spec.parse(str(spec.default)) == spec.default
 
 
+def test_a_choice_typed_in_capitals_is_that_choice_and_a_near_miss_is_still_refused():
+    # review 12 of stop 48: obj=DPO in a hand-typed link was dropped with a warning
+    assert SPECS["obj"].parse("DPO") == "dpo"
+    assert SPECS["acc"].parse("H100-SXM") == "h100-sxm"
+    for key, raw in (("obj", "DPO "), ("obj", "dp0"), ("acc", "H100_SXM")):
+        with pytest.raises(ValueError):
+            SPECS[key].parse(raw)
+    for key, spec in SPECS.items():  # no two choices of one input differ only in case, so a folded match is never a guess
+        if spec.kind == "choice":
+            folded = [str(o).casefold() for o in spec.options]
+            assert len(folded) == len(set(folded)), key
+
+
 @PARSER
 @given(query=st.dictionaries(st.one_of(st.sampled_from(KEYS), st.text(max_size=10)), st.one_of(hostile_text, valid_text), max_size=12))
 @example(query={k: "x" * 10_000 for k in KEYS})

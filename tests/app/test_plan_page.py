@@ -247,3 +247,14 @@ def test_the_cloud_filter_plans_on_one_providers_prices_and_stays_in_the_link():
     assert at.query_params.get("cloud") in ("aws", ["aws"])
     shown = next(d.value for d in at.dataframe if "Where" in d.value.columns)
     assert len(shown) > 1 and all(str(w).startswith("aws ") for w in shown["Where"]), list(shown["Where"])
+
+
+def test_a_prompt_past_the_models_context_window_is_one_sentence_not_a_list_of_parts():
+    """no_plan_reason reads 'part: why' lines; a goal-wide sentence with a colon of its own is said whole."""
+    at = open_link("plan", {"model": "gpt2", "goal": "serve", "tin": "100000"})
+    no_exception(at)
+    (err,) = [e.value.replace("\\", "") for e in at.error]
+    assert err == (
+        "No plan fits: GPT-2 124M takes at most 1,024 tokens a sequence (its context window); a 100,000-token prompt and a "
+        "300-token answer are 100,300: serving engines refuse a longer context"
+    )

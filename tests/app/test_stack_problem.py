@@ -115,3 +115,16 @@ def test_fp8_weights_without_fp8_matmuls_are_said_to_run_weight_only(page):
     assert "prompts at the 16-bit rate" in a100[0]
     assert said({"engine": "vllm", "acc": "h100-sxm"}) == []
     assert said({"engine": "hf-transformers", "acc": "t4"}) == []
+
+
+@pytest.mark.parametrize(("mode", "tp", "words"), [("inference", "8", "it splits over 2, 5, 10, 20 and 40"), ("training", "4", "it splits over 2, 5 and 10")])
+def test_a_tensor_parallel_size_that_does_not_split_the_heads_is_told_so(mode, tp, words):
+    """Phi-3 Medium: 40 query heads, 10 KV heads. vLLM divides the KV heads by the tensor-parallel size or replicates
+    them over a multiple of them, so TP 4 and 8 stop at start-up; Megatron divides the query groups (no replication).
+    TP 2 says nothing (the plan helper's review of stop 48, H1)."""
+    at = open_link("memory", {"model": "phi-3-medium-4k", "mode": mode, "tp": tp} | ({"stack": "megatron"} if mode == "training" else {}))
+    no_exception(at)
+    said = [t for t in (w.value.replace("\\", "") for w in at.warning) if "does not split the model's attention" in t]
+    assert len(said) == 1 and "40 query heads and 10 KV heads" in said[0] and words in said[0], [w.value for w in at.warning]
+    quiet = open_link("memory", {"model": "phi-3-medium-4k", "mode": mode, "tp": "2"} | ({"stack": "megatron"} if mode == "training" else {}))
+    assert not [w for w in quiet.warning if "does not split" in w.value]

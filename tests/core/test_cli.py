@@ -160,3 +160,12 @@ def test_a_reader_that_stops_early_gets_no_traceback():
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 1 and b"Traceback" not in err, err
+
+
+@pytest.mark.parametrize("epochs", ["1e-10", "0.09"])
+def test_a_goal_of_under_a_thousand_tokens_in_all_exits_2_with_one_line(epochs):
+    """The plan helper's review of stop 48 (M2): tokens 1e7 x epochs 1e-10 passed the goal's own bounds (each alone)
+    and crashed in the scenario's (train_tokens >= 1) with a traceback and exit 1."""
+    code, out, err = run(["plan", "-"], stdin=f'{{"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 1e4, "epochs": {epochs}}}')
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1 and "at least 1,000" in lines[0] and "Traceback" not in err, err

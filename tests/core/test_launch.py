@@ -548,8 +548,16 @@ def test_a_full_fine_tune_is_not_told_to_start_from_random_weights():
     assert tune.cheapest is not None and tune.cheapest.method == "full"
     assert "random weights" not in tune.cheapest.launch and "# Full fine-tune with" in tune.cheapest.launch
     pre = plan(Goal.model_validate({"goal": "pretrain", "model": "llama-3.2-1b", "tokens": 1e9}))
-    assert pre.cheapest is not None
-    assert "pretraining from scratch" in pre.cheapest.launch and "# Pretraining with" in pre.cheapest.launch
+    assert pre.cheapest is not None and pre.cheapest.scenario["training_stack"] == "hf"
+    assert "# Pretraining with" in pre.cheapest.launch
+    # TRL loads a checkpoint: the pretraining launch builds the model from its config first and trains that (the plan
+    # helper's review of stop 48, M3: it said "random weights" and passed the trained checkpoint)
+    _, commands = parse(pre.cheapest.launch)
+    assert ("python", "init_model.py") in [tuple(c[:2]) for c in commands]
+    assert settings(pre.cheapest.launch)["--model_name_or_path"] == "./init"
+    assert 'AutoConfig.from_pretrained("meta-llama/Llama-3.2-1B")' in pre.cheapest.launch and "from_config(config" in pre.cheapest.launch
+    mega = plan(Goal.model_validate({"goal": "pretrain", "model": "llama-3.2-1b", "tokens": 1e9, "training_stack": "megatron"}))
+    assert mega.cheapest is not None and "pretraining from scratch" in mega.cheapest.launch
 
 
 def test_a_fused_cross_entropy_reaches_the_trainers_config():
@@ -993,3 +1001,12 @@ def test_a_full_dpo_scenario_reads_as_a_fine_tune_of_one_pair():
     text = launch_command({"model": "llama-3.1-8b", "mode": "training", "method": "full", "objective": "dpo", "training_stack": "hf", "train_tokens": 1e8})
     assert "Full fine-tune by preference tuning (DPO)" in text and "(global batch 1 pair, a chosen" in text
     assert "to pretrain" not in text
+
+
+def test_the_replicas_note_names_the_parts_own_devices():
+    """The plan helper's review of stop 48 (L1): a TPU fleet's launch said "1 GPU(s) (CUDA_VISIBLE_DEVICES)"."""
+    for acc, words in (("tpu-v5e", "each on its own 1 TPU chip, behind"), ("mi300x", "each on its own 1 GPU (HIP_VISIBLE_DEVICES), behind")):
+        p = plan(Goal.model_validate({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 2e6, "accelerators": [acc]})).cheapest
+        assert p is not None and p.data_parallel > 1
+        (line,) = [ln for ln in p.launch.splitlines() if "replicas: run this once per replica" in ln]
+        assert words in line and "CUDA_VISIBLE_DEVICES" not in line, line

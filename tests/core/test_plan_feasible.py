@@ -48,6 +48,8 @@ def signable(goal: Goal, p: Plan) -> list[str]:
         why.append(f"priced from a flagged row: {flag}")
     if p.instances > 1 and not spans_nodes(p.provider, p.instance):
         why.append(f"{p.instances} copies of a single host ({p.provider} {p.instance})")
+    if p.instances > 1 and p.devices % p.instances:  # a launcher starts the same number of ranks on every node
+        why.append(f"{p.devices} ranks on {p.instances} nodes")
     why += rentable(p, row)
     if p.pipeline_parallel > 1 and p.gradient_accumulation_steps < MICROBATCHES_PER_STAGE * p.pipeline_parallel:
         why.append(f"{p.pipeline_parallel} pipeline stages with {p.gradient_accumulation_steps} micro-batches a step")
@@ -457,3 +459,55 @@ def test_a_part_whose_listings_cannot_rent_the_fleet_says_so_not_that_nothing_fi
     options, skipped, _ = plan_serving(goal)
     assert not options
     assert skipped == ["h100-sxm: a layout fits, but the traffic needs more instances than its listings rent"]
+
+
+def heads_split(model: str, tp: int, serving: bool) -> bool:
+    """By hand, from the model's config numbers: query heads divide by tp, and KV heads divide by it or (a serving
+    engine replicating them, vLLM's QKVParallelLinear) tp divides by them; Megatron divides its query groups."""
+    from core.scenario import Scenario
+
+    arch = Scenario(model=model).architecture
+    return arch.num_heads % tp == 0 and (arch.num_kv_heads % tp == 0 or (serving and tp % arch.num_kv_heads == 0))
+
+
+def test_phi3_medium_is_never_planned_at_a_tensor_parallel_size_its_ten_kv_heads_refuse():
+    """The plan helper's review of stop 48 (H1): 40 query heads, 10 KV heads; the fastest serving plan was 8 x B200 at
+    TP 8 (10 % 8, and 8 does not divide by 10): vLLM stops at start-up. Every plan, not only the picks."""
+    served = plan(Goal.model_validate({"goal": "serve", "model": "phi-3-medium-4k", "requests_per_day": 1e6}))
+    assert served.plans and {p.tensor_parallel for p in served.plans} <= {1, 2}
+    assert all(heads_split("phi-3-medium-4k", p.tensor_parallel, serving=True) for p in served.plans)
+    trained = plan(Goal.model_validate({"goal": "fine-tune", "model": "phi-3-medium-4k", "tokens": 5e7, "methods": ["full"], "training_stack": "megatron"}))
+    assert trained.plans and all(heads_split("phi-3-medium-4k", p.tensor_parallel, serving=False) for p in trained.plans)
+    assert heads_split("qwen3-235b-a22b", 8, serving=True) and not heads_split("qwen3-235b-a22b", 8, serving=False)
+
+
+def test_a_serving_goal_past_the_models_context_window_is_refused_in_one_line():
+    """The plan helper's review of stop 48 (H4): GPT-2 (1,024 positions) was planned for 100,000-token prompts with
+    `--max-model-len 100300`, which vLLM refuses. The window is the config's max_position_embeddings or the model
+    card's context where longer (Command R: 8,192 in its config, 131,072 published); Gemma 3's config leaves it to
+    Gemma3TextConfig's default, 131,072 (it read 4,096 before)."""
+    r = plan(Goal.model_validate({"goal": "serve", "model": "gpt2", "requests_per_day": 1e5, "input_tokens": 100_000}))
+    assert r.plans == () and r.cheapest is None and len(r.skipped) == 1
+    assert "at most 1,024 tokens" in r.skipped[0] and "100,300" in r.skipped[0]
+    edge = plan(Goal.model_validate({"goal": "serve", "model": "gpt2", "requests_per_day": 1e4, "input_tokens": 724, "output_tokens": 300}))
+    assert edge.plans  # 1,024 exactly fits
+    assert plan(Goal.model_validate({"goal": "serve", "model": "gpt2", "requests_per_day": 1e4, "input_tokens": 725, "output_tokens": 300})).plans == ()
+    for model in ("command-r-35b", "gemma-3-27b"):
+        assert plan(Goal.model_validate({"goal": "serve", "model": model, "requests_per_day": 1e4, "input_tokens": 20_000})).plans, model
+
+
+def test_a_pretraining_batch_is_a_power_of_two_of_sequences_and_every_node_runs_as_many_ranks():
+    """The plan helper's review of stop 48 (H3): 2M tokens of 2,048 made a global batch of 977 sequences (prime), and a
+    Trainium plan put 977 ranks on 62 nodes (Accelerate starts 977 // 62 = 15 a node, 930 in all). GPT-3's and Llama's
+    batches are powers of two of sequences."""
+    from core.plan.train import global_sequences
+
+    goal = Goal.model_validate({"goal": "pretrain", "model": "llama-3.1-8b", "tokens": 1.6e11})
+    # GPT-3's 2M tokens at 6.7B-13B parameters: 1,024 sequences of 2,048 tokens (976.6 -> 977 before), 512 of 4,096
+    assert goal.seq_len == 2048 and global_sequences(goal, 8.03e9) == 1024
+    assert global_sequences(goal.model_copy(update={"seq_len": 4096}), 8.03e9) == 512
+    small = Goal.model_validate({"goal": "pretrain", "model": "llama-3.2-1b", "tokens": 2e10, "seq_len": 2048})
+    assert global_sequences(small, 1.24e9) == 512  # GPT-3's 1M tokens at 760M-2.7B parameters: 512 x 2,048
+    r = plan(goal)
+    spanning = [p for p in r.plans if p.instances > 1]
+    assert spanning and all(p.devices % p.instances == 0 for p in spanning), [(p.accelerator, p.devices, p.instances) for p in spanning]

@@ -42,10 +42,19 @@ def _weight_only_fp8_note(p: _Facts) -> list[str]:
     return [_comment(note)] if note else []
 
 
+# How a replica is pinned to its own devices, by vendor: the variable the runtime reads (CUDA's; ROCm's HIP runtime's).
+# Elsewhere the note names the devices only (TPU chips, Neuron devices and Gaudi cards are selected their own ways).
+VISIBLE_DEVICES = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "HIP_VISIBLE_DEVICES"}
+DEVICE_WORDS = {"nvidia": "GPU", "amd": "GPU", "google": "TPU chip", "aws": "Neuron device", "intel": "Gaudi card"}
+
+
 def _replicas_note(p: _Facts) -> list[str]:
     if p.data_parallel <= 1:
         return []
-    return [_comment(f"{p.data_parallel} replicas: run this once per replica, each on its own {p.tensor_parallel} GPU(s) (CUDA_VISIBLE_DEVICES), behind a load balancer")]
+    n = p.tensor_parallel
+    device = DEVICE_WORDS.get(p.vendor, "device")
+    pinned = f" ({VISIBLE_DEVICES[p.vendor]})" if p.vendor in VISIBLE_DEVICES else ""
+    return [_comment(f"{p.data_parallel} replicas: run this once per replica, each on its own {n} {device}{'s' * (n > 1)}{pinned}, behind a load balancer")]
 
 
 def _serving(p: _Facts) -> str:

@@ -85,7 +85,7 @@ def _training(p: _Facts) -> str:
         lines.append(_comment("data/train.jsonl: your preference pairs, one per line: prompt, chosen and rejected"))
     else:
         lines.append(_comment("data/train.jsonl: your dataset, one example per line"))
-    if p.method == "full" and p.goal == "pretrain":
+    if _pretrains(p) and p.stack not in ("hf", "hf-xla"):  # TRL's stacks write the initialisation themselves (_from_config)
         lines.append(_comment("pretraining from scratch: start from the model's config (random weights) rather than its checkpoint"))
     elif p.method == "full" and p.goal is None and not p.dpo:  # a bare scenario does not say which (DPO tunes a trained model)
         lines.append(_comment("a fine-tune starts from the checkpoint below; to pretrain, start from the model's config (random weights)"))
@@ -158,10 +158,41 @@ def _tp_with_data_parallel(p: _Facts) -> bool:
     return p.tensor_parallel > 1 and p.data_parallel > 1
 
 
-def _sft_args(p: _Facts) -> list[tuple[str, Any] | str]:
-    """TRL's `trl sft` flags for the model, the data and the batch (the Hugging Face stacks on GPU and on TPU)."""
+# Where a pretraining run's randomly initialised model is saved for TRL to load (_from_config)
+INIT_DIR = "./init"
+
+
+def _pretrains(p: _Facts) -> bool:
+    return p.method == "full" and p.goal == "pretrain"
+
+
+def _from_config(p: _Facts) -> list[str]:
+    """A pretraining run under TRL (which loads a checkpoint: `--model_name_or_path`): a script that builds the model
+    from its config with random weights (transformers' AutoModelForCausalLM.from_config) and saves it with the
+    tokenizer to INIT_DIR for TRL to load. Seeded, so every node writes the same weights."""
+    if not _pretrains(p):
+        return []
+    script = [
+        "import torch",
+        "from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer",
+        "",
+        "torch.manual_seed(0)  # the same initial weights on every node",
+        f"config = AutoConfig.from_pretrained({json.dumps(p.model)})",
+        "AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).save_pretrained(" + json.dumps(INIT_DIR) + ")",
+        f"AutoTokenizer.from_pretrained({json.dumps(p.model)}).save_pretrained(" + json.dumps(INIT_DIR) + ")",
+    ]
     return [
-        ("--model_name_or_path", p.model),
+        _comment(f"random initial weights from the model's config (its checkpoint is not loaded), saved to {INIT_DIR}"),
+        _file("init_model.py", "\n".join(script)),
+        "python init_model.py",
+    ]
+
+
+def _sft_args(p: _Facts) -> list[tuple[str, Any] | str]:
+    """TRL's `trl sft` flags for the model, the data and the batch (the Hugging Face stacks on GPU and on TPU); a
+    pretraining run loads the randomly initialised model _from_config saved."""
+    return [
+        ("--model_name_or_path", INIT_DIR if _pretrains(p) else p.model),
         ("--dataset_name", "./data"),
         ("--per_device_train_batch_size", p.micro_batch),
         ("--gradient_accumulation_steps", p.accumulation),
@@ -246,6 +277,7 @@ def _hf(p: _Facts) -> list[str]:
             )
         )
     out.append(_file("accelerate_config.yaml", _yaml(config)))
+    out += _from_config(p)
     out.append(_command(["trl", "dpo" if p.dpo else "sft"], args))
     return out
 
@@ -384,6 +416,7 @@ def _hf_xla(p: _Facts) -> list[str]:
     if p.zero_stage == 3:
         fsdp = {"xla": True, "xla_fsdp_v2": True, "xla_fsdp_grad_ckpt": p.gradient_checkpointing}
         out.append(_file("fsdp_config.json", json.dumps(fsdp, indent=2)))
+    out += _from_config(p)
     out.append(_command(["trl", "dpo" if p.dpo else "sft"], args))
     return out
 
