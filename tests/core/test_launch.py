@@ -1010,3 +1010,26 @@ def test_the_replicas_note_names_the_parts_own_devices():
         assert p is not None and p.data_parallel > 1
         (line,) = [ln for ln in p.launch.splitlines() if "replicas: run this once per replica" in ln]
         assert words in line and "CUDA_VISIBLE_DEVICES" not in line, line
+
+
+def test_fp8_weights_whose_16_bit_checkpoint_cannot_load_first_come_from_an_fp8_checkpoint():
+    """vLLM's FP8 docs: "we load the model at original precision before quantizing down to 8-bits, so you need enough
+    memory to load the whole model". The cheapest 405B serving plan (8 x H100 at TP 8, FP8) said `--quantization fp8`
+    on the BF16 repo: 811 GB / 8 = 101 GB a GPU against the 0.9 x 85.5 GB vLLM takes (the plan helper's review of
+    stop 48, M4). Now: an FP8 checkpoint's placeholder, no --quantization (the checkpoint names its method); an 8B
+    (16 GB) still quantizes online; DeepSeek-V3 ships in FP8 and loads as it is."""
+    from core.plan.launch.facts import FP8_PLACEHOLDER
+
+    base = {"mode": "inference", "weights_format": "fp8", "accelerator": "h100-sxm", "serving_engine": "vllm", "seq_len": 2048}
+    big = launch_command({**base, "model": "llama-3.1-405b", "tensor_parallel": 8})
+    assert f"vllm serve {FP8_PLACEHOLDER}" in big and "--quantization" not in big and "101 GB a GPU" in big
+    assert "--quantization fp8" in launch_command({**base, "model": "llama-3.1-8b", "tensor_parallel": 1})
+    ds = launch_command({**base, "model": "deepseek-v3", "tensor_parallel": 8, "accelerator": "h200"})
+    assert FP8_PLACEHOLDER not in ds and "deepseek-ai/DeepSeek-V3" in ds
+    # the weights as loaded, by hand: the 405B's 16-bit weights over 8 GPUs against 90% of an H100's usable memory
+    from core.catalog.accelerators import get_accelerator
+    from core.model.formats import FORMATS, weight_bytes
+    from core.scenario import Scenario
+
+    need = weight_bytes(Scenario(model="llama-3.1-405b").architecture, FORMATS["bf16"]) / 8
+    assert need / 1e9 == pytest.approx(101.4, abs=0.1) and need > 0.9 * get_accelerator("h100-sxm").usable_memory_bytes

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 GPTQ_PLACEHOLDER = "REPLACE_WITH_THE_GPTQ_CHECKPOINT"  # LoRA on a GPTQ base loads a GPTQ repo, not the 16-bit one
 AWQ_PLACEHOLDER = "REPLACE_WITH_THE_AWQ_CHECKPOINT"  # vLLM, SGLang and Transformers load AWQ weights from an AWQ repo
 PLACEHOLDER_MODEL = "REPLACE_WITH_YOUR_MODEL"  # a model given by config or parameter count has no repository we know
+FP8_PLACEHOLDER = "REPLACE_WITH_THE_FP8_CHECKPOINT"  # FP8 weights whose 16-bit checkpoint vLLM cannot load first
 GPU_MEMORY_FRACTION = 0.90  # vLLM's --gpu-memory-utilization default (0.9); SGLang's --mem-fraction-static likewise
 MASTER_PORT = 29500  # torchrun's default rendezvous port
 HEREDOC_END = "LAUNCH_EOF"
@@ -101,6 +102,18 @@ class _Facts:
         if self.gptq_base:  # the 16-bit checkpoint would train plain LoRA: the text names a placeholder to replace
             self.model_note = f"replace {GPTQ_PLACEHOLDER} with the GPTQ 4-bit checkpoint of {self.model} (a '-GPTQ-Int4' repo or path)"
             self.model = GPTQ_PLACEHOLDER
+        # vLLM's --quantization fp8 quantizes a 16-bit checkpoint after loading it (online_fp8_overflow): where those
+        # weights do not fit first, the plan's FP8 weights come from a published FP8 checkpoint instead
+        self.fp8_checkpoint = online_fp8_overflow(sc, self) if self.serving and self.weights_format == "fp8" and self.engine == "vllm" else None
+        if self.fp8_checkpoint is not None:
+            need, room = self.fp8_checkpoint
+            of = self.model if self.model_note is None else "the model"
+            self.model_note = (self.model_note + "; then " if self.model_note else "") + (
+                f"replace {FP8_PLACEHOLDER} with an FP8 checkpoint of {of} (the maker's or RedHatAI's '-FP8' repos): vLLM "
+                f"quantizes a 16-bit checkpoint to FP8 only after loading it whole, {need / 1e9:,.0f} GB a GPU here "
+                f"against the {room / 1e9:,.0f} GB it takes (vLLM's FP8 docs)"
+            )
+            self.model = FP8_PLACEHOLDER
         if self.serving and self.weights_format in PREQUANTIZED:  # AWQ / GPTQ weights load from such a checkpoint only
             kind, holder, repo = PREQUANTIZED[self.weights_format]
             of = self.model if self.model_note is None else "the model"
@@ -144,6 +157,30 @@ PREQUANTIZED = {
     "awq-4bit": ("AWQ", AWQ_PLACEHOLDER, "an '-AWQ' repo or path, with its quantization_config"),
     "gptq-4bit": ("GPTQ", GPTQ_PLACEHOLDER, "a '-GPTQ-Int4' repo or path, with its quantization_config"),
 }
+
+
+def online_fp8_overflow(sc: Mapping[str, Any], p: _Facts) -> tuple[float, float] | None:
+    """(16-bit weight bytes a GPU, the bytes vLLM takes of it) where vLLM's online FP8 (--quantization fp8 on a 16-bit
+    checkpoint) cannot load: "we load the model at original precision before quantizing down to 8-bits, so you need
+    enough memory to load the whole model" (docs.vllm.ai, "FP8 W8A8", online dynamic quantization). None where it
+    loads, where the model ships in FP8, or for a part or model the catalog does not know."""
+    from core.model.formats import FORMATS, weight_bytes
+    from core.scenario import Scenario
+
+    model = sc.get("model")
+    if p.accelerator is None or (isinstance(model, str) and model in preset_ids() and preset(model).published_format == "fp8"):
+        return None
+    try:
+        arch = Scenario.model_validate(dict(sc)).architecture
+    except ValueError:
+        return None
+    config = model.get("hf_config") if isinstance(model, Mapping) else None
+    quant = config.get("quantization_config") if isinstance(config, Mapping) else None
+    if isinstance(quant, Mapping) and quant.get("quant_method") == "fp8":
+        return None
+    need = weight_bytes(arch, FORMATS["bf16"]) / max(1, p.tensor_parallel)
+    room = float(p.accelerator.usable_memory_bytes) * GPU_MEMORY_FRACTION
+    return (need, room) if need > room else None
 
 
 def _model_id(model: Any) -> tuple[str, str | None]:

@@ -82,7 +82,8 @@ def _weights_flag(p: _Facts) -> list[tuple[str, Any]]:
     model's own bf16 would be refused there (vLLM: "Bfloat16 is only supported on GPUs with compute capability of at
     least 8.0")."""
     if p.weights_format in _QUANTIZATION:
-        out = [("--quantization", _QUANTIZATION[p.weights_format])]
+        # an FP8 checkpoint names its own method (fbgemm_fp8, compressed-tensors): the engine reads it from there
+        out = [] if p.fp8_checkpoint is not None else [("--quantization", _QUANTIZATION[p.weights_format])]
         if p.accelerator is not None and not p.accelerator.supports_bf16:  # an unknown id: nothing to say about its dtypes
             out.append(("--dtype", "float16"))
         return out
