@@ -166,10 +166,12 @@ def stack_of(sc: Scenario) -> TrainingStack:
 
 def mixed(sc: Scenario) -> bool:
     """Mixed precision as it runs: bf16 / fp16 keep fp32 weights or an fp32 master copy, except on a stack that loads
-    the model in the 16-bit type outside DeepSpeed (TrainingStack.mixed_loads_16bit: Axolotl), which trains as -true."""
-    if sc.precision not in ("bf16", "fp16"):
+    the model in the 16-bit type outside DeepSpeed (TrainingStack.mixed_loads_16bit: Axolotl), which trains as -true,
+    and on a stack without mixed precision (TrainingStack.mixed_precision: torchtune, mlx-lm)."""
+    stack = stack_of(sc)
+    if sc.precision not in ("bf16", "fp16") or not stack.mixed_precision:
         return False
-    return not (stack_of(sc).mixed_loads_16bit and sc.zero_stage not in (1, 2))
+    return not (stack.mixed_loads_16bit and sc.zero_stage not in (1, 2))
 
 
 def master_layout(sc: Scenario) -> bool:

@@ -8,6 +8,7 @@ from core.catalog.accelerators import get_accelerator
 from core.catalog.engine_models import model_problem
 from core.catalog.format_kernels import kernels_problem
 from core.catalog.kv_cache_kernels import nearest_kv_cache
+from core.catalog.presets import preset, preset_ids
 from core.catalog.stack_layouts import base_problem, layout_problem, objective_problem, training_part_problem
 from core.memory.components import gptq_base, qlora_base, sram_resident
 from core.memory.engines import ENGINES
@@ -20,7 +21,7 @@ def scenario_problem(sc: Scenario) -> str | None:
     why its serving engine has no kernels there for its weights' format or their FP8 KV cache (data/format_kernels.csv),
     or why its tensor-parallel size does not split the model's attention (heads_problem), or None."""
     if sc.mode != "training":
-        return heads_problem(sc) or serving_problem(sc, ENGINES[sc.serving_engine].label)
+        return heads_problem(sc) or context_problem(sc) or serving_problem(sc, ENGINES[sc.serving_engine].label)
     stack = sc.training_stack
     base = base_problem(qlora_base(sc).id, sc.zero_stage, sc.offload, sc.tensor_parallel) if gptq_base(sc) else None
     acc = get_accelerator(sc.accelerator)
@@ -72,3 +73,29 @@ def heads_problem(sc: Scenario) -> str | None:
     rule = "KV heads split evenly or replicated over a multiple of them" if serving else "the training stacks divide both"
     where = f"it splits over {listed(sizes, 'sizes', first=6)} ({rule})" if sizes else "no tensor-parallel size splits it"
     return f"Tensor parallel {tp} does not split the model's attention ({arch.num_heads} query heads{kv}): {where}"
+
+
+# Serving engines that refuse a context longer than the model's unless told to go past it: vLLM ("User-specified
+# max_model_len ... is greater than the derived max_model_len ...": VLLM_ALLOW_LONG_MAX_MODEL_LEN) and SGLang
+# (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN). llama.cpp and Transformers run past it with a warning, and degrade.
+CONTEXT_BOUND_ENGINES = frozenset({"vllm", "sglang"})
+
+
+def context_window(sc: Scenario) -> int:
+    """The model's context window: its config's max_position_embeddings, or its model card's published context where
+    that is longer (Command R: 8,192 in its config, 131,072 on its card)."""
+    model = sc.model
+    published = preset(model).context_length if isinstance(model, str) and model in preset_ids() else None
+    return max(sc.architecture.max_context, published or 0)
+
+
+def context_problem(sc: Scenario) -> str | None:
+    """Why a serving engine refuses the scenario's sequence length (past the model's context window), or None. The
+    planner's refusal of a serving goal says the same (core/plan/serve.py)."""
+    if sc.mode != "inference" or sc.serving_engine not in CONTEXT_BOUND_ENGINES:
+        return None
+    window = context_window(sc)
+    if sc.seq_len <= window:
+        return None
+    engine = ENGINES[sc.serving_engine].label
+    return f"{sc.architecture.name} takes at most {window:,} tokens a sequence (its context window); {engine} refuses {sc.seq_len:,}"

@@ -96,6 +96,12 @@ class TrainingStack(NamedTuple):
     # accumulation and all-reduce to be done in fp32"), its distributed optimizer's table counting "bf16 param, fp32
     # grads" as 18 bytes a parameter, 6 + 12/d sharded (NVIDIA/Megatron-LM docs, "Distributed Optimizer").
     fp32_grads_under_bf16: bool = False
+    # The stack has mixed precision at all: torchtune ("dtype: bf16" trains every tensor in bf16; its docs, "Memory
+    # optimization overview": "we don't support mixed-precision training") and mlx-lm (MLX has no autocast: the model
+    # trains in its loaded dtype, the optimizer's states zeros_like each parameter) do not, so their bf16 / fp16 is
+    # bf16 / fp16 (true), as their launches run it (components.mixed). Was counted as fp32 weights and states (review
+    # of stop 48's estimate helper, H1: a torchtune 8B full fine-tune 110.2 GiB where it runs in 48.8).
+    mixed_precision: bool = True
 
 
 _HF = TrainingStack(
@@ -149,8 +155,10 @@ STACKS: dict[str, TrainingStack] = {
                 "chunked cross-entropy: bf16 logits plus an fp32 copy of one of 8 chunks at a time",
                 "optimizer step fused into the backward pass: each gradient is freed as soon as it is applied (full fine-tuning)",
                 "LoRA adapters in the model's dtype",
+                "no mixed precision: bf16 trains weights, gradients and optimizer states in bf16",
             ),
             eager_launches=True,  # recipes' `compile: False` by default
+            mixed_precision=False,
         ),
         TrainingStack(
             "unsloth",
@@ -262,9 +270,10 @@ STACKS: dict[str, TrainingStack] = {
                 "LoRA adapters in fp32 (MLX's default dtype); each adapted layer's 16-bit input is promoted to fp32 for them",
                 "fused RMSNorm (mx.fast.rms_norm): no fp32 copies of norm inputs",
                 "the loss runs over all 16-bit logits at once: about 8 bytes per token and vocabulary entry",
-                "mlx-lm trains in the model's 16-bit dtype (no fp32 master copy): BF16 (true) precision matches it; mixed precision counts an fp32 master copy",
+                "no mixed precision: mlx-lm trains in the model's 16-bit dtype (no fp32 master copy), its optimizer's states in it too",
             ),
             "mlx-q4",
+            mixed_precision=False,
         ),
         # Axolotl (axolotl-ai-cloud/axolotl@067b021, 2026-07-24) trains a Transformers model with PEFT and the Trainer,
         # so it is the Hugging Face stack (fp32 adapters on fp32 inputs, the fp32 loss, eager RMSNorm, eager launches)

@@ -20,12 +20,12 @@ from core.catalog.engine_models import model_problem
 from core.catalog.expert_parallel import supports_expert_parallel
 from core.catalog.format_kernels import FOUR_BIT, four_bit_format, weights_problem
 from core.catalog.kv_cache_kernels import kv_cache_problem
-from core.catalog.presets import preset, preset_ids
 from core.catalog.prices import PriceRow
 from core.catalog.providers import can_serve
 from core.layout import Layout
 from core.memory.engines import ENGINES, SINGLE_DEVICE_ENGINES
 from core.memory.evaluator import fit_capacity
+from core.memory.problems import CONTEXT_BOUND_ENGINES, context_window
 from core.model.formats import FORMATS
 from core.money.serving import (
     Fleet,
@@ -178,17 +178,16 @@ class ServingOption:
 
 
 def context_problem(goal: Goal) -> str | None:
-    """Why the goal's requests do not fit the model's context window, in one line, or None. The window is its config's
-    max_position_embeddings (what vLLM, SGLang and TensorRT-LLM cap --max-model-len at unless told to go past it), or
-    its model card's published context where that is longer (Command R: 8,192 in its config, 128k on its card)."""
-    arch = serving_scenario(goal, "bf16", 1).architecture
-    published = preset(goal.model).context_length if isinstance(goal.model, str) and goal.model in preset_ids() else None
-    window = max(arch.max_context, published or 0)
-    need = goal.input_tokens + goal.output_tokens
+    """Why the goal's requests do not fit the model's context window, in one line, or None (the engines that refuse a
+    longer context, core/memory/problems.CONTEXT_BOUND_ENGINES; the window: problems.context_window)."""
+    if goal.serving_engine not in CONTEXT_BOUND_ENGINES:
+        return None
+    sc = serving_scenario(goal, "bf16", 1)
+    window, need = context_window(sc), goal.input_tokens + goal.output_tokens
     if need <= window:
         return None
     return (
-        f"{arch.name} takes at most {window:,} tokens a sequence (its context window); a {goal.input_tokens:,}-token prompt "
+        f"{sc.architecture.name} takes at most {window:,} tokens a sequence (its context window); a {goal.input_tokens:,}-token prompt "
         f"and a {goal.output_tokens:,}-token answer are {need:,}: serving engines refuse a longer context"
     )
 

@@ -377,6 +377,9 @@ def test_awq_and_gptq_weights_are_served_from_their_checkpoint(engine, fmt, hold
     assert f"# replace {holder} with the {kind} 4-bit checkpoint of {repo}" in text
     if first:
         assert parse(text)[1][0][:2] == first
+    # vLLM takes an explicit --quantization awq / gptq literally (its slow kernels, not Marlin): the checkpoint names
+    # the method (the estimate helper's review of stop 48, M1); SGLang keeps its flag
+    assert ("--quantization" in found) is (engine == "sglang"), text
 
 
 @pytest.mark.parametrize(
@@ -1033,3 +1036,52 @@ def test_fp8_weights_whose_16_bit_checkpoint_cannot_load_first_come_from_an_fp8_
 
     need = weight_bytes(Scenario(model="llama-3.1-405b").architecture, FORMATS["bf16"]) / 8
     assert need / 1e9 == pytest.approx(101.4, abs=0.1) and need > 0.9 * get_accelerator("h100-sxm").usable_memory_bytes
+
+
+def test_a_bare_multi_node_scenario_launches_on_its_nodes_with_sequence_parallelism():
+    """The Training page's launch of a sidebar layout (no plan, so no instances): data parallel 4 x tensor parallel 8 x
+    pipeline 4 on H100s wrote `torchrun --nnodes 1 --nproc_per_node 128`, and Accelerate's num_machines 1 (the
+    estimate helper's review of stop 48, M2): 128 GPUs are 16 nodes of 8, as the speed model times them. Megatron's
+    command turns on the sequence parallelism the memory counts under tensor parallelism (M4)."""
+    layout = {"mode": "training", "method": "full", "accelerator": "h100-sxm", "data_parallel": 4, "tensor_parallel": 8, "pipeline_parallel": 4, "zero_stage": 1}
+    mega = launch_command({"model": "llama-3.1-70b", "training_stack": "megatron", **layout})
+    found = settings(mega)
+    assert (found["--nnodes"], found["--nproc_per_node"]) == ("16", "8") and "--sequence-parallel" in mega.split()
+    no_tp = {"model": "llama-3.1-70b", "training_stack": "megatron", **layout, "tensor_parallel": 1, "data_parallel": 32}
+    assert "--sequence-parallel" not in launch_command(no_tp).split()
+    full = {"mode": "training", "method": "full", "accelerator": "h100-sxm"}
+    hf = launch_command({"model": "llama-3.1-8b", "training_stack": "hf", **full, "data_parallel": 32, "zero_stage": 3})
+    assert settings(hf)["--num_machines"] == "4" and "num_machines: 4" in hf
+
+
+LORA_SETTINGS = {  # where each stack's launch says the rank and the targets (data/launch_flags.csv)
+    "hf": ("--lora_r", "--lora_target_modules"),
+    "hf-xla": ("--lora_r", "--lora_target_modules"),
+    "axolotl": ("lora_r", None),
+    "unsloth": ("r", "target_modules"),
+    "litgpt": ("--lora_r", "--lora_mlp"),
+    "torchtune": ("model.lora_rank", "model.apply_lora_to_mlp"),
+    "mlx-lm": ("lora_parameters.rank", "lora_parameters.keys"),
+}
+
+
+@pytest.mark.parametrize("stack", sorted(LORA_SETTINGS))
+def test_every_stack_launches_the_scenarios_lora_rank_and_targets(stack):
+    """The launch wrote rank 16 on every stack whatever the scenario's lora_rank, and LitGPT's and torchtune's defaults
+    (query and value; q, v, output and the MLP) where the memory counts all the linear layers (the estimate helper's
+    review of stop 48, M3). At rank 64 the launch says 64 (alpha 128 where the stack takes one), and the MLP is adapted
+    only for all-linear."""
+    acc = {"mlx-lm": "apple-m3-ultra-512gb", "hf-xla": "tpu-v5e"}.get(stack, "h100-sxm")
+    rank_key, mlp_key = LORA_SETTINGS[stack]
+    for targets in ("attention", "all-linear"):
+        sc = {"model": "llama-3.1-8b", "mode": "training", "method": "lora", "training_stack": stack, "accelerator": acc}
+        sc |= {"lora_rank": 64, "lora_targets": targets, "precision": "bf16-true"}
+        found = settings(launch_command(sc))
+        assert str(found[rank_key]) == "64", (stack, found)
+        mlp = targets == "all-linear"
+        if stack == "axolotl":
+            assert ("lora_target_linear" in found) is mlp and ("lora_target_modules" in found) is not mlp
+        elif stack in ("hf", "hf-xla"):
+            assert (found[mlp_key] == "all-linear") is mlp and (mlp or found[mlp_key] == "q_proj k_proj v_proj o_proj")
+        else:
+            assert ("gate_proj" in str(found[mlp_key]) or str(found[mlp_key]).lower() == "true") is mlp, (stack, found[mlp_key])

@@ -511,3 +511,17 @@ def test_a_pretraining_batch_is_a_power_of_two_of_sequences_and_every_node_runs_
     r = plan(goal)
     spanning = [p for p in r.plans if p.instances > 1]
     assert spanning and all(p.devices % p.instances == 0 for p in spanning), [(p.accelerator, p.devices, p.instances) for p in spanning]
+
+
+def test_an_estimate_past_the_context_window_says_the_engine_refuses_it():
+    """The estimate helper's review of stop 48 (M5): Phi-3 mini 4k served at 131,072 tokens came back fitting, with an
+    assumption line only. vLLM and SGLang refuse a context past the model's window unless told to go past it; llama.cpp
+    runs it with a warning."""
+    from core.memory.estimate import estimate_memory
+    from core.scenario import Scenario
+
+    base = {"model": "phi-3-mini-4k", "mode": "inference", "seq_len": 131_072}
+    for engine, refused in (("vllm", True), ("sglang", True), ("llama.cpp", False)):
+        problem = estimate_memory(Scenario(**base, serving_engine=engine)).stack_problem
+        assert (problem is not None and "at most 4,096 tokens" in problem) is refused, (engine, problem)
+    assert estimate_memory(Scenario(**base | {"seq_len": 4096})).stack_problem is None

@@ -142,6 +142,23 @@ def test_megatron_keeps_bf16_gradients_in_fp32_its_18_bytes_a_parameter() -> Non
     assert ds.weights + ds.gradients + ds.optimizer == pytest.approx(16 * n / 2, rel=1e-6)  # ZeRO Sec. 3.1: 2 + 2 + 12
 
 
+def test_stacks_without_mixed_precision_train_bf16_as_bf16() -> None:
+    """torchtune ("we don't support mixed-precision training"; its recipes' dtype: bf16 trains every tensor in bf16) and
+    mlx-lm (no autocast in MLX) run "bf16" as pure bf16: 2 + 2 + 4 bytes a parameter with AdamW, the launch's own
+    setting. A torchtune 8B full fine-tune was sized at 16 bytes a parameter (110 GiB) where it runs in 49 (the
+    estimate helper's review of stop 48, H1). The Hugging Face stack keeps its fp32 weights under autocast."""
+    for stack, acc in (("torchtune", "h100-sxm"), ("mlx-lm", "apple-m3-ultra-512gb")):
+        base = dict(model="llama-3.2-1b", mode="training", method="full", training_stack=stack, accelerator=acc, seq_len=512)
+        mixed = estimate_memory(Scenario(**base, precision="bf16")).memory_per_device_bytes
+        true = estimate_memory(Scenario(**base, precision="bf16-true")).memory_per_device_bytes
+        assert mixed.total == true.total, stack
+        n = Scenario(**base).architecture.total_params
+        assert mixed.weights + mixed.optimizer == pytest.approx((2 + 4) * n, rel=1e-6), stack  # bf16 weights, two bf16 states
+    hf = dict(model="llama-3.2-1b", mode="training", method="full", accelerator="h100-sxm", seq_len=512)
+    hf_mixed, hf_true = (estimate_memory(Scenario(**hf, precision=p)).memory_per_device_bytes.total for p in ("bf16", "bf16-true"))
+    assert hf_mixed > hf_true
+
+
 def test_sharding_engines_run_peft_adapters_in_16_bits() -> None:
     """DeepSpeed's engine casts the module it wraps to bf16 or fp16, PEFT's fp32 LoRA adapters included (DeepSpeed
     v0.17.0 engine.py _configure_distributed_model: self.module.bfloat16()), and FSDP under Accelerate gathers every

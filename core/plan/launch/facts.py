@@ -27,6 +27,10 @@ HEREDOC_END = "LAUNCH_EOF"
 ALL_LAYERS_ON_GPU = 999  # llama.cpp -ngl: more layers than any model has puts every layer on the GPU
 MII_RESTFUL_PORT = 28080
 LORA_RANK = 16  # the planner's LoRA: rank 16 on all linear layers (core/plan/__init__.assumptions)
+# The projections each LoRA target set adapts, in the Llama-family module names (Llama, Qwen, Mistral, Gemma): the
+# attention's four, and with them the MLP's three for "all-linear" (PEFT's all-linear: every linear layer but the head)
+ATTENTION_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj")
+MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
 OWN_STACK_VENDORS = frozenset({"groq", "cerebras"})  # their chips run the vendor's own serving stack
 MLX_LORA_SCALE = 20.0  # mlx-lm's default lora_parameters scale (mlx_lm/lora.py CONFIG_DEFAULTS)
 MLX_SERVER_PORT = 8080  # mlx_lm.server's default port
@@ -69,6 +73,9 @@ class _Facts:
         self.accumulation = int(sc.get("gradient_accumulation_steps", 1) or 1)
         self.seq_len = int(sc.get("seq_len", 2048) or 2048)
         self.method = str(sc.get("method", "serve" if self.serving else "full"))
+        # the scenario's LoRA (core/memory/components.lora_params counts it): every stack's launch writes these
+        self.lora_rank = int(sc.get("lora_rank", LORA_RANK))
+        self.lora_all_linear = sc.get("lora_targets", "all-linear") != "attention"
         self.goal = getattr(plan, "goal", None)  # fine-tune | pretrain | serve; None for a bare scenario
         self.precision = str(sc.get("precision", "bf16"))
         self.weights_format = str(sc.get("weights_format", "bf16"))
@@ -91,7 +98,7 @@ class _Facts:
         self.engine_batch = -(-self.micro_batch // tp) if split else self.micro_batch
         self.accelerator_id = str(sc.get("accelerator", ""))
         self.devices = int(plan.devices) if plan is not None else self.data_parallel * tp * pp
-        self.instances = int(plan.instances) if plan is not None else 1
+        self.instances = int(plan.instances) if plan is not None else _nodes(self.devices, _known_accelerator(str(sc.get("accelerator", ""))))
         self.where = "" if plan is None else f"{plan.instances} x {plan.instance} ({plan.provider}, {region_text(plan.region)})"
         if plan is not None and getattr(plan, "reservation", None):
             self.where += f", a reserved {plan.reservation}"
@@ -140,6 +147,10 @@ class _Facts:
         return name, vendor, per_instance
 
     @property
+    def lora_modules(self) -> tuple[str, ...]:
+        return ATTENTION_MODULES + (MLP_MODULES if self.lora_all_linear else ())
+
+    @property
     def global_batch(self) -> int:
         return self.data_parallel * self.micro_batch * self.accumulation
 
@@ -181,6 +192,18 @@ def online_fp8_overflow(sc: Mapping[str, Any], p: _Facts) -> tuple[float, float]
     need = weight_bytes(arch, FORMATS["bf16"]) / max(1, p.tensor_parallel)
     room = float(p.accelerator.usable_memory_bytes) * GPU_MEMORY_FRACTION
     return (need, room) if need > room else None
+
+
+def _nodes(devices: int, acc: Accelerator | None) -> int:
+    """A bare scenario's nodes (a plan names its instances): its devices over the nodes the speed model times them on
+    (core/speed/comm.py DEVICES_PER_NODE: 8 GPUs, 16 Trainium chips), so 128 GPUs launch as 16 nodes of 8, not one
+    node of 128 (the estimate helper's review of stop 48, M2). A TPU slice is one host group (its launch runs on every
+    host), an unknown part one node."""
+    from core.speed.comm import DEVICES_PER_NODE
+
+    if acc is None or acc.kind == "tpu":
+        return 1
+    return max(1, -(-devices // DEVICES_PER_NODE.get(acc.kind, devices)))
 
 
 def _model_id(model: Any) -> tuple[str, str | None]:

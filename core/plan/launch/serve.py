@@ -153,6 +153,12 @@ def _vllm(p: _Facts) -> list[str]:
     ]
     notes = []
     weights = _weights_flag(p)
+    if p.weights_format in ("awq-4bit", "gptq-4bit"):
+        # vLLM reads the method from the checkpoint's quantization_config and upgrades it to its Marlin kernels where
+        # the GPU runs them; an explicit --quantization awq / gptq is taken literally ("you specified quantization=awq
+        # explicitly, so forcing awq. Use quantization=awq_marlin for faster inference": vllm/config, _verify_quantization),
+        # the slow kernel the plan's speed does not assume
+        weights = [w for w in weights if w[0] != "--quantization"]
     if p.vendor == "aws" and "fp8" in (p.weights_format, p.kv_cache_format):
         weights = [w for w in weights if w[0] != "--quantization"]
         notes.append(_comment(NXD_FP8_NOTE if neuron_nxd else NEURON_FP8_NOTE))

@@ -7,7 +7,21 @@ import json
 from typing import Any
 
 from core.catalog.stack_layouts import FSDP_OFFLOAD_STACKS, objective_problem, offload_optimizer_problem, offload_problem, part_problem
-from core.plan.launch.facts import AXOLOTL_DS_CONFIG, LORA_RANK, MASTER_PORT, MLX_LORA_SCALE, SGD_MOMENTUM, _command, _comment, _Facts, _file, _header, _q, _yaml
+from core.plan.launch.facts import (
+    ATTENTION_MODULES,
+    AXOLOTL_DS_CONFIG,
+    MASTER_PORT,
+    MLP_MODULES,
+    MLX_LORA_SCALE,
+    SGD_MOMENTUM,
+    _command,
+    _comment,
+    _Facts,
+    _file,
+    _header,
+    _q,
+    _yaml,
+)
 from core.plan.launch.serve import _mlx_convert
 
 # --- mlx-lm LoRA ----------------------------------------------------------------------------------------------------
@@ -37,7 +51,8 @@ def _mlx_lora(p: _Facts) -> list[str]:
         args.append("--grad-checkpoint")
     config: dict[str, Any] = {}
     if p.method != "full":
-        config["lora_parameters"] = {"rank": LORA_RANK, "scale": MLX_LORA_SCALE, "dropout": 0.0}
+        keys = [f"self_attn.{m}" for m in ATTENTION_MODULES] + ([f"mlp.{m}" for m in MLP_MODULES] if p.lora_all_linear else [])
+        config["lora_parameters"] = {"rank": p.lora_rank, "scale": MLX_LORA_SCALE, "dropout": 0.0, "keys": keys}
     if not p.optimizer_problem:  # mlx_lm/lora.py --optimizer (adam by default); SGD's momentum (MLX's default 0) in the config
         args.append(("--optimizer", p.optimizer))
         if p.optimizer == "sgd":
@@ -242,6 +257,13 @@ def _optim_args(optim: tuple[str, str | None] | None) -> list[tuple[str, Any] | 
     return [("--optim", optim[0]), *([("--optim_args", optim[1])] if optim[1] else [])]
 
 
+def _peft_args(p: _Facts) -> list[tuple[str, Any] | str]:
+    """TRL's LoRA flags (ModelConfig): the scenario's rank, alpha twice it, and its targets (PEFT's all-linear, or the
+    attention's four projections)."""
+    targets = "all-linear" if p.lora_all_linear else " ".join(p.lora_modules)
+    return ["--use_peft", ("--lora_r", p.lora_rank), ("--lora_alpha", 2 * p.lora_rank), ("--lora_target_modules", targets)]
+
+
 def _hf(p: _Facts) -> list[str]:
     args: list[tuple[str, Any] | str] = [
         ("--accelerate_config", "accelerate_config.yaml"),
@@ -259,7 +281,7 @@ def _hf(p: _Facts) -> list[str]:
     if p.gradient_checkpointing and config["distributed_type"] != "FSDP":  # under FSDP: fsdp_activation_checkpointing
         args.append("--gradient_checkpointing")
     if p.method in ("lora", "qlora"):
-        args += ["--use_peft", ("--lora_r", LORA_RANK), ("--lora_target_modules", "all-linear")]
+        args += _peft_args(p)
     if p.method == "qlora" and not p.gptq_base:
         args += ["--load_in_4bit", ("--bnb_4bit_quant_type", "nf4")]
         if p.flash_attention_2:  # prepare_model_for_kbit_training makes q, k, v fp32: FlashAttention-2 casts them back
@@ -316,7 +338,8 @@ def _axolotl_config(p: _Facts) -> dict[str, Any]:
         cfg["load_in_4bit"] = True
     if p.method in ("lora", "qlora"):
         adapter = "lora" if p.gptq_base else p.method
-        cfg |= {"adapter": adapter, "lora_r": LORA_RANK, "lora_alpha": 2 * LORA_RANK, "lora_target_linear": True}
+        cfg |= {"adapter": adapter, "lora_r": p.lora_rank, "lora_alpha": 2 * p.lora_rank}
+        cfg |= {"lora_target_linear": True} if p.lora_all_linear else {"lora_target_modules": list(p.lora_modules)}
     if p.dpo:  # docs/rlhf.qmd: rl: dpo; prompt_strategies/dpo/chatml.py prompt_pairs reads prompt, chosen, rejected
         cfg["rl"] = "dpo"
     cfg |= {
@@ -408,7 +431,7 @@ def _hf_xla(p: _Facts) -> list[str]:
     elif p.gradient_checkpointing:
         args.append("--gradient_checkpointing")
     if p.method == "lora":
-        args += ["--use_peft", ("--lora_r", LORA_RANK), ("--lora_target_modules", "all-linear")]
+        args += _peft_args(p)
     out = [
         _comment("PyTorch/XLA on the TPU VM: one process per host, SPMD over its chips (run on every host of a multi-host slice)"),
         "export PJRT_DEVICE=TPU XLA_USE_SPMD=1",
@@ -458,6 +481,14 @@ def _torchtune(p: _Facts) -> list[str]:
         f"tokenizer.max_seq_len={p.seq_len}",
         "checkpointer.checkpoint_dir=./model",
     ]
+    if p.method in ("lora", "qlora"):  # the configs' own LoRA is rank 8 on q, v and the output projection, and the MLP
+        attention = ["q_proj", "k_proj", "v_proj", "output_proj"]  # torchtune's names of the attention's projections
+        overrides += [
+            f"model.lora_rank={p.lora_rank}",
+            f"model.lora_alpha={2 * p.lora_rank}",
+            _q("model.lora_attn_modules=[" + ",".join(attention) + "]"),  # quoted: the shell would glob [...]
+            f"model.apply_lora_to_mlp={p.lora_all_linear}",
+        ]
     if p.dpo and p.method == "full":
         overrides.append("ref_checkpointer.checkpoint_dir=./model")
     elif p.method == "full":  # the fused step the plan counts at one micro-batch a step (STACKS grads_freed_in_backward)
@@ -515,8 +546,9 @@ def _unsloth(p: _Facts) -> list[str]:
         script += [
             "model = FastLanguageModel.get_peft_model(",
             "    model,",
-            f"    r={LORA_RANK},",
-            '    target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],',
+            f"    r={p.lora_rank},",
+            f"    lora_alpha={2 * p.lora_rank},",
+            f"    target_modules={json.dumps(list(p.lora_modules))},",
             f"    use_gradient_checkpointing={gc},",
             ")",
         ]
@@ -573,8 +605,9 @@ def _litgpt(p: _Facts) -> list[str]:
     ]
     if p.method == "qlora":
         args.append(("--quantize", "bnb.nf4"))
-    if p.method in ("lora", "qlora"):
-        args.append(("--lora_r", LORA_RANK))
+    if p.method in ("lora", "qlora"):  # LitGPT adapts the query and value alone by default (finetune/lora.py setup)
+        args += [("--lora_r", p.lora_rank), ("--lora_alpha", 2 * p.lora_rank), ("--lora_key", "true"), ("--lora_projection", "true")]
+        args.append(("--lora_mlp", "true" if p.lora_all_linear else "false"))
     if not p.optimizer_problem:
         args.append(("--optimizer", _LITGPT_OPTIMIZER[p.optimizer]))
     out = [_comment(f"gradient accumulation {p.accumulation} = global batch / (micro-batch x {p.data_parallel} data-parallel ranks); several devices run FSDP")]
@@ -691,6 +724,8 @@ def _megatron(p: _Facts) -> list[str]:
     ]
     if not p.optimizer_problem:  # adam: Adam with decoupled weight decay (AdamW); sgd: momentum 0.9 by default, written
         args += [("--optimizer", "sgd"), ("--sgd-momentum", SGD_MOMENTUM)] if p.optimizer == "sgd" else [("--optimizer", "adam")]
+    if p.tensor_parallel > 1:  # the activations the memory counts split over the group (Korthikanti et al. 2022, Sec. 4.2.2)
+        args.append("--sequence-parallel")
     if p.zero_stage >= 1:
         args.append("--use-distributed-optimizer")
     if p.offload != "none" and p.zero_stage >= 1:  # the hybrid-device optimizer (arguments.py: needs the precision-aware one)
