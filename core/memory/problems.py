@@ -98,4 +98,4 @@ def context_problem(sc: Scenario) -> str | None:
     if sc.seq_len <= window:
         return None
     engine = ENGINES[sc.serving_engine].label
-    return f"{sc.architecture.name} takes at most {window:,} tokens a sequence (its context window); {engine} refuses {sc.seq_len:,}"
+    return f"{sc.architecture.name} takes at most {window:,} tokens a sequence (its context window); {engine} refuses the {sc.seq_len:,} asked"
