@@ -1085,3 +1085,10 @@ def test_every_stack_launches_the_scenarios_lora_rank_and_targets(stack):
             assert (found[mlp_key] == "all-linear") is mlp and (mlp or found[mlp_key] == "q_proj k_proj v_proj o_proj")
         else:
             assert ("gate_proj" in str(found[mlp_key]) or str(found[mlp_key]).lower() == "true") is mlp, (stack, found[mlp_key])
+
+
+def test_deepspeeds_adamw_trains_at_a_fine_tuning_rate_not_its_own_default():
+    """DeepSpeed's AdamW block without params trains at its default lr of 1e-3 (the estimate helper's review of stop
+    48, L7): the config now sets TRL's SFTConfig default, 2e-5, the rate the Hugging Face stacks' launches train at."""
+    text = launch_command({"model": "llama-3.1-8b", "mode": "training", "method": "full", "training_stack": "deepspeed", "accelerator": "h100-sxm", "zero_stage": 2})
+    assert settings(text)["optimizer.params.lr"] == 2e-5

@@ -617,6 +617,9 @@ def _litgpt(p: _Facts) -> list[str]:
     return out
 
 
+DEEPSPEED_ADAMW_LR = 2e-5
+
+
 def _zero_optimization(p: _Facts) -> dict[str, Any]:
     """DeepSpeed's zero_optimization block: the stage, and ZeRO-Offload as the scenario counts it (the optimizer states
     and gradients in CPU memory; with optimizer+params at stage 3 the parameters too: DeepSpeed config-json docs,
@@ -660,7 +663,9 @@ def _deepspeed_config(p: _Facts) -> dict[str, Any]:
         cfg["tensor_parallel"] = {"autotp_size": p.tensor_parallel}
     # the optimizer block (deepspeedai/DeepSpeed@edaa722 runtime/engine.py _configure_basic_optimizer): AdamW, or a
     # torch.optim class by name; 8-bit AdamW is a client optimizer (bitsandbytes) passed to deepspeed.initialize
-    block = {"adamw": {"type": "AdamW"}, "sgd": {"type": "SGD", "params": {"momentum": SGD_MOMENTUM}}, "adafactor": {"type": "Adafactor"}}
+    # AdamW at TRL's SFTConfig default rate (2e-5: what the Hugging Face stacks' launches train at), not DeepSpeed's own
+    # 1e-3 default, which a fine-tune would diverge at (the estimate helper's review of stop 48, L7)
+    block = {"adamw": {"type": "AdamW", "params": {"lr": DEEPSPEED_ADAMW_LR}}, "sgd": {"type": "SGD", "params": {"momentum": SGD_MOMENTUM}}, "adafactor": {"type": "Adafactor"}}
     if not p.optimizer_problem and p.optimizer in block:
         cfg["optimizer"] = block[p.optimizer]
     if not p.optimizer_problem and p.optimizer != "adamw" and p.zero_stage >= 1:
