@@ -665,7 +665,11 @@ def _deepspeed_config(p: _Facts) -> dict[str, Any]:
     # torch.optim class by name; 8-bit AdamW is a client optimizer (bitsandbytes) passed to deepspeed.initialize
     # AdamW at TRL's SFTConfig default rate (2e-5: what the Hugging Face stacks' launches train at), not DeepSpeed's own
     # 1e-3 default, which a fine-tune would diverge at (the estimate helper's review of stop 48, L7)
-    block = {"adamw": {"type": "AdamW", "params": {"lr": DEEPSPEED_ADAMW_LR}}, "sgd": {"type": "SGD", "params": {"momentum": SGD_MOMENTUM}}, "adafactor": {"type": "Adafactor"}}
+    block = {
+        "adamw": {"type": "AdamW", "params": {"lr": DEEPSPEED_ADAMW_LR}},
+        "sgd": {"type": "SGD", "params": {"momentum": SGD_MOMENTUM}},
+        "adafactor": {"type": "Adafactor"},
+    }
     if not p.optimizer_problem and p.optimizer in block:
         cfg["optimizer"] = block[p.optimizer]
     if not p.optimizer_problem and p.optimizer != "adamw" and p.zero_stage >= 1:
