@@ -207,9 +207,10 @@ def what_would_help() -> None:
             show_table(help_rows(options[:HELP_ROWS], sc, units), static=True)
             more = f" {len(options) - HELP_ROWS} more in the report and in python -m core estimate (help_options)." if len(options) > HELP_ROWS else ""
             st.caption(plain(help_basis(sc, options) + more))
-            last = result.advice_texts[-1]
-            if not last.template.startswith("More devices: fits"):  # the table has the runnable layouts; this says why none
-                st.markdown("- " + say(last, units.name))
+            # the table has the runnable layouts; these say why none as set, and which one change fits with more devices
+            for line in result.advice_texts:
+                if line.template.startswith(("No layout", "With one change", "More devices alone")):
+                    st.markdown("- " + say(line, units.name))
 
 
 HELP_ROWS = 6  # options shown on the page, cheapest first

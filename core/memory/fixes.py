@@ -198,13 +198,12 @@ def more_device_fixes(sc: Scenario, ev: Evaluator, capacity: float) -> list[Fix]
         if base_ev.total(own_layout(base), base.batch_size, base.seq_len) <= capacity:
             continue  # fits on its own devices: a same-device fix
         for lay, _ in layout_options(base, base_ev, capacity, tensor, pipeline):
-            words = f"{lay.devices:,} devices"
             split = [f"{'expert' if lay.expert_parallel else 'tensor'} parallel {lay.tensor_parallel}"] if lay.tensor_parallel > 1 else []
             split += [f"{lay.pipeline_parallel} pipeline stages"] if lay.pipeline_parallel > 1 else []
-            if split:
-                words += f" ({' x '.join(split)})"
+            details = [" x ".join(split)] if split else []
             if lay.data_parallel > 1 and sc.mode == "training":
-                words += f" ({lay.data_parallel} data-parallel ranks, ZeRO stage {lay.zero_stage})"
+                details.append(f"{lay.data_parallel} data-parallel ranks, ZeRO stage {lay.zero_stage}")
+            words = f"{lay.devices:,} devices" + (f" ({'; '.join(details)})" if details else "")
             layout_update = {"data_parallel": lay.data_parallel, "tensor_parallel": lay.tensor_parallel, "pipeline_parallel": lay.pipeline_parallel}
             if sc.mode == "training":
                 layout_update["zero_stage"] = lay.zero_stage
@@ -272,4 +271,10 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
         out.append(Text.of("More devices alone do not help: the layers kept off them stay in system RAM. {host} of RAM would hold them.", host=Bytes(host)))
     else:
         out.append(Text.of("No layout of up to {n:,} devices fits this setup on this accelerator.", n=MAX_DEVICES))
+        # not a dead end where one change and more devices fit (gradient checkpointing for an 8B full fine-tune on
+        # TPU v5e chips: 16 of them; the estimate helper's review of stop 48, M7): the fewest devices of those
+        # the change alone: the layout and its price are the help options' (core/money/help_options.py), one answer
+        changes = list(dict.fromkeys(str(f.changes[0]) for f in more_device_fixes(sc, ev, capacity) if len(f.changes) == 2))
+        if changes:
+            out.append(Text.of("With one change it fits on more devices: {changes} (the options give each one's layout and price).", changes=" or ".join(changes)))
     return out

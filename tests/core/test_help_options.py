@@ -202,3 +202,25 @@ def test_joined_text_keeps_each_parts_arguments_apart():
     assert t.render("GiB") == "2 GiB of RAM + a {brace} + 0.9 GiB per device"
     assert t.render("GB") == "2 GB of RAM + a {brace} + 1.0 GB per device"  # 2^31 B = 2.15 GB
     assert t.render("GiB", escape=str.upper) == "2 GiB of RAM + A {BRACE} + 0.9 GiB per device"  # strings escaped as arguments
+
+
+def test_a_setup_no_layout_fits_names_the_one_change_that_fits_with_more_devices():
+    """The estimate helper's review of stop 48 (M7): an 8B full fine-tune on TPU v5e chips (16 GB) ended its advice at
+    "No layout of up to 65,536 devices fits", its activations alone over a chip, where gradient checkpointing on 16
+    chips fits; the 405B on Megatron at 8,192 tokens likewise. The advice now names the change; the help options give
+    its layout and price (one answer), and applied, it fits."""
+    from core.estimate import estimate
+    from core.scenario import Scenario
+
+    for kw in (
+        {"model": "llama-3.1-8b", "accelerator": "tpu-v5e", "training_stack": "hf-xla"},
+        {"model": "llama-3.1-405b", "accelerator": "h100-sxm", "training_stack": "megatron", "seq_len": 8192},
+    ):
+        sc = Scenario(mode="training", method="full", **kw)
+        r = estimate(sc)
+        advice = [str(a) for a in r.advice]
+        assert r.devices_needed is None and any("No layout of up to" in a for a in advice)
+        (said,) = [a for a in advice if a.startswith("With one change it fits on more devices: ")]
+        assert "gradient checkpointing" in said, said
+        option = next(o for o in r.help_options if o.change.startswith("Gradient checkpointing + "))
+        assert estimate(sc.replace(**option.update)).fits
