@@ -72,7 +72,7 @@ def memory_assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
                     name=get_accelerator(sc.accelerator).name,
                 )
             )
-        out += [Text.of("{note}", note=note) for note in stack.notes]
+        out += [Text.of("{note}", note=note) for note in stack.notes if _note_applies(note, sc.method)]
         if fused_loss(sc):
             out.append(
                 Text.of(
@@ -127,3 +127,10 @@ def memory_assumptions(sc: Scenario, arch: Architecture) -> list[Text]:
         elif arch.is_mla and sc.tensor_parallel > 1:
             out.append(Text.of("the MLA latent KV cache is replicated on every tensor-parallel rank"))
     return out
+
+
+def _note_applies(note: str, method: str) -> bool:
+    """A stack note about LoRA's adapters or QLoRA's base (it says so first) is left out of a setup without them."""
+    if note.startswith("QLoRA"):
+        return method == "qlora"
+    return not (note.startswith("LoRA") and method == "full")

@@ -126,7 +126,7 @@ _HF = TrainingStack(
         "each RMSNorm keeps an fp32 copy of its input",
         "LoRA adapters are fp32 and run on an fp32 copy of each adapted input (PEFT)",
         "QLoRA (prepare_model_for_kbit_training): embeddings, norms and the output head in fp32, fp32 activations, gradient checkpointing on",
-        "under ZeRO (DeepSpeed for stages 1-2, FSDP for 3) LoRA adapters run in the 16-bit type: no fp32 input copies",
+        "LoRA adapters under ZeRO (DeepSpeed for stages 1-2, FSDP for 3) run in the 16-bit type: no fp32 input copies",
     ),
     eager_launches=True,
     adapters_16bit_zero_stages=(1, 2, 3),

@@ -220,3 +220,13 @@ def test_vllm_pool_follows_gpu_memory_utilization() -> None:
     assert pools[0] < pools[1] < pools[2]
     step = (pools[2] - pools[1]) / GIB  # every extra 20% of a 22.49 GiB card goes to KV blocks
     assert step == pytest.approx(0.2 * 22.49, rel=0.02)
+
+
+def test_a_full_fine_tunes_assumptions_say_nothing_of_lora_or_qlora() -> None:
+    """The estimate helper's review of stop 48 (L3): a full fine-tune listed the stack's notes on LoRA's adapters and
+    QLoRA's upcast; a LoRA run the QLoRA ones."""
+    said = {m: " | ".join(str(a) for a in estimate_memory(Scenario(model="llama-3.2-1b", mode="training", method=m)).assumptions) for m in ("full", "lora", "qlora")}
+    upcast = "QLoRA (prepare_model_for_kbit_training): embeddings"  # the note (the stack's source line cites PEFT's function)
+    assert "LoRA adapters are fp32" not in said["full"] and "LoRA adapters under ZeRO" not in said["full"] and upcast not in said["full"]
+    assert "LoRA adapters are fp32" in said["lora"] and upcast not in said["lora"]
+    assert upcast in said["qlora"]
