@@ -71,7 +71,10 @@ def _alternatives(sc: Scenario, arch: Architecture, capacity: float) -> list[tup
         four_bit = four_bit_format(sc.serving_engine, acc)
         formats = ("fp8", "int8", four_bit, "gguf-q8_0", "gguf-q4_k_m", "mlx-q8", "mlx-q4")
         runs = [f for f in formats if f is not None and (f in planned or f == "int8") and loads(sc.serving_engine, f)]
-        alts = [(f"weights in {FORMATS[f].label}", {"weights_format": f}) for f in runs if f != sc.weights_format]
+        # a real step down: at least 10% fewer bits a weight than the current format (MXFP4's gpt-oss re-quantized to AWQ
+        # saves 1 GiB of 61: not advice; the estimate helper's review of stop 48, L5)
+        bits = FORMATS[sc.weights_format].linear_bits
+        alts = [(f"weights in {FORMATS[f].label}", {"weights_format": f}) for f in runs if FORMATS[f].linear_bits <= 0.9 * bits]
         if sc.serving_engine == "llama.cpp" and sc.gpu_layers is not None:  # -ngl: fewer to fit the device, more to fit RAM
             fewest, most = fewest_gpu_layers_for_host(sc, arch), most_gpu_layers(sc, arch, own_layout(sc), capacity)
             for n in sorted({fewest, most} - {None, sc.gpu_layers}):  # type: ignore[type-var]

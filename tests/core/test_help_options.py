@@ -224,3 +224,17 @@ def test_a_setup_no_layout_fits_names_the_one_change_that_fits_with_more_devices
         assert "gradient checkpointing" in said, said
         option = next(o for o in r.help_options if o.change.startswith("Gradient checkpointing + "))
         assert estimate(sc.replace(**option.update)).fits
+
+
+def test_a_weight_format_is_advised_only_as_a_real_step_down():
+    """The estimate helper's review of stop 48 (L5): gpt-oss-120b, which ships in MXFP4 (4.25 bits a weight on its
+    experts), was advised "weights in AWQ 4-bit" to save 1 GiB of 61. A format is advised at 10% fewer bits a weight or
+    more: none from MXFP4 on vLLM; from BF16, FP8 and AWQ."""
+    from core.estimate import estimate
+    from core.scenario import Scenario
+
+    oss = estimate(Scenario(model="gpt-oss-120b", mode="inference", weights_format="mxfp4", accelerator="h100-sxm", batch_size=64, seq_len=4096))
+    assert not oss.fits and not any("weights in" in str(a).lower() for a in oss.advice), oss.advice
+    dense = estimate(Scenario(model="llama-3.1-70b", mode="inference", accelerator="h100-sxm"))
+    said = " ".join(str(a) for a in dense.advice)
+    assert "Weights in FP8" in said and "AWQ" in said
