@@ -18,6 +18,9 @@ from core.memory.fit import MAX_BATCH
 from core.plan.serve import shipped_format
 from core.speed.storage import load_sentence
 
+# where the page shows the time to first token under load (app_pages/shared/inference_views.load_figures)
+TTFT_ALONE = "prefill of {n:,} prompt tokens, one request alone; with other users' requests arriving, see Time to first token by number of users below"
+
 sc, values, units = page_header("Inference", "Time to first token, tokens per second, how many users fit, and what serving costs.")
 if sc.mode != "inference":
     sc, err, served_note = as_mode(sc, "inference")
@@ -44,7 +47,7 @@ weight_only_caption(sc)
 def headline() -> None:
     """The answer: first-token time, speed per user and in all, how many sequences fit, the price per token."""
     c = st.columns(5)
-    metric(c[0], "Time to first token", f"{inf.time_to_first_token_s * 1e3:,.0f} ms", help=f"prefill of {inf.prompt_tokens:,} prompt tokens")
+    metric(c[0], "Time to first token", f"{inf.time_to_first_token_s * 1e3:,.0f} ms", help=TTFT_ALONE.format(n=inf.prompt_tokens))
     metric(c[1], "Tokens/s per user", f"{inf.decode_tokens_per_s:,.1f}", help=f"decode at batch {inf.batch_size} ({inf.decode_bound}-bound)")
     metric(c[2], "Tokens/s, all users", f"{inf.aggregate_tokens_per_s:,.0f}", help="decode tokens per second summed over the batch")
     metric(
