@@ -42,8 +42,12 @@ def training_metric(col: Any, training: TrainingEstimate) -> None:
     )
 
 
-def bills() -> int:
-    """The training bill next to the serving bill; returns the training layout's device count (0 when unpriced)."""
+TRAINING_LAYOUT = "the training layout's device count"
+
+
+def bills() -> tuple[int, str]:
+    """The training bill next to the serving bill; returns the devices buy vs rent weighs and what they are: a serving
+    setup's fleet (the serving bill's replicas), else the training layout's."""
     st.subheader("One-off training bill vs monthly serving bill")
     trained = cached_estimate(train_sc.model_dump_json(), *PRICES)
     training = trained.training
@@ -60,17 +64,24 @@ def bills() -> int:
         why = (why_not or "").removeprefix("scenario: ")
         refused = engine_problem(engine_id, acc)  # the engine refuses the part: another engine may serve it
         st.warning(md("No serving bill: {why}", why=why) + (where if refused is not None and "; on it: " in refused else "") + ".")
-        return training.devices if training is not None else 1
+        return (training.devices if training is not None else 1), TRAINING_LAYOUT
     traffic, months = traffic_and_targets("months")
     if traffic is None:
-        return 1
+        return 1, TRAINING_LAYOUT
     # the Inference page's bill and the Plan's serve goal: one fleet-sizing rule (core/money/serving.py)
     plan, why, _ = cached_serving(serve.model_dump_json(), traffic.model_dump_json(), 1.0, *PRICES)
-    if training is None or training.run_usd is None or training.run_hours is None or plan is None or plan.usd_per_month is None:
+    if plan is None or plan.usd_per_month is None:
         if training is not None and training.run_usd is not None:  # the training bill does not depend on serving
             training_metric(st.columns(4)[0], training)
         st.warning(md("No serving bill to compare on {acc}: {why}.", acc=acc.name, why=why or "no price for it in the price list"))
-        return training.devices if training is not None else 1
+        return (training.devices if training is not None else 1), TRAINING_LAYOUT
+    if training is None or training.run_usd is None or training.run_hours is None:  # the serving bill stands: the training one is missing
+        metric(st.columns(4)[0], "Serving (per month)", f"${plan.usd_per_month:,.0f}")
+        devices = f"the {training.devices:,} devices the run needs" if training is not None else "the run"
+        st.warning(md("No training bill to compare on {acc}: no price row rents {devices}.", acc=acc.name, devices=devices))
+        if sc.mode == "inference":
+            return plan.replicas * plan.devices_per_replica, "the serving fleet's device count (its replicas x devices per replica)"
+        return (training.devices if training is not None else 1), TRAINING_LAYOUT
     a = st.columns(2)
     api_in = page_widget("api_in", a[0])
     api_out = page_widget("api_out", a[1])
@@ -110,7 +121,9 @@ def bills() -> int:
         st.caption("Type per-token API prices above to see when training and hosting your own model beats paying per token.")
     else:
         st.caption(md("Per-token prices: {what}.", what=against))
-    return training.devices
+    if sc.mode == "inference":  # a serving setup is bought or rented as its fleet
+        return plan.replicas * plan.devices_per_replica, "the serving fleet's device count (its replicas x devices per replica)"
+    return training.devices, TRAINING_LAYOUT
 
 
 def answer(training_usd: float, serving_usd_per_month: float, api_usd_per_month: float | None, break_even_month: int | None, months: int) -> str:
@@ -127,7 +140,7 @@ def answer(training_usd: float, serving_usd_per_month: float, api_usd_per_month:
     return said + api + md(": owning the model pays back in month {m}, {w} the {h}-month horizon.", m=break_even_month, w=within, h=months)
 
 
-training_devices = bills()
+training_devices, devices_basis = bills()
 st.subheader(md("Buy vs rent: {acc}", acc=acc.name))
 b = st.columns(5)
 kwh = page_widget("kwh", b[0])
@@ -135,7 +148,7 @@ busy = page_widget("busy", b[1])
 pue = page_widget("pue", b[2])
 buy_usd = page_widget("buy_usd", b[3])
 devices = max(1, training_devices)
-metric(b[4], "Devices", f"{devices}", help="the training layout's device count")
+metric(b[4], "Devices", f"{devices}", help=devices_basis)
 try:
     bvr = buy_vs_rent(acc.id, usd_per_kwh=kwh, utilisation=busy / 100, devices=devices, purchase_usd_per_device=buy_usd or None, pue=pue, rows=PRICES[1])
 except ValueError as exc:

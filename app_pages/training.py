@@ -136,7 +136,8 @@ metric(
     c[2],
     "Cheapest run",
     usd_text(cost(cheapest)),  # the pages' one way with money: "$1" beside "Your setup ... $0.53" read as cheaper
-    help=f"{cheapest.provider} {cheapest.instance_type}, {cheapest.devices} x {get_accelerator(cheapest.accelerator_id).name}, "
+    help="of every accelerator and device count on the chart below: "
+    f"{cheapest.provider} {cheapest.instance_type}, {cheapest.devices} x {get_accelerator(cheapest.accelerator_id).name}, "
     f"{hours_text(cheapest.run_hours)}" + ("" if cheapest.within_bounds else f" (no run finishes within {HORIZON_HOURS / 24:.0f} days)"),
 )
 metric(
@@ -146,7 +147,8 @@ metric(
     help=f"{fastest.provider} {fastest.instance_type}, {fastest.devices} x {get_accelerator(fastest.accelerator_id).name}, {usd_text(cost(fastest))}",
 )
 if est.run_usd is not None and est.run_hours is not None and (full.fits or need is not None):
-    own_usd = est.run_spot_usd if spot and est.run_spot_usd is not None else est.run_usd
+    on_spot = spot and est.run_spot_usd is not None
+    own_usd = est.run_spot_usd if on_spot else est.run_usd
     st.caption(
         md(
             "Your setup ({n} x {acc}, {instance}): {hours}, {usd}. Every run here is billed as the Plan page bills it: "
@@ -154,9 +156,9 @@ if est.run_usd is not None and est.run_hours is not None and (full.fits or need 
             "is not called cheapest.",
             n=est.devices,
             acc=acc.name,
-            instance=est.price_instance,
+            instance=(est.spot_price_instance if on_spot else est.price_instance) or est.price_instance,
             hours=hours_text(est.run_hours),
-            usd=f"${own_usd:,.2f}",
+            usd=f"${own_usd:,.2f}" + (" on spot" if on_spot else " on demand"),
             setup=hours_text(SETUP_HOURS),
             days=f"{HORIZON_HOURS / 24:.0f}",
         )

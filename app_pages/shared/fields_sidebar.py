@@ -126,7 +126,20 @@ def sidebar_fields(presets: dict[str, str], accs: dict[str, str]) -> list[Field]
             applies=custom_hardware,
             help="sets prefill and compute-bound speed; a desktop CPU does about 1",
         ),
-        Field("batch", "Batch (per device) / concurrent sequences", "choice", 1, BATCH_OPTIONS, widget="slider", section="workload", scenario="batch_size"),
+        Field(
+            "batch",
+            "Batch (per device) / concurrent sequences",
+            "int",
+            1,
+            BATCH_OPTIONS,
+            lo=1,
+            hi=4096,  # the scenario's bound (core/scenario.py batch_size)
+            widget="slider",
+            section="workload",
+            scenario="batch_size",
+            # a serving plan's batch is what meets its targets (11, say): a slider of powers of two showed it as 8
+            help="Slide between powers of two; a link or a loaded plan can set any batch (a serving plan's 11 concurrent requests)",
+        ),
         Field(
             "seq",
             "Sequence length / context (tokens)",

@@ -177,3 +177,47 @@ def test_a_reserved_plan_costs_the_same_on_every_page_and_both_verbs():
     at.switch_page(str(ROOT / "app_pages" / "train_vs_serve.py")).run()
     no_exception(at)
     assert metric(at, "Training run (one-off)") == usd
+
+
+def test_the_training_pages_spot_caption_names_the_spot_instance_it_prices():
+    """A consistency review of stop 49 (item 3): with Price = spot the caption gave the spot bill beside the on-demand
+    instance's name. Both are now the spot row's (the estimate's spot_price_instance and run_spot_usd), said as spot."""
+    from app_pages.shared.fields import defaults, fields
+    from app_pages.shared.scenario_io import build_scenario
+    from core.estimate import estimate
+
+    link = {"model": "qwen2.5-14b", "mode": "training", "method": "lora", "acc": "a100-sxm-80gb", "tokens": "0.2"}
+    sc, _ = build_scenario(defaults() | {k: fields()[k].parse(v) for k, v in link.items()}, "")  # the page's own scenario
+    assert sc is not None
+    est = estimate(sc).training
+    assert est is not None and est.run_spot_usd is not None and est.spot_price_instance != est.price_instance
+    for price, usd, instance, words in (("spot", est.run_spot_usd, est.spot_price_instance, "on spot"), ("on-demand", est.run_usd, est.price_instance, "on demand")):
+        at = open_link("training", link | {"price": price})
+        no_exception(at)
+        (own,) = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("Your setup")]
+        assert f"${usd:,.2f} {words}" in own and str(instance) in own, own
+
+
+def test_train_vs_serve_blames_the_missing_bill_and_buys_a_serving_setup_as_its_fleet():
+    """A consistency review of stop 49 (items 4 and 5): a 70B QLoRA on RTX 3090s, whose 15-card training run no row
+    rents, said "No serving bill ... no price for it" where Compare shows its $934 a month; and a serving setup's buy vs
+    rent weighed the training layout's 16 H100s where the serving fleet is one."""
+    at = open_link("train_vs_serve", {"model": "llama-3.1-70b", "mode": "training", "method": "qlora", "acc": "rtx-3090", "tokens": "0.01"})
+    no_exception(at)
+    warnings = [w.value.replace("\\", "") for w in at.warning]
+    assert any("No training bill to compare on NVIDIA GeForce RTX 3090" in w for w in warnings) and not any("No serving bill" in w for w in warnings)
+    assert metric(at, "Serving (per month)").startswith("$")
+    served = open_link("train_vs_serve", {"model": "llama-3.1-8b", "mode": "inference", "acc": "h100-sxm", "batch": "16"})
+    no_exception(served)
+    devices = next(m for m in served.metric if m.label == "Devices")
+    assert devices.value == "1" and "serving fleet" in devices.help
+
+
+def test_a_loaded_serving_plan_keeps_its_batch():
+    """A consistency review of stop 49 (item 1): the Plan's cheapest 8B serving plan at 100,000 requests a day runs 11
+    concurrent requests a replica; loaded, the batch slider (powers of two) showed 8 and the Inference page's figures
+    were batch 8's. The slider holds any whole number between its stops, as the sequence length does."""
+    at = open_link("inference", {"model": "llama-3.1-8b", "mode": "inference", "batch": "11"})
+    no_exception(at)
+    assert at.session_state["batch"] == 11
+    assert not [w for w in at.warning if "Batch" in w.value and "nearest" in w.value]

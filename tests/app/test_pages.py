@@ -210,8 +210,12 @@ def test_train_vs_serve_keeps_the_training_bill_where_the_serving_engine_cannot_
 def test_buy_vs_rent_with_typed_price():
     at = run_app("train_vs_serve", params={"acc": "h100-sxm", "buy_usd": "30000"})
     no_exception(at)
-    sc = Scenario(model="llama-3.1-8b", mode="training", train_tokens=1e9, seq_len=4096)
-    devices = estimate(sc).training.devices
+    # a serving setup (the sidebar's default mode) is bought or rented as its fleet, not as the training layout: the
+    # sidebar's 8B at its default batch on one H100 replica (its bill's replicas x devices: test_one_answer.py)
+    shown = next(m for m in at.metric if m.label == "Devices")
+    assert "serving fleet" in shown.help
+    devices = int(shown.value)
+    assert devices == 1
     expected = buy_vs_rent("h100-sxm", usd_per_kwh=0.15, utilisation=0.6, devices=devices, purchase_usd_per_device=30000, pue=1.58)
     assert metric(at, "Own: per year") == f"${expected.own_usd_per_year:,.0f}"
     assert metric(at, "Rent: per year") == f"${expected.rent_usd_per_year:,.0f}"
