@@ -275,8 +275,8 @@ def advise(sc: Scenario, ev: Evaluator, capacity: float, needed: LayoutResult | 
     else:
         out.append(Text.of("No layout of up to {n:,} devices fits this setup on this accelerator.", n=MAX_DEVICES))
         # not a dead end where one change and more devices fit (gradient checkpointing for an 8B full fine-tune on
-        # TPU v5e chips: 16 of them; the estimate helper's review of stop 48, M7): the fewest devices of those
-        # the change alone: the layout and its price are the help options' (core/money/help_options.py), one answer
+        # TPU v5e chips; the estimate helper's review of stop 48, M7): the change alone, its layout and price being the
+        # help options' (core/money/help_options.py), one answer
         changes = list(dict.fromkeys(str(f.changes[0]) for f in more_device_fixes(sc, ev, capacity) if len(f.changes) == 2))
         if changes:
             out.append(Text.of("With one change it fits on more devices: {changes} (the options give each one's layout and price).", changes=" or ".join(changes)))

@@ -25,7 +25,8 @@ from core.catalog.providers import can_serve
 from core.layout import Layout
 from core.memory.engines import ENGINES, SINGLE_DEVICE_ENGINES
 from core.memory.evaluator import fit_capacity
-from core.memory.problems import CONTEXT_BOUND_ENGINES, context_window
+from core.memory.problems import context_problem as scenario_context_problem
+from core.memory.problems import context_window
 from core.model.formats import FORMATS
 from core.money.serving import (
     Fleet,
@@ -178,14 +179,12 @@ class ServingOption:
 
 
 def context_problem(goal: Goal) -> str | None:
-    """Why the goal's requests do not fit the model's context window, in one line, or None (the engines that refuse a
-    longer context, core/memory/problems.CONTEXT_BOUND_ENGINES; the window: problems.context_window)."""
-    if goal.serving_engine not in CONTEXT_BOUND_ENGINES:
+    """Why the goal's requests do not fit the model's context window, in one line, or None: the estimate's rule
+    (core/memory/problems.context_problem) on a replica of the goal, said for its prompt and answer."""
+    sc = serving_scenario(goal, "bf16", 1)  # seq_len: the goal's prompt + answer
+    if scenario_context_problem(sc) is None:
         return None
-    sc = serving_scenario(goal, "bf16", 1)
-    window, need = context_window(sc), goal.input_tokens + goal.output_tokens
-    if need <= window:
-        return None
+    window, need = context_window(sc), sc.seq_len
     return (
         f"{sc.architecture.name} takes at most {window:,} tokens a sequence (its context window); a {goal.input_tokens:,}-token prompt "
         f"and a {goal.output_tokens:,}-token answer are {need:,}: serving engines refuse a longer context"

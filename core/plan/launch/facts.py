@@ -98,11 +98,11 @@ class _Facts:
         self.engine_batch = -(-self.micro_batch // tp) if split else self.micro_batch
         self.accelerator_id = str(sc.get("accelerator", ""))
         self.devices = int(plan.devices) if plan is not None else self.data_parallel * tp * pp
-        self.instances = int(plan.instances) if plan is not None else _nodes(self.devices, _known_accelerator(str(sc.get("accelerator", ""))))
+        self.accelerator = _known_accelerator(self.accelerator_id)
+        self.instances = int(plan.instances) if plan is not None else _nodes(self.devices, self.accelerator)
         self.where = "" if plan is None else f"{plan.instances} x {plan.instance} ({plan.provider}, {region_text(plan.region)})"
         if plan is not None and getattr(plan, "reservation", None):
             self.where += f", a reserved {plan.reservation}"
-        self.accelerator = _known_accelerator(self.accelerator_id)
         self.flash_attention_2 = bool(sc.get("flash_attention", True)) and (self.accelerator is None or self.accelerator.runs_flash_attention_2)
         self.accelerator_name, self.vendor, self.per_instance = self._accelerator(plan)
         self.model, self.model_note = _model_id(sc.get("model"))
