@@ -15,7 +15,7 @@ from app_pages.shared.scenario_io import saved_scenario, scenario_values
 from app_pages.shared.serving_section import monthly_serving_usd, traffic_of_values
 from app_pages.shared.state import MAX_SAVED, saved_rows, set_saved_rows
 from app_pages.shared.style import COMPONENT_COLORS, layout
-from app_pages.shared.tables import show_table
+from app_pages.shared.tables import TRAINING_RUN_HELP, show_table
 from app_pages.shared.text import chart_text, plain
 from core.memory.sweep import COMPONENTS
 from core.model.hf_config import safe_label
@@ -100,6 +100,7 @@ show_table(
                 "Fits its layout": "yes" if r.fits else "no",
                 "Training hours": None if r.training is None or r.training.run_hours is None else round(r.training.run_hours, 2),
                 "Training run (USD)": None if r.training is None or r.training.run_usd is None else round(r.training.run_usd, 2),
+                "Training run on spot (USD)": None if r.training is None or r.training.run_spot_usd is None else round(r.training.run_spot_usd, 2),
                 "Tokens/s per user": None if r.inference is None else round(r.inference.decode_tokens_per_s, 1),
                 "Serving USD / month at the traffic": None if (usd := monthly_serving_usd(s, TRAFFIC, PRICES)) is None else round(usd),
                 "Model": s.architecture.name,
@@ -117,7 +118,7 @@ show_table(
     ),
     hide_index=True,
     width="stretch",
-    column_config={"Scenario": st.column_config.TextColumn(pinned=True)},  # a phone scrolls sideways: the name stays
+    column_config={"Scenario": st.column_config.TextColumn(pinned=True)} | TRAINING_RUN_HELP,  # a phone scrolls sideways: the name stays
 )
 
 st.markdown("**Every setting of the saved scenarios**")

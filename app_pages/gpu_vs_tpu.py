@@ -13,7 +13,7 @@ from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls
 from app_pages.shared.results import cached_comparison, scenario_of
 from app_pages.shared.style import frozen, layout
-from app_pages.shared.tables import show_table
+from app_pages.shared.tables import TRAINING_RUN_HELP, show_table
 from app_pages.shared.text import md, plain
 from app_pages.shared.ticks import SPEED_TICKS, log_ticks, number_ticks
 from core.catalog.accelerators import SRAM_KINDS, get_accelerator
@@ -172,6 +172,7 @@ def comparison_table(key: str, price_key: str = "", _rows=None) -> pd.DataFrame:
                     {
                         "Training tokens/s per device": None if r.training_tokens_per_s_per_device is None else round(r.training_tokens_per_s_per_device),
                         "Training run (USD)": None if r.training_run_usd is None else round(r.training_run_usd, 2),
+                        "Training run on spot (USD)": None if r.training_run_spot_usd is None else round(r.training_run_spot_usd, 2),
                         "Hours": None if r.training_wall_hours is None else round(r.training_wall_hours, 1),
                     }
                     if training
@@ -195,7 +196,7 @@ st.caption(
     "Up and to the left is better; marker size is memory per chip; named chips are those nothing beats on both price and "
     "throughput (hover for the others). Accelerators without a price in the price list are in the table only."
 )
-show_table(comparison_table(KEY, *PRICES), hide_index=True, width="stretch", height=420)
+show_table(comparison_table(KEY, *PRICES), hide_index=True, width="stretch", height=420, column_config=TRAINING_RUN_HELP)
 # the parts that cannot train this scenario at all (a stack without the objective's trainer, an inference-only part,
 # no 4-bit kernels) are in the table without figures: said once per reason, not left for the reader to notice
 if sc.mode == "training":

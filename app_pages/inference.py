@@ -7,6 +7,7 @@ from app_pages.shared.box import box_section
 from app_pages.shared.context import as_mode, kv_instead, page_header, priced, shipped_format_note, stack_problem_warning, stop_page, weight_only_caption
 from app_pages.shared.fold import folded
 from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sidebars_layout, load_section
+from app_pages.shared.launch_section import launch_section_for_setup
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls, presenting
 from app_pages.shared.results import cached_estimate
@@ -134,6 +135,9 @@ if quality := ([] if sc.weights_format == shipped_format(sc.model) else caveats(
         for n in quality:
             st.markdown("- " + plain(n.caveat) + " *(" + plain(n.source) + ")*")
 load_section(KEY)  # time to first token and tokens/s per user under load, p50 and p90 (core/speed/load.py)
+if (fold := folded("Run this setup: the serving command", "fold_inference_launch")) is not None:
+    with fold:
+        launch_section_for_setup(sc, result.layout_needed if not result.fits else None)
 if (fold := folded("How this is computed", "fold_inference_how")) is not None:
     with fold:
         st.markdown("\n".join("- " + plain(line) for line in inf.assumptions))  # one element, not one per line

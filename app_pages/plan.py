@@ -8,7 +8,7 @@ from pydantic import ValidationError
 from app_pages.shared.cache import shared_cache
 from app_pages.shared.context import page_header, priced, stop_page
 from app_pages.shared.launch_section import launch_section
-from app_pages.shared.planning import PLAN_COLUMN_HELP, faster_for_users, frontier_figure, goal_dict, headline, no_plan_reason, plan_table, strategies_figure
+from app_pages.shared.planning import PLAN_COLUMN_HELP, faster_for_users, frontier_figure, goal_dict, headline, plan_table, strategies_figure
 from app_pages.shared.plot import show
 from app_pages.shared.scenario_io import scenario_values
 from app_pages.shared.state import off_default, request_values
@@ -107,7 +107,7 @@ def load(plan_index: int) -> None:
 
 
 if result.cheapest is None:
-    answer_slot.error("No plan fits: " + plain(no_plan_reason(result.skipped)))
+    answer_slot.error(plain(result.verdict or "No plan fits."))
     stop_page()
 
 with answer_slot:  # the answer in one line above the chart; in full, with how to run it, below it

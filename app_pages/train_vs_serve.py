@@ -33,12 +33,25 @@ if tokens_note:
     st.caption(tokens_note)
 
 
-def training_metric(col: Any, training: TrainingEstimate) -> None:
+def on_spot(training: TrainingEstimate, spot: bool) -> bool:
+    """The run is billed on spot: the page's Price says spot (as the Training and Plan pages bill it) and a spot
+    row rents it; else on demand, and the label says which."""
+    return spot and training.run_spot_usd is not None
+
+
+def training_usd(training: TrainingEstimate, spot: bool) -> float | None:
+    return training.run_spot_usd if on_spot(training, spot) else training.run_usd
+
+
+def training_metric(col: Any, training: TrainingEstimate, spot: bool) -> None:
+    billed = on_spot(training, spot)
     metric(
         col,
-        "Training run (one-off, DPO)" if train_sc.objective == "dpo" else "Training run (one-off)",
-        usd_text(training.run_usd),
-        help=f"{training.devices} x {acc.name}, {hours_text(training.run_hours or 0.0)} with setup; {training.price_instance}",
+        f"Training run (one-off{', spot' if billed else ''}{', DPO' if train_sc.objective == 'dpo' else ''})",
+        usd_text(training_usd(training, spot)),
+        help=f"{training.devices} x {acc.name}, {hours_text(training.run_hours or 0.0)} with setup, "
+        + ("on spot: " + str(training.spot_price_instance) if billed else "on demand: " + str(training.price_instance))
+        + ("; no spot row rents it" if spot and not billed else ""),
     )
 
 
@@ -54,13 +67,17 @@ def bills() -> tuple[int, str]:
     if trained.stack_problem:  # the Memory and Training pages' one line, where this page prices the same run
         st.warning(md("The training bill is for a setup its stack cannot run as set: {why}.", why=trained.stack_problem), icon=":material/warning:")
     serve, why_not, engine_id, where = serve_sc, err2, sc.serving_engine, " (the sidebar's *Serving engine*)"
+    inputs = st.columns(4)
+    # the training run on spot or on demand, as the Training and Plan pages bill it (one Price in the link); serving
+    # is billed on demand (a fleet that must stay up)
+    spot = page_widget("price", inputs[0]) == "spot"
     if sc.mode == "training":  # the sidebar draws no serving engine while training: the page does (a link's engine= kept)
-        engine_id = page_widget("engine", st.columns(4)[0])
+        engine_id = page_widget("engine", inputs[1])
         serve, why_not, _ = as_mode(sc, "inference", fallback=False, serving_engine=engine_id)  # the page's own choice: said, not replaced
         where = " (*Serving engine* above)"
     if serve is None:  # the same setup cannot be served (its engine does not run on this part...): the training bill alone, and why
         if training is not None and training.run_usd is not None:
-            training_metric(st.columns(4)[0], training)
+            training_metric(st.columns(4)[0], training, spot)
         why = (why_not or "").removeprefix("scenario: ")
         refused = engine_problem(engine_id, acc)  # the engine refuses the part: another engine may serve it
         st.warning(md("No serving bill: {why}", why=why) + (where if refused is not None and "; on it: " in refused else "") + ".")
@@ -72,7 +89,7 @@ def bills() -> tuple[int, str]:
     plan, why, _ = cached_serving(serve.model_dump_json(), traffic.model_dump_json(), 1.0, *PRICES)
     if plan is None or plan.usd_per_month is None:
         if training is not None and training.run_usd is not None:  # the training bill does not depend on serving
-            training_metric(st.columns(4)[0], training)
+            training_metric(st.columns(4)[0], training, spot)
         st.warning(md("No serving bill to compare on {acc}: {why}.", acc=acc.name, why=why or "no price for it in the price list"))
         return (training.devices if training is not None else 1), TRAINING_LAYOUT
     if training is None or training.run_usd is None or training.run_hours is None:  # the serving bill stands: the training one is missing
@@ -87,15 +104,17 @@ def bills() -> tuple[int, str]:
     api_out = page_widget("api_out", a[1])
     cmp, against = api_comparison(serve, plan, traffic, api_in, api_out)
     alternative = None if cmp is None else cmp.per_token_usd_per_month
-    be = train_vs_serve(training.run_usd, plan.usd_per_month, alternative, months=months)
+    run_usd = training_usd(training, spot)
+    assert run_usd is not None  # run_usd is not None above, and a spot bill only where there is one
+    be = train_vs_serve(run_usd, plan.usd_per_month, alternative, months=months)
 
     m = st.columns(4)
-    training_metric(m[0], training)
+    training_metric(m[0], training, spot)
     metric(
         m[1],
         "Serving (per month)",
         f"${plan.usd_per_month:,.0f}",
-        help=f"{plan.replicas} replica(s) of {plan.batch_size:,} concurrent requests on {plan.instances} x {plan.provider} {plan.instance_type}",
+        help=f"{plan.replicas} replica(s) of {plan.batch_size:,} concurrent requests on {plan.instances} x {plan.provider} {plan.instance_type}, on demand",
     )
     ratio = be.months_of_serving_per_one_off  # not the horizon (`months`, the bars' span)
     # two significant figures below 1 (a $30 fine-tune against $1,883 a month is 0.016, not "0.0")
@@ -110,13 +129,13 @@ def bills() -> tuple[int, str]:
         + ("; the API costs less every month than serving it yourself" if be.break_even_month is None else ""),
     )
 
-    st.markdown(answer(training.run_usd, plan.usd_per_month, alternative, be.break_even_month, months))
+    st.markdown(answer(run_usd, plan.usd_per_month, alternative, be.break_even_month, months))
 
     left, right = st.columns([2, 1])
     with left:
         show(cumulative_figure(tuple(be.cumulative_usd), tuple(be.cumulative_alternative_usd or ()), be.break_even_month), key="chart_be")
     with right:
-        show(bills_figure(training.run_usd, plan.usd_per_month, months), key="chart_bills")
+        show(bills_figure(run_usd, plan.usd_per_month, months), key="chart_bills")
     if alternative is None:
         st.caption("Type per-token API prices above to see when training and hosting your own model beats paying per token.")
     else:

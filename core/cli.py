@@ -123,7 +123,11 @@ def _plan(path: str, prices: Any = None) -> Any:
     from core.plan import Goal, plan
 
     data = _read_json(path)
-    results = [plan(goal, prices).model_dump(mode="json") for _, goal in _validated(data, Goal, "goal")]
+    answers = [plan(goal, prices) for _, goal in _validated(data, Goal, "goal")]
+    for i, answer in enumerate(answers):  # the one line a reader of the JSON would otherwise dig out of `skipped`
+        if answer.verdict is not None:
+            print(("" if len(answers) == 1 else f"goal {i + 1}: ") + answer.verdict, file=sys.stderr)
+    results = [a.model_dump(mode="json") for a in answers]
     return results if isinstance(data, list) else results[0]
 
 

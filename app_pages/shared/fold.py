@@ -9,7 +9,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 # Every fold's key. The app's tests open them all before a page runs (tests/app/conftest.py), so what a fold holds is
 # checked as before (hostile input, exports, launch commands); a fold's own tests close it.
-KEYS = ("fold_prices", "fold_scheduler", "fold_inference_how", "fold_training_launch", "fold_training_how", "fold_box_how")
+KEYS = ("fold_prices", "fold_scheduler", "fold_inference_how", "fold_inference_launch", "fold_training_launch", "fold_training_how", "fold_box_how")
 
 
 def folded(label: str, key: str, *, expanded: bool = False, icon: str | None = None) -> DeltaGenerator | None:

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.memory.engines import ENGINES
+from core.memory.evaluator import LayoutResult
+from core.plan.launch import launch_command
 from core.plan.result import Plan
+from core.scenario import Scenario
 
 CODE_HEIGHT_PX = 360  # a trainer's config runs to 40 lines: scroll inside the block; the copy button copies it all
 
@@ -22,4 +26,19 @@ def launch_section(cheapest: Plan, faster: Plan | None, faster_label: str) -> No
     st.caption(
         "Flag names from each engine's and trainer's documentation (data/launch_flags.csv, with the page of each). Lines "
         "starting with # say what to replace: the dataset, a model given by config, a GGUF or quantized checkpoint."
+    )
+
+
+def launch_section_for_setup(sc: Scenario, needed: LayoutResult | None) -> None:
+    """The Inference page's command: the sidebar's serving scenario, its scheduler settings included, on its own
+    layout, or (`needed`, when that does not hold the model) on the smallest layout that does, as the page's speeds."""
+    run = sc
+    if needed is not None:
+        run = sc.model_copy(update={"tensor_parallel": needed.tensor_parallel, "pipeline_parallel": needed.pipeline_parallel, "expert_parallel": needed.expert_parallel})
+    st.code(launch_command(run.model_dump(mode="json", exclude_none=True)), language="bash", height=CODE_HEIGHT_PX, wrap_lines=True)
+    laid = "" if needed is None else f" on the smallest layout that holds it ({run.tensor_parallel * run.pipeline_parallel} devices)"
+    st.caption(
+        f"For the sidebar's setup{laid}, served with {ENGINES[sc.serving_engine].label}: one replica; the Plan page writes "
+        "the command of a planned fleet. Flag names from each engine's documentation (data/launch_flags.csv); lines "
+        "starting with # say what to replace."
     )

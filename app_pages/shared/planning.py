@@ -21,7 +21,6 @@ from core.plan.result import ApiQuote
 from core.plan.train import days_words
 from core.scenario import Scenario
 from core.speed.timing import fp8_weight_only
-from core.text import listed
 
 METHOD_WORDS = {"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA", "pretrain": "Pretrain"}
 FORMAT_WORDS = {
@@ -36,23 +35,6 @@ FORMAT_WORDS = {
     "mlx-q4": "MLX 4-bit",
     "mlx-q8": "MLX 8-bit",
 }
-
-
-def no_plan_reason(skipped: tuple[str, ...] | list[str], reasons: int = 4) -> str:
-    """Why no plan fits, from the planner's skipped lines ('part: why'): each reason once, with the parts it applies to
-    (DeepSpeed-MII without an implementation of the model skips every part for the same reason: one sentence, not one
-    a part), the first `reasons` of them."""
-    parts: dict[str, list[str]] = {}
-    for line in skipped:
-        part, sep, why = line.partition(": ")
-        if not sep or " " in part:  # a part id has no spaces: a goal-wide sentence with a colon of its own
-            part, why = "", line
-        parts.setdefault(why, []).append(part)
-    out = []
-    for why, ids in list(parts.items())[:reasons]:
-        ids = [i for i in ids if i]
-        out.append(f"{why} (on {listed(ids, 'parts', 3)})" if ids else why)
-    return "; ".join(out)
 
 
 def goal_dict(values: dict[str, Any], model: Any) -> dict[str, Any]:

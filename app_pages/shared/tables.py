@@ -52,3 +52,12 @@ def show_table(data: Any, *, static: bool = False, **kwargs: Any) -> None:
         st.table(frame, **kwargs)
     else:
         st.dataframe(frame, **{"placeholder": MISSING_CELL, **kwargs})
+
+
+# The training bill's two columns (Compare, GPU vs TPU): which rows each prices, as the Training page's Price says it
+TRAINING_RUN_HELP = {
+    "Training run (USD)": st.column_config.NumberColumn(help="on demand: the run with setup on the cheapest on-demand instances that hold its layout"),
+    "Training run on spot (USD)": st.column_config.NumberColumn(
+        help="the same run on the cheapest spot (preemptible) rows, as the Training and Plan pages bill it with Price = Spot; blank: no spot price"
+    ),
+}

@@ -161,11 +161,13 @@ class Accelerator(BaseModel):
 
     @property
     def memory_bytes(self) -> int:
-        return int(self.memory_gib * BYTES_PER_GIB)
+        return round(self.memory_gib * BYTES_PER_GIB)
 
     @property
     def usable_memory_bytes(self) -> int:
-        return int(self.usable_memory_gib * BYTES_PER_GIB)
+        # rounded, not truncated: 79.15 GiB is 84,986,784,972.8 bytes, which int() made 79.1499... (79.1 on one
+        # page beside 79.2 on another, the stop-49 consistency review)
+        return round(self.usable_memory_gib * BYTES_PER_GIB)
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:

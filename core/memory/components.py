@@ -102,6 +102,7 @@ def runtime_of(accelerator: str) -> Runtime:
 # States follow the parameters' dtype: half of these in a "-true" 16-bit run (8-bit AdamW stays 2).
 OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw-8bit": 2.0, "sgd": 4.0}
 MASTER_COPY_BYTES = 4.0  # fp32 master weights in mixed precision (Micikevicius et al. 2018)
+FP32_GRADIENT_COPY_BYTES = 4.0  # an optimizer's fp32 copy of fp16 gradients (Megatron-LM's main_grad under --fp16)
 
 # PyTorch's caching allocator keeps freed blocks for reuse: with the large, short-lived buffers of the loss step
 # the reserved pool exceeds the allocated peak. Calibrated on the Llama 3.2 1B full fine-tuning rows of
@@ -302,8 +303,13 @@ def full_state_bytes(sc: Scenario) -> StateBytes:
     if not mixed(sc):  # bf16-true / fp16-true: states in the training dtype, no master copy
         return StateBytes(2.0, 2.0, 2.0, 0.0, 0.0, f"{sc.precision}: weights, gradients and optimizer states in 16-bit")
     if master_layout(sc):  # ZeRO Sec. 3.1: 2 + 2 + (4 master + states)
-        if sc.precision == "bf16" and stack_of(sc).fp32_grads_under_bf16:  # Megatron: 2 + 4 + (4 + 8), its 18 bytes
-            return StateBytes(2.0, 4.0, 4.0, MASTER_COPY_BYTES, 0.0, "mixed precision, fp32 gradients and master copy")
+        if stack_of(sc).fp32_grads_under_bf16:  # Megatron-LM's Distributed Optimizer table
+            if sc.precision == "bf16":  # "bf16 param, fp32 grads": 2 + 4 + (4 + 8), 18 bytes
+                return StateBytes(2.0, 4.0, 4.0, MASTER_COPY_BYTES, 0.0, "mixed precision, fp32 gradients and master copy")
+            # "fp16 param, fp16 grads": 20 bytes, 4 + 16/d sharded: the optimizer keeps fp32 copies of the parameters
+            # and of the gradients (its main_grad) beside its states, 2 + 2 + (4 + 4 + 8)
+            master = MASTER_COPY_BYTES + FP32_GRADIENT_COPY_BYTES
+            return StateBytes(2.0, 2.0, 4.0, master, 0.0, "mixed precision, fp32 master copy and fp32 gradient copy in the optimizer")
         return StateBytes(2.0, 2.0, 4.0, MASTER_COPY_BYTES, 0.0, "mixed precision, fp32 master copy in the optimizer")
     # autocast: fp32 parameters, gradients and states, bf16 copies of the weights while computing
     return StateBytes(4.0, 4.0, 4.0, 0.0, 2.0, "mixed precision under autocast: fp32 parameters")

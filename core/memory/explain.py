@@ -10,6 +10,7 @@ from core.layout import Layout
 from core.memory.components import (
     FRAGMENTATION_FLOOR_BYTES,
     FRAGMENTATION_OF_LOSS_BUFFER,
+    MASTER_COPY_BYTES,
     MATH_ATTENTION_SCORE_BYTES,
     METAL_RUNTIME,
     OPTIMIZER_STATE_BYTES,
@@ -256,7 +257,9 @@ def _training(sc: Scenario, result: MemoryResult) -> list[Explanation]:
         w, g, layout_txt = table.param, table.grad, table.layout
         k = OPTIMIZER_STATE_BYTES.get(sc.optimizer)
         k_txt = f"{sc.optimizer} states" if k is not None else "factored Adafactor states"
-        if table.master:
+        if table.master > MASTER_COPY_BYTES:  # Megatron under fp16: the optimizer's fp32 gradient copy too
+            k_txt += f" + {MASTER_COPY_BYTES:g} B fp32 master copy + {table.master - MASTER_COPY_BYTES:g} B fp32 gradient copy"
+        elif table.master:
             k_txt += f" + {table.master:g} B fp32 master copy"
         twice = " x 2 (the policy and DPO's frozen reference)" if reference_copy(sc) else ""
         rows = [

@@ -241,7 +241,7 @@ STACKS: dict[str, TrainingStack] = {
                 "with mixed precision, 16-bit parameters and an fp32 master copy in the optimizer",
                 "fused vocabulary-parallel cross-entropy: bf16 logits and one fp32 copy",
                 "fused layer norms keep no fp32 copies",
-                "under bf16, gradients accumulated and all-reduced in fp32 (4 bytes a parameter)",
+                "under bf16, gradients accumulated and all-reduced in fp32 (4 bytes a parameter); under fp16, an fp32 copy of them in the optimizer",
             ),
             fp32_grads_under_bf16=True,
         ),

@@ -56,6 +56,7 @@ class ComparisonRow(BaseModel):
     # where it trains (the GPU vs TPU page says each reason once, with the parts it leaves out)
     training_problem: str | None = None
     usd_per_million_output_tokens_full_load: float | None = None  # the same number under a name that states its basis
+    training_run_spot_usd: float | None = None  # the same run at the cheapest spot row (None: no spot price)
 
 
 def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluator) -> ComparisonRow:
@@ -86,7 +87,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
         out_per_dev = speed.output_tokens_per_s / devices
         if per_device is not None:
             usd_mtok = per_device * devices / (speed.output_tokens_per_s * SECONDS_PER_HOUR) * 1e6
-    train_rate = train_hours = train_usd = None
+    train_rate = train_hours = train_usd = train_spot_usd = None
     # training figures only where a stack trains this method on the part (the Training sweep's and the planner's rule:
     # no QLoRA on a TPU, nothing on Inferentia2 or an SRAM inference chip)
     trains = sc.mode == "training" or bool(sc.train_tokens)
@@ -100,6 +101,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
         train_rate = t.tokens_per_s
         if training is not None:
             train_hours, train_usd = training.run_hours, training.run_usd  # the one bill (core/money/run_bill.py)
+            train_spot_usd = training.run_spot_usd
             devices = training.devices if sc.mode == "training" else devices
     if devices is None:
         notes.append(f"does not fit in any layout of up to {MAX_DEVICES:,} devices")
@@ -124,6 +126,7 @@ def _row(sc: Scenario, aid: str, rows: tuple[PriceRow, ...] | None, ev: Evaluato
         training_tokens_per_s_per_device=train_rate,
         training_wall_hours=train_hours,
         training_run_usd=train_usd,
+        training_run_spot_usd=train_spot_usd,
         training_tokens_per_usd=None if train_rate is None or per_device is None else train_rate * SECONDS_PER_HOUR / per_device,
         ecosystem=ecosystem_for(acc),
         notes=tuple(notes),

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from core.catalog.price_trust import market_note
+from core.text import listed
 
 _OUT = ConfigDict(frozen=True)
 
@@ -150,3 +151,32 @@ class PlanResult(BaseModel):
     # when `cheapest` is priced far below its accelerator's market (Plan.price_note: one marketplace listing or a
     # promotion), the cheapest plan priced within the market: what the run costs if that listing is gone
     cheapest_at_market: Plan | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def verdict(self) -> str | None:
+        """One line where the answer is not a plan that meets the goal (None where it is): why no plan fits, from
+        the skipped lines, or that the cheapest plan misses the deadline or budget. The Plan page's red line, and
+        the CLI's (stderr); it had 42 skipped lines and `plans: []` to read (stop 48's planner review, M1)."""
+        if self.cheapest is None:
+            return "No plan fits: " + no_plan_reason(self.skipped)
+        if not self.cheapest.within_bounds:
+            return "No plan meets the deadline and budget: `cheapest` is the cheapest plan regardless."
+        return None
+
+
+def no_plan_reason(skipped: tuple[str, ...] | list[str], reasons: int = 4) -> str:
+    """Why no plan fits, from the planner's skipped lines ('part: why'): each reason once, with the parts it applies to
+    (DeepSpeed-MII without an implementation of the model skips every part for the same reason: one sentence, not one
+    a part), the first `reasons` of them."""
+    parts: dict[str, list[str]] = {}
+    for line in skipped:
+        part, sep, why = line.partition(": ")
+        if not sep or " " in part:  # a part id has no spaces: a goal-wide sentence with a colon of its own
+            part, why = "", line
+        parts.setdefault(why, []).append(part)
+    out = []
+    for why, ids in list(parts.items())[:reasons]:
+        ids = [i for i in ids if i]
+        out.append(f"{why} (on {listed(ids, 'parts', 3)})" if ids else why)
+    return "; ".join(out) or "no accelerator in the catalog has a price row for it"

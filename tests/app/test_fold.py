@@ -20,6 +20,7 @@ def test_every_fold_starts_closed_and_opens_on_the_page():
         "fold_prices": "memory",
         "fold_scheduler": "inference",
         "fold_inference_how": "inference",
+        "fold_inference_launch": "inference",
         "fold_training_launch": "training",
         "fold_training_how": "training",
         "fold_box_how": "inference",

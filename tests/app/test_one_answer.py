@@ -221,3 +221,37 @@ def test_a_loaded_serving_plan_keeps_its_batch():
     no_exception(at)
     assert at.session_state["batch"] == 11
     assert not [w for w in at.warning if "Batch" in w.value and "nearest" in w.value]
+
+
+def test_a_spot_training_bill_is_the_same_on_every_page_that_bills_the_run():
+    """Price = Spot in a link: the Training page billed the run on spot ($17.24) where Training vs inference, Compare
+    and GPU vs TPU showed the on-demand $32.50 under the same label (stop 49's consistency review, item 3). Training
+    vs inference now draws the Price input and bills the run as it says ("spot" in the label); Compare and GPU vs
+    TPU show both bills, each column saying which. All equal the CLI's run_usd / run_spot_usd."""
+    link = {"model": "qwen2.5-14b", "mode": "training", "method": "lora", "acc": "a100-sxm-80gb", "tokens": "0.2", "price": "spot"}
+    at = open_link("training", link)
+    no_exception(at)
+    from app_pages.shared.fields import defaults, fields
+    from app_pages.shared.scenario_io import build_scenario
+    from app_pages.shared.text import usd_text
+
+    sc, _ = build_scenario(defaults() | {k: fields()[k].parse(v) for k, v in link.items()}, "")
+    cli = _cli("estimate", sc.model_dump(mode="json", exclude_none=True))["training"]
+    assert cli["run_spot_usd"] < cli["run_usd"]
+    assert f"{usd_text(cli['run_spot_usd'])}" in _text(at)
+    tvs = open_link("train_vs_serve", link)
+    no_exception(tvs)
+    assert metric(tvs, "Training run (one-off, spot)") == usd_text(cli["run_spot_usd"])
+    tvs.session_state["price"] = "on-demand"
+    tvs.run()
+    assert metric(tvs, "Training run (one-off)") == usd_text(cli["run_usd"])
+    gvt = open_link("gpu_vs_tpu", link)
+    no_exception(gvt)
+    table = next(d.value for d in gvt.dataframe if "Training run on spot (USD)" in d.value.columns)
+    row = table[table["Accelerator"] == "NVIDIA A100 SXM4 80GB"].iloc[0]
+    assert row["Training run (USD)"] == round(cli["run_usd"], 2) and row["Training run on spot (USD)"] == round(cli["run_spot_usd"], 2)
+    at.switch_page(str(ROOT / "app_pages" / "compare.py")).run()
+    next(b for b in at.button if b.label == "Save current scenario").click().run()
+    no_exception(at)
+    table = next(d.value for d in at.dataframe if "Training run on spot (USD)" in d.value.columns)
+    assert table["Training run on spot (USD)"].iloc[0] == round(cli["run_spot_usd"], 2) and table["Training run (USD)"].iloc[0] == round(cli["run_usd"], 2)

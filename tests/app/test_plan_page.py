@@ -133,7 +133,7 @@ def test_a_serve_goal_plans_with_the_sidebars_serving_engine():
 def test_an_engine_without_the_models_architecture_says_so_once():
     """DeepSpeed-MII builds no Qwen3 (data/engine_models.csv): the planner skips every part for that one reason and the
     page says it in one sentence naming the engines that run it, not once a part (no_plan_reason)."""
-    from app_pages.shared.planning import no_plan_reason
+    from core.plan.result import no_plan_reason
 
     at = open_link("plan", {"model": "qwen3-8b", "goal": "serve", "rpd": "10000", "engine": "deepspeed-mii"})
     no_exception(at)

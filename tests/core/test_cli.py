@@ -169,3 +169,28 @@ def test_a_goal_of_under_a_thousand_tokens_in_all_exits_2_with_one_line(epochs):
     code, out, err = run(["plan", "-"], stdin=f'{{"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 1e4, "epochs": {epochs}}}')
     lines = err.strip().splitlines()
     assert code == 2 and out == "" and len(lines) == 1 and "at least 1,000" in lines[0] and "Traceback" not in err, err
+
+
+def test_a_goal_nobody_can_meet_says_so_in_one_line(capsys, tmp_path):
+    """The planner review of stop 48 (M1): a latency no hardware meets returned `plans: []` and 42 skipped lines to
+    read, an impossible deadline a `cheapest` plan with within_bounds false, both silently. Now `verdict` says it
+    (the Plan page's red line) and the CLI writes it to stderr; a goal that is met has none. Exit 0: the goal was a
+    valid question and the answer is no."""
+    f = tmp_path / "goals.json"
+    f.write_text(
+        json.dumps(
+            [
+                {"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 1e5, "ttft_s": 0.001, "tokens_per_s_per_user": 5000},
+                {"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 1e7, "deadline_hours": 1e-6},
+                {"goal": "fine-tune", "model": "llama-3.1-8b", "tokens": 1e7},
+            ]
+        )
+    )
+    assert main(["plan", str(f)]) == 0
+    captured = capsys.readouterr()
+    latency, deadline, met = json.loads(captured.out)
+    assert latency["plans"] == [] and latency["verdict"].startswith("No plan fits: no batch meets 5000 tokens/s per user within 0.001 s")
+    assert "(on " in latency["verdict"] and latency["verdict"].count("no batch meets") == 1  # one sentence, its parts listed
+    assert deadline["cheapest"]["within_bounds"] is False and deadline["verdict"].startswith("No plan meets the deadline and budget")
+    assert met["verdict"] is None and met["cheapest"]["within_bounds"] is True
+    assert captured.err.splitlines() == ["goal 1: " + latency["verdict"], "goal 2: " + deadline["verdict"]]

@@ -127,8 +127,17 @@ def test_unified_memory_usable_fraction_is_stated():
 def test_byte_properties():
     acc = get_accelerator("h100-sxm")
     assert acc.memory_bytes == 80 * 2**30
-    assert acc.usable_memory_bytes == int(79.19 * 2**30)
+    assert acc.usable_memory_bytes == round(79.19 * 2**30)
     assert acc.memory_bandwidth_bytes_per_s == 3350e9
+
+
+def test_usable_bytes_read_back_as_the_catalogs_gib_on_every_page():
+    """Bytes are rounded from the catalog's GiB, not truncated: the A100 80GB's 79.15 GiB was 79.1499... GiB in bytes,
+    "79.1 GiB" on Memory and Training beside "79.2" in GPU vs TPU's table (stop 49's consistency review, LOW)."""
+    for acc in load_accelerators():
+        assert f"{acc.usable_memory_bytes / 2**30:.1f}" == f"{round(acc.usable_memory_gib, 1):.1f}", acc.id
+        assert f"{acc.memory_bytes / 2**30:.2f}" == f"{round(acc.memory_gib, 2):.2f}", acc.id
+    assert f"{get_accelerator('a100-sxm-80gb').usable_memory_bytes / 2**30:.1f}" == "79.2"
 
 
 def test_model_is_frozen_and_strict():

@@ -1092,3 +1092,39 @@ def test_deepspeeds_adamw_trains_at_a_fine_tuning_rate_not_its_own_default():
     48, L7): the config now sets TRL's SFTConfig default, 2e-5, the rate the Hugging Face stacks' launches train at."""
     text = launch_command({"model": "llama-3.1-8b", "mode": "training", "method": "full", "training_stack": "deepspeed", "accelerator": "h100-sxm", "zero_stage": 2})
     assert settings(text)["optimizer.params.lr"] == 2e-5
+
+
+@pytest.mark.parametrize(
+    ("engine", "want"),
+    [
+        ("vllm", {"--pipeline-parallel-size": "2", "--max-num-seqs": "48", "--max-num-batched-tokens": "2048", "--gpu-memory-utilization": "0.8"}),
+        ("sglang", {"--pp-size": "2", "--max-running-requests": "48", "--chunked-prefill-size": "2048", "--mem-fraction-static": "0.8"}),
+        ("tensorrt-llm", {"--pp_size": "2", "--max_batch_size": "48", "--max_num_tokens": "2048"}),
+    ],
+)
+def test_a_bare_serving_scenario_launches_with_its_own_scheduler_settings(engine, want):
+    """The Inference page's command is the sidebar's scenario: its pipeline stages, its engine's cap on running
+    requests (max_num_seqs), its tokens a step (max_num_batched_tokens, which the latency under load chunks prompts
+    by) and its memory share, as the estimate counts them. Were dropped for the engine's defaults and 0.9 (stop 48's
+    estimate review, L6); each flag is in data/launch_flags.csv."""
+    sc = {"model": "llama-3.1-70b", "mode": "inference", "serving_engine": engine, "accelerator": "h100-sxm", "tensor_parallel": 2, "pipeline_parallel": 2}
+    sc |= {"batch_size": 16, "max_num_seqs": 48, "max_num_batched_tokens": 2048, "gpu_memory_utilization": 0.8}
+    found = settings(launch_command(sc))
+    assert not set(found) - set(table()[engine]), sorted(set(found) - set(table()[engine]))
+    assert {k: found.get(k) for k in want} == want
+    # unset, the engine's own: its default share of memory (SGLang's 0.88, as the memory counts it) and no step flag
+    unset = ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization")
+    plain = settings(launch_command({k: v for k, v in sc.items() if k not in unset} | {"pipeline_parallel": 1}))
+    assert not {"--pipeline-parallel-size", "--pp-size", "--pp_size", "--max-num-batched-tokens", "--chunked-prefill-size", "--max_num_tokens"} & set(plain)
+    assert plain.get({"vllm": "--max-num-seqs", "sglang": "--max-running-requests", "tensorrt-llm": "--max_batch_size"}[engine]) == "16"
+    if engine == "sglang":
+        assert plain["--mem-fraction-static"] == "0.88"
+
+
+def test_llama_cpp_launches_with_the_scenarios_gpu_layers():
+    """-ngl is the scenario's n_gpu_layers where it keeps layers in system RAM (the memory and the speed count them
+    there), all of them (999) otherwise."""
+    sc = {"model": "llama-3.1-70b", "mode": "inference", "serving_engine": "llama.cpp", "accelerator": "rtx-4090", "weights_format": "gguf-q4_k_m"}
+    assert settings(launch_command(sc | {"gpu_layers": 40}))["-ngl"] == "40"
+    assert settings(launch_command(sc | {"gpu_layers": 0}))["-ngl"] == "0"
+    assert settings(launch_command(sc))["-ngl"] == "999"

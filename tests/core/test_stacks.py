@@ -140,6 +140,11 @@ def test_megatron_keeps_bf16_gradients_in_fp32_its_18_bytes_a_parameter() -> Non
         assert states == pytest.approx((6 + 12 / d) * n / 2, rel=1e-6), (d, states / n)
     ds = estimate_memory(Scenario(**base | {"training_stack": "deepspeed"})).memory_per_device_bytes
     assert ds.weights + ds.gradients + ds.optimizer == pytest.approx(16 * n / 2, rel=1e-6)  # ZeRO Sec. 3.1: 2 + 2 + 12
+    # the same table's "fp16 param, fp16 grads": 20 bytes a parameter, 4 + 16/d (the optimizer's fp32 master and
+    # gradient copies beside Adam's two states; counted 16 before stop 50)
+    for d, z in ((1, 0), (4, 1)):
+        m = estimate_memory(Scenario(**base | {"precision": "fp16"}, data_parallel=d, zero_stage=z)).memory_per_device_bytes
+        assert m.weights + m.gradients + m.optimizer == pytest.approx((4 + 16 / d) * n / 2, rel=1e-6), (d, (m.weights + m.gradients + m.optimizer) / n)
 
 
 def test_stacks_without_mixed_precision_train_bf16_as_bf16() -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from core.catalog.presets import preset, preset_ids
 from core.catalog.prices import region_text
 from core.catalog.stack_layouts import optimizer_problem
+from core.memory.engines import ENGINES
 from core.memory.stacks import trains_on_gptq
 
 if TYPE_CHECKING:
@@ -91,6 +92,13 @@ class _Facts:
         self.gptq_base = not self.serving and trains_on_gptq(self.method, self.weights_format, self.stack)
         # the scenario's FlashAttention on a part that runs FlashAttention-2 (core/memory/components.fp32_attention)
         self.engine = str(sc.get("serving_engine", "vllm"))
+        # the engine's scheduler and memory settings the scenario states (the Inference page's sidebar; a plan leaves
+        # them to the engine's defaults): the launch writes what the memory and the latency under load were sized with
+        self.max_num_seqs = _positive(sc.get("max_num_seqs"))
+        self.max_num_batched_tokens = _positive(sc.get("max_num_batched_tokens"))
+        self.gpu_layers = None if sc.get("gpu_layers") is None else int(sc["gpu_layers"])
+        fraction = sc.get("gpu_memory_utilization") or (ENGINES[self.engine].preallocate_fraction if self.engine in ENGINES else None)
+        self.gpu_memory_fraction = float(fraction or GPU_MEMORY_FRACTION)
         self.expert_parallel = self.serving and bool(sc.get("expert_parallel", False)) and tp > 1
         # vLLM's data-parallel engines and TensorRT-LLM's attention-DP ranks each schedule their own requests: the
         # replica's cap is split over its GPUs (SGLang's --max-running-requests stays the replica's)
@@ -129,6 +137,11 @@ class _Facts:
         # why the training stack (on this part) cannot run the scenario's optimizer (data/stack_layouts.csv), or None:
         # then the text says so and sets no optimizer, rather than another one than the memory counts
         self.optimizer_problem = None if self.serving else optimizer_problem(self.stack, self.method, self.optimizer, self.accelerator)
+
+    @property
+    def running_limit(self) -> int:
+        """The engine's cap on running requests: the scenario's max_num_seqs where it sets one, else the batch."""
+        return self.max_num_seqs or self.engine_batch
 
     @classmethod
     def of(cls, value: Any) -> _Facts:
@@ -190,8 +203,12 @@ def online_fp8_overflow(sc: Mapping[str, Any], p: _Facts) -> tuple[float, float]
     if isinstance(quant, Mapping) and quant.get("quant_method") == "fp8":
         return None
     need = weight_bytes(arch, FORMATS["bf16"]) / max(1, p.tensor_parallel)
-    room = float(p.accelerator.usable_memory_bytes) * GPU_MEMORY_FRACTION
+    room = float(p.accelerator.usable_memory_bytes) * p.gpu_memory_fraction
     return (need, room) if need > room else None
+
+
+def _positive(value: Any) -> int | None:
+    return int(value) if value else None
 
 
 def _nodes(devices: int, acc: Accelerator | None) -> int:

@@ -76,6 +76,17 @@ def _serving(p: _Facts) -> str:
     return "\n".join([*head, *_weight_only_fp8_note(p), *_replicas_note(p), *body(p)])
 
 
+def _stages(p: _Facts, flag: str) -> list[tuple[str, Any] | str]:
+    """The engine's pipeline-parallel flag where the scenario splits a replica into stages (a plan does not)."""
+    return [(flag, p.pipeline_parallel)] if p.pipeline_parallel > 1 else []
+
+
+def _step_budget(p: _Facts, flag: str) -> list[tuple[str, Any] | str]:
+    """The engine's tokens-a-step flag where the scenario sets the budget (core/speed/load.py times the prefill in
+    chunks of it); otherwise the engine's default, which the latency under load assumes too."""
+    return [(flag, p.max_num_batched_tokens)] if p.max_num_batched_tokens else []
+
+
 def _weights_flag(p: _Facts) -> list[tuple[str, Any]]:
     """vLLM's and SGLang's shared flags for the weights: --quantization for a quantized checkpoint, else --dtype. A
     quantized checkpoint still computes in 16 bits: on a part without bf16 (before Ampere) it says float16, since the
@@ -146,9 +157,11 @@ def _vllm(p: _Facts) -> list[str]:
     kv = "auto" if neuron_nxd else {"fp8": VLLM_FP8_KV.get(p.vendor, "fp8"), "int8": "int8_per_token_head"}.get(p.kv_cache_format, "auto")
     args: list[tuple[str, Any] | str] = [
         *layout,
-        (RUNNING_LIMIT_FLAG["vllm"], p.engine_batch),
+        *_stages(p, "--pipeline-parallel-size"),
+        (RUNNING_LIMIT_FLAG["vllm"], p.running_limit),
+        *_step_budget(p, "--max-num-batched-tokens"),
         ("--max-model-len", p.seq_len),
-        ("--gpu-memory-utilization", GPU_MEMORY_FRACTION),
+        ("--gpu-memory-utilization", p.gpu_memory_fraction),
         ("--kv-cache-dtype", kv),
     ]
     notes = []
@@ -174,9 +187,11 @@ def _sglang(p: _Facts) -> list[str]:
     args: list[tuple[str, Any] | str] = [
         ("--model-path", p.model),
         ("--tp", p.tensor_parallel),
-        (RUNNING_LIMIT_FLAG["sglang"], p.micro_batch),
+        *_stages(p, "--pp-size"),
+        (RUNNING_LIMIT_FLAG["sglang"], p.max_num_seqs or p.micro_batch),
+        *_step_budget(p, "--chunked-prefill-size"),
         ("--context-length", p.seq_len),
-        ("--mem-fraction-static", GPU_MEMORY_FRACTION),
+        ("--mem-fraction-static", p.gpu_memory_fraction),
         ("--kv-cache-dtype", "fp8_e4m3" if p.kv_cache_format == "fp8" else "auto"),
     ]
     args += _weights_flag(p)
@@ -195,7 +210,9 @@ def _trtllm(p: _Facts) -> list[str]:
     args: list[tuple[str, Any] | str] = [
         ("--backend", "pytorch"),
         ("--tp_size", p.tensor_parallel),
-        (RUNNING_LIMIT_FLAG["tensorrt-llm"], p.engine_batch),
+        *_stages(p, "--pp_size"),
+        (RUNNING_LIMIT_FLAG["tensorrt-llm"], p.running_limit),
+        *_step_budget(p, "--max_num_tokens"),
         ("--max_seq_len", p.seq_len),
         ("--kv_cache_free_gpu_memory_fraction", GPU_MEMORY_FRACTION),
     ]
@@ -230,7 +247,7 @@ def _llama_cpp(p: _Facts) -> list[str]:
         ("-m", gguf),
         ("-c", p.micro_batch * p.seq_len),
         (RUNNING_LIMIT_FLAG["llama.cpp"], p.micro_batch),
-        ("-ngl", ALL_LAYERS_ON_GPU),
+        ("-ngl", ALL_LAYERS_ON_GPU if p.gpu_layers is None else p.gpu_layers),
     ]
     if p.kv_cache_format in ("q8_0", "q4_0"):  # a quantized V cache needs flash attention (llama.cpp refuses it without)
         args += [("--cache-type-k", p.kv_cache_format), ("--cache-type-v", p.kv_cache_format), ("-fa", "on")]
