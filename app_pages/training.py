@@ -5,7 +5,7 @@ import streamlit as st
 from app_pages.shared.context import as_mode, page_header, stack_problem_warning, stop_page, training_tokens
 from app_pages.shared.context import priced as price_list
 from app_pages.shared.fold import folded
-from app_pages.shared.launch_section import CODE_HEIGHT_PX
+from app_pages.shared.launch_section import code_height
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls, presenting
 from app_pages.shared.results import cached_estimate
@@ -243,7 +243,8 @@ with right:
 if (fold := folded("Run this setup: the command and the trainer's config", "fold_training_launch")) is not None:
     with fold:
         # the sidebar's scenario (its optimizer, offload, base) on the layout the estimate above times
-        st.code(launch_command(timed.model_dump(mode="json", exclude_none=True)), language="bash", height=CODE_HEIGHT_PX, wrap_lines=True)
+        text = launch_command(timed.model_dump(mode="json", exclude_none=True))
+        st.code(text, language="bash", height=code_height(text), wrap_lines=True)
         st.caption(
             md(
                 "For the sidebar's setup{laid}: {devices} x {acc}, {stack}. The Plan page writes the command of a planned "

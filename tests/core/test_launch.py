@@ -1128,3 +1128,22 @@ def test_llama_cpp_launches_with_the_scenarios_gpu_layers():
     assert settings(launch_command(sc | {"gpu_layers": 40}))["-ngl"] == "40"
     assert settings(launch_command(sc | {"gpu_layers": 0}))["-ngl"] == "0"
     assert settings(launch_command(sc))["-ngl"] == "999"
+
+
+def test_tensorrt_llm_takes_a_prompt_past_its_default_step_budget():
+    """With chunked prefill off (its default, as the latency under load times it) TensorRT-LLM refuses a prompt longer
+    than max_num_tokens, 8,192 by default ("should not exceed max_num_tokens (8192)": NVIDIA/TensorRT-LLM #9277); a
+    plan for 20,000-token prompts launched a server that would refuse every request (the stop-50 research note on
+    NIM's 20,000/2,000 rows). The budget is raised to the sequence; a shorter one keeps the default; a scenario's own
+    budget is written as set, with a warning where prompts would be refused."""
+    goal = {"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 5000, "input_tokens": 20000, "output_tokens": 2000}
+    goal = Goal.model_validate(goal | {"serving_engine": "tensorrt-llm"})
+    result = plan(goal)
+    assert result.cheapest is not None
+    found = settings(result.cheapest.launch)
+    assert found["--max_num_tokens"] == "22000" and found["--max_seq_len"] == "22000"
+    check(result.cheapest)
+    short = {"model": "llama-3.1-8b", "mode": "inference", "serving_engine": "tensorrt-llm", "accelerator": "h100-sxm", "seq_len": 4096}
+    assert "--max_num_tokens" not in settings(launch_command(short))
+    own = launch_command(short | {"seq_len": 16384, "max_num_batched_tokens": 4096})
+    assert settings(own)["--max_num_tokens"] == "4096" and "refused unless chunked prefill is on" in own

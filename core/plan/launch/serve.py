@@ -212,7 +212,7 @@ def _trtllm(p: _Facts) -> list[str]:
         ("--tp_size", p.tensor_parallel),
         *_stages(p, "--pp_size"),
         (RUNNING_LIMIT_FLAG["tensorrt-llm"], p.running_limit),
-        *_step_budget(p, "--max_num_tokens"),
+        *_trtllm_step_budget(p, out),
         ("--max_seq_len", p.seq_len),
         ("--kv_cache_free_gpu_memory_fraction", GPU_MEMORY_FRACTION),
     ]
@@ -232,6 +232,23 @@ def _trtllm(p: _Facts) -> list[str]:
         args.append(("--extra_llm_api_options", "extra_llm_api_options.yaml"))
     out.append(_command(["trtllm-serve", _q(p.model)], args))
     return out
+
+
+def _trtllm_step_budget(p: _Facts, out: list[str]) -> list[tuple[str, Any] | str]:
+    """--max_num_tokens: the scenario's budget, else raised to the longest sequence where that is past the default.
+    With chunked prefill off (the default the latency under load assumes: core/speed/load.py) TensorRT-LLM refuses a
+    prompt longer than max_num_tokens ("The sum of prompt length (9351.0), query length (0) should not exceed
+    max_num_tokens (8192)": NVIDIA/TensorRT-LLM issue #9277), where the load model runs it as one step of its own."""
+    default = ENGINES["tensorrt-llm"].prefill_chunk_tokens or 0
+    if p.max_num_batched_tokens:
+        if p.max_num_batched_tokens < p.seq_len:
+            out.append(_comment(f"prompts longer than --max_num_tokens {p.max_num_batched_tokens:,} are refused unless chunked prefill is on (enable_chunked_prefill)"))
+        return [("--max_num_tokens", p.max_num_batched_tokens)]
+    if p.seq_len > default:
+        raised = f"--max_num_tokens raised from its default {default:,} to the {p.seq_len:,}-token sequence"
+        out.append(_comment(raised + ": without chunked prefill a longer prompt is refused"))
+        return [("--max_num_tokens", p.seq_len)]
+    return []
 
 
 def _llama_cpp(p: _Facts) -> list[str]:
