@@ -6,7 +6,7 @@ import streamlit as st
 from app_pages.shared.box import box_section
 from app_pages.shared.context import as_mode, kv_instead, page_header, priced, shipped_format_note, stack_problem_warning, stop_page, weight_only_caption
 from app_pages.shared.fold import folded
-from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sidebars_layout, load_section
+from app_pages.shared.inference_views import decode_figure, kv_figure, kv_on_sidebars_layout, load_at_batch, load_section
 from app_pages.shared.launch_section import launch_section_for_setup
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls, presenting
@@ -78,6 +78,12 @@ if presenter:
         else:
             show(decode_figure(KEY), key="chart_decode")
 headline()
+if (loaded := load_at_batch(KEY)) is not None:  # the same figures under load, read off the curves below
+    st.caption(
+        f"With {loaded.users:,} user{'s' if loaded.users > 1 else ''} sharing the replica (the curves under load below): the median user waits "
+        f"{loaded.time_to_first_token_p50_s * 1e3:,.0f} ms for the first token (slowest 10%: {loaded.time_to_first_token_p90_s * 1e3:,.0f} ms) "
+        f"and sees {loaded.tokens_per_s_per_user_p50:,.1f} tokens/s (slowest 10%: {loaded.tokens_per_s_per_user_p90:,.1f})."
+    )
 if inf.expert_parallel_ranks > 1 and inf.decode_tokens_per_s_overlapped is not None:
     # the two bounds of an expert-parallel step (core/speed/expert_parallel.py): all-to-alls after the compute, or hidden
     st.caption(

@@ -3,6 +3,8 @@ every session. Defined here, not in the page script, so a rerun does not hash th
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -61,25 +63,62 @@ def decode_figure(key: str) -> FrozenFigure:
     return frozen(layout(fig, "Decode speed by batch size", height=460))
 
 
+class LoadAtBatch(NamedTuple):
+    """The under-load curves read at the sidebar's batch (users sharing one replica): what the metric row's
+    one-request figures become with that many users."""
+
+    users: int
+    time_to_first_token_p50_s: float
+    time_to_first_token_p90_s: float
+    tokens_per_s_per_user_p50: float
+    tokens_per_s_per_user_p90: float
+
+
 @shared_cache(max_entries=64)
-def load_figures(key: str) -> tuple[FrozenFigure, FrozenFigure]:
-    """Time to first token and each user's tokens/s against the number of users sharing one replica, p50 and p90
-    (core/speed/load.py: a continuous-batching engine with the sidebar engine's scheduler, the page's settings where it
-    sets them, and the page's arrival pattern), with the memory's limit on running requests; past it users wait for a
-    slot."""
+def _load_points(key: str) -> tuple[list[float], dict[str, list[float]], int, int, int, str]:
+    """The under-load curves (core/speed/load.py: a continuous-batching engine with the sidebar engine's scheduler,
+    the page's settings where it sets them, and the page's arrival pattern) over the users the charts draw, the
+    sidebar's batch among them: (users, figures, the memory's room, the top of the axis, the cap on running
+    requests, what sets that cap). One computation for the charts and the metric row's under-load line."""
     inf = cached_estimate(key).inference
     sc = replica_scenario(scenario_of(key), inf)
     room = max(1, inf.max_concurrent_sequences)
     top = max(8, min(2048, room * 2))
-    users = np.unique(np.geomspace(1, top, 40).round())
+    users = np.unique(np.concatenate([np.geomspace(1, top, 40).round(), [float(min(sc.batch_size, top))]]))
     acc = get_accelerator(sc.accelerator)
     sched = scenario_scheduler(sc, inf.prompt_tokens, acc)
     lay = Layout(1, sc.tensor_parallel, sc.pipeline_parallel)
     out = load_curve(sc, acc, lay, users, inf.prompt_tokens, inf.output_tokens, scheduler=sched, max_running=room, arrivals=sc.arrivals)
-    what = f"{inf.prompt_tokens:,} prompt + {inf.output_tokens:,} output tokens each"
-    steady = sc.arrivals == "steady"  # a benchmark's users all start at once instead (core/speed/load.py)
     cap = min(room, sched.max_num_seqs)
     mark = f"memory holds {room:,}" if room <= sched.max_num_seqs else running_limit_words(sc.serving_engine, cap)
+    return [float(u) for u in users], {k: [float(x) for x in v] for k, v in out.items()}, room, top, cap, mark
+
+
+def load_at_batch(key: str) -> LoadAtBatch | None:
+    """The curves at the sidebar's batch (None past the axis: more users than the charts draw)."""
+    users, out, _, _, _, _ = _load_points(key)
+    batch = scenario_of(key).batch_size
+    if batch not in users:
+        return None
+    i = users.index(float(batch))
+    return LoadAtBatch(
+        batch,
+        out["time_to_first_token_p50_s"][i],
+        out["time_to_first_token_p90_s"][i],
+        out["tokens_per_s_per_user_p50"][i],
+        out["tokens_per_s_per_user_p90"][i],
+    )
+
+
+@shared_cache(max_entries=64)
+def load_figures(key: str) -> tuple[FrozenFigure, FrozenFigure]:
+    """Time to first token and each user's tokens/s against the number of users sharing one replica, p50 and p90,
+    with the memory's limit on running requests (past it users wait for a slot) and the sidebar's batch marked."""
+    inf = cached_estimate(key).inference
+    sc = scenario_of(key)
+    users, out, _, top, cap, mark = _load_points(key)
+    what = f"{inf.prompt_tokens:,} prompt + {inf.output_tokens:,} output tokens each"
+    steady = sc.arrivals == "steady"  # a benchmark's users all start at once instead (core/speed/load.py)
     figs = []
     for metric, unit, title in (
         ("time_to_first_token", "s", "Time to first token by number of users" if steady else "Time to first token, benchmark users"),
@@ -92,6 +131,8 @@ def load_figures(key: str) -> tuple[FrozenFigure, FrozenFigure]:
             fig.add_scatter(x=users, y=out[name], name=label, mode="lines", line={"dash": dash})
         if cap < top:  # past it users wait for a slot: the memory's room or the scheduler's max_num_seqs
             vmarker(fig, cap, mark, log_x=True, color="#E45756", dash="solid", side="left")
+        if 1 < sc.batch_size <= top and sc.batch_size != cap:  # the metric row's batch, read off here (load_at_batch)
+            vmarker(fig, sc.batch_size, f"your batch: {sc.batch_size:,}", log_x=True, at_top=False)
         who = "Concurrent users" if steady else "Users starting together, identical requests"
         fig.update_xaxes(type="log", **number_ticks(list(users)), title=f"{who} ({what}; log scale)")
         if unit:  # seconds on a log axis: from a prefill's tenths of a second to a queue's minutes

@@ -123,3 +123,27 @@ def test_a_step_budget_under_16_is_refused_by_the_input_with_its_label():
 
 def scheduler_caption(at) -> str:
     return next(c.value.replace("\\", "") for c in at.caption if c.value.startswith("The curves assume"))
+
+
+def test_the_metric_rows_batch_is_read_off_the_curves_under_load():
+    """The metric row's time to first token is one request alone; the line under it gives the same figures with the
+    sidebar's batch of users sharing the replica, p50 and p90, read off the curves below (which mark that batch), and
+    equal to core/speed/load.py for the scenario: the Plan quotes figures under load, and the page had them only as a
+    chart (stop 49's consistency review, item 1b)."""
+    at = open_link("inference", {"model": "llama-3.1-8b", "acc": "h100-sxm", "seq": "4096", "batch": "16"})
+    no_exception(at)
+    sc = Scenario(model="llama-3.1-8b", accelerator="h100-sxm", seq_len=4096, batch_size=16)
+    from core.estimate import estimate
+
+    inf = estimate(sc).inference
+    acc = get_accelerator("h100-sxm")
+    want = load_curve(sc, acc, Layout(1, 1, 1), np.array([16.0]), inf.prompt_tokens, inf.output_tokens, max_running=inf.max_concurrent_sequences)
+    (line,) = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("With 16 users sharing the replica")]
+    ms = [f"{want[f'time_to_first_token_{q}_s'][0] * 1e3:,.0f} ms" for q in ("p50", "p90")]
+    tps = [f"{want[f'tokens_per_s_per_user_{q}'][0]:,.1f}" for q in ("p50", "p90")]
+    assert f"waits {ms[0]} for the first token (slowest 10%: {ms[1]})" in line and f"sees {tps[0]} tokens/s (slowest 10%: {tps[1]})" in line, line
+    users, shown = ttft_curve(at)
+    assert shown[users.index(16)] == want["time_to_first_token_p50_s"][0]
+    fig = next(f for f in charts(at) if f["layout"]["title"]["text"].startswith("Time to first token"))
+    assert any(a["text"] == "your batch: 16" for a in fig["layout"]["annotations"])
+    assert float(inf.time_to_first_token_s) < float(want["time_to_first_token_p50_s"][0])  # alone is faster than shared
