@@ -52,7 +52,7 @@ def describe_validation_error(exc: ValidationError, prefix: str = "", what: str 
 def _read_json(path: str) -> Any:
     try:
         if path == "-":
-            text = sys.stdin.read(MAX_INPUT_BYTES + 1)
+            text = sys.stdin.read(MAX_INPUT_BYTES + 1).removeprefix("\ufeff")  # a BOM, as a file's utf-8-sig drops it
         else:
             with open(path, encoding="utf-8-sig") as fh:
                 text = fh.read(MAX_INPUT_BYTES + 1)

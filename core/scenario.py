@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
 from core.catalog.presets import preset
+from core.jsontext import MAX_CONFIG_DEPTH, depth
 from core.memory.engines import EngineId
 from core.memory.stacks import StackId
 from core.model.architecture import Architecture
@@ -34,24 +35,6 @@ class ParamCount(BaseModel):
         return self._arch
 
 
-MAX_CONFIG_DEPTH = 32  # real config.json files nest 2-4 levels
-
-
-def _depth(value: Any) -> int:
-    """Nesting depth of JSON-like data, without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, d = stack.pop()
-        deepest = max(deepest, d)
-        if d > MAX_CONFIG_DEPTH:
-            break
-        if isinstance(item, dict):
-            stack.extend((v, d + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, d + 1) for v in item)
-    return deepest
-
-
 class HFConfig(BaseModel):
     """A pasted Hugging Face config.json object."""
 
@@ -63,7 +46,7 @@ class HFConfig(BaseModel):
     @field_validator("hf_config")
     @classmethod
     def _shallow(cls, value: dict[str, Any]) -> dict[str, Any]:
-        if _depth(value) > MAX_CONFIG_DEPTH:
+        if depth(value) > MAX_CONFIG_DEPTH:
             raise ValueError(f"config.json is nested more than {MAX_CONFIG_DEPTH} levels deep")
         return value
 
@@ -218,7 +201,10 @@ class Scenario(BaseModel):
     @model_validator(mode="after")
     def _coherent(self) -> Scenario:
         if self.output_tokens is not None and self.output_tokens >= self.seq_len:
-            raise ValueError(f"output_tokens ({self.output_tokens:,}) must be less than seq_len ({self.seq_len:,}): seq_len is prompt + output")
+            raise ValueError(
+                f"the output tokens (output_tokens, {self.output_tokens:,}) must be fewer than the sequence length (seq_len, {self.seq_len:,}): "
+                "it is the prompt and the output together"
+            )
         if self.mode == "training":
             if self.method == "full" and FORMATS[self.weights_format].is_quantized:
                 raise ValueError(

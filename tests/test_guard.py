@@ -479,3 +479,17 @@ def test_the_turn_log_records_each_run_and_where_it_gave_way(monkeypatch, tmp_pa
     started = guard.before_run()
     guard.after_run(started)
     assert len(log.read_text().splitlines()) == 1
+
+
+def test_the_client_is_the_address_the_outermost_trusted_proxy_saw():
+    """LLMGP_TRUST_PROXY=N: the N-th X-Forwarded-For hop from the right. The first hop, taken before stop 50, is
+    whatever the client sent where a proxy appends (Google's load balancer appends the client's address and its own):
+    a fresh fake address each request was a fresh budget and session cap (stop 50's hosting review). The shipped nginx
+    replaces the header with one address, so 1 reads it as before."""
+    from app_pages.shared.guard import forwarded_client
+
+    assert forwarded_client("203.0.113.7", 1) == "203.0.113.7"  # nginx: one address, replaced
+    assert forwarded_client("6.6.6.6, 203.0.113.7", 1) == "203.0.113.7"  # a forged hop before it is ignored
+    assert forwarded_client("6.6.6.6, 203.0.113.7, 130.211.0.1", 2) == "203.0.113.7"  # appended: client, then the LB
+    assert forwarded_client("203.0.113.7", 2) == "203.0.113.7"  # fewer hops than proxies: the leftmost
+    assert forwarded_client("", 1) is None and forwarded_client(" , ", 1) is None and forwarded_client("1.2.3.4", 0) is None

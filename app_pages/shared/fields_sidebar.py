@@ -464,6 +464,7 @@ def sidebar_fields(presets: dict[str, str], accs: dict[str, str]) -> list[Field]
             scenario="mfu",
             scale=0.01,
             zero_is_unset=True,
+            lo_set=0.1,  # the Scenario's bound (core/scenario.py mfu ge=0.001), in the field's percent
             applies=training,
             help="Model FLOPs utilisation: the share of the devices' peak FLOP/s a run turns into the model's own arithmetic "
             "(published large runs: 35-55%). 0 keeps the setup's own figure, which the Training page explains.",

@@ -53,8 +53,8 @@ waits its turn, and one client cannot open an unbounded number of sessions.
 - Waits: a run that waits on the network gives its turn up meanwhile
   (released(): the Hub fetch), so one slow far end holds up only its own
   session.
-- Sessions: a client (its address, or the first X-Forwarded-For hop when
-  LLMGP_TRUST_PROXY=1 behind the reverse proxy of docs/DEPLOY.md) may have
+- Sessions: a client (its address, or behind LLMGP_TRUST_PROXY=N trusted
+  proxies the N-th X-Forwarded-For hop from the right: docs/DEPLOY.md) may have
   at most MAX_SESSIONS_PER_CLIENT sessions active in the last
   ACTIVE_WINDOW_S seconds; a session beyond that gets one line and no work.
 
@@ -110,7 +110,13 @@ MAX_TURN_WAIT_S = 20.0  # a run waits at most this long for its turn
 MAX_WAIT_S = 3.0  # longest wait before one run
 MAX_SESSIONS_PER_CLIENT = int(_env_float("LLMGP_MAX_SESSIONS_PER_CLIENT", 128))  # a workshop room of 100 behind one address
 ACTIVE_WINDOW_S = 120.0
-TRUST_PROXY = os.environ.get("LLMGP_TRUST_PROXY") == "1"
+# Proxies in front of the app, each adding the address it saw to X-Forwarded-For (0: none, trust no header). The
+# client is the address the outermost trusted proxy added: the TRUSTED_PROXIES-th from the right. The shipped nginx
+# replaces the header with the one address it saw (1); Google's HTTPS load balancer appends the client's and its own
+# (2). The first hop, which this took before stop 50, is whatever the client sent where a proxy appends (a fresh fake
+# address, a fresh budget: stop 50's hosting review).
+TRUSTED_PROXIES = int(min(_env_float("LLMGP_TRUST_PROXY", 0), 16))  # an absurd or non-numeric value: as set or none
+TRUST_PROXY = TRUSTED_PROXIES > 0
 FREEZE_AFTER_FIRST_RUN = os.environ.get("LLMGP_GC_FREEZE", "1") != "0"  # 0 = leave the collector as Python has it
 _MAX_TRACKED = 10_000
 TURN_LOG = os.environ.get("LLMGP_TURN_LOG", "")
@@ -263,13 +269,21 @@ def _end_turn() -> None:
         _idle_now.set()  # the collector's chance to trim now, not at its next tick (which may find a run in progress)
 
 
+def forwarded_client(header: str, proxies: int) -> str | None:
+    """The client's address in an X-Forwarded-For header behind `proxies` trusted proxies that each add the address
+    they saw: the proxies-th hop from the right (the leftmost where fewer are listed); None for an empty header."""
+    hops = [h.strip() for h in header.split(",") if h.strip()]
+    if not hops or proxies < 1:
+        return None
+    return hops[max(0, len(hops) - proxies)][:64]
+
+
 def client_key() -> str:
-    """Who is asking: the first X-Forwarded-For hop behind a trusted proxy, else the peer address."""
+    """Who is asking: the address the outermost trusted proxy saw (forwarded_client), else the peer address."""
     try:
         if TRUST_PROXY:
-            forwarded = st.context.headers.get("X-Forwarded-For", "")
-            if forwarded:
-                return forwarded.split(",")[0].strip()[:64]
+            if (hop := forwarded_client(st.context.headers.get("X-Forwarded-For", ""), TRUSTED_PROXIES)) is not None:
+                return hop
         return str(st.context.ip_address or "unknown")[:64]
     except Exception:  # no request context (AppTest, bare mode)
         return "unknown"

@@ -19,7 +19,7 @@ from app_pages.shared.state import CFG_TEXT, MAX_CONFIG_CHARS, config_blob
 from core.catalog.accelerators import custom_accelerator, custom_accelerator_id
 from core.cli import describe_validation_error
 from core.engine_fallback import with_runnable_engine
-from core.jsontext import JSONProblem, loads
+from core.jsontext import MAX_CONFIG_DEPTH, JSONProblem, loads
 from core.model.hf_config import ConfigError, parse_hf_config
 from core.scenario import HFConfig, Scenario
 
@@ -35,7 +35,7 @@ def parse_config_text(text: str) -> tuple[dict[str, Any] | None, str | None]:
     if len(text) > MAX_CONFIG_CHARS:
         return None, f"That config.json is {len(text):,} characters; a config.json is a few thousand. Nothing was sized."
     try:
-        cfg = loads(text)
+        cfg = loads(text, max_depth=MAX_CONFIG_DEPTH)  # deeper would not pickle into this cache (RecursionError)
     except JSONProblem as exc:
         return None, f"config.json {exc}."
     if not isinstance(cfg, dict):
@@ -196,6 +196,9 @@ def load_scenario_json(data: bytes) -> tuple[Values | None, str | None]:
         return None, "That scenario is not valid: " + describe_validation_error(exc) + ". Nothing was changed."
     except (ValueError, TypeError, RecursionError) as exc:
         return None, f"That scenario is not valid: {str(exc)[:200]}. Nothing was changed."
+    config = getattr(sc.model, "hf_config", None)
+    if config is not None and len(json.dumps(config, ensure_ascii=False)) > MAX_CONFIG_CHARS:  # before indenting it
+        return None, f"That scenario's config.json is over {MAX_CONFIG_CHARS:,} characters; the config box holds {MAX_CONFIG_CHARS:,}. Nothing was changed."
     values = scenario_values(sc)
     if off := unshowable(sc, values):
         return None, ("The dashboard's inputs cannot show " + "; ".join(off) + ". Nothing was changed (python -m core estimate accepts the file as it is).")

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-from functools import lru_cache
 
 import streamlit as st
 
 from app_pages.shared import guard
+from app_pages.shared.cache import shared_cache
 from app_pages.shared.fields import fields
 from app_pages.shared.presenter import beside
 from app_pages.shared.rerun import INPUTS, after_sidebar_change, rerun_all, sidebar_shape
@@ -39,7 +39,7 @@ def _hub_import() -> None:
         except HubError as exc:
             st.session_state["hub_note"] = ("warning", exc.message)
         else:
-            st.session_state[CFG_TEXT] = _named(got.config_text, got.repo_id)
+            st.session_state[CFG_TEXT] = _named(got.config_text, got.repo_id, got.config)
             count = f"; the checkpoint holds {got.params:,} parameters" + (f" ({got.dtype})" if got.dtype else "") if got.params else ""
             st.session_state["hub_note"] = ("info", f"config.json of {got.repo_id} from huggingface.co{count}.")
         st.rerun()  # the sidebar's inputs reran alone (rerun.py): the whole app takes the new config
@@ -47,16 +47,17 @@ def _hub_import() -> None:
         (st.warning if note[0] == "warning" else st.caption)(plain(note[1]))
 
 
-def _named(config_text: str, repo_id: str) -> str:
+def _named(config_text: str, repo_id: str, config: dict) -> str:
     """A fetched config.json with the Hub id as its name where it names none (`_name_or_path`, which
-    save_pretrained writes): the model is then called "Qwen/Qwen3-30B-A3B" on every page, not "qwen3_moe"."""
-    try:
-        cfg = json.loads(config_text)
-    except ValueError:
+    save_pretrained writes): the model is then called "Qwen/Qwen3-30B-A3B" on every page, not "qwen3_moe". The key
+    goes in as a line of its own after the opening brace, the file otherwise as served: re-encoded with indent=2, a
+    250 kB config of deeply nested empty lists became 80 MB (stop 50's hosting review)."""
+    if "_name_or_path" in config or not config:
         return config_text
-    if not isinstance(cfg, dict) or cfg.get("_name_or_path"):
+    opening = config_text.find("{")  # the object's own brace: `config` parsed from this text is a non-empty object
+    if opening < 0:
         return config_text
-    return json.dumps({"_name_or_path": repo_id, **cfg}, indent=2, ensure_ascii=False)
+    return config_text[: opening + 1] + "\n  " + json.dumps("_name_or_path") + ": " + json.dumps(repo_id) + "," + config_text[opening + 1 :]
 
 
 def _si(n: float) -> str:
@@ -66,7 +67,7 @@ def _si(n: float) -> str:
     return f"{n:,.0f}"
 
 
-@lru_cache(maxsize=32)
+@shared_cache(max_entries=32)  # keyed on the text: weighed in the caches' ledger (app_pages/shared/cache.py)
 def config_summary(text: str) -> str | None:
     """What was read from a config.json, in one line of trusted Markdown with every value from the file escaped: its
     name, total and active parameters, layers, attention (GQA, MQA, MLA, a sliding window), context and KV-cache bytes

@@ -21,6 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from core.catalog import KEYED_CACHE_ENTRIES
 from core.catalog.accelerators import DATA_DIR, read_catalog_rows
 
 COLLECTIVE_BANDWIDTH_CSV = DATA_DIR / "collective_bandwidth.csv"
@@ -98,13 +99,13 @@ def _fraction(family: str, devices: int) -> float:
     return chosen[-1].fraction
 
 
-@functools.cache
+@functools.lru_cache(maxsize=KEYED_CACHE_ENTRIES)  # keyed on what a link can set (a custom part's id): bounded
 def link_fraction(interconnect_label: str, devices: int) -> float:
     """Share of the line rate a ring collective over `devices` devices achieves on this interconnect."""
     return _fraction(family_of(interconnect_label), devices)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=KEYED_CACHE_ENTRIES)  # keyed on what a link can set (a custom part's id): bounded
 def network_fraction(devices: int) -> float:
     """Share of the NICs' line rate a ring collective across nodes achieves."""
     return _fraction(NETWORK, devices)

@@ -30,6 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.catalog import KEYED_CACHE_ENTRIES
 from core.catalog.accelerators import DATA_DIR, read_catalog_rows
 from core.catalog.row_types import AcceleratorPattern, EngineIds
 
@@ -54,7 +55,7 @@ def load_engine_timing() -> tuple[EngineTiming, ...]:
     return read_catalog_rows(ENGINE_TIMING_CSV, EngineTiming)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=KEYED_CACHE_ENTRIES)  # keyed on what a link can set (a custom part's id): bounded
 def engine_time_s(quantity: str, engine: str, accelerator_id: str) -> float:
     """The sum of the rows of `quantity` for `engine` on `accelerator_id` (0 where none applies)."""
     return sum(r.value_s for r in load_engine_timing() if r.quantity == quantity and engine in r.engines.split() and re.search(r.accelerator_pattern, accelerator_id))

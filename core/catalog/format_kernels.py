@@ -22,6 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.catalog import KEYED_CACHE_ENTRIES
 from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
 from core.catalog.engine_formats import format_name, load_problem
 from core.catalog.engine_hardware import UNCHECKED_VENDORS
@@ -59,7 +60,7 @@ def _restricted(weights_format: str, engine: str, acc: Accelerator) -> bool:
     return (weights_format, engine) in _listed_pairs() and acc.vendor not in UNCHECKED_VENDORS
 
 
-@functools.cache
+@functools.lru_cache(maxsize=KEYED_CACHE_ENTRIES)  # keyed on what a link can set (a custom part's id): bounded
 def _row(weights_format: str, engine: str, accelerator_id: str) -> FormatKernels | None:
     for r in load_format_kernels():
         if r.weights_format == weights_format and engine in r.engines.split() and re.search(r.accelerator_pattern, accelerator_id):

@@ -23,6 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from core.catalog import KEYED_CACHE_ENTRIES
 from core.catalog.accelerators import DATA_DIR, Accelerator, read_catalog_rows
 from core.catalog.engine_formats import cache_problem, kv_format_name, load_engine_formats
 from core.catalog.engine_hardware import UNCHECKED_VENDORS
@@ -80,7 +81,7 @@ def _listed_pairs() -> frozenset[tuple[str, str]]:
     return frozenset((r.kv_cache_format, e) for r in load_kv_cache_kernels() for e in r.engines.split())
 
 
-@functools.cache
+@functools.lru_cache(maxsize=KEYED_CACHE_ENTRIES)  # keyed on what a link can set (a custom part's id): bounded
 def _rows(kv_cache_format: str, engine: str, accelerator_id: str) -> tuple[KvCacheKernels, ...]:
     return tuple(
         r for r in load_kv_cache_kernels() if r.kv_cache_format == kv_cache_format and engine in r.engines.split() and re.search(r.accelerator_pattern, accelerator_id)

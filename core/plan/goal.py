@@ -18,6 +18,7 @@ from core.scenario import MAX_TRAIN_TOKENS, Method, ModelSpec, Objective, Scenar
 
 # the least dataset a goal plans (tokens, and tokens x epochs): a thousand tokens, a few examples
 MIN_TRAIN_TOKENS = 1e3
+MAX_SEQUENCE_TOKENS = Scenario.model_fields["seq_len"].metadata[-1].le  # a serving request's input + output, at most
 
 # Compute-optimal pretraining: about 20 tokens a parameter (Hoffmann et al. 2022, "Training Compute-Optimal Large
 # Language Models", arXiv 2203.15556, Table 3: 20.2 tokens a parameter at 1B-10T FLOPs budgets). A pretraining goal
@@ -59,7 +60,9 @@ class Goal(BaseModel):
     )
     # serving goals: the traffic and the latency a user must see
     requests_per_day: float | None = Field(default=None, gt=0, le=1e12)
-    input_tokens: int = Field(default=1_000, ge=1, le=1_048_576)
+    # each up to what the Plan page's inputs take (its traffic is the Inference page's); together at most a
+    # sequence's (Scenario.seq_len), checked below
+    input_tokens: int = Field(default=1_000, ge=1, le=2_097_151)
     output_tokens: int = Field(default=300, ge=1, le=1_048_576)
     peak_to_average: float = Field(default=2.0, ge=1.0, le=100.0, description="busiest hour's traffic over the day's average")
     ttft_s: float = Field(default=2.0, gt=0, le=600, description="time to first token a user waits at most (seconds)")
@@ -138,6 +141,11 @@ class Goal(BaseModel):
         if self.goal == "serve":
             if self.requests_per_day is None:
                 raise ValueError("a serve goal needs requests_per_day")
+            if self.input_tokens + self.output_tokens > MAX_SEQUENCE_TOKENS:  # one request's sequence (Scenario.seq_len)
+                raise ValueError(
+                    f"a request's input and output tokens (input_tokens {self.input_tokens:,} + output_tokens {self.output_tokens:,}) "
+                    f"come to more than a sequence's {MAX_SEQUENCE_TOKENS:,}"
+                )
         elif self.tokens is None:
             raise ValueError(f"a {self.goal} goal needs tokens (the dataset's tokens per epoch)")
         elif self.train_tokens > MAX_TRAIN_TOKENS:  # each bound holds alone; their product must hold too

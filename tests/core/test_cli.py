@@ -194,3 +194,20 @@ def test_a_goal_nobody_can_meet_says_so_in_one_line(capsys, tmp_path):
     assert deadline["cheapest"]["within_bounds"] is False and deadline["verdict"].startswith("No plan meets the deadline and budget")
     assert met["verdict"] is None and met["cheapest"]["within_bounds"] is True
     assert captured.err.splitlines() == ["goal 1: " + latency["verdict"], "goal 2: " + deadline["verdict"]]
+
+
+def test_a_byte_order_mark_on_stdin_is_read_as_from_a_file():
+    """A file is read as utf-8-sig; stdin refused the same text with a BOM (stop 50's hosting review, LOW)."""
+    code, out, err = run(["estimate", "-"], stdin="\ufeff" + json.dumps({"model": "gpt2"}))
+    assert code == 0 and json.loads(out)["params"]["total"] > 0, err
+
+
+def test_a_serving_goal_takes_the_plan_pages_longest_prompt_and_bounds_the_sequence():
+    """The Plan page takes prompts up to 2,000,000 tokens (its traffic is the Inference page's); the goal stopped at
+    1,048,576 with a message naming input_tokens (stop 50's hosting review, LOW 8). Now one request's input and output
+    together are bounded by a sequence's length, in one line."""
+    code, out, err = run(["plan", "-"], stdin=json.dumps({"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 100, "input_tokens": 1_500_000}))
+    assert code == 0 and json.loads(out)["verdict"].startswith("No plan fits: Llama 3.1 8B takes at most 131,072 tokens"), err
+    goal = {"goal": "serve", "model": "llama-3.1-8b", "requests_per_day": 100, "input_tokens": 2_000_000, "output_tokens": 200_000}
+    code, out, err = run(["plan", "-"], stdin=json.dumps(goal))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "more than a sequence's 2,097,152" in err, err

@@ -429,3 +429,38 @@ def test_messages_are_one_plain_line_that_says_what_to_do(server: Hub) -> None:
     for kind, message in seen.items():
         assert "\n" not in message and not any(c in message for c in "*`#[]<>"), (kind, message)
         assert message.endswith("instead."), (kind, message)
+
+
+def test_the_cache_keeps_the_text_alone_and_each_caller_gets_its_own_parse(server: Hub) -> None:
+    """A 256 kB config of nested empty lists parses to about 6 MB of objects: 64 cached parses held 420 MB for an hour
+    (stop 50's hosting review, MEDIUM 4). The cache keeps the served text (at most 256 kB, 32 entries)."""
+    fetch_hub_model("Qwen/Qwen3-8B", base_url=server.base)
+    ((_, kept),) = hub._cache.values()
+    assert kept.config == {} and kept.config_text == QWEN_CONFIG.decode()
+    again = fetch_hub_model("Qwen/Qwen3-8B", base_url=server.base)
+    assert again.config == json.loads(QWEN_CONFIG) and again.config is not fetch_hub_model("Qwen/Qwen3-8B", base_url=server.base).config
+    assert hub.CACHE_MAXSIZE * hub.MAX_HUB_CONFIG_BYTES <= 10_000_000
+
+
+def test_fetches_in_flight_are_capped_for_every_session_together(server: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each Fetch makes two requests to the Hub from the server's one address: at most MAX_CONCURRENT_FETCHES run at
+    once, and a click beyond them waits up to its timeout, then says so in one line (128 sessions sent 256 at once)."""
+    slots = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(hub, "_fetch_slots", slots)
+    assert slots.acquire(timeout=1)  # another session's fetch holds the only slot
+    try:
+        err = _fails(server, "Qwen/Qwen3-8B", "timeout", timeout_s=0.2)
+        assert "fetching other models' configs" in err.message
+    finally:
+        slots.release()
+    assert fetch_hub_model("Qwen/Qwen3-8B", base_url=server.base).params == QWEN_PARAMS  # the slot is free again
+
+
+def test_a_config_nested_past_any_model_config_is_refused_before_it_is_cached(server: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parsed at any depth json.loads takes, a config nested 800 deep then broke the deep copy made for the caller,
+    after it was cached: every later fetch of that id failed for an hour (stop 50's hosting review, MEDIUM 3)."""
+    deep = ('{"model_type": "llama", "x": ' + "[" * 800 + "]" * 800 + "}").encode()
+    monkeypatch.setattr(hub, "_fetch_config", lambda request, repo_id, timeout_s: deep.decode())
+    err = _fails(server, "Qwen/Qwen3-8B", "not-config")
+    assert "nested more than 32 levels deep" in err.message
+    assert not hub._cache

@@ -87,7 +87,7 @@ def test_a_goal_whose_tokens_times_epochs_passes_the_limit_says_so():
 def test_a_derived_scenario_is_validated_like_a_typed_one():
     sc = Scenario(model="llama-3.1-8b", seq_len=4096, output_tokens=2048)
     assert sc.replace(seq_len=8192).seq_len == 8192
-    with pytest.raises(ValidationError, match="must be less than seq_len"):
+    with pytest.raises(ValidationError, match="must be fewer than the sequence length"):
         sc.replace(seq_len=2048)
     assert sc.replace(seq_len=2048, output_tokens=None).output_tokens is None
 

@@ -1147,3 +1147,16 @@ def test_tensorrt_llm_takes_a_prompt_past_its_default_step_budget():
     assert "--max_num_tokens" not in settings(launch_command(short))
     own = launch_command(short | {"seq_len": 16384, "max_num_batched_tokens": 4096})
     assert settings(own)["--max_num_tokens"] == "4096" and "refused unless chunked prefill is on" in own
+
+
+@pytest.mark.parametrize("name", ["--trust-remote-code", "-rf", "  --help"])
+def test_a_model_name_that_reads_as_an_option_is_never_an_argument(name):
+    """Quoting keeps `--trust-remote-code` one word, but a program still reads it as an option: `vllm serve
+    --trust-remote-code`, `trl sft ... --model_name_or_path --trust-remote-code` (stop 50's hosting review, LOW 7; a
+    shared link's config can carry any _name_or_path). Every engine and stack writes the placeholder and says why."""
+    for sc in _hostile_scenarios(name):
+        text = launch_command(sc)
+        _, commands = parse(text)
+        words = [w.strip() for c in commands for w in c[1:]]
+        assert name.strip() not in words, text
+        assert PLACEHOLDER_MODEL in text and "starts with '-'" in text, text

@@ -236,6 +236,10 @@ def _model_id(model: Any) -> tuple[str, str | None]:
     config = spec.get("hf_config") if isinstance(spec.get("hf_config"), Mapping) else {}
     name_or_path = config.get("_name_or_path") if isinstance(config, Mapping) else None
     if isinstance(name_or_path, str) and name_or_path.strip():
+        if name_or_path.lstrip().startswith("-"):  # would reach the program as an option (--trust-remote-code)
+            # quoting keeps it one word, not a name: refused (stop 50's hosting review, LOW 7)
+            why = "the config's _name_or_path starts with '-', which a program reads as an option"
+            return PLACEHOLDER_MODEL, f"replace {PLACEHOLDER_MODEL} with the Hugging Face repo or local path ({why})"
         return name_or_path, "the model is the config's _name_or_path: check it is the repo or path you mean"
     what = spec.get("name") or (model if isinstance(model, str) else "your model")
     return PLACEHOLDER_MODEL, f"replace {PLACEHOLDER_MODEL} with the Hugging Face repo or local path of {what}"
