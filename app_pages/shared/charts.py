@@ -183,6 +183,21 @@ def layout_text(lay: LayoutResult | None) -> str:
     return f"{lay.devices} device{'s' * (lay.devices > 1)}" + (f" ({', '.join(parts)})" if parts else "")
 
 
+def layout_changes(sc: Scenario, lay: LayoutResult | None) -> str:
+    """What a layout sets that the sidebar's scenario does not, in words ("ZeRO-3", "TP 8, PP 2"); "" where it
+    changes only the device count (more data-parallel ranks or replicas) or there is none."""
+    if lay is None:
+        return ""
+    parts = []
+    if lay.tensor_parallel != sc.tensor_parallel:
+        parts.append(f"{'EP' if lay.expert_parallel else 'TP'} {lay.tensor_parallel}")
+    if lay.pipeline_parallel != sc.pipeline_parallel:
+        parts.append(f"PP {lay.pipeline_parallel}")
+    if sc.mode == "training" and lay.zero_stage != sc.zero_stage:
+        parts.append(f"ZeRO-{lay.zero_stage}")
+    return ", ".join(parts)
+
+
 def fits_on_figure(sc: Scenario, units: Units) -> go.Figure:
     accs = list(load_accelerators())
     needed = devices_needed_by_accelerator(sc, [a.id for a in accs])
