@@ -17,6 +17,7 @@ from app_pages.shared.state import MAX_SAVED, saved_rows, set_saved_rows
 from app_pages.shared.style import COMPONENT_COLORS, layout
 from app_pages.shared.tables import TRAINING_RUN_HELP, show_table
 from app_pages.shared.text import chart_text, plain
+from core.catalog.accelerators import get_accelerator
 from core.memory.sweep import COMPONENTS
 from core.model.hf_config import safe_label
 
@@ -27,7 +28,7 @@ rows = saved_rows()
 # beside it (name, save, clear, remove); on a phone the columns stack, the chart on top.
 chart_slot, side = st.columns([2, 1], gap="medium")
 with side:
-    label = st.text_input("Name for the current scenario", value=f"{sc.architecture.name} - {sc.mode} - {sc.accelerator}", max_chars=60)
+    label = st.text_input("Name for the current scenario", value=f"{sc.architecture.name} - {sc.mode} - {get_accelerator(sc.accelerator).name}"[:60], max_chars=60)
     if st.button("Save current scenario", icon=":material/add:", disabled=len(rows) >= MAX_SAVED, width="stretch"):
         set_saved_rows([*rows, (safe_label(label) or f"Scenario {len(rows) + 1}", sc.model_dump_json(exclude_defaults=True))])
         st.rerun()
@@ -96,7 +97,7 @@ show_table(
             {  # the answer first (fits, time and cost, speed and monthly bill: in sight at 1280 px), then the memory
                 "#": i + 1,
                 "Scenario": name,
-                "Accelerator": r.accelerator,
+                "Accelerator": get_accelerator(r.accelerator).name,  # the part's name, as every other page writes it
                 "Fits its layout": "yes" if r.fits else "no",
                 "Training hours": None if r.training is None or r.training.run_hours is None else round(r.training.run_hours, 2),
                 "Training run (USD)": None if r.training is None or r.training.run_usd is None else round(r.training.run_usd, 2),

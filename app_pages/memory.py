@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from app_pages.shared.charts import capacity_text, component_label, layout_changes, layout_text, peak_words
+from app_pages.shared.charts import capacity_text, component_label, context_is_the_window, layout_changes, layout_text, peak_words
 from app_pages.shared.context import kv_instead, page_header, priced, shipped_format_note, stack_problem_warning, weight_only_caption
 from app_pages.shared.memory_views import breakdown_chart, fits_on_chart, help_basis, help_rows, sweep_chart
 from app_pages.shared.plot import show
@@ -105,7 +105,12 @@ def headline() -> None:
     pairs = " (DPO pairs: a chosen and a rejected sequence each)" if sc.mode == "training" and sc.objective == "dpo" else ""
     metric(cols[3], "Largest batch that fits", largest_batch, help=f"at {sc.seq_len:,} tokens, on {own}" + per_rank + pairs)
     longest = f"{result.max_seq_len:,}" if result.max_seq_len else "none at this batch"
-    metric(cols[4], "Longest context that fits", longest, help=f"tokens, at batch {sc.batch_size}, on {own}")
+    if context_is_the_window(sc, result):  # the model's limit, not the memory's: said under the number
+        window = {"delta": "the model's whole window", "delta_color": "gray", "delta_arrow": "off"}
+        help_text = f"tokens, at batch {sc.batch_size}, on {own}: the model's context window (its config's max_position_embeddings); memory would hold more"
+    else:
+        window, help_text = {}, f"tokens, at batch {sc.batch_size}, on {own}"
+    metric(cols[4], "Longest context that fits", longest, help=help_text, **window)
     with st.container():  # always there, so a note that comes and goes does not shift (and redraw) the charts below
         if result.layout_note is not None:
             st.caption(say(result.layout_note, units.name))

@@ -185,10 +185,14 @@ if bvr is not None:
         help="above this share of hours in use, owning is cheaper"
         + (f" (here it would take {bvr.break_even_utilisation:.0%} of the year's hours)" if beyond_a_year else ""),
     )
+    past_life = bvr.payback_months is not None and bvr.payback_months > 12 * bvr.amortisation_years
     metric(
         r[3],
         "Pays for itself after",
         "never" if bvr.payback_months is None else f"{bvr.payback_months:,.0f} months",
+        # beside "Break-even utilisation: never", a payback past the purchase's life says so in sight (stop 50's
+        # projector review, M10), not only in the tooltip
+        **({"delta": f"past its {bvr.amortisation_years:g}-year life", "delta_color": "gray", "delta_arrow": "off"} if past_life else {}),
         help="the purchase / what each month of renting at this utilisation would cost beyond the electricity"
         + (
             f" (longer than the {bvr.amortisation_years:g} years the purchase is spread over: owning never costs less per year)"

@@ -31,6 +31,10 @@ from core.speed.timing import (
 )
 
 sc, values, units = page_header("Training", "How many devices, how long, and what a training or fine-tuning run costs, on real price lists.")
+# the presenter view opens on the chart (issue #29): its slot comes first, the notes, the Price input, the warnings
+# and the metrics after it (they came before it, and at 1280 x 720 pushed the chart's axis and legend below the fold:
+# stop 50's projector review, H3); elsewhere the slot is drawn where the chart was
+chart_slot = st.container() if presenting(values) else None
 if sc.mode != "training":
     sc, err, note = as_mode(sc, "training")
     st.info(
@@ -81,9 +85,6 @@ with st.container():  # one slot whether or not the warning shows (the chart bel
 cheapest, fastest = pick(priced, spot)  # the planner's definitions (core/money/picks.py)
 mine = [o for o in priced if o.accelerator_id == acc.id]
 
-# the presenter view opens on the chart (issue #29): its slot comes before the warnings and metrics, which follow it
-# there; elsewhere the slot is drawn where the chart was
-chart_slot = st.container() if presenting() else None
 full = cached_estimate(KEY, *PRICES)
 est = full.training
 stack_problem_warning(full.stack_problem)

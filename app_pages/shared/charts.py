@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 import plotly.graph_objects as go
 
-from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_LABELS, FIT_COLORS, Units, capacity_line, layout, vmarker
+from app_pages.shared.style import CAPACITY_COLOR, COMPONENT_COLORS, COMPONENT_LABELS, FIT_COLORS, Units, capacity_axis, capacity_line, layout, vmarker
 from core.catalog.accelerators import load_accelerators
 from core.estimate import Result
 from core.memory.components import runtime_of
@@ -69,6 +69,22 @@ def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
         )
     cap = units.value(result.fit_capacity_bytes)
     capacity_line(fig, cap, capacity_text(result, device_name, units), units.value(m.total), f"{units(result.fit_capacity_bytes)} usable")
+    # the total at the bar's end, and past the line how many cards' worth: when a move takes the bar across one of the
+    # axis's steps (400 -> 600 GiB) the bar is drawn shorter while memory grew, and the room watches the bar (stop 50's
+    # projector review, H5); the number it reads there grows with the memory
+    times = f" = {m.total / result.fit_capacity_bytes:,.1f} x the card" if cap > 0 and m.total > result.fit_capacity_bytes else ""
+    end = units.value(m.total)
+    inside = end > 0.7 * capacity_axis(end, cap)  # near the axis's end: written inside the bar, on a white box
+    fig.add_annotation(
+        x=end,
+        y="per device",
+        text=f"{units(m.total)}{times}",
+        showarrow=False,
+        xanchor="right" if inside else "left",
+        xshift=-4 if inside else 4,
+        bgcolor="rgba(255,255,255,0.85)",
+        font={"size": 13},
+    )
     at = f" at its peak, {peak_words(result)}" if result.mode == "training" else ""
     fig.update_layout(barmode="stack", xaxis_title=f"Memory per device{at} ({units.name})", yaxis={"visible": False})
     verdict = "fits" if result.fits else "does NOT fit"
@@ -131,8 +147,18 @@ def fits_on_chart(rows: list[dict], units: Units, chosen: str | None = None) -> 
 
 
 def sweep_chart(
-    x: np.ndarray, grid: dict[str, np.ndarray], capacity: float, units: Units, x_title: str, current: float, limit: float | None, accelerator: str = ""
+    x: np.ndarray,
+    grid: dict[str, np.ndarray],
+    capacity: float,
+    units: Units,
+    x_title: str,
+    current: float,
+    limit: float | None,
+    accelerator: str = "",
+    window: bool = False,
 ) -> go.Figure:
+    """Memory against batch or context, stacked by component, the device's capacity and `limit` marked: the largest
+    that fits, or (`window`) the model's context window where memory would hold more (in grey: memory is not it)."""
     fig = go.Figure()
     for comp in COMPONENTS:
         y = grid[comp]
@@ -157,7 +183,9 @@ def sweep_chart(
     top = float(np.max(grid["total"])) if len(grid["total"]) else capacity
     top = units.value(max(top, capacity) * 1.05)
     vmarker(fig, current, "your setting", log_x=True)
-    if limit:
+    if limit and window:
+        vmarker(fig, limit, f"the model's context window: {limit:,.0f}", log_x=True, color=CAPACITY_COLOR, dash="solid", side="left", at_top=False)
+    elif limit:
         vmarker(fig, limit, f"largest that fits: {limit:,.0f}", log_x=True, color="#E45756", dash="solid", side="left", at_top=False)
     ticks = [t for t in 2.0 ** np.arange(0, 22, 2) if x.min() <= t <= x.max()]  # 1, 4, 16, ... 1M: one label per factor of 4
     fig.update_layout(
@@ -215,4 +243,12 @@ def sweep_figure(sc: Scenario, result: Result, units: Units, axis: str) -> go.Fi
     top = max(sc.architecture.max_context, sc.seq_len)
     x = np.unique(np.geomspace(128, top, 80).astype(int))
     grid = sweep(sc, sc.batch_size, x)
-    return sweep_chart(x, grid, result.fit_capacity_bytes, units, "Context / sequence length (tokens)", sc.seq_len, result.max_seq_len or None, sc.accelerator)
+    window = context_is_the_window(sc, result)
+    return sweep_chart(x, grid, result.fit_capacity_bytes, units, "Context / sequence length (tokens)", sc.seq_len, result.max_seq_len or None, sc.accelerator, window)
+
+
+def context_is_the_window(sc: Scenario, result: Result) -> bool:
+    """The longest context that fits is the model's whole context window: the search stops there (core/memory/
+    estimate.py), so memory would hold more. A room read "Longest context that fits: 8,192" on a card a third full
+    as the card's limit (stop 50's projector review, H2)."""
+    return bool(result.max_seq_len) and result.max_seq_len >= max(sc.architecture.max_context, sc.seq_len)

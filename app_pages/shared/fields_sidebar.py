@@ -163,7 +163,7 @@ def sidebar_fields(presets: dict[str, str], accs: dict[str, str]) -> list[Field]
             section="workload",
             scenario="method",
             applies=training,
-            labels={"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA (4-bit base)"},
+            labels={"full": "Full (all weights)", "lora": "LoRA", "qlora": "QLoRA (4-bit base)"},  # "Full fine-tune" read wrong on a pretraining preset
         ),
         Field(
             "obj",
@@ -409,7 +409,7 @@ def sidebar_fields(presets: dict[str, str], accs: dict[str, str]) -> list[Field]
             section="parallel",
             scenario="zero_stage",
             applies=training,
-            labels={0: "0 - none", 1: "1 - optimizer", 2: "2 - + gradients", 3: "3 - + weights (FSDP full shard)"},
+            labels={0: "0: none", 1: "1: shard optimizer states", 2: "2: + gradients", 3: "3: + weights (FSDP full shard)"},
         ),
         Field(
             "offload",

@@ -56,11 +56,18 @@ def decode_figure(key: str) -> FrozenFigure:
     low, high = min(per_user + all_users), max(per_user + all_users)
     if inf.max_concurrent_sequences:
         vmarker(fig, inf.max_concurrent_sequences, f"memory limit: {inf.max_concurrent_sequences}", log_x=True, color="#E45756", dash="solid")
+    if sc.batch_size != inf.max_concurrent_sequences:  # the slider beside the chart moves this (stop 50's projector review, H1)
+        vmarker(fig, sc.batch_size, f"your batch: {sc.batch_size:,}", log_x=True, at_top=False)
     powers = [2**k for k in range(int(np.log2(max(batches))) + 1)]  # batch marks 1, 2, 4, ... (every other past 7)
     fig.update_xaxes(type="log", tickvals=powers if len(powers) <= 7 else powers[::2], title="Concurrent sequences (batch, log scale)")
     fig.update_yaxes(type="log", **number_ticks([low, high]), title="Tokens/s (log scale)")
     fig.update_layout(hovermode="x unified")
-    return frozen(layout(fig, "Decode speed by batch size", height=460))
+    own = scenario_of(key)
+    title = "Decode speed by batch size"
+    if (own.tensor_parallel, own.pipeline_parallel) != (sc.tensor_parallel, sc.pipeline_parallel):  # said on the chart
+        n = sc.tensor_parallel * sc.pipeline_parallel
+        title += f", on {n} devices: the sidebar's {own.tensor_parallel * own.pipeline_parallel} do not hold batch {own.batch_size:,}"
+    return frozen(layout(fig, title, height=460))
 
 
 class LoadAtBatch(NamedTuple):

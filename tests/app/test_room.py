@@ -91,7 +91,7 @@ def test_the_training_page_presents_its_time_and_cost_chart_with_its_inputs():
     assert "tokens" in {getattr(w, "key", None) for w in at.main.get("number_input")}
     # the narrow column draws the method one choice a line ("Full fine-tune" was cut in a row of buttons at 1024 px)
     method = next(r for r in at.main.get("radio") if r.key == "method")
-    assert "Full fine-tune" in method.options
+    assert "Full (all weights)" in method.options
     method.set_value("qlora").run()
     no_exception(at)
     assert at.session_state["method"] == "qlora" and at.query_params.get("method") == "qlora"

@@ -138,7 +138,7 @@ def test_the_metric_rows_batch_is_read_off_the_curves_under_load():
     inf = estimate(sc).inference
     acc = get_accelerator("h100-sxm")
     want = load_curve(sc, acc, Layout(1, 1, 1), np.array([16.0]), inf.prompt_tokens, inf.output_tokens, max_running=inf.max_concurrent_sequences)
-    (line,) = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("With 16 users sharing the replica")]
+    (line,) = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("Under load, 16 users sharing the replica")]
     ms = [f"{want[f'time_to_first_token_{q}_s'][0] * 1e3:,.0f} ms" for q in ("p50", "p90")]
     tps = [f"{want[f'tokens_per_s_per_user_{q}'][0]:,.1f}" for q in ("p50", "p90")]
     assert f"waits {ms[0]} for the first token (slowest 10%: {ms[1]})" in line and f"sees {tps[0]} tokens/s (slowest 10%: {tps[1]})" in line, line
