@@ -6,6 +6,7 @@ import streamlit as st
 
 from app_pages.shared.context import as_mode, page_header, priced, stop_page, training_tokens
 from app_pages.shared.plot import show
+from app_pages.shared.presenter import presenting
 from app_pages.shared.results import cached_estimate, cached_serving
 from app_pages.shared.serving_section import api_comparison, traffic_and_targets
 from app_pages.shared.text import hours_text, md, metric, plain, usd_text
@@ -67,6 +68,9 @@ def bills() -> tuple[int, str]:
     if trained.stack_problem:  # the Memory and Training pages' one line, where this page prices the same run
         st.warning(md("The training bill is for a setup its stack cannot run as set: {why}.", why=trained.stack_problem), icon=":material/warning:")
     serve, why_not, engine_id, where = serve_sc, err2, sc.serving_engine, " (the sidebar's *Serving engine*)"
+    # the presenter view opens on the answer and its charts, the inputs under them (nine inputs filled a 1280 x 720
+    # screen before the answer: stop 50's projector review, H4); elsewhere they come after the inputs
+    answer_slot = st.container() if presenting(values) else None
     inputs = st.columns(4)
     # the training run on spot or on demand, as the Training and Plan pages bill it (one Price in the link); serving
     # is billed on demand (a fleet that must stay up)
@@ -108,6 +112,19 @@ def bills() -> tuple[int, str]:
     assert run_usd is not None  # run_usd is not None above, and a spot bill only where there is one
     be = train_vs_serve(run_usd, plan.usd_per_month, alternative, months=months)
 
+    with answer_slot if answer_slot is not None else st.container():
+        the_answer(training, plan, run_usd, spot, be, alternative, against, months)
+    if alternative is None:
+        st.caption("Type per-token API prices above to see when training and hosting your own model beats paying per token.")
+    else:
+        st.caption(md("Per-token prices: {what}.", what=against))
+    if sc.mode == "inference":  # a serving setup is bought or rented as its fleet
+        return plan.replicas * plan.devices_per_replica, "the serving fleet's device count (its replicas x devices per replica)"
+    return training.devices, TRAINING_LAYOUT
+
+
+def the_answer(training: TrainingEstimate, plan: Any, run_usd: float, spot: bool, be: Any, alternative: float | None, against: str, months: int) -> None:
+    """The two bills, their ratio and the break-even, the sentence, and the two charts."""
     m = st.columns(4)
     training_metric(m[0], training, spot)
     metric(
@@ -136,13 +153,6 @@ def bills() -> tuple[int, str]:
         show(cumulative_figure(tuple(be.cumulative_usd), tuple(be.cumulative_alternative_usd or ()), be.break_even_month), key="chart_be")
     with right:
         show(bills_figure(run_usd, plan.usd_per_month, months), key="chart_bills")
-    if alternative is None:
-        st.caption("Type per-token API prices above to see when training and hosting your own model beats paying per token.")
-    else:
-        st.caption(md("Per-token prices: {what}.", what=against))
-    if sc.mode == "inference":  # a serving setup is bought or rented as its fleet
-        return plan.replicas * plan.devices_per_replica, "the serving fleet's device count (its replicas x devices per replica)"
-    return training.devices, TRAINING_LAYOUT
 
 
 def answer(training_usd: float, serving_usd_per_month: float, api_usd_per_month: float | None, break_even_month: int | None, months: int) -> str:

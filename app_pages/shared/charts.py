@@ -72,7 +72,7 @@ def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
     # the total at the bar's end, and past the line how many cards' worth: when a move takes the bar across one of the
     # axis's steps (400 -> 600 GiB) the bar is drawn shorter while memory grew, and the room watches the bar (stop 50's
     # projector review, H5); the number it reads there grows with the memory
-    times = f" = {m.total / result.fit_capacity_bytes:,.1f} x the card" if cap > 0 and m.total > result.fit_capacity_bytes else ""
+    times = f" = {m.total / result.fit_capacity_bytes:,.1f} × the card" if cap > 0 and m.total > result.fit_capacity_bytes else ""
     end = units.value(m.total)
     inside = end > 0.7 * capacity_axis(end, cap)  # near the axis's end: written inside the bar, on a white box
     fig.add_annotation(

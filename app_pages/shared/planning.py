@@ -7,7 +7,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from app_pages.shared.charts import component_label
+from app_pages.shared.charts import component_label, peak_words
 from app_pages.shared.style import COMPONENT_COLORS, Units, capacity_line, hmarker, layout
 from app_pages.shared.text import NBSP, chart_text, hours_text, provider_name, usd_text
 from app_pages.shared.ticks import number_ticks, time_ticks
@@ -261,7 +261,10 @@ def strategies_figure(sc: Scenario, units: Units, device_name: str) -> go.Figure
     """Per-device memory of each fine-tuning strategy for the sidebar's model and accelerator, by component."""
     rows = [(name, estimate_memory(s)) for name, s in strategy_scenarios(sc)]
     # our own labels, the verdict on a second line (a phone's 390 px keeps room for the memory axis and its title)
-    names = [f"{name}<br>{'fits' if r.fits else '<b>does not fit</b>'}" for name, r in rows]
+    # and the moment each bar is drawn at: checkpointing moves a full fine-tune's peak to the optimizer step, where
+    # its gradients show and its activations are gone (a room read it as checkpointing creating gradients: stop 50's
+    # projector review, M12; the Memory page's axis says the same)
+    names = [f"{name}<br>{'fits' if r.fits else '<b>does not fit</b>'}, peak at {peak_words(r)}" for name, r in rows]
     fig = go.Figure()
     for comp in COMPONENTS:
         values = [units.value(getattr(r.memory_per_device_bytes, comp)) for _, r in rows]
@@ -282,7 +285,7 @@ def strategies_figure(sc: Scenario, units: Units, device_name: str) -> go.Figure
     fig.update_layout(barmode="stack", xaxis_title=f"Memory per device ({units.name})", yaxis={"title": None, "autorange": "reversed"})
     model = chart_text(sc.architecture.name)
     # two lines a bar: 50 px each beside room for the axis and a legend that wraps to six lines on a phone
-    return layout(fig, f"Memory per device by strategy: {model}", height=200 + 50 * len(rows))
+    return layout(fig, f"Memory per device by strategy: {model} on the sidebar's {chart_text(device_name)}", height=200 + 50 * len(rows))
 
 
 def faster_for_users(plans: tuple[Plan, ...], cheapest: Plan, price_factor: float = 2.0) -> Plan | None:

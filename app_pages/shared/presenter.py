@@ -24,7 +24,7 @@ CONTROLS: dict[str, tuple[str, ...]] = {
     "memory": ("acc", "method", "obj", "seq", "batch", "gc", "zero", "prec", "fmt"),
     "gpu-vs-tpu": ("model", "mode", "batch", "seq"),
     "training": ("model", "method", "obj", "tokens", "seq"),
-    "inference": ("model", "acc", "fmt", "seq", "batch"),
+    "inference": ("model", "batch", "acc", "fmt", "seq"),  # the batch the decode chart marks, in sight at 1280 x 720
 }
 # Inputs drawn beside the chart only when moved off their default: the objective (DPO) changes what the bars hold,
 # and a room shown 110 GiB for "LoRA, batch 1" must see that it is DPO (review, stop 48); left at SFT it takes no room.

@@ -11,7 +11,7 @@ from core.money.compare import compare_accelerators
 from core.plan import Goal, plan
 from core.scenario import Scenario
 
-from .conftest import array_of, charts, no_exception, open_link
+from .conftest import array_of, charts, metric, no_exception, open_link
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +116,7 @@ def test_training_time_cost_chart_keeps_every_run_that_matters():
     fig = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("Time vs cost"))
     options = training_options(Scenario(model="llama-3.1-8b", accelerator="a100-sxm-80gb", mode="training", train_tokens=1e9, seq_len=4096)).options
     runs = [(o.run_hours, o.run_usd) for o in options]  # the bill each run is drawn at (core/money/run_bill.py)
-    points = [t for t in fig["data"] if t["mode"] == "markers"]
+    points = [t for t in fig["data"] if t["mode"] == "markers" and t.get("showlegend", True)]  # not the cheapest / fastest rings
     named = [t for t in points if not t["name"].startswith("Other accelerators")]
     own = get_accelerator("a100-sxm-80gb").name
     assert len(named) == 10 and f"{own} (yours)" in [t["name"] for t in named], "the top nine and the sidebar's accelerator"
@@ -232,3 +232,20 @@ def test_the_memory_bar_moves_on_an_axis_that_stays_put():
     step = hi3 / 1.06 / cap
     assert step in (1.25, 1.5, 2.0, 3.0, 4.0) and t3 <= step * cap
     assert hi4 == hi3 or t4 > step * cap  # the axis moves only when the bar crosses its step
+
+
+def test_the_training_chart_names_its_cheapest_and_fastest_runs_with_their_cost_above_the_points():
+    """The rings' labels were text beside the points, overprinted by their neighbours' markers ("fa●test") and
+    without figures (stop 50's projector review, M6): now annotations on a leader above each ring, on a white box,
+    with the run's cost, the same cost the page's Cheapest run metric gives."""
+    import math
+
+    at = open_link("training", {"model": "llama-3.1-8b", "mode": "training", "method": "qlora", "acc": "rtx-4090"})
+    no_exception(at)
+    fig = next(f for f in charts(at) if f["layout"]["title"]["text"].startswith("Time vs cost of the run"))
+    notes = {a["text"].split(":")[0]: a for a in fig["layout"]["annotations"] if a["text"].startswith(("cheapest", "fastest"))}
+    assert set(notes) in ({"cheapest", "fastest"}, {"cheapest and fastest"}), notes
+    cheapest = notes.get("cheapest") or notes["cheapest and fastest"]
+    assert cheapest["text"].endswith(metric(at, "Cheapest run")) and cheapest["bgcolor"].startswith("rgba(255,255,255")
+    rings = [array_of(d["x"])[0] for d in fig["data"] if d.get("marker", {}).get("size") == 18]  # the marks' rings
+    assert any(math.isclose(cheapest["x"], math.log10(x)) for x in rings) and cheapest["ay"] < 0

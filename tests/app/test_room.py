@@ -203,3 +203,26 @@ def _walk(block):
     for child in getattr(block, "children", {}).values():
         yield child
         yield from _walk(child)
+
+
+def test_the_presenter_view_opens_training_on_its_chart_before_its_notes_and_train_vs_serve_on_its_answer():
+    """Stop 50's projector review: Training's info box (the sidebar set to serving), its dataset caption and its Price
+    input sat above the presenter view's chart (H3); Training vs inference showed nine inputs before its answer at
+    1280 x 720 (H4). In the presenter view the chart, and the answer with its charts, now come first."""
+
+    def first(at, kind: str) -> int:
+        elements = list(_walk(at.main))
+        if kind == "chart":
+            return next(i for i, e in enumerate(elements) if getattr(getattr(e, "proto", None), "component_name", "") == "llmgp_chart")
+        return next(i for i, e in enumerate(elements) if type(e).__name__ == kind)
+
+    training = open_link("training", {"model": "llama-3.1-8b", "present": "true"})  # the sidebar serving: an info box
+    no_exception(training)
+    assert training.info and first(training, "chart") < min(first(training, "Info"), first(training, "ButtonGroup"))
+    link = {"model": "llama-3.1-8b", "mode": "training", "method": "lora", "tokens": "0.02"}
+    presenting = open_link("train_vs_serve", {**link, "present": "true"})
+    no_exception(presenting)
+    assert first(presenting, "Metric") < first(presenting, "chart") < first(presenting, "NumberInput")
+    default = open_link("train_vs_serve", link)
+    no_exception(default)
+    assert first(default, "NumberInput") < first(default, "Metric")
