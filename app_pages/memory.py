@@ -15,6 +15,7 @@ from app_pages.shared.results import cached_estimate, cached_explain, cached_hel
 from app_pages.shared.style import COMPONENT_LABELS
 from app_pages.shared.tables import show_table
 from app_pages.shared.text import metric, plain, say, sequences_text
+from app_pages.shared.what_changed import what_changed
 from app_pages.shared.widgets import page_widget
 from core.catalog.accelerators import get_accelerator
 from core.catalog.wired_limit import is_apple_gpu, wired_limit_text
@@ -200,6 +201,7 @@ if not presenter:
     headline()
 with chart_with_controls("memory"):
     show(breakdown_chart(KEY, units.name, acc.name), key="chart_breakdown")
+    st.caption(plain(what_changed(values, result, units)))  # always there: a line that came and went would shift the page
 if presenter:
     headline()
 

@@ -279,3 +279,25 @@ def test_the_fewest_devices_say_what_they_change_from_the_sidebar():
         no_exception(at)
         fewest = next(m for m in at.metric if m.label == "Fewest devices that fit")
         assert (fewest.value, fewest.proto.delta) == want
+
+
+def test_a_move_says_what_it_changed_in_the_bars():
+    """Under the bars, one line says what the last move changed: the input, the components that grew most and the
+    total, the same figures the estimate gives (stop 50's projector review, M4: the bars moved, nothing said why). It
+    stays through a rerun that changes nothing."""
+    link = {"model": "llama-3.1-8b", "mode": "training", "method": "qlora", "acc": "rtx-4090"}
+    at = open_link("memory", link)
+    no_exception(at)
+    line = [c.value.replace("\\", "") for c in at.caption if c.value.replace("\\", "").startswith(("Move a setting", "Changed"))]
+    assert line == ["Move a setting and this line says what it changed in the bars."]
+    at.select_slider(key="batch").set_value(8).run()
+    no_exception(at)
+    before = estimate(Scenario(model="llama-3.1-8b", mode="training", method="qlora", accelerator="rtx-4090", seq_len=4096)).memory_per_device_bytes
+    after = estimate(Scenario(model="llama-3.1-8b", mode="training", method="qlora", accelerator="rtx-4090", seq_len=4096, batch_size=8)).memory_per_device_bytes
+    units = Units("GiB")
+    (said,) = [c.value.replace("\\", "") for c in at.caption if c.value.replace("\\", "").startswith("Changed")]
+    assert said.startswith("Changed: Batch (per device) / concurrent sequences 1 → 8: activations +")
+    assert f"activations +{units(after.activations - before.activations)}" in said
+    assert said.endswith(f"total {units(before.total)} → {units(after.total)}")
+    at.run()
+    assert [c.value.replace("\\", "") for c in at.caption if c.value.replace("\\", "").startswith("Changed")] == [said]
