@@ -7,7 +7,7 @@ import streamlit as st
 
 from app_pages.shared.charts import capacity_text, component_label, context_is_the_window, layout_changes, layout_text, peak_words
 from app_pages.shared.context import kv_instead, page_header, priced, shipped_format_note, stack_problem_warning, weight_only_caption
-from app_pages.shared.memory_views import breakdown_chart, fits_on_chart, help_basis, help_rows, sweep_chart
+from app_pages.shared.memory_views import breakdown_chart, fits_on_chart, help_basis, help_rows, scenario_line, sweep_chart
 from app_pages.shared.plot import show
 from app_pages.shared.presenter import chart_with_controls, presenting
 from app_pages.shared.report import report_downloads
@@ -200,7 +200,9 @@ weight_only_caption(sc)
 if not presenter:
     headline()
 with chart_with_controls("memory"):
-    show(breakdown_chart(KEY, units.name, acc.name), key="chart_breakdown")
+    if presenter:  # the model and the method are not among the inputs beside the chart: said above it
+        st.markdown("**" + plain(scenario_line(sc, acc.name)) + "**")
+    show(breakdown_chart(KEY, units.name, acc.name, presenter), key="chart_breakdown")
     st.caption(plain(what_changed(values, result, units)))  # always there: a line that came and went would shift the page
 if presenter:
     headline()

@@ -51,7 +51,10 @@ def peak_words(result: Result) -> str:
     return PEAK_WORDS.get(result.peak_phase, "the forward pass")
 
 
-def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
+def breakdown_bar(result: Result, units: Units, device_name: str, tall: bool = False) -> go.Figure:
+    """The per-device bar by component against the device's usable memory. `tall`: the presenter view's, whose side
+    column of inputs is taller than the chart (a 58 px bar under a white gap at 1024 x 768: stop 50's projector
+    review, M1)."""
     m = result.memory_per_device_bytes
     fig = go.Figure()
     for comp in COMPONENTS:
@@ -91,7 +94,7 @@ def breakdown_bar(result: Result, units: Units, device_name: str) -> go.Figure:
     title = f"Memory per device: {units(m.total)} of {units(result.fit_capacity_bytes)} — {verdict}"
     # a training bar's axis title says the moment and wraps onto a second line on a phone: 30 px more, or Plotly's
     # automargin leaves the plot no height under a 390 px chart's legend ("Something went wrong with axis scaling")
-    fig = layout(fig, title, height=320 if at else 290)
+    fig = layout(fig, title, height=(320 if at else 290) + (130 if tall else 0))
     fig.update_layout(legend={"y": -0.6})
     return fig
 

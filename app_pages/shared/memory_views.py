@@ -15,8 +15,8 @@ from core.scenario import Scenario
 
 
 @shared_cache(max_entries=32)
-def breakdown_chart(key: str, unit: str, device: str):
-    return frozen(breakdown_bar(cached_estimate(key), Units(unit), device))
+def breakdown_chart(key: str, unit: str, device: str, tall: bool = False):
+    return frozen(breakdown_bar(cached_estimate(key), Units(unit), device, tall))
 
 
 @shared_cache(max_entries=32)
@@ -86,3 +86,15 @@ def help_basis(sc: Scenario, options: list[HelpOption]) -> str:
     if not all(o.time_modelled for o in options):
         out += " ≥: the speed core leaves part of that option's time out (its notes say what); those options come last."
     return out
+
+
+METHOD_NAMES = {"full": "full training", "lora": "LoRA", "qlora": "QLoRA"}
+
+
+def scenario_line(sc: Scenario, device_name: str) -> str:
+    """The scenario in one line a room reads above the bars in the presenter view, where the model and the method
+    are not among the inputs beside the chart ("Llama 3.1 8B · QLoRA · 1 x 4,096 tokens · 1 x NVIDIA GeForce RTX
+    4090"): stop 50's projector review, M2. Plain text: the model's name can come from a pasted config."""
+    devices = sc.tensor_parallel * sc.pipeline_parallel * (sc.data_parallel if sc.mode == "training" else 1)
+    what = METHOD_NAMES.get(sc.method, sc.method) + (", DPO" if sc.objective == "dpo" else "") if sc.mode == "training" else f"served ({sc.weights_format} weights)"
+    return f"{sc.architecture.name} · {what} · {sc.batch_size:,} × {sc.seq_len:,} tokens · {devices:,} × {device_name}"

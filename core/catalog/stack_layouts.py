@@ -266,6 +266,18 @@ def stack_for(stack: str, kind: str) -> str | None:
     return next((s.stack for s in table.values() if kind in s.hardware), None)
 
 
+# A part's kind in words, for a sentence ("runs on a custom" read oddly: stop 50's hosting review, LOW 8)
+KIND_WORDS = {
+    "gpu": "a GPU",
+    "tpu": "a TPU",
+    "npu": "this NPU",
+    "lpu": "a Groq LPU (it serves only)",
+    "wafer": "a Cerebras wafer (it serves only)",
+    "apple": "Apple silicon",
+    "unified": "this unified-memory part",
+    "custom": "a part given only by its memory, bandwidth and TFLOP/s (the stacks name the hardware they run on)",
+}
+
 # AWS documents Inferentia for inference only (Trainium for training).
 INFERENCE_ONLY = frozenset({"inferentia2"})
 
@@ -279,7 +291,7 @@ def training_part_problem(acc: Accelerator, method: str, stack: str, optimizer: 
         return f"{acc.id}: an inference-only part"
     run_stack = stack_for(stack, acc.kind)
     if run_stack is None:
-        return f"{acc.id}: no training stack in data/stack_layouts.csv runs on a {acc.kind}"
+        return f"{acc.id}: no training stack in data/stack_layouts.csv runs on {KIND_WORDS.get(acc.kind, 'this kind of part')}"
     if (problem := objective_problem(run_stack, objective, method)) is not None:
         return f"{acc.id}: {problem}"
     return part_problem(acc, method, run_stack, optimizer)

@@ -226,3 +226,15 @@ def test_the_presenter_view_opens_training_on_its_chart_before_its_notes_and_tra
     default = open_link("train_vs_serve", link)
     no_exception(default)
     assert first(default, "NumberInput") < first(default, "Metric")
+
+
+def test_the_presenter_view_names_the_scenario_above_the_bars():
+    """The model and the method are not among the inputs beside the Memory chart: the room never saw "Llama 3.1 8B,
+    QLoRA" (stop 50's projector review, M2). One line above the bars says it, in the presenter view only."""
+    link = {"model": "llama-3.1-8b", "mode": "training", "method": "qlora", "acc": "rtx-4090"}
+    presenting = open_link("memory", {**link, "present": "true"})
+    no_exception(presenting)
+    want = "Llama 3.1 8B · QLoRA · 1 × 4,096 tokens · 1 × NVIDIA GeForce RTX 4090"
+    assert any(m.value.replace("\\", "") == f"**{want}**" for m in presenting.markdown)
+    default = open_link("memory", link)
+    assert not any(want in m.value.replace("\\", "") for m in default.markdown)

@@ -98,3 +98,17 @@ def test_every_stack_names_its_cpu_offloads_and_the_estimate_holds_it():
 def test_a_bad_offload_cell_is_refused(tmp_path):
     with pytest.raises(CatalogError):
         read_catalog_rows(_rewritten(tmp_path, offload="gpu"), StackLayouts)
+
+
+def test_a_part_no_stack_trains_on_is_named_in_words():
+    """ "no training stack ... runs on a custom" (and "a lpu", "a wafer") read oddly (stop 50's hosting review, LOW 8):
+    the part's kind is said in words, and why where it only serves."""
+    from core.catalog.accelerators import custom_accelerator_id
+    from core.catalog.stack_layouts import training_part_problem
+
+    said = {aid: training_part_problem(get_accelerator(aid), "lora", "hf") for aid in ("groq-lpu", "cerebras-wse-3", custom_accelerator_id(48, 1000, 200))}
+    assert said["groq-lpu"] == "groq-lpu: no training stack in data/stack_layouts.csv runs on a Groq LPU (it serves only)"
+    assert said["cerebras-wse-3"].endswith("runs on a Cerebras wafer (it serves only)")
+    custom = said[custom_accelerator_id(48, 1000, 200)]
+    assert custom is not None and "runs on a part given only by its memory, bandwidth and TFLOP/s" in custom and "a custom" not in custom
+    assert training_part_problem(get_accelerator("h100-sxm"), "lora", "hf") is None
