@@ -22,7 +22,7 @@ from core.catalog.wired_limit import is_apple_gpu, wired_limit_text
 from core.memory.components import expert_parallel_ranks
 from core.memory.engines import ENGINES
 from core.memory.evaluator import own_layout
-from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION, MAX_BATCH
+from core.memory.fit import BORDERLINE_BASIS, BORDERLINE_FRACTION, MAX_BATCH, MAX_DEVICES
 from core.memory.objective import preference_note
 from core.memory.stacks import STACKS
 from core.model.formats import FORMATS
@@ -92,6 +92,16 @@ def headline() -> None:
     )
     if result.layout_needed is None and ram_short:
         metric(cols[2], "Fewest devices that fit", "none", help="more devices do not help: the layers kept off them stay in system RAM" + ram_note)
+    elif result.layout_needed is None:  # the sentence below the number: as the value it ran to four lines in a column
+        metric(
+            cols[2],
+            "Fewest devices that fit",
+            "none",
+            help=layout_text(None).capitalize() + ': "Why it does not fit, and what would help" below says which change does',
+            delta=f"up to {MAX_DEVICES:,} devices",
+            delta_color="gray",
+            delta_arrow="off",
+        )
     else:
         changed = layout_changes(sc, result.layout_needed)
         metric(
