@@ -282,6 +282,11 @@ KIND_WORDS = {
 INFERENCE_ONLY = frozenset({"inferentia2"})
 
 
+def no_stack_problem(acc: Accelerator) -> str:
+    """The line for a part no training stack of the table runs on (the planner's skipped line and the pages' reason)."""
+    return f"{acc.id}: no training stack in data/stack_layouts.csv runs on {KIND_WORDS.get(acc.kind, 'this kind of part')}"
+
+
 def training_part_problem(acc: Accelerator, method: str, stack: str, optimizer: str = "adamw", objective: str = "sft") -> str | None:
     """Why no run of `method` (with `objective`) trains on `acc` with `stack` (or the stack that part trains under,
     stack_for), or None: an inference-only part, a part no stack of the table runs on, the part's kernels
@@ -291,7 +296,7 @@ def training_part_problem(acc: Accelerator, method: str, stack: str, optimizer: 
         return f"{acc.id}: an inference-only part"
     run_stack = stack_for(stack, acc.kind)
     if run_stack is None:
-        return f"{acc.id}: no training stack in data/stack_layouts.csv runs on {KIND_WORDS.get(acc.kind, 'this kind of part')}"
+        return no_stack_problem(acc)
     if (problem := objective_problem(run_stack, objective, method)) is not None:
         return f"{acc.id}: {problem}"
     return part_problem(acc, method, run_stack, optimizer)

@@ -17,7 +17,7 @@ import numpy as np
 from core.catalog.accelerators import Accelerator, get_accelerator
 from core.catalog.prices import PriceRow
 from core.catalog.providers import Reservation
-from core.catalog.stack_layouts import INFERENCE_ONLY, KIND_WORDS, layout_problem, objective_problem, part_problem, spans_nodes_ok, stack_for
+from core.catalog.stack_layouts import INFERENCE_ONLY, layout_problem, no_stack_problem, objective_problem, part_problem, spans_nodes_ok, stack_for
 from core.catalog.tpu_slices import rentable_chips
 from core.layout import Layout
 from core.memory.components import qlora_upcast
@@ -383,7 +383,7 @@ def plan_training(goal: Goal, prices: tuple[PriceRow, ...] | None = None) -> tup
             continue
         stack = stack_for(goal.training_stack, acc.kind)
         if stack is None:
-            skipped.append(f"{aid}: no training stack in data/stack_layouts.csv runs on {KIND_WORDS.get(acc.kind, 'this kind of part')}")
+            skipped.append(no_stack_problem(acc))
             continue
         if stack not in shapes_of:
             shapes_of[stack] = _shapes(goal, stack)
